@@ -1,0 +1,100 @@
+# rownorm.h / muon.h: build, test, install.
+#   make test            every test, every variant (scalar, AVX2, AVX-512, C++, CBLAS, ASan+UBSan)
+#   make install PREFIX=/usr/local
+# The headers need nothing from this file: copy them and #define X_IMPLEMENTATION once.
+
+CC      ?= cc
+CXX     ?= c++
+PREFIX  ?= /usr/local
+WARN    := -Wall -Wextra -Wpedantic -Werror -Wshadow
+LDLIBS  := -lm
+B       := build
+ARCH    := $(shell uname -m)
+
+# What this machine has: reported, never required.
+HAVE_AVX512 := $(shell grep -q -w avx512f /proc/cpuinfo 2>/dev/null && echo 1)
+BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
+BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
+HAVE_BLAS   := $(shell printf '#include <cblas.h>\nint main(void){float a=1,b=1,c=0;cblas_sgemm(CblasRowMajor,CblasNoTrans,CblasNoTrans,1,1,1,1.f,&a,1,&b,1,0.f,&c,1);return c!=1.f;}\n' \
+                 | $(CC) -x c - -o /dev/null $(BLAS_CFLAGS) $(BLAS_LIBS) 2>/dev/null && echo 1)
+HAVE_OMP    := $(shell echo 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo 1)
+OMP         := $(if $(HAVE_OMP),-fopenmp)
+
+ifeq ($(ARCH),x86_64)
+SIMD2   := -mavx2 -mfma
+SIMD512 := -mavx512f -mavx2 -mfma
+else
+SIMD2   :=
+SIMD512 :=
+endif
+
+TEST_SRCS := $(wildcard tests/test_*.c)
+TEST_NAMES := $(basename $(notdir $(TEST_SRCS)))
+HEADERS := rownorm.h muon.h
+HEADER_DEPS := $(HEADERS) $(wildcard wip/*.inc)
+
+# variant -> compiler and flags
+V_scalar_CC  := $(CC)
+V_scalar_FL  := -std=c99 -O2 -DRN_NO_SIMD -DMUON_NO_SIMD
+V_avx2_CC    := $(CC)
+V_avx2_FL    := -std=c99 -O2 $(SIMD2)
+V_avx512_CC  := $(CC)
+V_avx512_FL  := -std=c99 -O2 $(SIMD512) $(OMP)
+V_cxx_CC     := $(CXX)
+V_cxx_FL     := -x c++ -std=c++11 -O2 $(SIMD2)
+V_cblas_CC   := $(CC)
+V_cblas_FL   := -std=c99 -O2 $(SIMD2) -DRN_USE_CBLAS -DMUON_USE_CBLAS $(BLAS_CFLAGS)
+V_cblas_LIBS := $(BLAS_LIBS)
+V_asan_CC    := $(CC)
+V_asan_FL    := -std=c99 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all $(SIMD2)
+
+VARIANTS := scalar avx2 cxx asan
+ifeq ($(ARCH),x86_64)
+VARIANTS += avx512
+endif
+ifeq ($(HAVE_BLAS),1)
+VARIANTS += cblas
+endif
+# avx512 binaries are built always on x86_64 but run only where the CPU has AVX-512F.
+RUN_VARIANTS := $(filter-out $(if $(HAVE_AVX512),,avx512),$(VARIANTS))
+
+define variant_rule
+$(B)/$(1)/%: tests/%.c tests/test.h $(HEADER_DEPS) | $(B)/$(1)
+	$$(V_$(1)_CC) $$(V_$(1)_FL) $(WARN) -DTEST_VARIANT='"$(1)"' -I. -o $$@ $$< $$(V_$(1)_LIBS) $(LDLIBS)
+$(B)/$(1):
+	@mkdir -p $$@
+endef
+$(foreach v,$(VARIANTS),$(eval $(call variant_rule,$(v))))
+
+TEST_BINS := $(foreach v,$(VARIANTS),$(addprefix $(B)/$(v)/,$(TEST_NAMES)))
+RUN_BINS  := $(foreach v,$(RUN_VARIANTS),$(addprefix $(B)/$(v)/,$(TEST_NAMES)))
+
+# The example trainer adds its own tests (GPT_TEST_BINS) and targets (demo) here.
+GPT_TEST_BINS :=
+-include examples/gpt/gpt.mk
+
+.PHONY: all test test-build config install uninstall clean
+all: test-build
+
+config:
+	@echo "config: arch=$(ARCH) avx512=$(if $(HAVE_AVX512),yes,no) openblas=$(if $(HAVE_BLAS),yes,no) openmp=$(if $(HAVE_OMP),yes,no)"
+	@echo "config: test variants built: $(VARIANTS); run: $(RUN_VARIANTS)"
+
+test-build: $(TEST_BINS) $(GPT_TEST_BINS)
+
+test: config test-build
+	@UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 OMP_NUM_THREADS=2 \
+	    ./tests/run.sh $(RUN_BINS) $(GPT_TEST_BINS)
+
+install:
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/lib/cmake/rownorm
+	install -m 644 $(HEADERS) $(DESTDIR)$(PREFIX)/include/
+	sed 's|@PREFIX@|$(PREFIX)|g' cmake/rownorm.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/rownorm.pc
+	install -m 644 cmake/rownormConfig.cmake $(DESTDIR)$(PREFIX)/lib/cmake/rownorm/
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/include/,$(HEADERS)) $(DESTDIR)$(PREFIX)/lib/pkgconfig/rownorm.pc
+	rm -rf $(DESTDIR)$(PREFIX)/lib/cmake/rownorm
+
+clean:
+	rm -rf $(B)

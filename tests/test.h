@@ -1,0 +1,102 @@
+/* test.h - the project's minimal test harness (C99 and C++).
+ *
+ * A test is a function `static void test_x(void)` that makes checks; main() runs
+ * each with RUN(test_x) and ends with `return TEST_REPORT();`. A test passes
+ * when it made at least one check and none failed: a test that checks nothing
+ * is counted as failed, so a skipped branch can never report a pass.
+ * The last line printed is "<variant>: N passed, N failed" (counts of tests).
+ */
+#ifndef TEST_H
+#define TEST_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef TEST_VARIANT
+#define TEST_VARIANT "default"
+#endif
+
+static int t__passed, t__failed, t__checks, t__fails_here;
+static const char *t__current = "";
+
+static int t__fail(const char *file, int line, const char *what)
+{
+    fprintf(stderr, "%s:%d: [%s] %s: FAILED %s\n", file, line, TEST_VARIANT, t__current, what);
+    t__fails_here++;
+    return 0;
+}
+
+/* CHECK(cond): a boolean check. */
+#define CHECK(cond) \
+    (t__checks++, (cond) ? 1 : t__fail(__FILE__, __LINE__, #cond))
+
+/* CHECK_MSG(cond, fmt, ...): boolean check with a formatted message on failure. */
+#define CHECK_MSG(cond, ...)                                                     \
+    do {                                                                         \
+        t__checks++;                                                             \
+        if (!(cond)) {                                                           \
+            fprintf(stderr, "%s:%d: [%s] %s: FAILED %s: ", __FILE__, __LINE__,  \
+                    TEST_VARIANT, t__current, #cond);                           \
+            fprintf(stderr, __VA_ARGS__);                                        \
+            fprintf(stderr, "\n");                                               \
+            t__fails_here++;                                                     \
+        }                                                                        \
+    } while (0)
+
+/* |got - want| <= abs_tol + rel_tol * |want|, and both finite (NaN never passes). */
+static int t__near(double got, double want, double abs_tol, double rel_tol)
+{
+    double d;
+    if (got != got || want != want) return 0;
+    if (got == want) return 1; /* also equal infinities */
+    d = fabs(got - want);
+    return d <= abs_tol + rel_tol * fabs(want);
+}
+
+#define CHECK_NEAR(got, want, abs_tol, rel_tol)                                  \
+    CHECK_MSG(t__near((double)(got), (double)(want), (abs_tol), (rel_tol)),      \
+              "got %.17g want %.17g (abs %.3g rel %.3g)", (double)(got),        \
+              (double)(want), (double)(abs_tol), (double)(rel_tol))
+
+#define RUN(fn)                                                                  \
+    do {                                                                         \
+        int t__c0 = t__checks;                                                   \
+        t__current = #fn;                                                        \
+        t__fails_here = 0;                                                       \
+        fn();                                                                    \
+        if (t__checks == t__c0) {                                                \
+            fprintf(stderr, "[%s] %s: FAILED (made no checks)\n", TEST_VARIANT, #fn); \
+            t__failed++;                                                         \
+        } else if (t__fails_here) {                                              \
+            t__failed++;                                                         \
+        } else {                                                                 \
+            t__passed++;                                                         \
+        }                                                                        \
+    } while (0)
+
+#define TEST_REPORT()                                                            \
+    (printf("%s: %d passed, %d failed\n", TEST_VARIANT, t__passed, t__failed),  \
+     fflush(stdout), t__failed ? 1 : 0)
+
+/* Deterministic RNG for tests (splitmix64 + Box-Muller), no global state in the libraries. */
+typedef struct { unsigned long long s; } t_rng;
+static unsigned long long t_rng_u64(t_rng *r)
+{
+    unsigned long long z = (r->s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+static double t_rng_uniform(t_rng *r) /* in (0, 1) */
+{
+    return ((double)(t_rng_u64(r) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+static double t_rng_normal(t_rng *r)
+{
+    double u1 = t_rng_uniform(r), u2 = t_rng_uniform(r);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
+}
+
+#endif /* TEST_H */
