@@ -1,0 +1,554 @@
+/* data.c - token files, samplers, corpus and the shared file helpers (see data.h). */
+#include "data.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *data_status_string(data_status s)
+{
+    switch (s) {
+    case DATA_OK: return "ok";
+    case DATA_ERR_NULL: return "null pointer";
+    case DATA_ERR_DOMAIN: return "parameter out of range";
+    case DATA_ERR_SIZE: return "size too small or overflowing";
+    case DATA_ERR_NOMEM: return "out of memory";
+    case DATA_ERR_IO: return "I/O error";
+    case DATA_ERR_TRUNCATED: return "file truncated";
+    case DATA_ERR_MAGIC: return "wrong magic number";
+    case DATA_ERR_VERSION: return "unsupported version";
+    case DATA_ERR_CHECKSUM: return "checksum mismatch";
+    case DATA_ERR_CORRUPT: return "corrupt content";
+    }
+    return "unknown status";
+}
+
+static void data__err(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    if (!err || errlen == 0) return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- file helpers ---------------------------------------------------------------------- */
+
+uint64_t data_fnv1a64(const void *p, size_t n, uint64_t h)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+void data_put_u32le(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v & 0xff);
+    p[1] = (unsigned char)((v >> 8) & 0xff);
+    p[2] = (unsigned char)((v >> 16) & 0xff);
+    p[3] = (unsigned char)((v >> 24) & 0xff);
+}
+
+void data_put_u64le(unsigned char *p, uint64_t v)
+{
+    data_put_u32le(p, (uint32_t)(v & 0xffffffffu));
+    data_put_u32le(p + 4, (uint32_t)(v >> 32));
+}
+
+uint32_t data_get_u32le(const unsigned char *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+uint64_t data_get_u64le(const unsigned char *p)
+{
+    return (uint64_t)data_get_u32le(p) | ((uint64_t)data_get_u32le(p + 4) << 32);
+}
+
+data_status data_read_file(const char *path, unsigned char **buf, size_t *n, char *err, size_t errlen)
+{
+    FILE *f;
+    unsigned char *b = NULL;
+    size_t len = 0, cap = 0;
+    if (!path || !buf || !n) {
+        data__err(err, errlen, "data_read_file: null argument");
+        return DATA_ERR_NULL;
+    }
+    f = fopen(path, "rb");
+    if (!f) {
+        data__err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return DATA_ERR_IO;
+    }
+    /* Grow-as-you-read instead of fseek/ftell: works for pipes and for files over LONG_MAX. */
+    for (;;) {
+        size_t got;
+        if (len == cap) {
+            size_t ncap = cap ? cap * 2 : 65536;
+            unsigned char *nb;
+            if (ncap < cap) { free(b); fclose(f); data__err(err, errlen, "%s: file too large", path); return DATA_ERR_SIZE; }
+            nb = (unsigned char *)realloc(b, ncap);
+            if (!nb) {
+                free(b);
+                fclose(f);
+                data__err(err, errlen, "%s: out of memory reading %lu bytes", path, (unsigned long)ncap);
+                return DATA_ERR_NOMEM;
+            }
+            b = nb;
+            cap = ncap;
+        }
+        got = fread(b + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) {
+        free(b);
+        fclose(f);
+        data__err(err, errlen, "%s: read error", path);
+        return DATA_ERR_IO;
+    }
+    fclose(f);
+    *buf = b;
+    *n = len;
+    return DATA_OK;
+}
+
+data_status data_write_file_atomic(const char *path, const void *buf, size_t n, char *err, size_t errlen)
+{
+    size_t plen;
+    char *tmp;
+    FILE *f;
+    int bad;
+    if (!path || (!buf && n)) {
+        data__err(err, errlen, "data_write_file_atomic: null argument");
+        return DATA_ERR_NULL;
+    }
+    plen = strlen(path);
+    tmp = (char *)malloc(plen + 5);
+    if (!tmp) {
+        data__err(err, errlen, "%s: out of memory", path);
+        return DATA_ERR_NOMEM;
+    }
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp", 5);
+    f = fopen(tmp, "wb");
+    if (!f) {
+        data__err(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+        free(tmp);
+        return DATA_ERR_IO;
+    }
+    bad = n && fwrite(buf, 1, n, f) != n;
+    bad |= fflush(f) != 0;
+    bad |= fclose(f) != 0;
+    if (bad) {
+        data__err(err, errlen, "%s: write failed", tmp);
+        remove(tmp);
+        free(tmp);
+        return DATA_ERR_IO;
+    }
+    if (rename(tmp, path) != 0) {
+        data__err(err, errlen, "%s: cannot rename %s over it: %s", path, tmp, strerror(errno));
+        remove(tmp);
+        free(tmp);
+        return DATA_ERR_IO;
+    }
+    free(tmp);
+    return DATA_OK;
+}
+
+/* ---- token files ----------------------------------------------------------------------- */
+
+static unsigned data__dtype(uint32_t vocab_size) { return vocab_size <= 65536u ? 2u : 4u; }
+
+data_status data_tokens_serialize(const uint32_t *tokens, size_t n, uint32_t vocab_size,
+                                  unsigned char **buf, size_t *len, char *err, size_t errlen)
+{
+    unsigned dt;
+    size_t i, total;
+    unsigned char *b, *p;
+    if ((!tokens && n) || !buf || !len) {
+        data__err(err, errlen, "data_tokens_serialize: null argument");
+        return DATA_ERR_NULL;
+    }
+    if (vocab_size == 0) {
+        data__err(err, errlen, "data_tokens_serialize: vocab_size is 0");
+        return DATA_ERR_DOMAIN;
+    }
+    for (i = 0; i < n; i++) {
+        if (tokens[i] >= vocab_size) {
+            data__err(err, errlen, "data_tokens_serialize: token %lu at index %lu >= vocab_size %lu",
+                      (unsigned long)tokens[i], (unsigned long)i, (unsigned long)vocab_size);
+            return DATA_ERR_DOMAIN;
+        }
+    }
+    dt = data__dtype(vocab_size);
+    if (n > ((size_t)-1 - DATA_HEADER_BYTES - DATA_TRAILER_BYTES) / dt) {
+        data__err(err, errlen, "data_tokens_serialize: too many tokens");
+        return DATA_ERR_SIZE;
+    }
+    total = DATA_HEADER_BYTES + n * dt + DATA_TRAILER_BYTES;
+    b = (unsigned char *)malloc(total);
+    if (!b) {
+        data__err(err, errlen, "data_tokens_serialize: out of memory");
+        return DATA_ERR_NOMEM;
+    }
+    memcpy(b, DATA_MAGIC_BYTES, 4);
+    data_put_u32le(b + 4, DATA_VERSION);
+    data_put_u32le(b + 8, vocab_size);
+    data_put_u32le(b + 12, dt);
+    data_put_u64le(b + 16, (uint64_t)n);
+    p = b + DATA_HEADER_BYTES;
+    for (i = 0; i < n; i++) {
+        if (dt == 2) {
+            p[0] = (unsigned char)(tokens[i] & 0xff);
+            p[1] = (unsigned char)(tokens[i] >> 8);
+            p += 2;
+        } else {
+            data_put_u32le(p, tokens[i]);
+            p += 4;
+        }
+    }
+    data_put_u64le(p, data_fnv1a64(b, total - DATA_TRAILER_BYTES, DATA_FNV64_INIT));
+    *buf = b;
+    *len = total;
+    return DATA_OK;
+}
+
+data_status data_tokens_write(const char *path, const uint32_t *tokens, size_t n, uint32_t vocab_size,
+                              char *err, size_t errlen)
+{
+    unsigned char *b;
+    size_t len;
+    data_status st = data_tokens_serialize(tokens, n, vocab_size, &b, &len, err, errlen);
+    if (st != DATA_OK) return st;
+    st = data_write_file_atomic(path, b, len, err, errlen);
+    free(b);
+    return st;
+}
+
+data_status data_tokens_parse(data_tokens *out, const unsigned char *buf, size_t len, const char *name,
+                              char *err, size_t errlen)
+{
+    uint32_t version, vocab, dt;
+    uint64_t n64, sum;
+    size_t n, i, want;
+    uint32_t *toks;
+    const unsigned char *p;
+    if (!out || (!buf && len)) {
+        data__err(err, errlen, "data_tokens_parse: null argument");
+        return DATA_ERR_NULL;
+    }
+    if (!name) name = "token file";
+    if (len < 4) {
+        data__err(err, errlen, "%s: truncated: %lu bytes, too short for a token file header",
+                  name, (unsigned long)len);
+        return DATA_ERR_TRUNCATED;
+    }
+    if (memcmp(buf, DATA_MAGIC_BYTES, 4) != 0) {
+        data__err(err, errlen, "%s: wrong magic (not a token file; expected \"%s\")", name, DATA_MAGIC_BYTES);
+        return DATA_ERR_MAGIC;
+    }
+    if (len < 8) {
+        data__err(err, errlen, "%s: truncated: %lu bytes, header needs %u", name, (unsigned long)len,
+                  DATA_HEADER_BYTES);
+        return DATA_ERR_TRUNCATED;
+    }
+    version = data_get_u32le(buf + 4);
+    if (version != DATA_VERSION) {
+        data__err(err, errlen, "%s: unsupported token file version %lu (this build reads version %u)",
+                  name, (unsigned long)version, DATA_VERSION);
+        return DATA_ERR_VERSION;
+    }
+    if (len < DATA_HEADER_BYTES) {
+        data__err(err, errlen, "%s: truncated: %lu bytes, header needs %u", name, (unsigned long)len,
+                  DATA_HEADER_BYTES);
+        return DATA_ERR_TRUNCATED;
+    }
+    if (len < DATA_HEADER_BYTES + DATA_TRAILER_BYTES) {
+        data__err(err, errlen, "%s: truncated: %lu bytes, header and checksum need %u", name,
+                  (unsigned long)len, DATA_HEADER_BYTES + DATA_TRAILER_BYTES);
+        return DATA_ERR_TRUNCATED;
+    }
+    vocab = data_get_u32le(buf + 8);
+    dt = data_get_u32le(buf + 12);
+    n64 = data_get_u64le(buf + 16);
+    want = (dt == 2 || dt == 4) && n64 <= (uint64_t)(((size_t)-1 - DATA_HEADER_BYTES - DATA_TRAILER_BYTES) / 4)
+               ? DATA_HEADER_BYTES + (size_t)n64 * dt + DATA_TRAILER_BYTES
+               : (size_t)-1;
+    /* Checksum first: a file that matches it is intact, so any later complaint is about content. */
+    sum = data_fnv1a64(buf, len - DATA_TRAILER_BYTES, DATA_FNV64_INIT);
+    if (sum != data_get_u64le(buf + len - DATA_TRAILER_BYTES)) {
+        if (len < want) {
+            data__err(err, errlen, "%s: truncated: %lu bytes, header promises %llu tokens (%lu bytes)", name,
+                      (unsigned long)len, (unsigned long long)n64, (unsigned long)want);
+            return DATA_ERR_TRUNCATED;
+        }
+        data__err(err, errlen, "%s: checksum mismatch (file corrupted)", name);
+        return DATA_ERR_CHECKSUM;
+    }
+    if (vocab == 0 || dt != data__dtype(vocab) || len != want) {
+        data__err(err, errlen, "%s: corrupt header: vocab_size %lu, dtype %lu bytes, %llu tokens in %lu bytes",
+                  name, (unsigned long)vocab, (unsigned long)dt, (unsigned long long)n64, (unsigned long)len);
+        return DATA_ERR_CORRUPT;
+    }
+    n = (size_t)n64;
+    toks = (uint32_t *)malloc(n ? n * sizeof(uint32_t) : 1);
+    if (!toks) {
+        data__err(err, errlen, "%s: out of memory for %lu tokens", name, (unsigned long)n);
+        return DATA_ERR_NOMEM;
+    }
+    p = buf + DATA_HEADER_BYTES;
+    for (i = 0; i < n; i++) {
+        uint32_t t = dt == 2 ? (uint32_t)p[2 * i] | ((uint32_t)p[2 * i + 1] << 8) : data_get_u32le(p + 4 * i);
+        if (t >= vocab) {
+            data__err(err, errlen, "%s: corrupt: token %lu at index %lu >= vocab_size %lu", name,
+                      (unsigned long)t, (unsigned long)i, (unsigned long)vocab);
+            free(toks);
+            return DATA_ERR_CORRUPT;
+        }
+        toks[i] = t;
+    }
+    out->vocab_size = vocab;
+    out->n_tokens = n;
+    out->tokens = toks;
+    return DATA_OK;
+}
+
+data_status data_tokens_read(data_tokens *out, const char *path, char *err, size_t errlen)
+{
+    unsigned char *b;
+    size_t len;
+    data_status st;
+    if (!out || !path) {
+        data__err(err, errlen, "data_tokens_read: null argument");
+        return DATA_ERR_NULL;
+    }
+    st = data_read_file(path, &b, &len, err, errlen);
+    if (st != DATA_OK) return st;
+    st = data_tokens_parse(out, b, len, path, err, errlen);
+    free(b);
+    return st;
+}
+
+void data_tokens_free(data_tokens *d)
+{
+    if (!d) return;
+    free(d->tokens);
+    d->tokens = NULL;
+    d->n_tokens = 0;
+    d->vocab_size = 0;
+}
+
+/* ---- samplers -------------------------------------------------------------------------- */
+
+static uint64_t data__splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+void data_sampler_init(data_sampler *s, uint64_t seed)
+{
+    if (!s) return;
+    s->rng = seed;
+    s->pos = 0;
+}
+
+static data_status data__check_batch(const data_tokens *d, const data_sampler *s, int B, int T,
+                                     const int *inputs, const int *targets, size_t need)
+{
+    if (!d || !s || !inputs || !targets || (!d->tokens && d->n_tokens)) return DATA_ERR_NULL;
+    if (B <= 0 || T <= 0 || d->vocab_size > 0x7fffffffu) return DATA_ERR_DOMAIN; /* ids must fit an int */
+    if ((size_t)B > (size_t)-1 / (size_t)T) return DATA_ERR_SIZE;
+    if (d->n_tokens < need) return DATA_ERR_SIZE;
+    return DATA_OK;
+}
+
+data_status data_batch_random(const data_tokens *d, data_sampler *s, int B, int T, int *inputs, int *targets)
+{
+    data_status st = data__check_batch(d, s, B, T, inputs, targets, (size_t)(T > 0 ? T : 0) + 1);
+    uint64_t range;
+    int b, t;
+    if (st != DATA_OK) return st;
+    range = (uint64_t)(d->n_tokens - (size_t)T); /* starts 0 .. n-T-1 */
+    for (b = 0; b < B; b++) {
+        /* Modulo bias is at most range / 2^64: irrelevant for any corpus that fits in memory. */
+        size_t start = (size_t)(data__splitmix64(&s->rng) % range);
+        const uint32_t *w = d->tokens + start;
+        for (t = 0; t < T; t++) {
+            inputs[(size_t)b * T + t] = (int)w[t];
+            targets[(size_t)b * T + t] = (int)w[t + 1];
+        }
+    }
+    return DATA_OK;
+}
+
+data_status data_batch_sequential(const data_tokens *d, data_sampler *s, int B, int T, int *inputs, int *targets)
+{
+    size_t bt, pos;
+    int b, t;
+    data_status st = data__check_batch(d, s, B, T, inputs, targets, 1);
+    if (st != DATA_OK) return st;
+    bt = (size_t)B * (size_t)T;
+    if (bt >= d->n_tokens) return DATA_ERR_SIZE; /* need bt + 1 tokens */
+    pos = (size_t)s->pos;
+    if ((uint64_t)pos != s->pos || pos > d->n_tokens - 1 - bt) pos = 0;
+    for (b = 0; b < B; b++) {
+        const uint32_t *w = d->tokens + pos + (size_t)b * T;
+        for (t = 0; t < T; t++) {
+            inputs[(size_t)b * T + t] = (int)w[t];
+            targets[(size_t)b * T + t] = (int)w[t + 1];
+        }
+    }
+    s->pos = (uint64_t)(pos + bt);
+    return DATA_OK;
+}
+
+size_t data_sequential_batches(const data_tokens *d, int B, int T)
+{
+    size_t bt;
+    if (!d || B <= 0 || T <= 0 || d->n_tokens == 0) return 0;
+    if ((size_t)B > (size_t)-1 / (size_t)T) return 0;
+    bt = (size_t)B * (size_t)T;
+    return (d->n_tokens - 1) / bt;
+}
+
+/* ---- corpus ---------------------------------------------------------------------------- */
+
+/* The project's own text, in a fixed order (the order changes the token stream, so keep it).
+ * New docs or sources should be added here; missing entries are skipped. */
+const char *const data_default_corpus_files[] = {
+    "README.md",
+    "docs/DESIGN.md",
+    "docs/SPEC.md",
+    "docs/TRAINER.md",
+    "docs/RESULTS.md",
+    "bench/RESULTS.md",
+    "rownorm.h",
+    "muon.h",
+    "tests/test.h",
+    "examples/gpt/README.md",
+    "examples/gpt/model.h",
+    "examples/gpt/model.c",
+    "examples/gpt/backend.h",
+    "examples/gpt/cpu_layers.h",
+    "examples/gpt/cpu.c",
+    "examples/gpt/libs.c",
+    "examples/gpt/train.c",
+    "examples/gpt/train_gpt.c",
+    "examples/gpt/tokenizer.h",
+    "examples/gpt/tokenizer.c",
+    "examples/gpt/data.h",
+    "examples/gpt/data.c",
+    "examples/gpt/plot.h",
+    "examples/gpt/plot.c",
+    "examples/gpt/prepare.c",
+    NULL
+};
+
+data_status data_corpus_add_file(data_corpus *c, const char *path, char *err, size_t errlen)
+{
+    unsigned char *b, *text;
+    size_t len, *starts;
+    data_status st;
+    if (!c || !path) {
+        data__err(err, errlen, "data_corpus_add_file: null argument");
+        return DATA_ERR_NULL;
+    }
+    st = data_read_file(path, &b, &len, err, errlen);
+    if (st != DATA_OK) return st;
+    if (len > (size_t)-1 - c->n_bytes - 1 || c->n_docs + 2 > (size_t)-1 / sizeof(size_t)) {
+        free(b);
+        data__err(err, errlen, "%s: corpus too large", path);
+        return DATA_ERR_SIZE;
+    }
+    text = (unsigned char *)realloc(c->text, c->n_bytes + len + 1);
+    if (!text) {
+        free(b);
+        data__err(err, errlen, "%s: out of memory", path);
+        return DATA_ERR_NOMEM;
+    }
+    c->text = text; /* a larger buffer with the same content: c is still consistent */
+    starts = (size_t *)realloc(c->doc_start, (c->n_docs + 2) * sizeof(size_t));
+    if (!starts) {
+        free(b);
+        data__err(err, errlen, "%s: out of memory", path);
+        return DATA_ERR_NOMEM;
+    }
+    c->doc_start = starts;
+    if (c->n_docs == 0) starts[0] = 0;
+    memcpy(text + c->n_bytes, b, len);
+    free(b);
+    c->n_bytes += len;
+    c->n_docs += 1;
+    starts[c->n_docs] = c->n_bytes;
+    return DATA_OK;
+}
+
+data_status data_corpus_add_default(data_corpus *c, const char *root, char *err, size_t errlen)
+{
+    size_t i, found = 0;
+    char path[4096];
+    if (!c) {
+        data__err(err, errlen, "data_corpus_add_default: null argument");
+        return DATA_ERR_NULL;
+    }
+    if (!root || !*root) root = ".";
+    for (i = 0; data_default_corpus_files[i]; i++) {
+        FILE *f;
+        data_status st;
+        int w = snprintf(path, sizeof path, "%s/%s", root, data_default_corpus_files[i]);
+        if (w < 0 || (size_t)w >= sizeof path) {
+            data__err(err, errlen, "%s: path too long", root);
+            return DATA_ERR_DOMAIN;
+        }
+        f = fopen(path, "rb");
+        if (!f) continue; /* not in this checkout: skip */
+        fclose(f);
+        st = data_corpus_add_file(c, path, err, errlen);
+        if (st != DATA_OK) return st;
+        found++;
+    }
+    if (!found) {
+        data__err(err, errlen, "%s: none of the default corpus files found (is this the repository root?)", root);
+        return DATA_ERR_IO;
+    }
+    return DATA_OK;
+}
+
+int data_find_repo_root(char *out, size_t cap)
+{
+    static const char *const cands[] = {".", "..", "../..", "../../.."};
+    size_t i;
+    char p[64];
+    for (i = 0; i < sizeof cands / sizeof cands[0]; i++) {
+        FILE *a, *b;
+        snprintf(p, sizeof p, "%s/rownorm.h", cands[i]);
+        a = fopen(p, "rb");
+        snprintf(p, sizeof p, "%s/muon.h", cands[i]);
+        b = fopen(p, "rb");
+        if (a) fclose(a);
+        if (b) fclose(b);
+        if (a && b) {
+            if (out && cap) snprintf(out, cap, "%s", cands[i]);
+            return 1;
+        }
+    }
+    if (out && cap) snprintf(out, cap, ".");
+    return 0;
+}
+
+void data_corpus_free(data_corpus *c)
+{
+    if (!c) return;
+    free(c->text);
+    free(c->doc_start);
+    memset(c, 0, sizeof *c);
+}

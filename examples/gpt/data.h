@@ -1,0 +1,151 @@
+/* data.h - token files, batch samplers and the default corpus for the example trainer.
+ *
+ * Three things live here:
+ *   1. File helpers shared by every binary file the trainer writes (tokenizer, token files,
+ *      checkpoints): little-endian integer packing, an FNV-1a 64-bit checksum, a whole-file
+ *      reader and an atomic writer (write PATH.tmp, flush, close, rename over PATH).
+ *   2. Token files (train.bin / val.bin) and two samplers over them: a seeded random one for
+ *      training and a sequential one for validation. A sampler's whole state is two integers,
+ *      so a checkpoint can store it and resume the exact stream.
+ *   3. The corpus: a list of documents read from text files. With no file given, the default
+ *      corpus is the project's own text (data_default_corpus_files), so the demo needs no
+ *      download on a fresh checkout.
+ *
+ * Token file format (version 1), all integers little-endian:
+ *   offset  size  field
+ *        0     4  magic, the bytes "RNTD"
+ *        4     4  version (1)
+ *        8     4  vocab_size (every token id is < vocab_size)
+ *       12     4  dtype: bytes per token, 2 (uint16, when vocab_size <= 65536) or 4 (uint32)
+ *       16     8  n_tokens
+ *       24     -  n_tokens tokens of dtype bytes each
+ *      end     8  FNV-1a 64 of every byte before it (header and tokens)
+ *
+ * Errors: every function that can fail returns a data_status and, when err is not NULL, writes
+ * a one-line message naming the file and the problem into err (errlen bytes, NUL-terminated).
+ * On error, output objects are left exactly as they were. Nothing here calls exit().
+ */
+#ifndef GPT_DATA_H
+#define GPT_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    DATA_OK = 0,
+    DATA_ERR_NULL,      /* a required pointer was NULL */
+    DATA_ERR_DOMAIN,    /* a parameter out of range (B, T, fraction, ...) */
+    DATA_ERR_SIZE,      /* too few tokens for the request, or a size overflow */
+    DATA_ERR_NOMEM,     /* allocation failed */
+    DATA_ERR_IO,        /* open/read/write/rename failed */
+    DATA_ERR_TRUNCATED, /* file shorter than its header says */
+    DATA_ERR_MAGIC,     /* not a token file */
+    DATA_ERR_VERSION,   /* a token file of an unsupported version */
+    DATA_ERR_CHECKSUM,  /* stored checksum does not match the content */
+    DATA_ERR_CORRUPT    /* checksum fine but content invalid (bad dtype, id >= vocab, extra bytes) */
+} data_status;
+
+const char *data_status_string(data_status s);
+
+/* ---- 1. file helpers ------------------------------------------------------------------- */
+
+#define DATA_FNV64_INIT 0xcbf29ce484222325ULL
+/* FNV-1a 64 of n bytes, continuing from h (start with DATA_FNV64_INIT). */
+uint64_t data_fnv1a64(const void *p, size_t n, uint64_t h);
+
+void     data_put_u32le(unsigned char *p, uint32_t v);
+void     data_put_u64le(unsigned char *p, uint64_t v);
+uint32_t data_get_u32le(const unsigned char *p);
+uint64_t data_get_u64le(const unsigned char *p);
+
+/* Reads the whole file into a malloc'd buffer (*buf, freed by the caller; a 0-byte file gives a
+ * 1-byte allocation and *n = 0). On error *buf and *n are untouched. */
+data_status data_read_file(const char *path, unsigned char **buf, size_t *n, char *err, size_t errlen);
+
+/* Writes n bytes to PATH.tmp, flushes and closes it, then renames it over path, so a reader
+ * sees the old file or the new one, never a torn one. On error the temp file is removed and
+ * path is untouched. */
+data_status data_write_file_atomic(const char *path, const void *buf, size_t n, char *err, size_t errlen);
+
+/* ---- 2. token files and samplers ------------------------------------------------------- */
+
+#define DATA_MAGIC_BYTES "RNTD"
+#define DATA_VERSION 1u
+#define DATA_HEADER_BYTES 24u
+#define DATA_TRAILER_BYTES 8u
+
+typedef struct {
+    uint32_t vocab_size;
+    size_t n_tokens;
+    uint32_t *tokens; /* malloc'd by the loader; data_tokens_free() releases it */
+} data_tokens;
+
+/* Serialises tokens (each < vocab_size, else DATA_ERR_DOMAIN) into a malloc'd buffer. */
+data_status data_tokens_serialize(const uint32_t *tokens, size_t n, uint32_t vocab_size,
+                                  unsigned char **buf, size_t *len, char *err, size_t errlen);
+/* Serialises and writes atomically. */
+data_status data_tokens_write(const char *path, const uint32_t *tokens, size_t n, uint32_t vocab_size,
+                              char *err, size_t errlen);
+/* Parses a token file image; name is used in messages only. Allocates out->tokens. Checks in
+ * order: length >= 4 (else TRUNCATED), magic, version, complete header, dtype, length, checksum,
+ * every id < vocab_size. *out is written only on success (its old contents are not freed). */
+data_status data_tokens_parse(data_tokens *out, const unsigned char *buf, size_t len, const char *name,
+                              char *err, size_t errlen);
+/* data_read_file + data_tokens_parse. */
+data_status data_tokens_read(data_tokens *out, const char *path, char *err, size_t errlen);
+void data_tokens_free(data_tokens *d);
+
+/* Sampler state: rng is a splitmix64 counter, pos the next sequential position. Checkpoints store
+ * both fields and restore them to resume the identical stream. */
+typedef struct {
+    uint64_t rng;
+    uint64_t pos;
+} data_sampler;
+
+void data_sampler_init(data_sampler *s, uint64_t seed);
+
+/* Random batch: B rows, each a window of T+1 consecutive tokens starting at a position drawn
+ * uniformly from [0, n_tokens - T - 1]; inputs[b*T+t] = tok[start+t], targets[b*T+t] =
+ * tok[start+t+1]. Needs n_tokens >= T + 1 (else DATA_ERR_SIZE) and vocab_size <= INT_MAX. Advances s->rng by B draws. Writes nothing on error. */
+data_status data_batch_random(const data_tokens *d, data_sampler *s, int B, int T, int *inputs, int *targets);
+
+/* Sequential batch: rows start at s->pos, s->pos + T, ..., s->pos + (B-1)T; then s->pos += B*T.
+ * If the batch would run past the end (needs pos + B*T + 1 <= n_tokens) it starts over at 0.
+ * For a full validation pass: set s->pos = 0 and take data_sequential_batches() batches. */
+data_status data_batch_sequential(const data_tokens *d, data_sampler *s, int B, int T, int *inputs, int *targets);
+/* Number of whole sequential batches in d: (n_tokens - 1) / (B*T), 0 if invalid. */
+size_t data_sequential_batches(const data_tokens *d, int B, int T);
+
+/* ---- 3. corpus ------------------------------------------------------------------------- */
+
+typedef struct {
+    unsigned char *text; /* all documents back to back (no separator) */
+    size_t n_bytes;
+    size_t n_docs;
+    size_t *doc_start;   /* n_docs + 1 offsets into text; document i is [doc_start[i], doc_start[i+1]) */
+} data_corpus;
+
+/* Files of the default corpus, relative to the repository root, NULL-terminated: the headers,
+ * README, docs and the example trainer's sources. Missing ones are skipped. */
+extern const char *const data_default_corpus_files[];
+
+/* Appends the file as one document. c must be zero-initialised or hold documents already.
+ * On error c is unchanged. */
+data_status data_corpus_add_file(data_corpus *c, const char *path, char *err, size_t errlen);
+/* Appends every file of data_default_corpus_files that exists under root (files that cannot be
+ * opened are skipped); DATA_ERR_IO if none was found. */
+data_status data_corpus_add_default(data_corpus *c, const char *root, char *err, size_t errlen);
+/* Looks for the repository root (a directory holding rownorm.h and muon.h) at ".", "..",
+ * "../.." and "../../.."; writes it to out. Returns 1 when found, 0 otherwise (out = "."). */
+int data_find_repo_root(char *out, size_t cap);
+void data_corpus_free(data_corpus *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPT_DATA_H */

@@ -1,0 +1,454 @@
+/* plot.c - line plots as standalone SVG (see plot.h). */
+#include "plot.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    char *name;
+    double *x, *y;
+    size_t n;
+} plot__series;
+
+struct plot {
+    char *title, *xlabel, *ylabel;
+    int log_y, width, height;
+    plot__series series[PLOT_MAX_SERIES];
+    int n_series;
+};
+
+static const char *const plot__palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                                            "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+
+const char *plot_status_string(plot_status s)
+{
+    switch (s) {
+    case PLOT_OK: return "ok";
+    case PLOT_ERR_NULL: return "null pointer";
+    case PLOT_ERR_DOMAIN: return "too many series";
+    case PLOT_ERR_NOMEM: return "out of memory";
+    case PLOT_ERR_IO: return "I/O error";
+    }
+    return "unknown status";
+}
+
+static char *plot__strdup(const char *s)
+{
+    size_t n;
+    char *d;
+    if (!s) return NULL;
+    n = strlen(s);
+    d = (char *)malloc(n + 1);
+    if (d) memcpy(d, s, n + 1);
+    return d;
+}
+
+plot *plot_create(const plot_desc *desc)
+{
+    plot *p = (plot *)calloc(1, sizeof(plot));
+    if (!p) return NULL;
+    p->width = 720;
+    p->height = 450;
+    if (desc) {
+        if (desc->width > 0) p->width = desc->width < 200 ? 200 : desc->width;
+        if (desc->height > 0) p->height = desc->height < 150 ? 150 : desc->height;
+        p->log_y = desc->log_y != 0;
+        p->title = plot__strdup(desc->title);
+        p->xlabel = plot__strdup(desc->xlabel);
+        p->ylabel = plot__strdup(desc->ylabel);
+        if ((desc->title && !p->title) || (desc->xlabel && !p->xlabel) || (desc->ylabel && !p->ylabel)) {
+            plot_free(p);
+            return NULL;
+        }
+    }
+    return p;
+}
+
+plot_status plot_add_series(plot *p, const char *name, const double *x, const double *y, size_t n)
+{
+    plot__series s;
+    size_t i;
+    if (!p || (n && !y)) return PLOT_ERR_NULL;
+    if (p->n_series >= PLOT_MAX_SERIES) return PLOT_ERR_DOMAIN;
+    if (n > ((size_t)-1) / sizeof(double)) return PLOT_ERR_NOMEM;
+    s.name = plot__strdup(name ? name : "");
+    s.x = (double *)malloc((n ? n : 1) * sizeof(double));
+    s.y = (double *)malloc((n ? n : 1) * sizeof(double));
+    s.n = n;
+    if (!s.name || !s.x || !s.y) {
+        free(s.name);
+        free(s.x);
+        free(s.y);
+        return PLOT_ERR_NOMEM;
+    }
+    for (i = 0; i < n; i++) {
+        s.x[i] = x ? x[i] : (double)i;
+        s.y[i] = y[i];
+    }
+    p->series[p->n_series++] = s;
+    return PLOT_OK;
+}
+
+void plot_free(plot *p)
+{
+    int i;
+    if (!p) return;
+    for (i = 0; i < p->n_series; i++) {
+        free(p->series[i].name);
+        free(p->series[i].x);
+        free(p->series[i].y);
+    }
+    free(p->title);
+    free(p->xlabel);
+    free(p->ylabel);
+    free(p);
+}
+
+/* ---- string builder -------------------------------------------------------------------- */
+
+typedef struct {
+    char *s;
+    size_t n, cap;
+    int oom;
+} plot__buf;
+
+static void plot__printf(plot__buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int need;
+    if (b->oom) return;
+    va_start(ap, fmt);
+    need = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+    va_end(ap);
+    if (need < 0) {
+        b->oom = 1;
+        return;
+    }
+    if ((size_t)need >= b->cap - b->n) {
+        size_t ncap = b->cap * 2;
+        char *ns;
+        while (ncap - b->n <= (size_t)need) ncap *= 2;
+        ns = (char *)realloc(b->s, ncap);
+        if (!ns) {
+            b->oom = 1;
+            return;
+        }
+        b->s = ns;
+        b->cap = ncap;
+        va_start(ap, fmt);
+        vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+        va_end(ap);
+    }
+    b->n += (size_t)need;
+}
+
+/* Text content with &, <, >, " escaped; control bytes dropped (invalid in XML 1.0). */
+static void plot__text(plot__buf *b, const char *s)
+{
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '&') plot__printf(b, "&amp;");
+        else if (c == '<') plot__printf(b, "&lt;");
+        else if (c == '>') plot__printf(b, "&gt;");
+        else if (c == '"') plot__printf(b, "&quot;");
+        else if (c < 0x20 && c != '\t') continue;
+        else plot__printf(b, "%c", c);
+    }
+}
+
+/* ---- axes ------------------------------------------------------------------------------ */
+
+/* The "nice" number nearest x: 1, 2, 5 or 10 times a power of ten. */
+static double plot__nice(double x)
+{
+    double e = floor(log10(x)), f = x / pow(10.0, e);
+    double nf = f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10;
+    return nf * pow(10.0, e);
+}
+
+typedef struct {
+    double lo, hi;         /* axis range (log10 of the values on a log axis) */
+    double ticks[64];      /* tick positions in axis units */
+    int n_ticks;
+    double step;           /* linear tick step, for label precision */
+    int log;
+} plot__axis;
+
+static void plot__linear_axis(plot__axis *a, double lo, double hi)
+{
+    double range, step, t;
+    int i;
+    if (!(hi > lo)) { /* one value or none: a unit window around it */
+        double pad = lo == 0 ? 1 : fabs(lo) * 0.5;
+        lo -= pad;
+        hi += pad;
+    }
+    range = hi - lo;
+    step = plot__nice(range / 5); /* about five steps */
+    a->lo = floor(lo / step) * step;
+    a->hi = ceil(hi / step) * step;
+    a->step = step;
+    a->log = 0;
+    a->n_ticks = 0;
+    for (i = 0; i < 64; i++) {
+        t = a->lo + i * step;
+        if (t > a->hi + 0.5 * step) break;
+        a->ticks[a->n_ticks++] = fabs(t) < 1e-12 * step ? 0.0 : t;
+    }
+}
+
+static void plot__log_axis(plot__axis *a, double lo, double hi) /* lo, hi > 0 */
+{
+    double elo = floor(log10(lo)), ehi = ceil(log10(hi)), e;
+    int every;
+    if (ehi <= elo) ehi = elo + 1;
+    a->lo = elo;
+    a->hi = ehi;
+    a->log = 1;
+    a->step = 1;
+    a->n_ticks = 0;
+    every = (int)ceil((ehi - elo) / 10.0);
+    for (e = elo; e <= ehi + 0.5 && a->n_ticks < 64; e += every) {
+        a->ticks[a->n_ticks++] = e;
+        if (ehi - elo <= 2 && e < ehi - 0.5) {
+            a->ticks[a->n_ticks++] = e + log10(2.0);
+            a->ticks[a->n_ticks++] = e + log10(5.0);
+        }
+    }
+}
+
+/* Tick label of value v on a linear axis with tick step `step` whose largest |tick| is amax
+ * (one suffix for the whole axis); log axes print the value with %g. */
+static void plot__label(char *out, size_t cap, double v, double step, double amax, int log_axis)
+{
+    double av = fabs(v);
+    const char *suffix = "";
+    double scale = 1;
+    int dec;
+    if (log_axis) {
+        snprintf(out, cap, "%g", v);
+        return;
+    }
+    if (amax >= 1e9) { scale = 1e9; suffix = "G"; }
+    else if (amax >= 1e6) { scale = 1e6; suffix = "M"; }
+    else if (amax >= 1e4) { scale = 1e3; suffix = "k"; }
+    if (v == 0) {
+        snprintf(out, cap, "0");
+        return;
+    }
+    if (av < 1e-4 && scale == 1) {
+        snprintf(out, cap, "%.1e", v);
+        return;
+    }
+    dec = (int)-floor(log10(step / scale) + 1e-9);
+    if (dec < 0) dec = 0;
+    if (dec > 6) dec = 6;
+    snprintf(out, cap, "%.*f%s", dec, v / scale, suffix);
+}
+
+static int plot__usable(double x, double y, int log_y)
+{
+    if (!(fabs(x) <= 1e300) || !(fabs(y) <= 1e300)) return 0; /* also NaN */
+    return !log_y || y > 0;
+}
+
+plot_status plot_render_svg(const plot *p, char **svg, size_t *len)
+{
+    plot__buf b;
+    plot__axis ax, ay;
+    double xmin = HUGE_VAL, xmax = -HUGE_VAL, ymin = HUGE_VAL, ymax = -HUGE_VAL;
+    double L, R, T, Bm, W, H;
+    int i, k, any = 0;
+    size_t j;
+    char lab[64];
+    if (!p || !svg || !len) return PLOT_ERR_NULL;
+    for (i = 0; i < p->n_series; i++) {
+        const plot__series *s = &p->series[i];
+        for (j = 0; j < s->n; j++) {
+            if (!plot__usable(s->x[j], s->y[j], p->log_y)) continue;
+            any = 1;
+            if (s->x[j] < xmin) xmin = s->x[j];
+            if (s->x[j] > xmax) xmax = s->x[j];
+            if (s->y[j] < ymin) ymin = s->y[j];
+            if (s->y[j] > ymax) ymax = s->y[j];
+        }
+    }
+    if (!any) {
+        xmin = 0;
+        xmax = 1;
+        ymin = p->log_y ? 1 : 0;
+        ymax = p->log_y ? 10 : 1;
+    }
+    plot__linear_axis(&ax, xmin, xmax);
+    if (p->log_y) plot__log_axis(&ay, ymin, ymax);
+    else plot__linear_axis(&ay, ymin, ymax);
+
+    W = p->width;
+    H = p->height;
+    L = 78;
+    R = W - 20;
+    T = p->title ? 40 : 20;
+    Bm = H - 52;
+
+    b.cap = 4096;
+    b.n = 0;
+    b.oom = 0;
+    b.s = (char *)malloc(b.cap);
+    if (!b.s) return PLOT_ERR_NOMEM;
+    b.s[0] = 0;
+    plot__printf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+                     "font-family=\"sans-serif\" font-size=\"12\">\n", p->width, p->height, p->width, p->height);
+    plot__printf(&b, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"white\"/>\n", p->width, p->height);
+    if (p->title) {
+        plot__printf(&b, "<text x=\"%.1f\" y=\"24\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">",
+                     (L + R) / 2);
+        plot__text(&b, p->title);
+        plot__printf(&b, "</text>\n");
+    }
+    /* grid, ticks and labels */
+#define PLOT__X(v) (L + ((v) - ax.lo) / (ax.hi - ax.lo) * (R - L))
+#define PLOT__Y(v) (Bm - ((v) - ay.lo) / (ay.hi - ay.lo) * (Bm - T))
+    plot__printf(&b, "<g stroke=\"#e0e0e0\" stroke-width=\"1\">\n");
+    for (k = 0; k < ax.n_ticks; k++)
+        plot__printf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>\n", PLOT__X(ax.ticks[k]), T,
+                     PLOT__X(ax.ticks[k]), Bm);
+    for (k = 0; k < ay.n_ticks; k++)
+        plot__printf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>\n", L, PLOT__Y(ay.ticks[k]), R,
+                     PLOT__Y(ay.ticks[k]));
+    plot__printf(&b, "</g>\n<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\" stroke=\"black\"/>\n",
+                 L, T, R - L, Bm - T);
+    plot__printf(&b, "<g text-anchor=\"middle\">\n");
+    for (k = 0; k < ax.n_ticks; k++) {
+        plot__label(lab, sizeof lab, ax.ticks[k], ax.step, fabs(ax.lo) > fabs(ax.hi) ? fabs(ax.lo) : fabs(ax.hi), 0);
+        plot__printf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"black\"/>", PLOT__X(ax.ticks[k]),
+                     Bm, PLOT__X(ax.ticks[k]), Bm + 5);
+        plot__printf(&b, "<text x=\"%.2f\" y=\"%.2f\">%s</text>\n", PLOT__X(ax.ticks[k]), Bm + 18, lab);
+    }
+    plot__printf(&b, "</g>\n<g text-anchor=\"end\">\n");
+    for (k = 0; k < ay.n_ticks; k++) {
+        double v = ay.log ? pow(10.0, ay.ticks[k]) : ay.ticks[k];
+        if (ay.log) v = floor(v / pow(10.0, floor(ay.ticks[k] + 1e-9)) + 0.5) * pow(10.0, floor(ay.ticks[k] + 1e-9));
+        plot__label(lab, sizeof lab, v, ay.step, fabs(ay.lo) > fabs(ay.hi) ? fabs(ay.lo) : fabs(ay.hi), ay.log);
+        plot__printf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"black\"/>", L - 5,
+                     PLOT__Y(ay.ticks[k]), L, PLOT__Y(ay.ticks[k]));
+        plot__printf(&b, "<text x=\"%.2f\" y=\"%.2f\">%s</text>\n", L - 8, PLOT__Y(ay.ticks[k]) + 4, lab);
+    }
+    plot__printf(&b, "</g>\n");
+    if (p->xlabel) {
+        plot__printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", (L + R) / 2, H - 12);
+        plot__text(&b, p->xlabel);
+        plot__printf(&b, "</text>\n");
+    }
+    if (p->ylabel) {
+        plot__printf(&b, "<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">", (T + Bm) / 2);
+        plot__text(&b, p->ylabel);
+        plot__printf(&b, "</text>\n");
+    }
+    /* series: one path each, broken at unusable points; isolated points as dots */
+    for (i = 0; i < p->n_series; i++) {
+        const plot__series *s = &p->series[i];
+        const char *color = plot__palette[i % (int)(sizeof plot__palette / sizeof plot__palette[0])];
+        int pen = 0;
+        plot__printf(&b, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" stroke-linejoin=\"round\" d=\"", color);
+        for (j = 0; j < s->n; j++) {
+            double yv;
+            if (!plot__usable(s->x[j], s->y[j], p->log_y)) {
+                pen = 0;
+                continue;
+            }
+            yv = p->log_y ? log10(s->y[j]) : s->y[j];
+            plot__printf(&b, "%s%.2f %.2f", pen ? " L" : " M", PLOT__X(s->x[j]), PLOT__Y(yv));
+            pen = 1;
+        }
+        plot__printf(&b, "\"/>\n");
+        for (j = 0; j < s->n; j++) {
+            int prev = j > 0 && plot__usable(s->x[j - 1], s->y[j - 1], p->log_y);
+            int next = j + 1 < s->n && plot__usable(s->x[j + 1], s->y[j + 1], p->log_y);
+            if (plot__usable(s->x[j], s->y[j], p->log_y) && !prev && !next)
+                plot__printf(&b, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"2.5\" fill=\"%s\"/>\n", PLOT__X(s->x[j]),
+                             PLOT__Y(p->log_y ? log10(s->y[j]) : s->y[j]), color);
+        }
+    }
+#undef PLOT__X
+#undef PLOT__Y
+    /* legend, top-right inside the frame */
+    if (p->n_series > 0) {
+        size_t maxlen = 0;
+        double lw, lx, ly;
+        for (i = 0; i < p->n_series; i++)
+            if (strlen(p->series[i].name) > maxlen) maxlen = strlen(p->series[i].name);
+        lw = 40 + 7.0 * (double)maxlen;
+        lx = R - lw - 8;
+        ly = T + 8;
+        plot__printf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"white\" fill-opacity=\"0.85\" "
+                         "stroke=\"#999999\"/>\n", lx, ly, lw, 8 + 18 * p->n_series);
+        for (i = 0; i < p->n_series; i++) {
+            const char *color = plot__palette[i % (int)(sizeof plot__palette / sizeof plot__palette[0])];
+            double yy = ly + 16 + 18 * i;
+            plot__printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2.5\"/>",
+                         lx + 8, yy - 4, lx + 30, yy - 4, color);
+            plot__printf(&b, "<text x=\"%.1f\" y=\"%.1f\">", lx + 36, yy);
+            plot__text(&b, p->series[i].name);
+            plot__printf(&b, "</text>\n");
+        }
+    }
+    plot__printf(&b, "</svg>\n");
+    if (b.oom) {
+        free(b.s);
+        return PLOT_ERR_NOMEM;
+    }
+    *svg = b.s;
+    *len = b.n;
+    return PLOT_OK;
+}
+
+plot_status plot_write_svg(const plot *p, const char *path, char *err, size_t errlen)
+{
+    char *svg, *tmp;
+    size_t len, plen;
+    FILE *f;
+    int bad;
+    plot_status st;
+    if (!p || !path) {
+        if (err && errlen) snprintf(err, errlen, "plot_write_svg: null argument");
+        return PLOT_ERR_NULL;
+    }
+    st = plot_render_svg(p, &svg, &len);
+    if (st != PLOT_OK) {
+        if (err && errlen) snprintf(err, errlen, "%s: %s", path, plot_status_string(st));
+        return st;
+    }
+    plen = strlen(path);
+    tmp = (char *)malloc(plen + 5);
+    if (!tmp) {
+        free(svg);
+        if (err && errlen) snprintf(err, errlen, "%s: out of memory", path);
+        return PLOT_ERR_NOMEM;
+    }
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp", 5);
+    f = fopen(tmp, "wb");
+    if (!f) {
+        if (err && errlen) snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+        free(svg);
+        free(tmp);
+        return PLOT_ERR_IO;
+    }
+    bad = fwrite(svg, 1, len, f) != len;
+    bad |= fflush(f) != 0;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        if (err && errlen) snprintf(err, errlen, "%s: write failed", path);
+        remove(tmp);
+        free(svg);
+        free(tmp);
+        return PLOT_ERR_IO;
+    }
+    free(svg);
+    free(tmp);
+    return PLOT_OK;
+}

@@ -1,0 +1,199 @@
+/* prepare.c - turn text files into a tokenizer and train/val token files for the trainer.
+ *
+ *   prepare [--vocab N] [--val-fraction F] [--out DIR] [--root DIR] [FILE...]
+ *
+ * With no FILE, the corpus is the project's own text (data_default_corpus_files under the
+ * repository root, found from the working directory or given with --root), so it runs on a fresh
+ * checkout with no download. Writes DIR/tokenizer.bin, DIR/train.bin and DIR/val.bin (atomically;
+ * DIR is created) and prints what it did.
+ *
+ * Defaults: --vocab 2048 (the project's text is a few hundred KB: 2048 tokens leave every merge
+ * seen many times; at 4096 the late merges are rare words), --val-fraction 0.1, --out build/gpt/data.
+ *
+ * Split: every document is encoded on its own; its first (1 - F) of tokens go to train.bin and the
+ * rest to val.bin, each part preceded by the end-of-text token. So validation samples every file
+ * (headers, docs, sources) rather than whichever files come last.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "data.h"
+#include "tokenizer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: prepare [--vocab N] [--val-fraction F] [--out DIR] [--root DIR] [FILE...]\n"
+               "  --vocab N          tokenizer size, 257..%u (default 2048)\n"
+               "  --val-fraction F   share of each document's tokens kept for validation, (0, 0.5] (default 0.1)\n"
+               "  --out DIR          where tokenizer.bin, train.bin, val.bin go (default build/gpt/data)\n"
+               "  --root DIR         repository root for the default corpus (default: found from here)\n"
+               "  FILE...            text files to use instead of the default corpus (the project's own text)\n",
+            TOK_MAX_VOCAB);
+}
+
+/* mkdir -p: creates each missing component of dir. */
+static int make_dirs(const char *dir)
+{
+    char path[4096];
+    size_t i, n = strlen(dir);
+    if (n == 0 || n >= sizeof path) return -1;
+    memcpy(path, dir, n + 1);
+    for (i = 1; i <= n; i++) {
+        if (path[i] == '/' || path[i] == 0) {
+            char c = path[i];
+            path[i] = 0;
+            if (mkdir(path, 0777) != 0 && errno != EEXIST) return -1;
+            path[i] = c;
+        }
+    }
+    return 0;
+}
+
+static double seconds(clock_t a, clock_t b) { return (double)(b - a) / CLOCKS_PER_SEC; }
+
+int main(int argc, char **argv)
+{
+    long vocab = 2048;
+    double val_fraction = 0.1;
+    const char *out_dir = "build/gpt/data", *root = NULL;
+    char root_buf[64], err[512], path[4200];
+    data_corpus corpus;
+    tok_tokenizer tok;
+    uint32_t *train = NULL, *val = NULL, *ids = NULL;
+    size_t n_train = 0, n_val = 0, n_eot = 0, d, n_files = 0, max_doc = 0;
+    clock_t c0, c1, c2;
+    int i, rc = 1;
+
+    memset(&corpus, 0, sizeof corpus);
+    memset(&tok, 0, sizeof tok);
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        char *end = NULL;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--vocab") == 0 && i + 1 < argc) {
+            vocab = strtol(argv[++i], &end, 10);
+            if (!*argv[i] || *end || vocab < 257 || vocab > (long)TOK_MAX_VOCAB) {
+                fprintf(stderr, "prepare: --vocab %s: want an integer in [257, %u]\n", argv[i], TOK_MAX_VOCAB);
+                return 2;
+            }
+        } else if (strcmp(a, "--val-fraction") == 0 && i + 1 < argc) {
+            val_fraction = strtod(argv[++i], &end);
+            if (!*argv[i] || *end || !(val_fraction > 0 && val_fraction <= 0.5)) {
+                fprintf(stderr, "prepare: --val-fraction %s: want a number in (0, 0.5]\n", argv[i]);
+                return 2;
+            }
+        } else if (strcmp(a, "--out") == 0 && i + 1 < argc) {
+            out_dir = argv[++i];
+        } else if (strcmp(a, "--root") == 0 && i + 1 < argc) {
+            root = argv[++i];
+        } else if (a[0] == '-' && a[1] == '-') {
+            fprintf(stderr, "prepare: unknown or incomplete option %s\n", a);
+            usage(stderr);
+            return 2;
+        } else {
+            if (data_corpus_add_file(&corpus, a, err, sizeof err) != DATA_OK) {
+                fprintf(stderr, "prepare: %s\n", err);
+                goto done;
+            }
+            n_files++;
+        }
+    }
+    if (n_files == 0) {
+        if (!root) {
+            if (!data_find_repo_root(root_buf, sizeof root_buf)) {
+                fprintf(stderr, "prepare: no FILE given and no repository root (rownorm.h, muon.h) found from "
+                                "here; use --root DIR or name text files\n");
+                goto done;
+            }
+            root = root_buf;
+        }
+        if (data_corpus_add_default(&corpus, root, err, sizeof err) != DATA_OK) {
+            fprintf(stderr, "prepare: %s\n", err);
+            goto done;
+        }
+        printf("prepare: default corpus: the project's own text, %lu files under %s\n", (unsigned long)corpus.n_docs,
+               root);
+    } else {
+        printf("prepare: corpus: %lu files\n", (unsigned long)corpus.n_docs);
+    }
+    printf("prepare: %lu bytes\n", (unsigned long)corpus.n_bytes);
+
+    c0 = clock();
+    if (tok_train(&tok, corpus.text, corpus.n_bytes, (uint32_t)vocab, err, sizeof err) != TOK_OK) {
+        fprintf(stderr, "prepare: %s\n", err);
+        goto done;
+    }
+    c1 = clock();
+    printf("prepare: tokenizer: vocab %lu (%lu merges, end-of-text id %lu) trained in %.2f s%s\n",
+           (unsigned long)tok.vocab_size, (unsigned long)tok.n_merges, (unsigned long)tok.eot, seconds(c0, c1),
+           tok.vocab_size < (uint32_t)vocab ? " (stopped early: no pair left that occurs twice)" : "");
+
+    for (d = 0; d < corpus.n_docs; d++)
+        if (corpus.doc_start[d + 1] - corpus.doc_start[d] > max_doc) max_doc = corpus.doc_start[d + 1] - corpus.doc_start[d];
+    train = (uint32_t *)malloc((corpus.n_bytes + corpus.n_docs + 1) * sizeof(uint32_t));
+    val = (uint32_t *)malloc((corpus.n_bytes + corpus.n_docs + 1) * sizeof(uint32_t));
+    ids = (uint32_t *)malloc((max_doc + 1) * sizeof(uint32_t));
+    if (!train || !val || !ids) {
+        fprintf(stderr, "prepare: out of memory\n");
+        goto done;
+    }
+    for (d = 0; d < corpus.n_docs; d++) {
+        size_t start = corpus.doc_start[d], len = corpus.doc_start[d + 1] - start, n = 0, n_keep;
+        if (tok_encode(&tok, corpus.text + start, len, ids, max_doc + 1, &n) != TOK_OK) {
+            fprintf(stderr, "prepare: encoding document %lu failed\n", (unsigned long)d);
+            goto done;
+        }
+        n_keep = n - (size_t)((double)n * val_fraction);
+        train[n_train++] = tok.eot;
+        n_eot++;
+        memcpy(train + n_train, ids, n_keep * sizeof(uint32_t));
+        n_train += n_keep;
+        if (n_keep < n) {
+            val[n_val++] = tok.eot;
+            n_eot++;
+            memcpy(val + n_val, ids + n_keep, (n - n_keep) * sizeof(uint32_t));
+            n_val += n - n_keep;
+        }
+    }
+    c2 = clock();
+    printf("prepare: tokens: %lu train + %lu val, end-of-text included (%.2f bytes per token) encoded in %.2f s\n", (unsigned long)n_train,
+           (unsigned long)n_val, n_train + n_val > n_eot ? (double)corpus.n_bytes / (double)(n_train + n_val - n_eot) : 0.0,
+           seconds(c1, c2));
+    if (n_val < 1000) printf("prepare: warning: only %lu validation tokens\n", (unsigned long)n_val);
+
+    if (make_dirs(out_dir) != 0) {
+        fprintf(stderr, "prepare: cannot create directory %s: %s\n", out_dir, strerror(errno));
+        goto done;
+    }
+    snprintf(path, sizeof path, "%s/tokenizer.bin", out_dir);
+    if (tok_save(&tok, path, err, sizeof err) != TOK_OK) {
+        fprintf(stderr, "prepare: %s\n", err);
+        goto done;
+    }
+    snprintf(path, sizeof path, "%s/train.bin", out_dir);
+    if (data_tokens_write(path, train, n_train, tok.vocab_size, err, sizeof err) != DATA_OK) {
+        fprintf(stderr, "prepare: %s\n", err);
+        goto done;
+    }
+    snprintf(path, sizeof path, "%s/val.bin", out_dir);
+    if (data_tokens_write(path, val, n_val, tok.vocab_size, err, sizeof err) != DATA_OK) {
+        fprintf(stderr, "prepare: %s\n", err);
+        goto done;
+    }
+    printf("prepare: wrote %s/tokenizer.bin, %s/train.bin, %s/val.bin\n", out_dir, out_dir, out_dir);
+    rc = 0;
+done:
+    free(train);
+    free(val);
+    free(ids);
+    tok_free(&tok);
+    data_corpus_free(&corpus);
+    return rc;
+}

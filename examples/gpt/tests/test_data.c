@@ -1,0 +1,320 @@
+/* test_data.c - token files (round trip, every bad-file case), samplers (determinism from the
+ * seed, state save/restore, sequential coverage), the corpus and the file helpers. */
+#include "tests/test.h"
+#include "data.h"
+#include "tokenizer.h"
+
+#include <stdint.h>
+
+static uint32_t *ramp(size_t n, uint32_t vocab)
+{
+    uint32_t *t = (uint32_t *)malloc((n ? n : 1) * sizeof(uint32_t));
+    size_t i;
+    for (i = 0; i < n; i++) t[i] = (uint32_t)(i % vocab);
+    return t;
+}
+
+static void test_fnv_and_le(void)
+{
+    unsigned char b[8];
+    CHECK(data_fnv1a64("", 0, DATA_FNV64_INIT) == 0xcbf29ce484222325ULL);
+    CHECK(data_fnv1a64("a", 1, DATA_FNV64_INIT) == 0xaf63dc4c8601ec8cULL);
+    CHECK(data_fnv1a64("foobar", 6, DATA_FNV64_INIT) == 0x85944171f73967e8ULL);
+    data_put_u32le(b, 0x01020304u);
+    CHECK(b[0] == 4 && b[3] == 1 && data_get_u32le(b) == 0x01020304u);
+    data_put_u64le(b, 0x1122334455667788ULL);
+    CHECK(b[0] == 0x88 && b[7] == 0x11 && data_get_u64le(b) == 0x1122334455667788ULL);
+}
+
+static void roundtrip_case(uint32_t vocab, size_t n, size_t want_dtype)
+{
+    const char *path = "test_data_tmp.bin";
+    uint32_t *t = ramp(n, vocab);
+    data_tokens d;
+    char err[256];
+    unsigned char *raw = NULL;
+    size_t rawlen = 0;
+    if (n) t[n - 1] = vocab - 1;
+    memset(&d, 0, sizeof d);
+    CHECK(data_tokens_write(path, t, n, vocab, err, sizeof err) == DATA_OK);
+    CHECK(data_read_file(path, &raw, &rawlen, err, sizeof err) == DATA_OK);
+    CHECK(rawlen == DATA_HEADER_BYTES + want_dtype * n + DATA_TRAILER_BYTES && memcmp(raw, "RNTD", 4) == 0);
+    CHECK(data_tokens_read(&d, path, err, sizeof err) == DATA_OK);
+    CHECK(d.vocab_size == vocab && d.n_tokens == n && (n == 0 || memcmp(d.tokens, t, n * sizeof(uint32_t)) == 0));
+    data_tokens_free(&d);
+    free(raw);
+    free(t);
+    remove(path);
+}
+
+static void test_token_file_roundtrip(void)
+{
+    roundtrip_case(4096, 10000, 2);
+    roundtrip_case(65536, 1000, 2);  /* largest vocab that still fits uint16 */
+    roundtrip_case(65537, 1000, 4);
+    roundtrip_case(300000, 5000, 4);
+    roundtrip_case(50, 0, 2);        /* an empty token file is valid */
+    {
+        uint32_t t[3] = {1, 2, 50};
+        unsigned char *b = NULL;
+        size_t len = 0;
+        char err[256];
+        CHECK(data_tokens_serialize(t, 3, 50, &b, &len, err, sizeof err) == DATA_ERR_DOMAIN && b == NULL);
+        CHECK(strstr(err, "vocab_size") != NULL);
+        CHECK(data_tokens_serialize(t, 3, 0, &b, &len, err, sizeof err) == DATA_ERR_DOMAIN);
+    }
+}
+
+static int bad_case(const unsigned char *buf, size_t len, data_status want, const char *word)
+{
+    data_tokens out, before;
+    char err[256];
+    data_status st;
+    int ok;
+    memset(&out, 0x5A, sizeof out);
+    before = out;
+    err[0] = 0;
+    st = data_tokens_parse(&out, buf, len, "val.bin", err, sizeof err);
+    ok = st == want && memcmp(&out, &before, sizeof out) == 0 && strstr(err, "val.bin") != NULL &&
+         (!word || strstr(err, word) != NULL);
+    if (!ok)
+        fprintf(stderr, "  bad_case len %lu: status %s (want %s), message \"%s\"\n", (unsigned long)len,
+                data_status_string(st), data_status_string(want), err);
+    return ok;
+}
+
+static void refresh_checksum(unsigned char *b, size_t len)
+{
+    data_put_u64le(b + len - 8, data_fnv1a64(b, len - 8, DATA_FNV64_INIT));
+}
+
+static void test_bad_token_files(void)
+{
+    uint32_t *t = ramp(100, 1000);
+    unsigned char *good = NULL, *b;
+    size_t len = 0, i, cuts[] = {0, 2, 4, 6, 8, 16, 23, 24, 31, 32, 100, 0, 0};
+    char err[256];
+    int bad = 0;
+    CHECK(data_tokens_serialize(t, 100, 1000, &good, &len, err, sizeof err) == DATA_OK && len == 24 + 200 + 8);
+    b = (unsigned char *)malloc(len + 8);
+    cuts[11] = len - 8;
+    cuts[12] = len - 1;
+    for (i = 0; i < sizeof cuts / sizeof cuts[0]; i++) bad += !bad_case(good, cuts[i], DATA_ERR_TRUNCATED, "truncated");
+    CHECK_MSG(bad == 0, "%d truncations misreported", bad);
+    memcpy(b, good, len);
+    memcpy(b, "RNTK", 4); /* a tokenizer file is not a token file */
+    CHECK(bad_case(b, len, DATA_ERR_MAGIC, "magic"));
+    memcpy(b, good, len);
+    data_put_u32le(b + 4, 7);
+    CHECK(bad_case(b, len, DATA_ERR_VERSION, "version"));
+    for (i = 8, bad = 0; i < len; i++) {
+        if (i >= 12 && i < 24) continue; /* dtype and count change the expected size */
+        memcpy(b, good, len);
+        b[i] ^= 0x01;
+        bad += !bad_case(b, len, DATA_ERR_CHECKSUM, "checksum");
+    }
+    CHECK_MSG(bad == 0, "%d flipped bytes not caught by the checksum", bad);
+    for (i = 12; i < 24; i++) { /* caught too, as truncation, checksum or corrupt header */
+        data_tokens o;
+        memcpy(b, good, len);
+        b[i] ^= 0x01;
+        if (data_tokens_parse(&o, b, len, "val.bin", err, sizeof err) == DATA_OK) bad++, data_tokens_free(&o);
+    }
+    CHECK(bad == 0);
+    /* intact checksum, invalid content */
+    memcpy(b, good, len);
+    b[24 + 2 * 10] = 0xE8; /* token 10 := 1000 (0x03E8) = vocab_size */
+    b[24 + 2 * 10 + 1] = 0x03;
+    refresh_checksum(b, len);
+    CHECK(bad_case(b, len, DATA_ERR_CORRUPT, "index 10"));
+    memcpy(b, good, len);
+    data_put_u32le(b + 12, 4); /* dtype 4 for a small vocab */
+    refresh_checksum(b, len);
+    CHECK(bad_case(b, len, DATA_ERR_CORRUPT, "dtype"));
+    memcpy(b, good, len);
+    memset(b + len, 0, 8);
+    refresh_checksum(b, len + 8);
+    CHECK(bad_case(b, len + 8, DATA_ERR_CORRUPT, "corrupt"));
+    /* through files: missing and truncated, with the path in the message */
+    {
+        data_tokens o;
+        memset(&o, 0, sizeof o);
+        CHECK(data_tokens_read(&o, "no_such_token_file.bin", err, sizeof err) == DATA_ERR_IO &&
+              strstr(err, "no_such_token_file.bin") && o.tokens == NULL);
+        CHECK(data_write_file_atomic("test_data_trunc.bin", good, len - 30, err, sizeof err) == DATA_OK);
+        CHECK(data_tokens_read(&o, "test_data_trunc.bin", err, sizeof err) == DATA_ERR_TRUNCATED &&
+              strstr(err, "test_data_trunc.bin") && o.tokens == NULL);
+        remove("test_data_trunc.bin");
+    }
+    free(b);
+    free(good);
+    free(t);
+}
+
+static void test_random_sampler(void)
+{
+    data_tokens d;
+    data_sampler s1, s2, s3;
+    enum { B = 4, T = 16 };
+    int in1[B * T], tg1[B * T], in2[B * T], tg2[B * T];
+    int step, b, t, ok = 1, differs = 0;
+    d.vocab_size = 1u << 30;
+    d.n_tokens = 1000;
+    d.tokens = ramp(1000, d.vocab_size); /* token i = i: each window tells its start */
+    data_sampler_init(&s1, 1234);
+    data_sampler_init(&s2, 1234);
+    data_sampler_init(&s3, 1235);
+    for (step = 0; step < 200; step++) {
+        CHECK(data_batch_random(&d, &s1, B, T, in1, tg1) == DATA_OK);
+        CHECK(data_batch_random(&d, &s2, B, T, in2, tg2) == DATA_OK);
+        ok &= memcmp(in1, in2, sizeof in1) == 0 && memcmp(tg1, tg2, sizeof tg1) == 0;
+        for (b = 0; b < B; b++) {
+            int start = in1[b * T];
+            ok &= start >= 0 && start <= 1000 - T - 1;
+            for (t = 0; t < T; t++) ok &= in1[b * T + t] == start + t && tg1[b * T + t] == start + t + 1;
+        }
+        CHECK(data_batch_random(&d, &s3, B, T, in2, tg2) == DATA_OK);
+        differs |= memcmp(in1, in2, sizeof in1) != 0;
+    }
+    CHECK(ok);
+    CHECK(differs);
+    /* the smallest corpus that works: exactly T + 1 tokens, one possible window */
+    d.n_tokens = T + 1;
+    CHECK(data_batch_random(&d, &s1, B, T, in1, tg1) == DATA_OK && in1[0] == 0 && tg1[T - 1] == T);
+    d.n_tokens = T;
+    memset(in1, 0x7F, sizeof in1);
+    s2 = s1;
+    CHECK(data_batch_random(&d, &s1, B, T, in1, tg1) == DATA_ERR_SIZE && in1[0] == 0x7F7F7F7F &&
+          memcmp(&s1, &s2, sizeof s1) == 0);
+    CHECK(data_batch_random(&d, &s1, 0, T, in1, tg1) == DATA_ERR_DOMAIN);
+    CHECK(data_batch_random(&d, &s1, B, -1, in1, tg1) == DATA_ERR_DOMAIN);
+    CHECK(data_batch_random(&d, NULL, B, T, in1, tg1) == DATA_ERR_NULL);
+    free(d.tokens);
+}
+
+static void test_sampler_resume(void)
+{
+    data_tokens d;
+    data_sampler s, saved;
+    enum { B = 2, T = 8 };
+    int a[5][B * T], x[B * T], y[B * T], i;
+    d.vocab_size = 5000;
+    d.n_tokens = 5000;
+    d.tokens = ramp(5000, 5000);
+    data_sampler_init(&s, 99);
+    for (i = 0; i < 3; i++) CHECK(data_batch_random(&d, &s, B, T, x, y) == DATA_OK);
+    saved = s; /* what a checkpoint stores: s.rng and s.pos */
+    for (i = 0; i < 5; i++) CHECK(data_batch_random(&d, &s, B, T, a[i], y) == DATA_OK);
+    s = saved;
+    for (i = 0; i < 5; i++) {
+        CHECK(data_batch_random(&d, &s, B, T, x, y) == DATA_OK);
+        CHECK(memcmp(x, a[i], sizeof x) == 0);
+    }
+    free(d.tokens);
+}
+
+static void test_sequential_sampler(void)
+{
+    data_tokens d;
+    data_sampler s;
+    enum { B = 3, T = 10 };
+    int in[B * T], tg[B * T], b, t, k, ok = 1;
+    d.vocab_size = 1000;
+    d.n_tokens = 100; /* (100 - 1) / 30 = 3 whole batches */
+    d.tokens = ramp(100, 1000);
+    CHECK(data_sequential_batches(&d, B, T) == 3);
+    data_sampler_init(&s, 0);
+    for (k = 0; k < 3; k++) {
+        CHECK(data_batch_sequential(&d, &s, B, T, in, tg) == DATA_OK);
+        for (b = 0; b < B; b++)
+            for (t = 0; t < T; t++)
+                ok &= in[b * T + t] == k * B * T + b * T + t && tg[b * T + t] == in[b * T + t] + 1;
+    }
+    CHECK(ok);
+    CHECK(s.pos == 90);
+    CHECK(data_batch_sequential(&d, &s, B, T, in, tg) == DATA_OK && in[0] == 0 && s.pos == 30); /* wrapped */
+    d.n_tokens = 91; /* exactly 3 batches: the last target is token 90 */
+    s.pos = 60;
+    CHECK(data_batch_sequential(&d, &s, B, T, in, tg) == DATA_OK && in[0] == 60 && tg[B * T - 1] == 90);
+    d.n_tokens = 30;
+    memset(in, 0x11, sizeof in);
+    s.pos = 0;
+    CHECK(data_batch_sequential(&d, &s, B, T, in, tg) == DATA_ERR_SIZE && in[0] == 0x11111111 && s.pos == 0);
+    CHECK(data_sequential_batches(&d, B, T) == 0);
+    CHECK(data_sequential_batches(&d, 0, T) == 0);
+    free(d.tokens);
+}
+
+static void test_corpus(void)
+{
+    data_corpus c, before;
+    char root[64], err[256];
+    const char *p1 = "test_data_doc1.txt", *p2 = "test_data_doc2.txt";
+    memset(&c, 0, sizeof c);
+    CHECK(data_write_file_atomic(p1, "hello\n", 6, err, sizeof err) == DATA_OK);
+    CHECK(data_write_file_atomic(p2, "", 0, err, sizeof err) == DATA_OK);
+    CHECK(data_corpus_add_file(&c, p1, err, sizeof err) == DATA_OK);
+    CHECK(data_corpus_add_file(&c, p2, err, sizeof err) == DATA_OK);
+    CHECK(data_corpus_add_file(&c, p1, err, sizeof err) == DATA_OK);
+    CHECK(c.n_docs == 3 && c.n_bytes == 12 && c.doc_start[0] == 0 && c.doc_start[1] == 6 && c.doc_start[2] == 6 &&
+          c.doc_start[3] == 12 && memcmp(c.text, "hello\nhello\n", 12) == 0);
+    before = c;
+    CHECK(data_corpus_add_file(&c, "no_such_corpus_file.txt", err, sizeof err) == DATA_ERR_IO);
+    CHECK(strstr(err, "no_such_corpus_file.txt") != NULL && memcmp(&c, &before, sizeof c) == 0);
+    data_corpus_free(&c);
+    CHECK(c.text == NULL && c.n_docs == 0);
+    remove(p1);
+    remove(p2);
+    CHECK(data_corpus_add_default(&c, "no_such_root_dir", err, sizeof err) == DATA_ERR_IO && c.n_docs == 0);
+    /* the default corpus of this checkout (tests run from the repository root or build/gpt) */
+    if (data_find_repo_root(root, sizeof root)) {
+        CHECK(data_corpus_add_default(&c, root, err, sizeof err) == DATA_OK);
+        CHECK(c.n_docs >= 2 && c.n_bytes > 1000);
+        data_corpus_free(&c);
+    } else {
+        CHECK_MSG(0, "repository root not found from the working directory");
+    }
+}
+
+/* The prepare pipeline in miniature: train, encode documents with EOT, write, read, decode. */
+static void test_pipeline(void)
+{
+    static const char *docs[] = {"int main(void) { return 0; }\n", "", "The row norm of the head.\n\x00\xff"};
+    size_t lens[3] = {29, 0, 28}, i, n = 0, n_out = 0, total = 0;
+    unsigned char text[128], back[128];
+    uint32_t ids[256];
+    tok_tokenizer tk;
+    data_tokens d;
+    char err[256];
+    for (i = 0; i < 3; i++) memcpy(text + total, docs[i], lens[i]), total += lens[i];
+    memset(&tk, 0, sizeof tk);
+    CHECK(tok_train(&tk, text, total, 300, err, sizeof err) == TOK_OK);
+    for (i = 0, total = 0; i < 3; i++) {
+        size_t k;
+        ids[n++] = tk.eot;
+        CHECK(tok_encode(&tk, (const unsigned char *)docs[i], lens[i], ids + n, lens[i], &k) == TOK_OK);
+        n += k;
+    }
+    CHECK(data_tokens_write("test_data_pipe.bin", ids, n, tk.vocab_size, err, sizeof err) == DATA_OK);
+    CHECK(data_tokens_read(&d, "test_data_pipe.bin", err, sizeof err) == DATA_OK && d.n_tokens == n);
+    CHECK(tok_decode(&tk, d.tokens, d.n_tokens, back, sizeof back, &n_out) == TOK_OK && n_out == 57);
+    CHECK(memcmp(back, text, 57) == 0);
+    data_tokens_free(&d);
+    tok_free(&tk);
+    remove("test_data_pipe.bin");
+}
+
+int main(void)
+{
+    (void)t_rng_normal; /* harness helpers this file does not need */
+    (void)t__near;
+    RUN(test_fnv_and_le);
+    RUN(test_token_file_roundtrip);
+    RUN(test_bad_token_files);
+    RUN(test_random_sampler);
+    RUN(test_sampler_resume);
+    RUN(test_sequential_sampler);
+    RUN(test_corpus);
+    RUN(test_pipeline);
+    return TEST_REPORT();
+}
