@@ -7,3 +7,4 @@ $(GPT_B):
 	@mkdir -p $@
 -include $(GPT_DIR)/data.mk
 -include $(GPT_DIR)/model.mk
+-include $(GPT_DIR)/train.mk
