@@ -1,0 +1,1561 @@
+/* tests/test_muon.c - muon.h against float64 references written here from SPEC.md section 2.
+ * Every reference below (transfer polynomials, Newton-Schulz in double, momentum, AdamW, power
+ * iteration) is an independent plain-double implementation of the math, not a call into muon.h.
+ */
+#include <stdlib.h>
+/* an allocator that can be told to fail, to reach MUON_ERR_NOMEM */
+static int t_fail_alloc;
+static void *t_malloc(size_t n) { return t_fail_alloc ? NULL : malloc(n); }
+#define MUON_MALLOC(sz) t_malloc(sz)
+#define MUON_FREE(p) free(p)
+#define MUON_IMPLEMENTATION
+#include "muon.h"
+#include "test.h"
+
+/* ---------------------------------------------------------------- double-precision helpers */
+
+static double *dalloc(size_t n)
+{
+    double *p = (double *)calloc(n ? n : 1, sizeof(double));
+    if (!p) abort();
+    return p;
+}
+static float *falloc(size_t n)
+{
+    float *p = (float *)calloc(n ? n : 1, sizeof(float));
+    if (!p) abort();
+    return p;
+}
+
+/* Q (n x n) orthogonal: Gram-Schmidt (twice) of a Gaussian matrix; columns are Q[i*n + j], col j */
+static void rand_orth(t_rng *r, size_t n, double *Q)
+{
+    size_t i, j, k, pass;
+    for (i = 0; i < n * n; i++) Q[i] = t_rng_normal(r);
+    for (j = 0; j < n; j++) {
+        for (pass = 0; pass < 2; pass++)
+            for (k = 0; k < j; k++) {
+                double d = 0.0;
+                for (i = 0; i < n; i++) d += Q[i * n + j] * Q[i * n + k];
+                for (i = 0; i < n; i++) Q[i * n + j] -= d * Q[i * n + k];
+            }
+        {
+            double nn = 0.0;
+            for (i = 0; i < n; i++) nn += Q[i * n + j] * Q[i * n + j];
+            nn = sqrt(nn);
+            for (i = 0; i < n; i++) Q[i * n + j] /= nn;
+        }
+    }
+}
+
+/* M = U diag(s) V^T for rows x cols, U rows x rows, V cols x cols; s has min(rows, cols) entries */
+static void build_usv(size_t rows, size_t cols, const double *U, const double *s, const double *V, double *M)
+{
+    size_t p = rows < cols ? rows : cols, i, j, k;
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++) {
+            double acc = 0.0;
+            for (k = 0; k < p; k++) acc += U[i * rows + k] * s[k] * V[j * cols + k];
+            M[i * cols + j] = acc;
+        }
+}
+
+/* reference odd-polynomial composition, triples given explicitly */
+static double ref_compose(const double (*tr)[3], int count, int cycle, int K, double x)
+{
+    int k;
+    for (k = 0; k < K; k++) {
+        const double *t = tr[k < count ? k : (cycle ? k % count : count - 1)];
+        x = t[0] * x + t[1] * x * x * x + t[2] * x * x * x * x * x;
+    }
+    return x;
+}
+
+static const double JORDAN[1][3] = {{3.4445, -4.7750, 2.0315}};
+
+/* reference NS in double on a rows x cols matrix (row-major, ld cols), full matrix products */
+static void ref_ns(const double *G, size_t rows, size_t cols, const double (*tr)[3], int count, int K,
+                   double safety, double eps, double *out)
+{
+    int tall = rows > cols;
+    size_t m = tall ? cols : rows, n = tall ? rows : cols, i, j, p;
+    double *X = dalloc(m * n), *Y = dalloc(m * n), *A = dalloc(m * m), *B = dalloc(m * m), nrm = 0.0;
+    int k;
+    for (i = 0; i < rows * cols; i++) nrm += G[i] * G[i];
+    nrm = sqrt(nrm);
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++) {
+            double v = nrm > 0 ? G[i * cols + j] / (safety * nrm + eps) : 0.0;
+            if (tall) X[j * n + i] = v; else X[i * n + j] = v;
+        }
+    for (k = 0; k < K; k++) {
+        const double *t = tr[k < count ? k : count - 1];
+        for (i = 0; i < m; i++)
+            for (j = 0; j < m; j++) {
+                double acc = 0.0;
+                for (p = 0; p < n; p++) acc += X[i * n + p] * X[j * n + p];
+                A[i * m + j] = acc;
+            }
+        for (i = 0; i < m; i++)
+            for (j = 0; j < m; j++) {
+                double acc = 0.0;
+                for (p = 0; p < m; p++) acc += A[i * m + p] * A[p * m + j];
+                B[i * m + j] = t[1] * A[i * m + j] + t[2] * acc;
+            }
+        for (i = 0; i < m; i++)
+            for (j = 0; j < n; j++) {
+                double acc = t[0] * X[i * n + j];
+                for (p = 0; p < m; p++) acc += B[i * m + p] * X[p * n + j];
+                Y[i * n + j] = acc;
+            }
+        memcpy(X, Y, m * n * sizeof(double));
+    }
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++) out[i * cols + j] = tall ? X[j * n + i] : X[i * n + j];
+    free(X); free(Y); free(A); free(B);
+}
+
+/* sigma_1 of a rows x cols double matrix by long power iteration (well-separated tests only) */
+static double ref_sigma1(const double *M, size_t rows, size_t cols, double *uo, double *vo)
+{
+    double *v = dalloc(cols), *u = dalloc(rows), s = 0.0;
+    size_t i, j;
+    int it;
+    for (j = 0; j < cols; j++) v[j] = 1.0 + 0.1 * (double)j;
+    for (it = 0; it < 3000; it++) {
+        double nv = 0.0;
+        for (i = 0; i < rows; i++) {
+            double acc = 0.0;
+            for (j = 0; j < cols; j++) acc += M[i * cols + j] * v[j];
+            u[i] = acc;
+        }
+        s = 0.0;
+        for (i = 0; i < rows; i++) s += u[i] * u[i];
+        s = sqrt(s);
+        for (i = 0; i < rows; i++) u[i] /= s;
+        for (j = 0; j < cols; j++) {
+            double acc = 0.0;
+            for (i = 0; i < rows; i++) acc += M[i * cols + j] * u[i];
+            v[j] = acc;
+        }
+        for (j = 0; j < cols; j++) nv += v[j] * v[j];
+        nv = sqrt(nv);
+        for (j = 0; j < cols; j++) v[j] /= nv;
+        s = nv;
+    }
+    if (uo) memcpy(uo, u, rows * sizeof(double));
+    if (vo) memcpy(vo, v, cols * sizeof(double));
+    free(u); free(v);
+    return s;
+}
+
+static void to_float(const double *a, float *f, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++) f[i] = (float)a[i];
+}
+
+static void rand_fill(t_rng *r, float *a, size_t n, double scale)
+{
+    size_t i;
+    for (i = 0; i < n; i++) a[i] = (float)(scale * t_rng_normal(r));
+}
+
+static double max_abs_diff_fd(const float *a, const double *b, size_t n)
+{
+    double m = 0.0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (!(d <= m)) m = d;
+    }
+    return m;
+}
+
+/* ---------------------------------------------------------------- schedules and transfer */
+
+static void test_status_strings(void)
+{
+    int s;
+    for (s = MUON_OK; s <= MUON_ERR_UNREACHABLE; s++) {
+        const char *a = muon_status_string((muon_status)s);
+        CHECK(a != NULL && a[0] != '\0');
+        if (s > 0) CHECK(strcmp(a, muon_status_string((muon_status)(s - 1))) != 0);
+    }
+    CHECK((int)MUON_OK == 0 && muon_status_string((muon_status)99) != NULL);
+}
+
+static void test_presets(void)
+{
+    muon_ns_config j = muon_ns_preset(MUON_NS_JORDAN, 0), p = muon_ns_preset(MUON_NS_POLAR_EXPRESS, 0);
+    muon_ns_config d = muon_ns_preset(MUON_NS_DEEPSEEK_V4, 0), c = muon_ns_preset(MUON_NS_CUBIC, 0);
+    muon_ns_config z, bad = muon_ns_preset((muon_ns_kind)99, 0);
+    float G[6] = {1, 2, 3, 4, 5, 6}, out[6];
+    int i;
+    CHECK(j.count == 1 && j.steps == 5 && j.safety == 1.0 && j.eps == 1e-7 && j.mode == MUON_NS_REPEAT_LAST);
+    CHECK(j.coeffs[0][0] == 3.4445 && j.coeffs[0][1] == -4.7750 && j.coeffs[0][2] == 2.0315);
+    CHECK(p.count == 8 && p.steps == 5 && p.safety == 1.01);
+    CHECK_NEAR(p.coeffs[0][0], 8.28721201814563 / 1.01, 0, 1e-15);
+    CHECK_NEAR(p.coeffs[0][1], -23.595886519098837 / (1.01 * 1.01 * 1.01), 0, 1e-14);
+    CHECK_NEAR(p.coeffs[0][2], 17.300387312530933 / pow(1.01, 5), 0, 1e-14);
+    CHECK_NEAR(p.coeffs[6][0], 1.8750014808534479 / 1.01, 0, 1e-15);
+    CHECK(p.coeffs[7][0] == 1.875 && p.coeffs[7][1] == -1.25 && p.coeffs[7][2] == 0.375);
+    CHECK(d.count == 10 && d.steps == 10);
+    for (i = 0; i < 8; i++) CHECK(d.coeffs[i][0] == 3.4445 && d.coeffs[i][2] == 2.0315);
+    CHECK(d.coeffs[8][0] == 2.0 && d.coeffs[9][1] == -1.5 && d.coeffs[9][2] == 0.5);
+    CHECK(c.count == 1 && c.coeffs[0][0] == 1.5 && c.coeffs[0][1] == -0.5 && c.coeffs[0][2] == 0.0);
+    CHECK(muon_ns_preset(MUON_NS_JORDAN, 7).steps == 7);
+    /* zeroed config == Jordan x 5; NULL == Jordan x 5 */
+    memset(&z, 0, sizeof z);
+    CHECK(muon_ns_transfer(&z, 0.3) == muon_ns_transfer(&j, 0.3));
+    CHECK(muon_ns_transfer(NULL, 0.3) == muon_ns_transfer(&j, 0.3));
+    /* unknown kind is rejected */
+    CHECK(muon_orthogonalize(G, 2, 3, 3, &bad, out, 3) == MUON_ERR_DOMAIN);
+    CHECK(muon_ns_transfer(&bad, 0.3) != muon_ns_transfer(&bad, 0.3)); /* NaN */
+}
+
+/* least x in [lo, hi] with f(x) >= t, f increasing there (bisection) */
+static double solve_transfer(const muon_ns_config *ns, double t, double lo, double hi)
+{
+    int i;
+    for (i = 0; i < 200; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (muon_ns_transfer(ns, mid) < t) lo = mid; else hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+static void test_transfer_jordan_facts(void)
+{
+    muon_ns_config j = muon_ns_preset(MUON_NS_JORDAN, 5);
+    double lo = 1e9, hi = -1e9, x;
+    int i;
+    CHECK_NEAR(muon_ns_transfer(&j, 1e-9) / 1e-9, 484.9, 0.05, 0);
+    CHECK_NEAR(muon_ns_transfer(&j, 1e-9) / 1e-9, pow(3.4445, 5), 0, 1e-6);
+    CHECK_NEAR(solve_transfer(&j, 0.5, 1e-6, 0.01), 1.07e-3, 0, 0.005);
+    CHECK_NEAR(solve_transfer(&j, 0.7, 1e-6, 0.01), 1.55e-3, 0, 0.005);
+    CHECK_NEAR(solve_transfer(&j, 0.9, 1e-6, 0.01), 2.13e-3, 0, 0.005);
+    for (i = 0; i <= 100000; i++) {
+        double f = muon_ns_transfer(&j, 0.05 + 0.95 * i / 100000.0);
+        if (f < lo) lo = f;
+        if (f > hi) hi = f;
+    }
+    CHECK_NEAR(lo, 0.68, 0.005, 0);
+    CHECK_NEAR(hi, 1.13, 0.005, 0);
+    /* against the reference composition */
+    for (x = 1e-4; x < 1.0; x *= 1.7)
+        CHECK_NEAR(muon_ns_transfer(&j, x), ref_compose(JORDAN, 1, 0, 5, x), 1e-15, 1e-13);
+    CHECK(muon_ns_transfer(&j, 0.0) == 0.0);
+    CHECK_NEAR(muon_ns_transfer(&j, -0.3), -muon_ns_transfer(&j, 0.3), 0, 1e-15); /* odd */
+}
+
+static void test_transfer_polar_express(void)
+{
+    muon_ns_config p = muon_ns_preset(MUON_NS_POLAR_EXPRESS, 5);
+    double lo = 1e9, hi = -1e9;
+    double tr[8][3] = {{8.28721201814563, -23.595886519098837, 17.300387312530933},
+                       {4.107059111542203, -2.9478499167379106, 0.5448431082926601},
+                       {3.9486908534822946, -2.908902115962949, 0.5518191394370137},
+                       {3.3184196573706015, -2.488488024314874, 0.51004894012372},
+                       {2.300652019954817, -1.6689039845747493, 0.4188073119525673},
+                       {1.891301407787398, -1.2679958271945868, 0.37680408948524835},
+                       {1.8750014808534479, -1.2500016453999487, 0.3750001645474248},
+                       {1.875, -1.25, 0.375}};
+    int i;
+    for (i = 0; i < 7; i++) {
+        tr[i][0] /= 1.01;
+        tr[i][1] /= 1.01 * 1.01 * 1.01;
+        tr[i][2] /= 1.01 * 1.01 * 1.01 * 1.01 * 1.01;
+    }
+    CHECK_NEAR(solve_transfer(&p, 0.5, 1e-6, 0.01), 5.39e-4, 0, 0.005);
+    for (i = 0; i <= 100000; i++) {
+        double f = muon_ns_transfer(&p, 0.05 + 0.95 * i / 100000.0);
+        if (f < lo) lo = f;
+        if (f > hi) hi = f;
+    }
+    CHECK_NEAR(lo, 0.87, 0.005, 0);
+    CHECK_NEAR(hi, 1.12, 0.005, 0);
+    for (i = 1; i <= 12; i++) { /* beyond 8 steps: the last triple repeats */
+        muon_ns_config q = muon_ns_preset(MUON_NS_POLAR_EXPRESS, i);
+        CHECK_NEAR(muon_ns_transfer(&q, 0.01), ref_compose((const double(*)[3])tr, 8, 0, i, 0.01 / 1.01), 1e-15, 1e-12);
+    }
+}
+
+static void test_schedule_modes(void)
+{
+    muon_ns_config c;
+    static const double tr[2][3] = {{1.5, -0.5, 0.0}, {2.0, -1.5, 0.5}};
+    int K;
+    memset(&c, 0, sizeof c);
+    c.count = 2;
+    memcpy(c.coeffs, tr, sizeof tr);
+    for (K = 1; K <= 7; K++) {
+        c.steps = K;
+        c.mode = MUON_NS_REPEAT_LAST;
+        CHECK_NEAR(muon_ns_transfer(&c, 0.2), ref_compose(tr, 2, 0, K, 0.2), 0, 1e-14);
+        c.mode = MUON_NS_CYCLE;
+        CHECK_NEAR(muon_ns_transfer(&c, 0.2), ref_compose(tr, 2, 1, K, 0.2), 0, 1e-14);
+    }
+    /* they differ from step 4 on (triples 1,2,2,2 vs 1,2,1,2) */
+    c.steps = 4;
+    c.mode = MUON_NS_REPEAT_LAST;
+    {
+        double a = muon_ns_transfer(&c, 0.2);
+        c.mode = MUON_NS_CYCLE;
+        CHECK(fabs(a - muon_ns_transfer(&c, 0.2)) > 1e-6);
+    }
+    /* steps == 0: each triple once; safety 0 means 1 */
+    c.steps = 0;
+    c.mode = MUON_NS_REPEAT_LAST;
+    CHECK_NEAR(muon_ns_transfer(&c, 0.2), ref_compose(tr, 2, 0, 2, 0.2), 0, 1e-14);
+    c.safety = 2.0;
+    CHECK_NEAR(muon_ns_transfer(&c, 0.2), ref_compose(tr, 2, 0, 2, 0.1), 0, 1e-14);
+}
+
+static void test_min_steps_and_choose(void)
+{
+    muon_ns_config j = muon_ns_preset(MUON_NS_JORDAN, 5), cub = muon_ns_preset(MUON_NS_CUBIC, 0), out;
+    double sigma = 1e-3, sv[64], ss = 0.0, sq;
+    int K, ref = -1, k;
+    size_t idx = 99, i;
+    /* reference: brute force on the composition */
+    for (K = 1; K <= 20 && ref < 0; K++)
+        if (ref_compose(JORDAN, 1, 0, K, sigma) >= 0.9) ref = K;
+    CHECK(ref > 0);
+    CHECK(muon_ns_min_steps(&j, sigma, 0.9, 20) == ref);
+    CHECK(muon_ns_min_steps(&j, sigma, 0.9, ref - 1) == -1);
+    CHECK(muon_ns_min_steps(&cub, 1e-6, 0.99, 5) == -1);
+    CHECK(muon_ns_min_steps(&j, 0.5, 0.5, 0) == -1);
+    /* choose on a power-law spectrum sigma_i ~ i^-1 */
+    for (i = 0; i < 64; i++) {
+        sv[i] = 1.0 / (double)(i + 1);
+        ss += sv[i] * sv[i];
+    }
+    CHECK(muon_sv_quantile(sv, 64, 0.5, &sq) == MUON_OK);
+    sq /= sqrt(ss);
+    {
+        muon_ns_config cands[2];
+        int kj, kp;
+        cands[0] = j;
+        cands[1] = muon_ns_preset(MUON_NS_POLAR_EXPRESS, 0);
+        kj = muon_ns_min_steps(&cands[0], sq, 0.95, 30);
+        kp = muon_ns_min_steps(&cands[1], sq, 0.95, 30);
+        CHECK(kj > 0 && kp > 0);
+        CHECK(muon_ns_choose(sv, 64, 0.5, 0.95, 30, cands, 2, &out, &idx) == MUON_OK);
+        k = kp < kj ? kp : kj;
+        CHECK(out.steps == k);
+        CHECK(idx == (kp < kj ? 1u : 0u));
+        CHECK(muon_ns_transfer(&out, sq) >= 0.95);
+        /* a scaled spectrum gives the same choice (normalised internally) */
+        for (i = 0; i < 64; i++) sv[i] *= 1000.0;
+        CHECK(muon_ns_choose(sv, 64, 0.5, 0.95, 30, cands, 2, &out, &idx) == MUON_OK && out.steps == k);
+    }
+    /* presets by default; unreachable target leaves out untouched */
+    CHECK(muon_ns_choose(sv, 64, 0.5, 0.9, 30, NULL, 0, &out, NULL) == MUON_OK);
+    memset(&out, 0xAB, sizeof out);
+    {
+        muon_ns_config poison;
+        memset(&poison, 0xAB, sizeof poison);
+        CHECK(muon_ns_choose(sv, 64, 0.5, 2.0, 3, NULL, 0, &out, NULL) == MUON_ERR_UNREACHABLE);
+        CHECK(memcmp(&out, &poison, sizeof out) == 0);
+    }
+}
+
+static void test_quantile(void)
+{
+    double sv[5] = {5, 4, 3, 2, 1}, q, unsorted[3] = {1, 2, 3};
+    CHECK(muon_sv_quantile(sv, 5, 0.5, &q) == MUON_OK && q == 3.0);
+    CHECK(muon_sv_quantile(sv, 5, 0.0, &q) == MUON_OK && q == 1.0);
+    CHECK(muon_sv_quantile(sv, 5, 1.0, &q) == MUON_OK && q == 5.0);
+    CHECK(muon_sv_quantile(sv, 5, 0.125, &q) == MUON_OK);
+    CHECK_NEAR(q, 1.5, 0, 1e-15);
+    CHECK(muon_sv_quantile(sv, 1, 0.7, &q) == MUON_OK && q == 5.0);
+    q = -7;
+    CHECK(muon_sv_quantile(sv, 5, 1.5, &q) == MUON_ERR_DOMAIN && q == -7);
+    CHECK(muon_sv_quantile(unsorted, 3, 0.5, &q) == MUON_ERR_DOMAIN && q == -7);
+    CHECK(muon_sv_quantile(sv, 0, 0.5, &q) == MUON_ERR_SIZE);
+    CHECK(muon_sv_quantile(NULL, 5, 0.5, &q) == MUON_ERR_NULL);
+}
+
+/* ---------------------------------------------------------------- Newton-Schulz */
+
+/* NS of U diag(s) V^T must equal U diag(f(s_i / (safety*||G||_F + eps))) V^T */
+static void check_ns_svd(t_rng *r, size_t rows, size_t cols, size_t ld_extra, const muon_ns_config *ns,
+                         int diagonal, double tol)
+{
+    size_t p = rows < cols ? rows : cols, i, j, ldg = cols + ld_extra;
+    double *U = dalloc(rows * rows), *V = dalloc(cols * cols), *s = dalloc(p), *fs = dalloc(p);
+    double *M = dalloc(rows * cols), *E = dalloc(rows * cols), nrm = 0.0;
+    float *G = falloc(rows * ldg), *O = falloc(rows * ldg);
+    if (diagonal) {
+        for (i = 0; i < rows * rows; i++) U[i] = (i % (rows + 1) == 0);
+        for (i = 0; i < cols * cols; i++) V[i] = (i % (cols + 1) == 0);
+    } else {
+        rand_orth(r, rows, U);
+        rand_orth(r, cols, V);
+    }
+    for (i = 0; i < p; i++) s[i] = 0.3 + 0.7 * t_rng_uniform(r);
+    build_usv(rows, cols, U, s, V, M);
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < ldg; j++) G[i * ldg + j] = j < cols ? (float)M[i * cols + j] : NAN; /* padding never read */
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++) nrm += (double)G[i * ldg + j] * G[i * ldg + j];
+    nrm = sqrt(nrm);
+    /* f evaluated at the exact NS start s/(safety*nrm + eps) (safety folded into the argument) */
+    for (i = 0; i < p; i++) {
+        muon_ns_config one = *ns;
+        one.safety = 1.0;
+        fs[i] = muon_ns_transfer(&one, s[i] / (ns->safety * nrm + ns->eps));
+    }
+    build_usv(rows, cols, U, fs, V, E);
+    for (i = 0; i < rows * ldg; i++) O[i] = -12345.0f;
+    CHECK(muon_orthogonalize(G, rows, cols, ldg, ns, O, ldg) == MUON_OK);
+    {
+        double md = 0.0;
+        for (i = 0; i < rows; i++)
+            for (j = 0; j < cols; j++) {
+                double d = fabs((double)O[i * ldg + j] - E[i * cols + j]);
+                if (!(d <= md)) md = d;
+            }
+        CHECK_MSG(md <= tol, "%zux%zu diag=%d max diff %g", rows, cols, diagonal, md);
+        for (i = 0; i < rows; i++)
+            for (j = cols; j < ldg; j++) CHECK(O[i * ldg + j] == -12345.0f);
+    }
+    free(U); free(V); free(s); free(fs); free(M); free(E); free(G); free(O);
+}
+
+static void test_ns_matches_transfer(void)
+{
+    t_rng r = {11};
+    static const size_t shapes[][2] = {{8, 8}, {6, 10}, {10, 6}, {1, 7}, {7, 1}, {5, 16}, {33, 20}, {1, 1}};
+    muon_ns_config js = muon_ns_preset(MUON_NS_JORDAN, 5), pe = muon_ns_preset(MUON_NS_POLAR_EXPRESS, 5);
+    muon_ns_config ds = muon_ns_preset(MUON_NS_DEEPSEEK_V4, 0), cy;
+    size_t k;
+    /* a custom cycling schedule goes through the same path */
+    memset(&cy, 0, sizeof cy);
+    cy.count = 2;
+    cy.steps = 7;
+    cy.mode = MUON_NS_CYCLE;
+    cy.safety = 1.02;
+    cy.coeffs[0][0] = 3.4445, cy.coeffs[0][1] = -4.7750, cy.coeffs[0][2] = 2.0315;
+    cy.coeffs[1][0] = 2.0, cy.coeffs[1][1] = -1.5, cy.coeffs[1][2] = 0.5;
+    check_ns_svd(&r, 9, 13, 1, &cy, 0, 3e-4);
+    check_ns_svd(&r, 13, 9, 0, &cy, 0, 3e-4);
+    for (k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        check_ns_svd(&r, shapes[k][0], shapes[k][1], k % 3, &js, 0, 3e-4);
+        check_ns_svd(&r, shapes[k][0], shapes[k][1], 1, &js, 1, 3e-4);
+        check_ns_svd(&r, shapes[k][0], shapes[k][1], 2, &pe, 0, 3e-4);
+        check_ns_svd(&r, shapes[k][0], shapes[k][1], 0, &ds, 0, 3e-4);
+    }
+}
+
+static void test_cubic_polar_factor(void)
+{
+    t_rng r = {5};
+    static const size_t shapes[][2] = {{6, 6}, {4, 9}, {9, 4}};
+    muon_ns_config c = muon_ns_preset(MUON_NS_CUBIC, 40);
+    size_t k, i, j;
+    c.eps = 0.0;
+    for (k = 0; k < 3; k++) {
+        size_t rows = shapes[k][0], cols = shapes[k][1], p = rows < cols ? rows : cols;
+        double *U = dalloc(rows * rows), *V = dalloc(cols * cols), *s = dalloc(p), *one = dalloc(p);
+        double *M = dalloc(rows * cols), *P = dalloc(rows * cols);
+        float *G = falloc(rows * cols), *O = falloc(rows * cols);
+        rand_orth(&r, rows, U);
+        rand_orth(&r, cols, V);
+        for (i = 0; i < p; i++) {
+            s[i] = 0.2 + t_rng_uniform(&r);
+            one[i] = 1.0;
+        }
+        build_usv(rows, cols, U, s, V, M);
+        build_usv(rows, cols, U, one, V, P); /* polar factor U V^T */
+        to_float(M, G, rows * cols);
+        CHECK(muon_orthogonalize(G, rows, cols, cols, &c, O, cols) == MUON_OK);
+        CHECK_MSG(max_abs_diff_fd(O, P, rows * cols) < 2e-5, "diff %g", max_abs_diff_fd(O, P, rows * cols));
+        /* and O O^T (wide) / O^T O (tall) = I */
+        for (i = 0; i < p; i++)
+            for (j = 0; j < p; j++) {
+                double acc = 0.0;
+                size_t q;
+                if (rows <= cols)
+                    for (q = 0; q < cols; q++) acc += (double)O[i * cols + q] * O[j * cols + q];
+                else
+                    for (q = 0; q < rows; q++) acc += (double)O[q * cols + i] * O[q * cols + j];
+                CHECK_NEAR(acc, i == j ? 1.0 : 0.0, 5e-5, 0);
+            }
+        free(U); free(V); free(s); free(one); free(M); free(P); free(G); free(O);
+    }
+}
+
+static void test_ns_zero_and_tiny(void)
+{
+    float Z[12], O[12], G[12], Ot[12], Ob[12];
+    muon_ns_kind kinds[4] = {MUON_NS_JORDAN, MUON_NS_POLAR_EXPRESS, MUON_NS_DEEPSEEK_V4, MUON_NS_CUBIC};
+    muon_ns_config ns;
+    t_rng r = {3};
+    int k, i;
+    memset(Z, 0, sizeof Z);
+    for (k = 0; k < 4; k++) {
+        ns = muon_ns_preset(kinds[k], 0);
+        for (i = 0; i < 12; i++) O[i] = NAN;
+        CHECK(muon_orthogonalize(Z, 3, 4, 4, &ns, O, 4) == MUON_OK);
+        for (i = 0; i < 12; i++) CHECK(O[i] == 0.0f);
+        ns.eps = 0.0; /* eps = 0 is safe on zero input */
+        for (i = 0; i < 12; i++) O[i] = NAN;
+        CHECK(muon_orthogonalize(Z, 4, 3, 3, &ns, O, 3) == MUON_OK);
+        for (i = 0; i < 12; i++) CHECK(O[i] == 0.0f);
+    }
+    /* ||G||_F ~ 1e-9 and 1e-12: with eps = 0 the result is scale invariant */
+    rand_fill(&r, G, 12, 1.0);
+    ns = muon_ns_preset(MUON_NS_JORDAN, 5);
+    ns.eps = 0.0;
+    CHECK(muon_orthogonalize(G, 3, 4, 4, &ns, O, 4) == MUON_OK);
+    for (i = 0; i < 12; i++) Ot[i] = G[i] * 1e-9f;
+    CHECK(muon_orthogonalize(Ot, 3, 4, 4, &ns, Ob, 4) == MUON_OK);
+    for (i = 0; i < 12; i++) CHECK_NEAR(Ob[i], O[i], 1e-5, 1e-5);
+    for (i = 0; i < 12; i++) Ot[i] = G[i] * 1e-12f;
+    CHECK(muon_orthogonalize(Ot, 3, 4, 4, &ns, Ob, 4) == MUON_OK);
+    for (i = 0; i < 12; i++) CHECK_NEAR(Ob[i], O[i], 1e-5, 1e-5);
+    /* with eps = 1e-7 (the preset) it is documented to shrink: at ||G||_F ~ 1e-11 the
+     * output's Frobenius norm is far below that of the unit-scale result */
+    ns.eps = 1e-7;
+    CHECK(muon_orthogonalize(Ot, 3, 4, 4, &ns, Ob, 4) == MUON_OK);
+    {
+        double a = 0.0, b = 0.0;
+        for (i = 0; i < 12; i++) {
+            a += (double)O[i] * O[i];
+            b += (double)Ob[i] * Ob[i];
+        }
+        CHECK(b < 0.5 * a);
+    }
+}
+
+static void test_ns_inplace_alias_batched(void)
+{
+    t_rng r = {7};
+    float G[3 * 24], O[3 * 24], P[3 * 24], keep[3 * 24];
+    size_t i, k;
+    rand_fill(&r, G, 72, 1.0);
+    for (k = 0; k < 3; k++) /* very different scales: normalised per matrix */
+        for (i = 0; i < 24; i++) G[k * 24 + i] *= (float)pow(100.0, (double)k);
+    /* batched == one at a time */
+    CHECK(muon_orthogonalize_batched(G, 3, 4, 6, 6, 24, NULL, O, 6, 24) == MUON_OK);
+    for (k = 0; k < 3; k++) {
+        CHECK(muon_orthogonalize(G + 24 * k, 4, 6, 6, NULL, P + 24 * k, 6) == MUON_OK);
+    }
+    CHECK(memcmp(O, P, sizeof O) == 0);
+    /* each batched output has its own ~unit singular values (norm^2 ~ 4, not 4/1e8) */
+    for (k = 0; k < 3; k++) {
+        double n2 = 0.0;
+        for (i = 0; i < 24; i++) n2 += (double)O[24 * k + i] * O[24 * k + i];
+        CHECK(n2 > 1.5 && n2 < 6.0);
+    }
+    /* in place */
+    memcpy(P, G, sizeof G);
+    CHECK(muon_orthogonalize_batched(P, 3, 4, 6, 6, 24, NULL, P, 6, 24) == MUON_OK);
+    CHECK(memcmp(O, P, sizeof O) == 0);
+    /* partial overlap: ALIAS, out untouched */
+    memcpy(P, G, sizeof G);
+    memcpy(keep, P, sizeof P);
+    CHECK(muon_orthogonalize(P, 4, 6, 6, NULL, P + 1, 6) == MUON_ERR_ALIAS);
+    CHECK(memcmp(keep, P, sizeof P) == 0);
+    /* output strides that overlap: SIZE */
+    CHECK(muon_orthogonalize_batched(G, 3, 4, 6, 6, 24, NULL, O, 6, 10) == MUON_ERR_SIZE);
+}
+
+static void test_ns_workspace(void)
+{
+    t_rng r = {9};
+    float G[40], O1[40], O2[40];
+    size_t need = muon_ns_workspace_size(5, 8);
+    unsigned char *ws = (unsigned char *)malloc(need + 3);
+    rand_fill(&r, G, 40, 1.0);
+    CHECK(need > 0);
+    CHECK(muon_orthogonalize(G, 5, 8, 8, NULL, O1, 8) == MUON_OK);
+    /* unaligned caller workspace works */
+    CHECK(muon_orthogonalize_ws(G, 5, 8, 8, NULL, O2, 8, ws + 3, need) == MUON_OK);
+    CHECK(memcmp(O1, O2, sizeof O1) == 0);
+    memcpy(O2, G, sizeof O2);
+    CHECK(muon_orthogonalize_ws(G, 5, 8, 8, NULL, O1, 8, ws, need - 1) == MUON_ERR_SIZE);
+    { /* batched workspace (concurrent under OpenMP) == minimal workspace (sequential), bitwise */
+        float Gb[7 * 40], Ob1[7 * 40], Ob2[7 * 40];
+        size_t nb = muon_ns_batched_workspace_size(7, 5, 8), n1 = muon_ns_workspace_size(5, 8);
+        void *wb = malloc(nb), *w1 = malloc(n1);
+        CHECK(nb >= n1 && muon_ns_batched_workspace_size(0, 5, 8) == 0);
+        rand_fill(&r, Gb, 7 * 40, 1.0);
+        CHECK(muon_orthogonalize_batched_ws(Gb, 7, 5, 8, 8, 40, NULL, Ob1, 8, 40, wb, nb) == MUON_OK);
+        CHECK(muon_orthogonalize_batched_ws(Gb, 7, 5, 8, 8, 40, NULL, Ob2, 8, 40, w1, n1) == MUON_OK);
+        CHECK(memcmp(Ob1, Ob2, sizeof Ob1) == 0);
+        free(wb);
+        free(w1);
+    }
+    CHECK(muon_ns_workspace_size(0, 8) == 0);
+    CHECK(muon_ns_workspace_size((size_t)-1, (size_t)-1) == 0);
+    free(ws);
+}
+
+/* ---------------------------------------------------------------- Muon step */
+
+/* reference Muon step in double (SPEC 2.2); B (rows x cols) updated */
+static void ref_muon_step(double *W, double *B, const double *G, size_t rows, size_t cols, double lr,
+                          double beta, double wd, int nesterov, int sum_form, double scale, double eps)
+{
+    double *u = dalloc(rows * cols), *O = dalloc(rows * cols);
+    size_t i;
+    for (i = 0; i < rows * cols; i++) {
+        if (sum_form) {
+            B[i] = beta * B[i] + G[i];
+            u[i] = nesterov ? G[i] + beta * B[i] : B[i];
+        } else {
+            B[i] = beta * B[i] + (1 - beta) * G[i];
+            u[i] = nesterov ? (1 - beta) * G[i] + beta * B[i] : B[i];
+        }
+    }
+    ref_ns(u, rows, cols, JORDAN, 1, 5, 1.0, eps, O);
+    for (i = 0; i < rows * cols; i++) W[i] = W[i] * (1 - lr * wd) - lr * scale * O[i];
+    free(u); free(O);
+}
+
+static void test_muon_golden_3_steps(void)
+{
+    const size_t rows = 6, cols = 4;
+    int form, nest;
+    for (form = 0; form < 2; form++)
+        for (nest = 0; nest < 2; nest++) {
+            t_rng r = {100};
+            double Wd[24], Bd[24], Gd[24];
+            float W[24], G[24];
+            muon_state st;
+            muon_config cfg = muon_default();
+            int step;
+            size_t i;
+            cfg.lr = 0.05;
+            cfg.momentum = 0.9;
+            cfg.weight_decay = 0.1;
+            cfg.nesterov = nest;
+            cfg.momentum_form = form ? MUON_MOMENTUM_SUM : MUON_MOMENTUM_EMA;
+            for (i = 0; i < 24; i++) {
+                W[i] = (float)(0.5 * t_rng_normal(&r));
+                Wd[i] = W[i];
+                Bd[i] = 0.0;
+            }
+            CHECK(muon_init(&st, rows, cols) == MUON_OK);
+            for (step = 0; step < 3; step++) {
+                for (i = 0; i < 24; i++) {
+                    G[i] = (float)t_rng_normal(&r);
+                    Gd[i] = G[i];
+                }
+                CHECK(muon_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+                ref_muon_step(Wd, Bd, Gd, rows, cols, 0.05, 0.9, 0.1, nest, form, sqrt(6.0 / 4.0), 1e-7);
+            }
+            CHECK(st.step == 3);
+            CHECK_MSG(max_abs_diff_fd(W, Wd, 24) < 2e-5, "form %d nesterov %d diff %g", form, nest,
+                      max_abs_diff_fd(W, Wd, 24));
+            CHECK(max_abs_diff_fd(st.momentum, Bd, 24) < 1e-5);
+            muon_free(&st);
+        }
+}
+
+static void test_momentum_forms_agree(void)
+{
+    int nest;
+    for (nest = 0; nest < 2; nest++) {
+        t_rng r = {21};
+        float W1[35], W2[35], G[35];
+        muon_state s1, s2;
+        muon_config c1 = muon_default(), c2;
+        int step;
+        size_t i;
+        c1.ns.eps = 0.0;
+        c1.nesterov = nest;
+        c2 = c1;
+        c2.momentum_form = MUON_MOMENTUM_SUM;
+        rand_fill(&r, W1, 35, 1.0);
+        memcpy(W2, W1, sizeof W1);
+        CHECK(muon_init(&s1, 5, 7) == MUON_OK && muon_init(&s2, 5, 7) == MUON_OK);
+        for (step = 0; step < 5; step++) {
+            rand_fill(&r, G, 35, 1.0);
+            CHECK(muon_step(&s1, &c1, W1, 7, G, 7) == MUON_OK);
+            CHECK(muon_step(&s2, &c2, W2, 7, G, 7) == MUON_OK);
+        }
+        for (i = 0; i < 35; i++) CHECK_NEAR(W1[i], W2[i], 1e-5, 1e-5);
+        /* and the momenta differ by the factor 1/(1-beta) */
+        for (i = 0; i < 35; i++) CHECK_NEAR(s2.momentum[i] * (1.0 - 0.95), s1.momentum[i], 1e-5, 1e-4);
+        muon_free(&s1);
+        muon_free(&s2);
+    }
+}
+
+/* one step from zero momentum, beta 0, no Nesterov, no decay: W1 = W0 - lr*scale*NS(G) */
+static void test_scale_modes_and_split(void)
+{
+    static const size_t shapes[][2] = {{12, 4}, {4, 12}, {5, 5}};
+    size_t k, i;
+    for (k = 0; k < 3; k++) {
+        size_t rows = shapes[k][0], cols = shapes[k][1], n = rows * cols;
+        double rr = (double)rows, cc = (double)cols;
+        double want[4];
+        muon_scale_mode modes[4] = {MUON_SCALE_ORIGINAL, MUON_SCALE_MATCH_ADAMW, MUON_SCALE_SPECTRAL, MUON_SCALE_NONE};
+        int m;
+        t_rng r = {40};
+        float G[60], W[60], O[60];
+        want[0] = sqrt(rr > cc ? rr / cc : 1.0);
+        want[1] = 0.2 * sqrt(rr > cc ? rr : cc);
+        want[2] = sqrt(rr / cc);
+        want[3] = 1.0;
+        rand_fill(&r, G, n, 1.0);
+        CHECK(muon_orthogonalize(G, rows, cols, cols, NULL, O, cols) == MUON_OK);
+        for (m = 0; m < 4; m++) {
+            muon_state st;
+            muon_config cfg = muon_default();
+            cfg.momentum = 0.0;
+            cfg.nesterov = 0;
+            cfg.lr = 0.1;
+            cfg.scale = modes[m];
+            memset(W, 0, sizeof W);
+            CHECK(muon_init(&st, rows, cols) == MUON_OK);
+            CHECK(muon_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+            for (i = 0; i < n; i++) CHECK_NEAR(W[i], -0.1 * want[m] * O[i], 1e-7, 1e-5);
+            muon_free(&st);
+        }
+        { /* DeepSeek-V4's coefficient */
+            muon_state st;
+            muon_config cfg = muon_default();
+            cfg.momentum = 0.0;
+            cfg.nesterov = 0;
+            cfg.lr = 0.1;
+            cfg.scale = MUON_SCALE_MATCH_ADAMW;
+            cfg.scale_coeff = 0.18;
+            memset(W, 0, sizeof W);
+            CHECK(muon_init(&st, rows, cols) == MUON_OK);
+            CHECK(muon_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+            for (i = 0; i < n; i++) CHECK_NEAR(W[i], -0.1 * 0.18 * sqrt(rr > cc ? rr : cc) * O[i], 1e-7, 1e-5);
+            muon_free(&st);
+        }
+    }
+    { /* fused QKV: 12 x 4 split in 3 chunks of 4 x 4, each its own NS and the chunk's scale */
+        t_rng r = {41};
+        float G[48], W[48], O[48];
+        muon_state st;
+        muon_config cfg = muon_default();
+        cfg.momentum = 0.0;
+        cfg.nesterov = 0;
+        cfg.lr = 0.1;
+        cfg.split_rows = 3;
+        cfg.scale = MUON_SCALE_MATCH_ADAMW;
+        rand_fill(&r, G, 48, 1.0);
+        for (i = 0; i < 16; i++) G[16 + i] *= 50.0f; /* chunk scales differ */
+        CHECK(muon_orthogonalize_batched(G, 3, 4, 4, 4, 16, NULL, O, 4, 16) == MUON_OK);
+        memset(W, 0, sizeof W);
+        CHECK(muon_init(&st, 12, 4) == MUON_OK);
+        CHECK(muon_step(&st, &cfg, W, 4, G, 4) == MUON_OK);
+        for (i = 0; i < 48; i++) CHECK_NEAR(W[i], -0.1 * 0.2 * 2.0 * O[i], 1e-7, 1e-5); /* sqrt(max(4,4)) */
+        cfg.split_rows = 5; /* does not divide 12 */
+        CHECK(muon_step(&st, &cfg, W, 4, G, 4) == MUON_ERR_SIZE);
+        muon_free(&st);
+    }
+}
+
+static void test_muon_zero_grad_and_untouched(void)
+{
+    t_rng r = {50};
+    float W[20], W0[20], G[20], G0[20];
+    muon_state st;
+    muon_config cfg = muon_default();
+    size_t i;
+    rand_fill(&r, W, 20, 1.0);
+    memcpy(W0, W, sizeof W);
+    memset(G, 0, sizeof G);
+    CHECK(muon_init(&st, 4, 5) == MUON_OK);
+    CHECK(muon_step(&st, &cfg, W, 5, G, 5) == MUON_OK); /* zero gradient: zero step, no NaN */
+    CHECK(memcmp(W, W0, sizeof W) == 0);
+    rand_fill(&r, G, 20, 1.0);
+    memcpy(G0, G, sizeof G);
+    CHECK(muon_step(&st, &cfg, W, 5, G, 5) == MUON_OK);
+    CHECK(memcmp(G, G0, sizeof G) == 0); /* caller's gradient never modified */
+    for (i = 0; i < 20; i++) CHECK(W[i] == W[i] && W[i] != W0[i]);
+    muon_free(&st);
+}
+
+static void test_muon_ws_variants(void)
+{
+    t_rng r = {60};
+    float W1[30], W2[30], G[30];
+    muon_state s1, s2;
+    muon_config cfg = muon_default();
+    size_t need = muon_workspace_size(6, 5, &cfg);
+    void *ws = malloc(need);
+    int k;
+    rand_fill(&r, W1, 30, 1.0);
+    rand_fill(&r, G, 30, 1.0);
+    memcpy(W2, W1, sizeof W1);
+    CHECK(muon_init(&s1, 6, 5) == MUON_OK);
+    CHECK(muon_init_ex(&s2, 6, 5, 0) == MUON_OK);
+    CHECK(s2.workspace == NULL);
+    CHECK(muon_step(&s2, &cfg, W2, 5, G, 5) == MUON_ERR_NULL);
+    for (k = 0; k < 3; k++) {
+        rand_fill(&r, G, 30, 1.0);
+        CHECK(muon_step(&s1, &cfg, W1, 5, G, 5) == MUON_OK);
+        CHECK(muon_step_ws(&s2, &cfg, W2, 5, G, 5, ws, need) == MUON_OK);
+    }
+    CHECK(memcmp(W1, W2, sizeof W1) == 0);
+    CHECK(muon_step_ws(&s2, &cfg, W2, 5, G, 5, ws, need - 1) == MUON_ERR_SIZE);
+    muon_free(&s1);
+    muon_free(&s2);
+    muon_free(&s2); /* double free is safe: zeroed */
+    muon_free(NULL);
+    free(ws);
+}
+
+/* ---------------------------------------------------------------- singular values */
+
+static void test_singular_values(void)
+{
+    t_rng r = {70};
+    static const size_t shapes[][2] = {{7, 7}, {5, 9}, {9, 5}, {1, 6}, {6, 1}, {12, 8}};
+    size_t k, i;
+    for (k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        size_t rows = shapes[k][0], cols = shapes[k][1], p = rows < cols ? rows : cols;
+        double *U = dalloc(rows * rows), *V = dalloc(cols * cols), *s = dalloc(p), *M = dalloc(rows * cols);
+        double *sv = dalloc(p);
+        float *F = falloc(rows * cols);
+        int rank_def;
+        for (rank_def = 0; rank_def < 2; rank_def++) {
+            rand_orth(&r, rows, U);
+            rand_orth(&r, cols, V);
+            for (i = 0; i < p; i++) s[i] = (double)(p - i) * 0.7; /* distinct, descending */
+            if (rank_def && p > 1) s[p - 1] = 0.0, s[p / 2] = 0.0;
+            if (rank_def && p > 1) { /* keep descending */
+                size_t a, b;
+                for (a = 0; a < p; a++)
+                    for (b = a + 1; b < p; b++)
+                        if (s[b] > s[a]) { double t = s[a]; s[a] = s[b]; s[b] = t; }
+            }
+            build_usv(rows, cols, U, s, V, M);
+            to_float(M, F, rows * cols);
+            CHECK(muon_singular_values(F, rows, cols, cols, sv) == MUON_OK);
+            for (i = 0; i < p; i++) CHECK_NEAR(sv[i], s[i], 2e-6 * s[0], 0);
+            for (i = 1; i < p; i++) CHECK(sv[i] <= sv[i - 1]);
+        }
+        free(U); free(V); free(s); free(M); free(sv); free(F);
+    }
+    { /* relative accuracy on tiny values of a scaled diagonal matrix (no float rounding involved) */
+        float D[12];
+        double sv[3];
+        memset(D, 0, sizeof D);
+        D[0 * 4 + 2] = 1e-20f;
+        D[1 * 4 + 0] = 3.0f;
+        D[2 * 4 + 3] = 2e-10f;
+        CHECK(muon_singular_values(D, 3, 4, 4, sv) == MUON_OK);
+        CHECK_NEAR(sv[0], 3.0, 0, 1e-15);
+        CHECK_NEAR(sv[1], (double)2e-10f, 0, 1e-14);
+        CHECK_NEAR(sv[2], (double)1e-20f, 0, 1e-14);
+    }
+    { /* all zero */
+        float Z[6] = {0, 0, 0, 0, 0, 0};
+        double sv[2] = {5, 5};
+        CHECK(muon_singular_values(Z, 2, 3, 3, sv) == MUON_OK && sv[0] == 0.0 && sv[1] == 0.0);
+    }
+}
+
+/* ---------------------------------------------------------------- spectral cap */
+
+static void test_cap_first_order(void)
+{
+    const size_t rows = 8, cols = 6;
+    t_rng r = {80};
+    double U[64], V[36], s[6] = {3.0, 1.5, 1.0, 0.7, 0.4, 0.2}, M[48], u[8], v[6], sigma, c;
+    double Wd[48], X[48];
+    float W[48], D[48], Dc[48];
+    size_t i;
+    int mode;
+    rand_orth(&r, rows, U);
+    rand_orth(&r, cols, V);
+    build_usv(rows, cols, U, s, V, M);
+    to_float(M, W, 48);
+    for (i = 0; i < 48; i++) Wd[i] = W[i];
+    /* power iteration meets the top pair (sign-free comparison) */
+    memset(v, 0, sizeof v);
+    CHECK(muon_top_singular_pair(W, rows, cols, cols, 200, u, v, &sigma) == MUON_OK);
+    CHECK_NEAR(sigma, 3.0, 1e-5, 0);
+    {
+        double du = 0.0, dv = 0.0;
+        for (i = 0; i < rows; i++) du += u[i] * U[i * rows + 0];
+        for (i = 0; i < cols; i++) dv += v[i] * V[i * cols + 0];
+        CHECK_NEAR(fabs(du), 1.0, 1e-6, 0);
+        CHECK_NEAR(fabs(dv), 1.0, 1e-6, 0);
+        CHECK(du * dv > 0.0); /* a consistent pair */
+    }
+    for (mode = 0; mode < 2; mode++) {
+        double s0, g1, g2, t1 = 1e-4, t2 = 5e-5, cu;
+        rand_fill(&r, D, 48, 1.0);
+        /* make the raw growth positive (mode 0) or negative (mode 1) */
+        cu = 0.0;
+        {
+            size_t a, b;
+            for (a = 0; a < rows; a++)
+                for (b = 0; b < cols; b++) cu += u[a] * D[a * cols + b] * v[b];
+            if ((mode == 0 && cu < 0) || (mode == 1 && cu > 0)) {
+                for (i = 0; i < 48; i++) D[i] = -D[i];
+                cu = -cu;
+            }
+        }
+        memcpy(Dc, D, sizeof D);
+        CHECK(muon_spectral_cap(Dc, rows, cols, cols, u, v, MUON_CAP_GROWTH, &c) == MUON_OK);
+        CHECK_NEAR(c, cu, 1e-9, 1e-6);
+        if (mode == 1) {
+            CHECK(memcmp(Dc, D, sizeof D) == 0); /* growth-only leaves a shrinking step alone */
+            CHECK(muon_spectral_cap(Dc, rows, cols, cols, u, v, MUON_CAP_ALWAYS, &c) == MUON_OK);
+        }
+        /* sigma_1(W + t D) - sigma_1(W): first order c*t without the cap, O(t^2) with it */
+        s0 = ref_sigma1(Wd, rows, cols, NULL, NULL);
+        for (i = 0; i < 48; i++) X[i] = Wd[i] + t1 * D[i];
+        g1 = ref_sigma1(X, rows, cols, NULL, NULL) - s0;
+        CHECK_NEAR(g1 / t1, cu, 0, 0.02);
+        for (i = 0; i < 48; i++) X[i] = Wd[i] + t1 * Dc[i];
+        g1 = ref_sigma1(X, rows, cols, NULL, NULL) - s0;
+        for (i = 0; i < 48; i++) X[i] = Wd[i] + t2 * Dc[i];
+        g2 = ref_sigma1(X, rows, cols, NULL, NULL) - s0;
+        CHECK_MSG(fabs(g1) / t1 < 1e-2 * fabs(cu), "capped growth/t %g vs %g", g1 / t1, cu);
+        CHECK_MSG(g1 >= -1e-12 && g1 / g2 > 3.0 && g1 / g2 < 5.0, "g1 %g g2 %g", g1, g2); /* ~t^2, convex */
+    }
+}
+
+static void test_cap_in_muon_step(void)
+{
+    const size_t rows = 10, cols = 8;
+    t_rng r = {90};
+    double U[100], V[64], s[8] = {4.0, 1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4}, M[80], Wd[80], uref[10], vref[8];
+    float W[80], Wn[80], G[80];
+    muon_state st, sn;
+    muon_config cfg = muon_default(), cn;
+    double hc, hn;
+    int k;
+    size_t i;
+    rand_orth(&r, rows, U);
+    rand_orth(&r, cols, V);
+    build_usv(rows, cols, U, s, V, M);
+    to_float(M, W, 80);
+    memcpy(Wn, W, sizeof W);
+    cfg.cap = MUON_CAP_ALWAYS;
+    cfg.lr = 0.05;
+    cn = cfg;
+    cn.cap = MUON_CAP_OFF;
+    CHECK(muon_init(&st, rows, cols) == MUON_OK && muon_init(&sn, rows, cols) == MUON_OK);
+    for (k = 0; k < 10; k++) {
+        /* gradients aligned against the top direction make plain Muon grow sigma_1 */
+        for (i = 0; i < 80; i++) G[i] = (float)(-0.5 * U[(i / cols) * rows] * V[(i % cols) * cols] + 0.1 * t_rng_normal(&r));
+        for (i = 0; i < 80; i++) Wd[i] = W[i];
+        CHECK(muon_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+        CHECK(muon_step(&sn, &cn, Wn, cols, G, cols) == MUON_OK);
+    }
+    /* the warm pair in the state tracks the top pair of the W it was computed on */
+    ref_sigma1(Wd, rows, cols, uref, vref);
+    {
+        double du = 0.0, dv = 0.0;
+        for (i = 0; i < rows; i++) du += st.cap_u[i] * uref[i];
+        for (i = 0; i < cols; i++) dv += st.cap_v[i] * vref[i];
+        CHECK_NEAR(fabs(du), 1.0, 1e-4, 0);
+        CHECK_NEAR(fabs(dv), 1.0, 1e-4, 0);
+        CHECK(st.cap_valid && st.cap_sigma > 0.0);
+    }
+    /* the cap keeps sigma_1 from growing and raises the min-entropy relative to plain Muon */
+    for (i = 0; i < 80; i++) Wd[i] = Wn[i];
+    {
+        double sn1 = ref_sigma1(Wd, rows, cols, NULL, NULL), sc1;
+        for (i = 0; i < 80; i++) Wd[i] = W[i];
+        sc1 = ref_sigma1(Wd, rows, cols, NULL, NULL);
+        CHECK(sc1 < sn1);
+        CHECK(muon_min_entropy(W, rows, cols, cols, sc1, &hc) == MUON_OK);
+        CHECK(muon_min_entropy(Wn, rows, cols, cols, sn1, &hn) == MUON_OK);
+        CHECK(hc > hn);
+    }
+    muon_free(&st);
+    muon_free(&sn);
+}
+
+static void test_decomposition(void)
+{
+    const size_t rows = 9, cols = 7;
+    t_rng r = {95};
+    float W[63];
+    double Wd[63], n[9], nmax = 0.0, K[81], f2 = 0.0;
+    muon_decomposition d;
+    size_t i, j, q;
+    rand_fill(&r, W, 63, 1.0);
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++) W[i * cols + j] *= (float)(0.2 + i); /* varied row norms */
+    for (i = 0; i < 63; i++) Wd[i] = W[i];
+    CHECK(muon_spectral_decomposition(W, rows, cols, cols, &d) == MUON_OK);
+    CHECK_NEAR(d.spectral_norm, ref_sigma1(Wd, rows, cols, NULL, NULL), 0, 1e-10);
+    CHECK_NEAR(d.spectral_norm, d.row_factor * d.coherence, 0, 1e-12);
+    CHECK(d.coherence >= 1.0 - 1e-12 && d.coherence <= sqrt((double)rows) + 1e-12);
+    /* reference: lambda_max(diag(p) C diag(p)) by power iteration on the explicit m x m matrix */
+    for (i = 0; i < rows; i++) {
+        double acc = 0.0;
+        for (j = 0; j < cols; j++) acc += Wd[i * cols + j] * Wd[i * cols + j];
+        n[i] = sqrt(acc);
+        f2 += acc;
+        if (n[i] > nmax) nmax = n[i];
+    }
+    CHECK_NEAR(d.row_factor, nmax, 0, 1e-14);
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < rows; j++) {
+            double c = 0.0;
+            for (q = 0; q < cols; q++) c += (Wd[i * cols + q] / n[i]) * (Wd[j * cols + q] / n[j]);
+            K[i * rows + j] = (n[i] / nmax) * c * (n[j] / nmax);
+        }
+    {
+        double lam = ref_sigma1(K, rows, rows, NULL, NULL); /* K is PSD: sigma_1 = lambda_max */
+        CHECK_NEAR(d.coherence, sqrt(lam), 0, 1e-10);
+    }
+    CHECK_NEAR(d.min_entropy, log(f2 / (d.spectral_norm * d.spectral_norm)), 0, 1e-12);
+}
+
+/* ---------------------------------------------------------------- Muown */
+
+static double muown_loss(const double *g, const double *v, const double *C, size_t rows, size_t cols)
+{
+    /* L = sum C o W + 0.5 ||W||^2 with W_i = g_i v_i/||v_i|| */
+    double L = 0.0;
+    size_t i, j;
+    for (i = 0; i < rows; i++) {
+        double nv = 0.0;
+        for (j = 0; j < cols; j++) nv += v[i * cols + j] * v[i * cols + j];
+        nv = sqrt(nv);
+        for (j = 0; j < cols; j++) {
+            double w = g[i] * v[i * cols + j] / nv;
+            L += C[i * cols + j] * w + 0.5 * w * w;
+        }
+    }
+    return L;
+}
+
+static void test_muown_gradients_fd(void)
+{
+    const size_t rows = 4, cols = 5;
+    t_rng r = {110};
+    float W[20], G[20], gv[20];
+    double C[20], g[4], v[20], gg[4], h = 1e-6;
+    muown_state st;
+    size_t i, j;
+    rand_fill(&r, W, 20, 1.0);
+    for (i = 0; i < 20; i++) C[i] = t_rng_normal(&r);
+    for (i = 0; i < 20; i++) G[i] = (float)(C[i] + W[i]); /* dL/dW */
+    CHECK(muown_init(&st, W, rows, cols, cols) == MUON_OK);
+    st.vnorm[1] = 2.5; /* ||v|| need not equal g: exercise the g/||v|| factor */
+    CHECK(muown_gradients(&st, W, cols, G, cols, gg, gv, cols) == MUON_OK);
+    for (i = 0; i < rows; i++) {
+        double wn = 0.0, dot = 0.0, gn = 0.0;
+        for (j = 0; j < cols; j++) wn += (double)W[i * cols + j] * W[i * cols + j];
+        wn = sqrt(wn);
+        g[i] = st.g[i];
+        CHECK_NEAR(g[i], wn, 0, 1e-12);
+        for (j = 0; j < cols; j++) v[i * cols + j] = st.vnorm[i] * W[i * cols + j] / wn;
+        for (j = 0; j < cols; j++) {
+            dot += (double)gv[i * cols + j] * W[i * cols + j] / wn;
+            gn += (double)gv[i * cols + j] * gv[i * cols + j];
+        }
+        CHECK(fabs(dot) <= 1e-6 * sqrt(gn) + 1e-12); /* grad_v orthogonal to u */
+    }
+    for (i = 0; i < rows; i++) {
+        double gp[4], gm[4], fd;
+        memcpy(gp, g, sizeof g);
+        memcpy(gm, g, sizeof g);
+        gp[i] += h;
+        gm[i] -= h;
+        fd = (muown_loss(gp, v, C, rows, cols) - muown_loss(gm, v, C, rows, cols)) / (2 * h);
+        CHECK_NEAR(gg[i], fd, 1e-5, 1e-5);
+        for (j = 0; j < cols; j++) {
+            double vp[20], vm[20];
+            memcpy(vp, v, sizeof v);
+            memcpy(vm, v, sizeof v);
+            vp[i * cols + j] += h;
+            vm[i * cols + j] -= h;
+            fd = (muown_loss(g, vp, C, rows, cols) - muown_loss(g, vm, C, rows, cols)) / (2 * h);
+            CHECK_NEAR(gv[i * cols + j], fd, 1e-5, 1e-4);
+        }
+    }
+    muown_free(&st);
+}
+
+static void test_muown_invariants(void)
+{
+    int rule;
+    for (rule = 0; rule < 3; rule++) {
+        const size_t rows = 6, cols = 8;
+        t_rng r = {120};
+        float W[48], G[48];
+        double g0[6];
+        muown_state st;
+        muown_config cfg = muown_default();
+        int k;
+        size_t i, j;
+        cfg.magnitude = (muown_magnitude_rule)rule;
+        rand_fill(&r, W, 48, 1.0);
+        CHECK(muown_init(&st, W, rows, cols, cols) == MUON_OK);
+        memcpy(g0, st.g, sizeof g0);
+        for (k = 0; k < 5; k++) {
+            double gg[6];
+            float gvv[48];
+            rand_fill(&r, G, 48, 1.0);
+            CHECK(muown_gradients(&st, W, cols, G, cols, gg, gvv, cols) == MUON_OK);
+            {
+                double gbefore[6];
+                memcpy(gbefore, st.g, sizeof gbefore);
+                CHECK(muown_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+                if (k == 0 && rule != MUOWN_MAG_FIXED) /* first step: both rules move by ~mag_lr*sign */
+                    for (i = 0; i < rows; i++)
+                        CHECK_NEAR(st.g[i] - gbefore[i], -cfg.mag_lr * (gg[i] > 0 ? 1.0 : -1.0), 1e-7, 1e-4);
+            }
+            for (i = 0; i < rows; i++) {
+                double n2 = 0.0;
+                for (j = 0; j < cols; j++) n2 += (double)W[i * cols + j] * W[i * cols + j];
+                CHECK_NEAR(sqrt(n2), st.g[i], 0, 2e-6); /* ||W_i|| = g_i */
+                if (rule == MUOWN_MAG_FIXED) CHECK(st.g[i] == g0[i]);
+            }
+        }
+        /* weight decay resync: g = row norms after a decayed step */
+        cfg.muon.weight_decay = 0.5;
+        rand_fill(&r, G, 48, 1.0);
+        CHECK(muown_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+        for (i = 0; i < rows; i++) {
+            double n2 = 0.0;
+            for (j = 0; j < cols; j++) n2 += (double)W[i * cols + j] * W[i * cols + j];
+            CHECK_NEAR(sqrt(n2), st.g[i], 0, 1e-12);
+        }
+        CHECK(st.step == 6);
+        muown_free(&st);
+    }
+}
+
+/* ---------------------------------------------------------------- AdamW and clipping */
+
+static void test_adamw(void)
+{
+    const size_t n = 17;
+    t_rng r = {130};
+    float p[17], g[17];
+    double pd[17], m[17], v[17];
+    muon_adamw_state st;
+    muon_adamw_config cfg = muon_adamw_default();
+    int t;
+    size_t i;
+    cfg.lr = 0.01;
+    cfg.weight_decay = 0.1;
+    rand_fill(&r, p, n, 1.0);
+    for (i = 0; i < n; i++) {
+        pd[i] = p[i];
+        m[i] = v[i] = 0.0;
+    }
+    CHECK(muon_adamw_init(&st, n) == MUON_OK);
+    for (t = 1; t <= 6; t++) {
+        rand_fill(&r, g, n, 1.0 + t);
+        CHECK(muon_adamw_step(&st, &cfg, p, g) == MUON_OK);
+        for (i = 0; i < n; i++) {
+            double mh, vh;
+            pd[i] *= 1.0 - 0.01 * 0.1;
+            m[i] = 0.9 * m[i] + 0.1 * g[i];
+            v[i] = 0.999 * v[i] + 0.001 * (double)g[i] * g[i];
+            mh = m[i] / (1.0 - pow(0.9, t));
+            vh = v[i] / (1.0 - pow(0.999, t));
+            pd[i] -= 0.01 * mh / (sqrt(vh) + 1e-8);
+        }
+    }
+    CHECK(st.step == 6);
+    for (i = 0; i < n; i++) CHECK_NEAR(p[i], pd[i], 1e-6, 1e-5);
+    /* first step moves each parameter by ~lr (bias correction) */
+    {
+        muon_adamw_state s2;
+        float q[3] = {0, 0, 0}, gq[3] = {1e-3f, -5.0f, 2.0f};
+        muon_adamw_config c2 = muon_adamw_default();
+        c2.weight_decay = 0.0;
+        CHECK(muon_adamw_init(&s2, 3) == MUON_OK);
+        CHECK(muon_adamw_step(&s2, &c2, q, gq) == MUON_OK);
+        CHECK_NEAR(q[0], -1e-3, 0, 1e-4);
+        CHECK_NEAR(q[1], 1e-3, 0, 1e-6);
+        muon_adamw_free(&s2);
+    }
+    muon_adamw_free(&st);
+}
+
+static void test_clip(void)
+{
+    float a[3] = {3, 0, 0}, b[2] = {0, 4}, *gs[3];
+    size_t sz[3] = {3, 0, 2};
+    double tot = -1;
+    gs[0] = a;
+    gs[1] = NULL; /* size 0 may be NULL */
+    gs[2] = b;
+    CHECK(muon_clip_grad_norm(gs, sz, 3, 10.0, &tot) == MUON_OK && tot == 5.0 && a[0] == 3.0f);
+    CHECK(muon_clip_grad_norm(gs, sz, 3, 1.0, &tot) == MUON_OK && tot == 5.0);
+    CHECK_NEAR(a[0], 0.6, 0, 1e-7);
+    CHECK_NEAR(b[1], 0.8, 0, 1e-7);
+    {
+        float c[2] = {1, NAN}, keepa[3];
+        float *g2[2];
+        size_t s2[2] = {3, 2};
+        g2[0] = a;
+        g2[1] = c;
+        memcpy(keepa, a, sizeof a);
+        tot = -1;
+        CHECK(muon_clip_grad_norm(g2, s2, 2, 0.1, &tot) == MUON_ERR_NONFINITE && tot == -1);
+        CHECK(memcmp(keepa, a, sizeof a) == 0 && c[0] == 1.0f);
+        CHECK(muon_clip_grad_norm(g2, s2, 2, 0.0, &tot) == MUON_ERR_DOMAIN);
+        CHECK(muon_clip_grad_norm(g2, s2, 0, 1.0, &tot) == MUON_ERR_SIZE);
+        g2[0] = NULL;
+        CHECK(muon_clip_grad_norm(g2, s2, 2, 1.0, &tot) == MUON_ERR_NULL);
+    }
+}
+
+/* ---------------------------------------------------------------- every error status */
+
+static void test_error_statuses(void)
+{
+    float G[20], O[20], P[20], W[20], Wk[20], Gk[20];
+    double sv[4], svk[4], u[4], v[5], d5[5];
+    muon_state st, stk;
+    muon_config cfg = muon_default(), bad;
+    muon_ns_config badns;
+    muown_state ow, owk;
+    muown_config ocfg = muown_default();
+    muon_adamw_state as;
+    muon_adamw_config ac = muon_adamw_default();
+    size_t i;
+    t_rng r = {140};
+    rand_fill(&r, G, 20, 1.0);
+    rand_fill(&r, W, 20, 1.0);
+    /* orthogonalize: outputs poisoned, compared byte for byte */
+    memset(O, 0x5A, sizeof O);
+    memcpy(P, O, sizeof O);
+    CHECK(muon_orthogonalize(NULL, 4, 5, 5, NULL, O, 5) == MUON_ERR_NULL);
+    CHECK(muon_orthogonalize(G, 4, 5, 5, NULL, NULL, 5) == MUON_ERR_NULL);
+    CHECK(muon_orthogonalize(G, 0, 5, 5, NULL, O, 5) == MUON_ERR_SIZE);
+    CHECK(muon_orthogonalize(G, 4, 5, 4, NULL, O, 5) == MUON_ERR_SIZE);
+    CHECK(muon_orthogonalize(G, 4, 5, 5, NULL, O, 4) == MUON_ERR_SIZE);
+    CHECK(muon_orthogonalize(G, (size_t)-1 / 2, 5, 5, NULL, O, 5) == MUON_ERR_SIZE);
+    badns = muon_ns_preset(MUON_NS_JORDAN, 5);
+    badns.eps = -1.0;
+    CHECK(muon_orthogonalize(G, 4, 5, 5, &badns, O, 5) == MUON_ERR_DOMAIN);
+    badns = muon_ns_preset(MUON_NS_JORDAN, 5);
+    badns.mode = (muon_ns_mode)7;
+    CHECK(muon_orthogonalize(G, 4, 5, 5, &badns, O, 5) == MUON_ERR_DOMAIN);
+    badns = muon_ns_preset(MUON_NS_JORDAN, 5);
+    badns.coeffs[0][1] = NAN;
+    CHECK(muon_orthogonalize(G, 4, 5, 5, &badns, O, 5) == MUON_ERR_DOMAIN);
+    badns.count = MUON_NS_MAX_TRIPLES + 1;
+    CHECK(muon_orthogonalize(G, 4, 5, 5, &badns, O, 5) == MUON_ERR_DOMAIN);
+    memcpy(Gk, G, sizeof G);
+    Gk[7] = NAN;
+    CHECK(muon_orthogonalize(Gk, 4, 5, 5, NULL, O, 5) == MUON_ERR_NONFINITE);
+    Gk[7] = INFINITY;
+    CHECK(muon_orthogonalize(Gk, 4, 5, 5, NULL, O, 5) == MUON_ERR_NONFINITE);
+    CHECK(memcmp(O, P, sizeof O) == 0);
+
+    /* step: state and W untouched on every error */
+    CHECK(muon_init(&st, 4, 5) == MUON_OK);
+    CHECK(muon_step(&st, &cfg, W, 5, G, 5) == MUON_OK); /* non-trivial state */
+    memcpy(&stk, &st, sizeof st);
+    {
+        float Bk[20];
+        memcpy(Bk, st.momentum, sizeof Bk);
+        memcpy(Wk, W, sizeof W);
+        CHECK(muon_step(NULL, &cfg, W, 5, G, 5) == MUON_ERR_NULL);
+        CHECK(muon_step(&st, NULL, W, 5, G, 5) == MUON_ERR_NULL);
+        CHECK(muon_step(&st, &cfg, NULL, 5, G, 5) == MUON_ERR_NULL);
+        CHECK(muon_step(&st, &cfg, W, 5, NULL, 5) == MUON_ERR_NULL);
+        CHECK(muon_step(&st, &cfg, W, 4, G, 5) == MUON_ERR_SIZE);
+        CHECK(muon_step(&st, &cfg, W, 5, G, 3) == MUON_ERR_SIZE);
+        bad = cfg; bad.lr = -1.0;
+        CHECK(muon_step(&st, &bad, W, 5, G, 5) == MUON_ERR_DOMAIN);
+        bad = cfg; bad.lr = NAN;
+        CHECK(muon_step(&st, &bad, W, 5, G, 5) == MUON_ERR_DOMAIN);
+        bad = cfg; bad.momentum = 1.0;
+        CHECK(muon_step(&st, &bad, W, 5, G, 5) == MUON_ERR_DOMAIN);
+        bad = cfg; bad.weight_decay = -0.1;
+        CHECK(muon_step(&st, &bad, W, 5, G, 5) == MUON_ERR_DOMAIN);
+        bad = cfg; bad.scale = (muon_scale_mode)9;
+        CHECK(muon_step(&st, &bad, W, 5, G, 5) == MUON_ERR_DOMAIN);
+        bad = cfg; bad.momentum_form = (muon_momentum_form)9;
+        CHECK(muon_step(&st, &bad, W, 5, G, 5) == MUON_ERR_DOMAIN);
+        bad = cfg; bad.cap = (muon_cap_mode)9;
+        CHECK(muon_step(&st, &bad, W, 5, G, 5) == MUON_ERR_DOMAIN);
+        bad = cfg; bad.ns.steps = -3;
+        CHECK(muon_step(&st, &bad, W, 5, G, 5) == MUON_ERR_DOMAIN);
+        bad = cfg; bad.split_rows = 3;
+        CHECK(muon_step(&st, &bad, W, 5, G, 5) == MUON_ERR_SIZE);
+        CHECK(muon_step(&st, &cfg, W, 5, W, 5) == MUON_ERR_ALIAS);
+        CHECK(muon_step(&st, &cfg, W, 5, W + 3, 5) == MUON_ERR_ALIAS);
+        CHECK(muon_step_ws(&st, &cfg, W, 5, G, 5, G, sizeof G) == MUON_ERR_SIZE);
+        CHECK(muon_step_ws(&st, &cfg, W, 5, G, 5, NULL, 0) == MUON_ERR_NULL);
+        memcpy(Gk, G, sizeof G);
+        Gk[19] = NAN;
+        CHECK(muon_step(&st, &cfg, W, 5, Gk, 5) == MUON_ERR_NONFINITE);
+        Gk[19] = -INFINITY;
+        CHECK(muon_step(&st, &cfg, W, 5, Gk, 5) == MUON_ERR_NONFINITE);
+        CHECK(memcmp(W, Wk, sizeof W) == 0);
+        CHECK(memcmp(st.momentum, Bk, sizeof Bk) == 0);
+        CHECK(memcmp(&st, &stk, sizeof st) == 0);
+    }
+    {
+        muon_state z;
+        memset(&z, 0, sizeof z);
+        CHECK(muon_step(&z, &cfg, W, 5, G, 5) == MUON_ERR_NULL); /* never initialised */
+        memset(&z, 0x33, sizeof z);
+        memcpy(&stk, &z, sizeof z);
+        CHECK(muon_init(&z, 0, 5) == MUON_ERR_SIZE);
+        CHECK(muon_init(&z, (size_t)-1, (size_t)-1) == MUON_ERR_SIZE);
+        CHECK(memcmp(&z, &stk, sizeof z) == 0);
+        CHECK(muon_init(NULL, 3, 3) == MUON_ERR_NULL);
+    }
+    muon_free(&st);
+
+    /* singular values */
+    for (i = 0; i < 4; i++) sv[i] = -99.0;
+    memcpy(svk, sv, sizeof sv);
+    CHECK(muon_singular_values(NULL, 4, 5, 5, sv) == MUON_ERR_NULL);
+    CHECK(muon_singular_values(G, 4, 5, 5, NULL) == MUON_ERR_NULL);
+    CHECK(muon_singular_values(G, 4, 0, 5, sv) == MUON_ERR_SIZE);
+    CHECK(muon_singular_values(G, 4, 5, 2, sv) == MUON_ERR_SIZE);
+    memcpy(Gk, G, sizeof G);
+    Gk[0] = NAN;
+    CHECK(muon_singular_values(Gk, 4, 5, 5, sv) == MUON_ERR_NONFINITE);
+    CHECK(muon_singular_values_ws(G, 4, 5, 5, sv, d5, sizeof d5) == MUON_ERR_SIZE);
+    CHECK(memcmp(sv, svk, sizeof sv) == 0);
+
+    /* top pair, cap, min-entropy */
+    for (i = 0; i < 4; i++) u[i] = 7.0;
+    for (i = 0; i < 5; i++) v[i] = 0.0;
+    {
+        double uk[4], vk[5], sg = 3.0, hk = 4.0;
+        memcpy(uk, u, sizeof u);
+        memcpy(vk, v, sizeof v);
+        CHECK(muon_top_singular_pair(G, 4, 5, 5, 0, u, v, &sg) == MUON_ERR_DOMAIN);
+        CHECK(muon_top_singular_pair(Gk, 4, 5, 5, 3, u, v, &sg) == MUON_ERR_NONFINITE);
+        CHECK(muon_top_singular_pair(G, 4, 5, 5, 3, NULL, v, &sg) == MUON_ERR_NULL);
+        CHECK(muon_top_singular_pair(G, 4, 5, 3, 3, u, v, &sg) == MUON_ERR_SIZE);
+        CHECK(memcmp(u, uk, sizeof u) == 0 && memcmp(v, vk, sizeof v) == 0 && sg == 3.0);
+        memcpy(P, G, sizeof G);
+        CHECK(muon_spectral_cap(P, 4, 5, 5, u, v, (muon_cap_mode)5, NULL) == MUON_ERR_DOMAIN);
+        CHECK(muon_spectral_cap(P, 4, 5, 5, NULL, v, MUON_CAP_ALWAYS, NULL) == MUON_ERR_NULL);
+        CHECK(memcmp(P, G, sizeof G) == 0);
+        CHECK(muon_min_entropy(G, 4, 5, 5, 0.0, &hk) == MUON_ERR_DOMAIN && hk == 4.0);
+        CHECK(muon_min_entropy(Gk, 4, 5, 5, 1.0, &hk) == MUON_ERR_NONFINITE && hk == 4.0);
+    }
+    {
+        muon_decomposition dd, dk;
+        float Z[20];
+        memset(&dd, 0x11, sizeof dd);
+        memcpy(&dk, &dd, sizeof dd);
+        memset(Z, 0, sizeof Z);
+        CHECK(muon_spectral_decomposition(Z, 4, 5, 5, &dd) == MUON_ERR_DOMAIN);
+        CHECK(muon_spectral_decomposition(Gk, 4, 5, 5, &dd) == MUON_ERR_NONFINITE);
+        CHECK(muon_spectral_decomposition(G, 4, 5, 5, NULL) == MUON_ERR_NULL);
+        CHECK(memcmp(&dd, &dk, sizeof dd) == 0);
+    }
+
+    /* Muown */
+    {
+        float Zr[20];
+        memcpy(Zr, W, sizeof W);
+        for (i = 0; i < 5; i++) Zr[5 + i] = 0.0f;
+        memset(&ow, 0x44, sizeof ow);
+        memcpy(&owk, &ow, sizeof ow);
+        CHECK(muown_init(&ow, Zr, 4, 5, 5) == MUON_ERR_DOMAIN); /* zero row */
+        CHECK(muown_init(&ow, Gk, 4, 5, 5) == MUON_ERR_NONFINITE);
+        CHECK(muown_init(&ow, W, 4, 5, 4) == MUON_ERR_SIZE);
+        CHECK(memcmp(&ow, &owk, sizeof ow) == 0);
+        CHECK(muown_init(&ow, W, 4, 5, 5) == MUON_OK);
+        memcpy(&owk, &ow, sizeof ow);
+        {
+            double gk[4];
+            memcpy(gk, ow.g, sizeof gk);
+            memcpy(Wk, W, sizeof W);
+            ocfg.magnitude = (muown_magnitude_rule)9;
+            CHECK(muown_step(&ow, &ocfg, W, 5, G, 5) == MUON_ERR_DOMAIN);
+            ocfg = muown_default();
+            ocfg.mag_eps = 0.0;
+            CHECK(muown_step(&ow, &ocfg, W, 5, G, 5) == MUON_ERR_DOMAIN);
+            ocfg = muown_default();
+            ocfg.mag_beta2 = 1.0;
+            CHECK(muown_step(&ow, &ocfg, W, 5, G, 5) == MUON_ERR_DOMAIN);
+            ocfg = muown_default();
+            CHECK(muown_step(&ow, &ocfg, W, 5, Gk, 5) == MUON_ERR_NONFINITE);
+            CHECK(muown_step(&ow, &ocfg, W, 5, W, 5) == MUON_ERR_ALIAS);
+            CHECK(muown_step(&ow, NULL, W, 5, G, 5) == MUON_ERR_NULL);
+            CHECK(memcmp(W, Wk, sizeof W) == 0 && memcmp(ow.g, gk, sizeof gk) == 0);
+            CHECK(memcmp(&ow, &owk, sizeof ow) == 0);
+        }
+        muown_free(&ow);
+    }
+
+    /* AdamW */
+    memset(&as, 0x22, sizeof as);
+    {
+        muon_adamw_state ask;
+        memcpy(&ask, &as, sizeof as);
+        CHECK(muon_adamw_init(&as, 0) == MUON_ERR_SIZE);
+        CHECK(muon_adamw_init(&as, (size_t)-1) == MUON_ERR_SIZE);
+        CHECK(memcmp(&as, &ask, sizeof as) == 0);
+    }
+    CHECK(muon_adamw_init(&as, 20) == MUON_OK);
+    memcpy(Wk, W, sizeof W);
+    ac.eps = 0.0;
+    CHECK(muon_adamw_step(&as, &ac, W, G) == MUON_ERR_DOMAIN);
+    ac = muon_adamw_default();
+    ac.beta1 = -0.1;
+    CHECK(muon_adamw_step(&as, &ac, W, G) == MUON_ERR_DOMAIN);
+    ac = muon_adamw_default();
+    CHECK(muon_adamw_step(&as, &ac, W, Gk) == MUON_ERR_NONFINITE);
+    CHECK(muon_adamw_step(&as, &ac, W, W + 2) == MUON_ERR_ALIAS);
+    CHECK(muon_adamw_step(&as, NULL, W, G) == MUON_ERR_NULL);
+    CHECK(memcmp(W, Wk, sizeof W) == 0 && as.step == 0);
+    for (i = 0; i < 20; i++) CHECK(as.m[i] == 0.0f && as.v[i] == 0.0f);
+    muon_adamw_free(&as);
+
+    /* choose */
+    {
+        double s3[3] = {3, 2, 1};
+        muon_ns_config o;
+        CHECK(muon_ns_choose(s3, 3, 1.5, 0.9, 10, NULL, 0, &o, NULL) == MUON_ERR_DOMAIN);
+        CHECK(muon_ns_choose(s3, 3, 0.5, 0.9, 0, NULL, 0, &o, NULL) == MUON_ERR_DOMAIN);
+        CHECK(muon_ns_choose(NULL, 3, 0.5, 0.9, 10, NULL, 0, &o, NULL) == MUON_ERR_NULL);
+        CHECK(muon_ns_choose(s3, 3, 0.5, 0.9, 10, &badns, 1, &o, NULL) == MUON_ERR_DOMAIN);
+    }
+}
+
+static void test_nomem(void)
+{
+    float G[20], O[20], P[20], W[20];
+    double sv[4], svk[4];
+    muon_state st, stk;
+    muon_decomposition d, dk;
+    muown_state ow, owk;
+    muon_adamw_state as, ask;
+    t_rng r = {150};
+    rand_fill(&r, G, 20, 1.0);
+    rand_fill(&r, W, 20, 1.0);
+    memset(O, 0x5A, sizeof O);
+    memcpy(P, O, sizeof O);
+    memset(sv, 0x5A, sizeof sv);
+    memcpy(svk, sv, sizeof sv);
+    memset(&st, 0x5A, sizeof st);
+    memcpy(&stk, &st, sizeof st);
+    memset(&d, 0x5A, sizeof d);
+    memcpy(&dk, &d, sizeof d);
+    memset(&ow, 0x5A, sizeof ow);
+    memcpy(&owk, &ow, sizeof ow);
+    memset(&as, 0x5A, sizeof as);
+    memcpy(&ask, &as, sizeof as);
+    t_fail_alloc = 1;
+    CHECK(muon_orthogonalize(G, 4, 5, 5, NULL, O, 5) == MUON_ERR_NOMEM);
+    CHECK(muon_orthogonalize_batched(G, 2, 2, 5, 5, 10, NULL, O, 5, 10) == MUON_ERR_NOMEM);
+    CHECK(muon_singular_values(G, 4, 5, 5, sv) == MUON_ERR_NOMEM);
+    CHECK(muon_init(&st, 4, 5) == MUON_ERR_NOMEM);
+    CHECK(muon_spectral_decomposition(G, 4, 5, 5, &d) == MUON_ERR_NOMEM);
+    CHECK(muown_init(&ow, W, 4, 5, 5) == MUON_ERR_NOMEM);
+    CHECK(muon_adamw_init(&as, 20) == MUON_ERR_NOMEM);
+    t_fail_alloc = 0;
+    CHECK(memcmp(O, P, sizeof O) == 0);
+    CHECK(memcmp(sv, svk, sizeof sv) == 0);
+    CHECK(memcmp(&st, &stk, sizeof st) == 0);
+    CHECK(memcmp(&d, &dk, sizeof d) == 0);
+    CHECK(memcmp(&ow, &owk, sizeof ow) == 0);
+    CHECK(memcmp(&as, &ask, sizeof as) == 0);
+}
+
+/* same inputs, same bits: across runs, and across OpenMP thread counts where built with OpenMP */
+static void run_muon_series(float *W, int with_cap)
+{
+    const size_t rows = 96, cols = 160;
+    t_rng r = {160};
+    muon_state st;
+    muon_config cfg = muon_default();
+    float *G = falloc(rows * cols);
+    int k;
+    if (with_cap) cfg.cap = MUON_CAP_GROWTH;
+    rand_fill(&r, W, rows * cols, 0.05);
+    CHECK(muon_init(&st, rows, cols) == MUON_OK);
+    for (k = 0; k < 3; k++) {
+        rand_fill(&r, G, rows * cols, 1.0);
+        CHECK(muon_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+    }
+    muon_free(&st);
+    free(G);
+}
+
+static void test_determinism(void)
+{
+    const size_t n = 96 * 160;
+    float *a = falloc(n), *b = falloc(n);
+    int cap;
+    for (cap = 0; cap < 2; cap++) {
+#ifdef _OPENMP
+        int t0 = omp_get_max_threads();
+        omp_set_num_threads(1);
+        run_muon_series(a, cap);
+        omp_set_num_threads(t0 > 1 ? t0 : 2);
+        run_muon_series(b, cap);
+        omp_set_num_threads(t0);
+#else
+        run_muon_series(a, cap);
+        run_muon_series(b, cap);
+#endif
+        CHECK(memcmp(a, b, n * sizeof(float)) == 0);
+    }
+    { /* a state sized at one thread keeps working when the thread count grows */
+        muon_state st;
+        muon_config cfg = muon_default();
+        t_rng r = {161};
+#ifdef _OPENMP
+        int t0 = omp_get_max_threads();
+        omp_set_num_threads(1);
+#endif
+        CHECK(muon_init(&st, 96, 160) == MUON_OK);
+#ifdef _OPENMP
+        omp_set_num_threads(t0 > 1 ? t0 : 2);
+#endif
+        rand_fill(&r, a, n, 1.0);
+        rand_fill(&r, b, n, 1.0);
+        CHECK(muon_step(&st, &cfg, a, 160, b, 160) == MUON_OK);
+#ifdef _OPENMP
+        omp_set_num_threads(t0);
+#endif
+        muon_free(&st);
+    }
+    free(a);
+    free(b);
+}
+
+int main(void)
+{
+    RUN(test_status_strings);
+    RUN(test_presets);
+    RUN(test_transfer_jordan_facts);
+    RUN(test_transfer_polar_express);
+    RUN(test_schedule_modes);
+    RUN(test_min_steps_and_choose);
+    RUN(test_quantile);
+    RUN(test_ns_matches_transfer);
+    RUN(test_cubic_polar_factor);
+    RUN(test_ns_zero_and_tiny);
+    RUN(test_ns_inplace_alias_batched);
+    RUN(test_ns_workspace);
+    RUN(test_muon_golden_3_steps);
+    RUN(test_momentum_forms_agree);
+    RUN(test_scale_modes_and_split);
+    RUN(test_muon_zero_grad_and_untouched);
+    RUN(test_muon_ws_variants);
+    RUN(test_singular_values);
+    RUN(test_cap_first_order);
+    RUN(test_cap_in_muon_step);
+    RUN(test_decomposition);
+    RUN(test_muown_gradients_fd);
+    RUN(test_muown_invariants);
+    RUN(test_adamw);
+    RUN(test_clip);
+    RUN(test_error_statuses);
+    RUN(test_nomem);
+    RUN(test_determinism);
+    return TEST_REPORT();
+}
