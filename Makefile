@@ -98,3 +98,4 @@ uninstall:
 
 clean:
 	rm -rf $(B)
+-include tests/reliability.mk
