@@ -1,0 +1,164 @@
+/* model.c - configuration, parameter layout, initialisation and flop count (see model.h). */
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *gpt_status_string(gpt_status s)
+{
+    switch (s) {
+    case GPT_OK: return "ok";
+    case GPT_ERR_NULL: return "a required pointer is NULL";
+    case GPT_ERR_CONFIG: return "config field out of range or inconsistent";
+    case GPT_ERR_SIZE: return "batch or sequence size zero or above the backend's capacity";
+    case GPT_ERR_TOKEN: return "token id outside [0, vocab_size)";
+    case GPT_ERR_STATE: return "call out of order";
+    case GPT_ERR_NOMEM: return "out of memory";
+    case GPT_ERR_BACKEND: return "backend failure";
+    }
+    return "unknown gpt_status";
+}
+
+gpt_status gpt_config_resolve(gpt_config *cfg)
+{
+    const int limit = 1 << 20; /* keeps every product below in 64-bit range and int-indexable */
+    gpt_config c;
+    double n_params;
+    if (!cfg) return GPT_ERR_NULL;
+    c = *cfg;
+    if (c.n_layers == 0) c.n_layers = 6;
+    if (c.d_model == 0) c.d_model = 384;
+    if (c.n_heads == 0) c.n_heads = c.d_model >= 64 ? c.d_model / 64 : 1;
+    if (c.seq_len == 0) c.seq_len = 256;
+    if (c.vocab_size == 0) c.vocab_size = 4096;
+    if (c.mlp_hidden == 0) {
+        /* 8/3 d rounded to the nearest multiple of 8 (at least 8) */
+        c.mlp_hidden = (int)(((long long)c.d_model * 8 / 3 + 4) / 8 * 8);
+        if (c.mlp_hidden < 8) c.mlp_hidden = 8;
+    }
+    if (c.n_layers < 1 || c.d_model < 1 || c.n_heads < 1 || c.seq_len < 1 || c.vocab_size < 1 ||
+        c.mlp_hidden < 1)
+        return GPT_ERR_CONFIG;
+    if (c.n_layers > limit || c.d_model > limit || c.n_heads > limit || c.seq_len > limit ||
+        c.vocab_size > limit || c.mlp_hidden > limit)
+        return GPT_ERR_CONFIG;
+    if (c.d_model % c.n_heads != 0 || (c.d_model / c.n_heads) % 2 != 0) return GPT_ERR_CONFIG;
+    n_params =
+        (double)c.vocab_size * c.d_model * 2 +
+        (double)c.n_layers * ((double)c.d_model * c.d_model * 4 + 3.0 * c.d_model * c.mlp_hidden);
+    if (n_params > 1e12) return GPT_ERR_CONFIG;
+    *cfg = c;
+    return GPT_OK;
+}
+
+gpt_layout gpt_layout_of(const gpt_config *cfg)
+{
+    gpt_layout lay;
+    size_t d = (size_t)cfg->d_model, f = (size_t)cfg->mlp_hidden, v = (size_t)cfg->vocab_size;
+    size_t off = 0;
+    int i;
+    memset(&lay, 0, sizeof lay);
+    lay.wte = 0;
+    lay.layer0 = v * d;
+    /* per-layer order: wq wk wv (contiguous: one 3d x d matrix for the fused QKV GEMM), wo,
+     * w_gate w_up (contiguous: one 2f x d matrix), w_down */
+    {
+        size_t sizes[GPT_N_LAYER_TENSORS];
+        sizes[GPT_WQ] = sizes[GPT_WK] = sizes[GPT_WV] = sizes[GPT_WO] = d * d;
+        sizes[GPT_W_GATE] = sizes[GPT_W_UP] = sizes[GPT_W_DOWN] = f * d;
+        for (i = 0; i < GPT_N_LAYER_TENSORS; i++) {
+            lay.in_layer[i] = off;
+            off += sizes[i];
+        }
+    }
+    lay.layer_stride = off;
+    lay.lm_head = lay.layer0 + (size_t)cfg->n_layers * lay.layer_stride;
+    lay.n_params = lay.lm_head + v * d;
+    lay.n_tensors = 2 + GPT_N_LAYER_TENSORS * cfg->n_layers;
+    return lay;
+}
+
+gpt_layer_ptrs gpt_layer_at(const gpt_layout *lay, float *block, int layer)
+{
+    gpt_layer_ptrs p;
+    float *base = block + lay->layer0 + (size_t)layer * lay->layer_stride;
+    p.wq = base + lay->in_layer[GPT_WQ];
+    p.wk = base + lay->in_layer[GPT_WK];
+    p.wv = base + lay->in_layer[GPT_WV];
+    p.wo = base + lay->in_layer[GPT_WO];
+    p.w_gate = base + lay->in_layer[GPT_W_GATE];
+    p.w_up = base + lay->in_layer[GPT_W_UP];
+    p.w_down = base + lay->in_layer[GPT_W_DOWN];
+    return p;
+}
+
+gpt_status gpt_tensor_info(const gpt_config *cfg, int index, gpt_tensor *out)
+{
+    static const char *const names[GPT_N_LAYER_TENSORS] = {"wq",     "wk",   "wv",    "wo",
+                                                           "w_gate", "w_up", "w_down"};
+    gpt_layout lay;
+    size_t d, f, v;
+    if (!cfg || !out) return GPT_ERR_NULL;
+    lay = gpt_layout_of(cfg);
+    if (index < 0 || index >= lay.n_tensors) return GPT_ERR_SIZE;
+    d = (size_t)cfg->d_model, f = (size_t)cfg->mlp_hidden, v = (size_t)cfg->vocab_size;
+    memset(out, 0, sizeof *out);
+    if (index == 0) {
+        strcpy(out->name, "wte");
+        out->kind = GPT_TENSOR_EMBEDDING;
+        out->layer = -1;
+        out->rows = v, out->cols = d, out->offset = lay.wte;
+    } else if (index == lay.n_tensors - 1) {
+        strcpy(out->name, "lm_head");
+        out->kind = GPT_TENSOR_HEAD;
+        out->layer = -1;
+        out->rows = v, out->cols = d, out->offset = lay.lm_head;
+    } else {
+        int layer = (index - 1) / GPT_N_LAYER_TENSORS, which = (index - 1) % GPT_N_LAYER_TENSORS;
+        snprintf(out->name, sizeof out->name, "layers.%d.%s", layer, names[which]);
+        out->kind = GPT_TENSOR_BLOCK_MATRIX;
+        out->layer = layer;
+        out->rows = which == GPT_W_GATE || which == GPT_W_UP ? f : d;
+        out->cols = which == GPT_W_DOWN ? f : d;
+        out->offset = lay.layer0 + (size_t)layer * lay.layer_stride + lay.in_layer[which];
+    }
+    return GPT_OK;
+}
+
+/* splitmix64: a tiny, well-mixed 64-bit stream; enough for initialisation. */
+static uint64_t gpt__splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static double gpt__uniform_open01(uint64_t *state) /* in (0, 1): never 0, so log() is finite */
+{
+    return ((double)(gpt__splitmix64(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+void gpt_init_params(const gpt_config *cfg, float *params, uint64_t seed)
+{
+    const double std = 0.02, two_pi = 6.283185307179586476925;
+    gpt_layout lay = gpt_layout_of(cfg);
+    uint64_t state = seed;
+    size_t i;
+    /* Box-Muller gives two normals per pair of uniforms; both are used. */
+    for (i = 0; i < lay.n_params; i += 2) {
+        double r = sqrt(-2.0 * log(gpt__uniform_open01(&state)));
+        double a = two_pi * gpt__uniform_open01(&state);
+        params[i] = (float)(std * r * cos(a));
+        if (i + 1 < lay.n_params) params[i + 1] = (float)(std * r * sin(a));
+    }
+}
+
+double gpt_flops_per_token(const gpt_config *cfg)
+{
+    double d = cfg->d_model, f = cfg->mlp_hidden, v = cfg->vocab_size, L = cfg->n_layers;
+    double matmul_params = L * (4.0 * d * d + 3.0 * d * f) + v * d; /* blocks + head */
+    double attention = L * 2.0 * 2.0 * cfg->seq_len * d;            /* QK^T and PV, forward */
+    return 3.0 * (2.0 * matmul_params + attention);
+}
