@@ -8,3 +8,4 @@ $(GPT_B):
 -include $(GPT_DIR)/data.mk
 -include $(GPT_DIR)/model.mk
 -include $(GPT_DIR)/train.mk
+-include $(GPT_DIR)/cuda.mk
