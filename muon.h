@@ -27,7 +27,13 @@
  *     MUON_MALLOC(sz) / MUON_FREE(p)   both or neither (default malloc/free)
  *     MUON_ASSERT(x)         default assert(x)
  *     MUON_USE_CBLAS         matrix products go to cblas_sgemm / cblas_ssyrk (link a CBLAS)
- *     MUON_NO_SIMD           scalar reference kernels only (the GEMM section's choice)
+ *     MUON_NO_SIMD           scalar reference GEMM micro-kernel only (otherwise AVX-512F,
+ *                            AVX2+FMA or NEON, chosen from the compiler's target macros)
+ *     MUON_FORCE_AVX2        use the AVX2+FMA kernel even where AVX-512F is enabled
+ *     MUON_GEMM_KC / _MC / _NC   cache blocking (defaults 384 / 1008 / 512, for 48 KB L1d and
+ *                            2 MB L2 per core); MUON_GEMM_PARALLEL_MIN: multiply-adds below which
+ *                            a product stays on one thread; MUON_GEMM_STACK_BYTES: stack buffer
+ *                            the plain GEMM forms use for small problems instead of allocating
  *
  * Memory: no step function allocates. Every routine that needs scratch has a _ws form taking
  * caller memory and a *_workspace_size() query; the forms that allocate through MUON_MALLOC
@@ -101,15 +107,28 @@ MUONDEF const char *muon_status_string(muon_status s);
 /* ---- SGEMM / SSYRK (row-major) -------------------------------------------------------- */
 typedef enum muon_transpose { MUON_NO_TRANS = 0, MUON_TRANS = 1 } muon_transpose;
 
-/* C (m x n) = alpha * op(A) * op(B) + beta * C; op(A) is m x k, op(B) is k x n.
- * beta == 0: C is not read (NaN in C does not propagate). C must not overlap A or B. */
+/* C (m x n) = alpha * op(A) * op(B) + beta * C; op(A) is m x k, op(B) is k x n, row-major,
+ * leading dimensions in elements. beta == 0: C is not read (NaN in C does not propagate);
+ * alpha == 0: C = beta * C without forming the product (Inf in A or B cannot make NaN).
+ * C must not overlap the memory span of A or B (MUON_ERR_ALIAS; two interleaved submatrices of
+ * one buffer count as overlapping). NULL -> MUON_ERR_NULL; m, n or k zero, overflowing sizes or
+ * an ld below the stored row length -> MUON_ERR_SIZE; a transpose other than MUON_NO_TRANS /
+ * MUON_TRANS -> MUON_ERR_DOMAIN; C untouched on every error. Allocates its packing buffers through
+ * MUON_MALLOC unless the problem is small enough for a 16 KB stack buffer
+ * (MUON_GEMM_STACK_BYTES); use muon_sgemm_ws to avoid allocation. Deterministic: bit-identical
+ * for every thread count and workspace size (k is never split across threads). */
 MUONDEF muon_status muon_sgemm(muon_transpose ta, muon_transpose tb, size_t m, size_t n, size_t k,
                                float alpha, const float *A, size_t lda, const float *B, size_t ldb,
                                float beta, float *C, size_t ldc);
-/* C (n x n) = alpha * op(A) * op(A)^T + beta * C; op(A) is n x k; both triangles written. */
+/* C (n x n) = alpha * op(A) * op(A)^T + beta * C; op(A) is n x k. Computes the lower triangle
+ * (about half the GEMM's flops) and mirrors it: C == C^T bitwise. With beta != 0 only C's lower
+ * triangle is read (pass a symmetric C, as with BLAS). Errors and allocation as muon_sgemm. */
 MUONDEF muon_status muon_ssyrk(muon_transpose ta, size_t n, size_t k, float alpha, const float *A,
                                size_t lda, float beta, float *C, size_t ldc);
-/* Bytes of packing workspace the _ws forms need to run on up to `threads` threads. */
+/* Bytes of packing workspace the _ws forms need to run on up to `threads` threads (threads <= 0:
+ * the OpenMP maximum, or 1). The _ws forms never allocate: with a smaller buffer they use fewer
+ * threads; if it cannot hold one thread's buffers they return MUON_ERR_SIZE; ws == NULL is
+ * MUON_ERR_NULL. */
 MUONDEF size_t muon_gemm_workspace_size(int threads);
 MUONDEF muon_status muon_sgemm_ws(muon_transpose ta, muon_transpose tb, size_t m, size_t n, size_t k,
                                   float alpha, const float *A, size_t lda, const float *B, size_t ldb,
@@ -481,11 +500,52 @@ MUONDEF const char *muon_status_string(muon_status s)
     return "unknown muon_status";
 }
 
-/* ---- SGEMM / SSYRK section (developed in wip/muon_gemm.inc, inlined at release) ---- */
-#include "wip/muon_gemm.inc"
-
-/* ======================================================================================== */
-/* Everything below uses only the public GEMM entry points above.                          */
+/* ---- muon.h: SGEMM / SSYRK (row-major) ------------------------------------------------
+ * Included from inside muon.h's implementation section (after the status enum and
+ * MUON_MALLOC/MUON_FREE); inlined into muon.h at release. Serves SPEC.md 2.1: per Newton-Schulz
+ * step A = X X^T (SSYRK), A A (SSYRK: A is symmetric), B X (SGEMM).
+ *
+ * Layering (BLIS): cache blocking -> packing -> register-blocked micro-kernel.
+ *   threads split C: SSYRK by rows (whole MR micro-panels, equal triangle area); GEMM by rows
+ *   when m >= n, else by NR column panels (the operand repacked by every thread is the smaller)
+ *   per thread, for i0 over its rows in blocks of <= MC  (own packed A panel mc x kc)
+ *     for p0 over k in blocks of KC                     (split fixed by k alone)
+ *       pack A panel; for j0 over its columns in blocks of NC (SSYRK: left of the block only)
+ *         pack B block kc x nc                          (own; sits in L2)
+ *         for each MR-row micro-panel of A              (MR x kc: stays in L1)
+ *           for each NR-column micro-panel of B         (kc x NR: streamed from L2)
+ *             micro-kernel: MR x NR tile of C in registers, kc rank-1 updates, then
+ *             C = alpha * tile + beta * C (beta = 1 after the first k block)
+ * No data is shared between threads and there is no barrier (a 2-core machine shared with
+ * other jobs punishes every barrier); the price is one operand packed by every thread.
+ * Determinism: tiles start on multiples of MR / NR from C's origin whatever the thread count,
+ * and each element's k-order is fixed by the k split, so results are bit-identical for every
+ * thread count and for every workspace size. (Different kernels - AVX-512 vs AVX2 vs scalar -
+ * and MUON_USE_CBLAS round differently.)
+ * SSYRK computes only tiles touching the lower triangle (diagonal tiles through a masked
+ * store), then each thread mirrors its finished rows into the upper triangle, which no tile
+ * writes: C == C^T bitwise, about half the GEMM's flops.
+ *
+ * Micro-kernels (row-major C tile MR x NR; per k step: NR/VL vector loads of packed B,
+ * MR broadcasts of packed A, MR*NR/VL FMAs):
+ *   AVX-512F  14 x 32: 28 zmm accumulators + 2 B vectors + 1 broadcast = 31 of 32 zmm;
+ *                      28 independent FMAs per k step cover 2 FMA ports x 4 cycles latency
+ *                      3.5 times over; 16 loads per 28 FMAs (the load ports are not the limit).
+ *                      NR = 32 divides every NS width (768, 1024, 2048, 3072, 4096).
+ *   AVX2+FMA   6 x 16: 12 ymm accumulators + 2 B + 1 broadcast = 15 of 16 ymm.
+ *   NEON       8 x  8: 16 q accumulators + 2 B + 2 A (lane-indexed vfmaq_laneq_f32), AArch64.
+ *   scalar     4 x  8: plain C, compiled always (the reference; MUON_NO_SIMD selects it).
+ * Packing turns all four transposes into one layout; the two strided cases (op(A) = A,
+ * op(B) = B^T) go through 8 x 8 AVX transposes on x86.
+ */
+#include <stdint.h>
+#include <limits.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#ifdef MUON_USE_CBLAS
+#include <cblas.h>
+#endif
 
 #ifndef MUON__OMP
 #ifdef _OPENMP
@@ -494,6 +554,847 @@ MUONDEF const char *muon_status_string(muon_status s)
 #define MUON__OMP(x)
 #endif
 #endif
+
+/* Kernel selection: compile-time, from the compiler's target macros. */
+#if !defined(MUON_NO_SIMD) && defined(__AVX512F__) && !defined(MUON_FORCE_AVX2)
+#define MUON__GEMM_AVX512 1
+#include <immintrin.h>
+#elif !defined(MUON_NO_SIMD) && defined(__AVX2__) && defined(__FMA__)
+#define MUON__GEMM_AVX2 1
+#include <immintrin.h>
+#elif !defined(MUON_NO_SIMD) && defined(__ARM_NEON) && defined(__aarch64__)
+#define MUON__GEMM_NEON 1
+#include <arm_neon.h>
+#endif
+
+/* Cache blocking (elements). Defaults sized for a Sapphire Rapids-class core (48 KB L1d,
+ * 2 MB L2, large shared L3) with the 14 x 32 AVX-512 kernel:
+ *   KC 384:  the A micro-panel (14 x 384 x 4 B = 21 KB) stays in L1d while B streams past it;
+ *   NC 512:  a thread's B block (384 x 512 x 4 B = 768 KB) sits in L2 next to the streaming data;
+ *   MC 1008: a thread's A panel (at most 1008 x 384 x 4 B = 1.5 MB; L2 or L3): large, so B is
+ *            repacked rarely; 1008 is a multiple of every MR (4, 6, 8, 14).
+ * The blocks actually used are split evenly (k = 1024 runs as 3 x 342, not 384 + 384 + 256;
+ * m = 1024 on one thread as 518 + 506) and rounded to the kernel's MR / NR. On the NS shapes
+ * KC 256/320/512 and NC 256/768/1024 measured within noise of these. Override any of them
+ * with -DMUON_GEMM_KC=... (the workspace size follows). */
+#ifndef MUON_GEMM_KC
+#define MUON_GEMM_KC 384
+#endif
+#ifndef MUON_GEMM_MC
+#define MUON_GEMM_MC 1008
+#endif
+#ifndef MUON_GEMM_NC
+#define MUON_GEMM_NC 512
+#endif
+/* Problems below this many multiply-adds (m*n*k; default 128^3, about 40 us of one core) run
+ * on the calling thread without forking a team. */
+#ifndef MUON_GEMM_PARALLEL_MIN
+#define MUON_GEMM_PARALLEL_MIN 2097152.0
+#endif
+
+/* The plain forms pack small problems in a stack buffer of this many bytes (0: always
+ * MUON_MALLOC); larger ones allocate their packing space through MUON_MALLOC. */
+#ifndef MUON_GEMM_STACK_BYTES
+#define MUON_GEMM_STACK_BYTES 16384
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define MUON__GEMM_UNUSED __attribute__((unused))
+#define MUON__GEMM_RESTRICT __restrict__
+#else
+#define MUON__GEMM_UNUSED
+#define MUON__GEMM_RESTRICT
+#endif
+
+#define MUON__GEMM_ALIGN 64u  /* packed buffers start on a cache line */
+#define MUON__GEMM_MR_MAX 14u /* the largest MR / NR of any kernel (workspace bound) */
+#define MUON__GEMM_NR_MAX 32u
+
+/* A micro-kernel: C[0..MR)[0..NR) = alpha * sum_p a[p*MR + i] * b[p*NR + j] + beta * C
+ * (beta == 0: C not read). a, b: packed micro-panels; always a full tile. */
+typedef void (*muon__gemm_ukr_fn)(size_t kc, const float *a, const float *b, float *c, size_t ldc,
+                                  float alpha, float beta);
+typedef struct muon__gemm_kernel {
+    muon__gemm_ukr_fn fn;
+    size_t mr, nr;
+    const char *name;
+} muon__gemm_kernel;
+
+/* ---- micro-kernels ---------------------------------------------------------------------- */
+#define MUON__GEMM_SCALAR_MR 4
+#define MUON__GEMM_SCALAR_NR 8
+static void muon__gemm_ukr_scalar(size_t kc, const float *MUON__GEMM_RESTRICT a,
+                                  const float *MUON__GEMM_RESTRICT b, float *MUON__GEMM_RESTRICT c,
+                                  size_t ldc, float alpha, float beta)
+{
+    float acc[MUON__GEMM_SCALAR_MR][MUON__GEMM_SCALAR_NR];
+    size_t p, i, j;
+    for (i = 0; i < MUON__GEMM_SCALAR_MR; i++)
+        for (j = 0; j < MUON__GEMM_SCALAR_NR; j++) acc[i][j] = 0.0f;
+    for (p = 0; p < kc; p++) {
+        for (i = 0; i < MUON__GEMM_SCALAR_MR; i++) {
+            float ai = a[i];
+            for (j = 0; j < MUON__GEMM_SCALAR_NR; j++) acc[i][j] += ai * b[j];
+        }
+        a += MUON__GEMM_SCALAR_MR;
+        b += MUON__GEMM_SCALAR_NR;
+    }
+    for (i = 0; i < MUON__GEMM_SCALAR_MR; i++) {
+        float *ci = c + i * ldc;
+        if (beta == 0.0f)
+            for (j = 0; j < MUON__GEMM_SCALAR_NR; j++) ci[j] = alpha * acc[i][j];
+        else
+            for (j = 0; j < MUON__GEMM_SCALAR_NR; j++) ci[j] = alpha * acc[i][j] + beta * ci[j];
+    }
+}
+
+#ifdef MUON__GEMM_AVX512
+#define MUON__GEMM_AVX512_MR 14
+#define MUON__GEMM_AVX512_NR 32
+/* One k step for row r: broadcast a[r], FMA into both accumulators of that row. */
+#define MUON__Z_ROW(r)                                                                       \
+    do {                                                                                     \
+        __m512 ar_ = _mm512_set1_ps(a[r]);                                                   \
+        c##r##0 = _mm512_fmadd_ps(ar_, b0, c##r##0);                                         \
+        c##r##1 = _mm512_fmadd_ps(ar_, b1, c##r##1);                                         \
+    } while (0)
+#define MUON__Z_STEP()                                                                       \
+    do {                                                                                     \
+        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                        \
+        MUON__Z_ROW(0); MUON__Z_ROW(1); MUON__Z_ROW(2); MUON__Z_ROW(3); MUON__Z_ROW(4);      \
+        MUON__Z_ROW(5); MUON__Z_ROW(6); MUON__Z_ROW(7); MUON__Z_ROW(8); MUON__Z_ROW(9);      \
+        MUON__Z_ROW(10); MUON__Z_ROW(11); MUON__Z_ROW(12); MUON__Z_ROW(13);                  \
+        a += MUON__GEMM_AVX512_MR;                                                           \
+        b += MUON__GEMM_AVX512_NR;                                                           \
+    } while (0)
+#define MUON__Z_STORE(r)                                                                     \
+    do {                                                                                     \
+        float *cr_ = c + (size_t)(r) * ldc;                                                  \
+        if (beta == 0.0f) {                                                                  \
+            _mm512_storeu_ps(cr_, _mm512_mul_ps(va, c##r##0));                               \
+            _mm512_storeu_ps(cr_ + 16, _mm512_mul_ps(va, c##r##1));                          \
+        } else if (beta == 1.0f) {                                                           \
+            _mm512_storeu_ps(cr_, _mm512_fmadd_ps(va, c##r##0, _mm512_loadu_ps(cr_)));       \
+            _mm512_storeu_ps(cr_ + 16, _mm512_fmadd_ps(va, c##r##1, _mm512_loadu_ps(cr_ + 16))); \
+        } else {                                                                             \
+            _mm512_storeu_ps(cr_, _mm512_fmadd_ps(va, c##r##0,                               \
+                                                  _mm512_mul_ps(vb, _mm512_loadu_ps(cr_)))); \
+            _mm512_storeu_ps(cr_ + 16, _mm512_fmadd_ps(va, c##r##1,                          \
+                                                       _mm512_mul_ps(vb, _mm512_loadu_ps(cr_ + 16)))); \
+        }                                                                                    \
+    } while (0)
+static void muon__gemm_ukr_avx512(size_t kc, const float *a, const float *b, float *c, size_t ldc,
+                                  float alpha, float beta)
+{
+    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00;
+    __m512 c70 = c00, c71 = c00, c80 = c00, c81 = c00, c90 = c00, c91 = c00, c100 = c00, c101 = c00;
+    __m512 c110 = c00, c111 = c00, c120 = c00, c121 = c00, c130 = c00, c131 = c00;
+    __m512 va, vb;
+    size_t p;
+    for (p = 0; p + 4 <= kc; p += 4) {
+        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX512_NR), _MM_HINT_T0);
+        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX512_NR + 16), _MM_HINT_T0);
+        MUON__Z_STEP();
+        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX512_NR), _MM_HINT_T0);
+        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX512_NR + 16), _MM_HINT_T0);
+        MUON__Z_STEP();
+        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX512_NR), _MM_HINT_T0);
+        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX512_NR + 16), _MM_HINT_T0);
+        MUON__Z_STEP();
+        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX512_NR), _MM_HINT_T0);
+        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX512_NR + 16), _MM_HINT_T0);
+        MUON__Z_STEP();
+    }
+    for (; p < kc; p++) MUON__Z_STEP();
+    va = _mm512_set1_ps(alpha);
+    vb = _mm512_set1_ps(beta);
+    MUON__Z_STORE(0); MUON__Z_STORE(1); MUON__Z_STORE(2); MUON__Z_STORE(3); MUON__Z_STORE(4);
+    MUON__Z_STORE(5); MUON__Z_STORE(6); MUON__Z_STORE(7); MUON__Z_STORE(8); MUON__Z_STORE(9);
+    MUON__Z_STORE(10); MUON__Z_STORE(11); MUON__Z_STORE(12); MUON__Z_STORE(13);
+}
+#undef MUON__Z_ROW
+#undef MUON__Z_STEP
+#undef MUON__Z_STORE
+#endif /* MUON__GEMM_AVX512 */
+
+#ifdef MUON__GEMM_AVX2
+#define MUON__GEMM_AVX2_MR 6
+#define MUON__GEMM_AVX2_NR 16
+#define MUON__Y_ROW(r)                                                                       \
+    do {                                                                                     \
+        __m256 ar_ = _mm256_broadcast_ss(a + (r));                                           \
+        c##r##0 = _mm256_fmadd_ps(ar_, b0, c##r##0);                                         \
+        c##r##1 = _mm256_fmadd_ps(ar_, b1, c##r##1);                                         \
+    } while (0)
+#define MUON__Y_STEP()                                                                       \
+    do {                                                                                     \
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);                         \
+        MUON__Y_ROW(0); MUON__Y_ROW(1); MUON__Y_ROW(2);                                      \
+        MUON__Y_ROW(3); MUON__Y_ROW(4); MUON__Y_ROW(5);                                      \
+        a += MUON__GEMM_AVX2_MR;                                                             \
+        b += MUON__GEMM_AVX2_NR;                                                             \
+    } while (0)
+#define MUON__Y_STORE(r)                                                                     \
+    do {                                                                                     \
+        float *cr_ = c + (size_t)(r) * ldc;                                                  \
+        if (beta == 0.0f) {                                                                  \
+            _mm256_storeu_ps(cr_, _mm256_mul_ps(va, c##r##0));                               \
+            _mm256_storeu_ps(cr_ + 8, _mm256_mul_ps(va, c##r##1));                           \
+        } else if (beta == 1.0f) {                                                           \
+            _mm256_storeu_ps(cr_, _mm256_fmadd_ps(va, c##r##0, _mm256_loadu_ps(cr_)));       \
+            _mm256_storeu_ps(cr_ + 8, _mm256_fmadd_ps(va, c##r##1, _mm256_loadu_ps(cr_ + 8))); \
+        } else {                                                                             \
+            _mm256_storeu_ps(cr_, _mm256_fmadd_ps(va, c##r##0,                               \
+                                                  _mm256_mul_ps(vb, _mm256_loadu_ps(cr_)))); \
+            _mm256_storeu_ps(cr_ + 8, _mm256_fmadd_ps(va, c##r##1,                           \
+                                                      _mm256_mul_ps(vb, _mm256_loadu_ps(cr_ + 8)))); \
+        }                                                                                    \
+    } while (0)
+static void muon__gemm_ukr_avx2(size_t kc, const float *a, const float *b, float *c, size_t ldc,
+                                float alpha, float beta)
+{
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    __m256 va, vb;
+    size_t p;
+    for (p = 0; p + 4 <= kc; p += 4) {
+        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX2_NR), _MM_HINT_T0);
+        MUON__Y_STEP();
+        MUON__Y_STEP();
+        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX2_NR), _MM_HINT_T0);
+        MUON__Y_STEP();
+        MUON__Y_STEP();
+    }
+    for (; p < kc; p++) MUON__Y_STEP();
+    va = _mm256_set1_ps(alpha);
+    vb = _mm256_set1_ps(beta);
+    MUON__Y_STORE(0); MUON__Y_STORE(1); MUON__Y_STORE(2);
+    MUON__Y_STORE(3); MUON__Y_STORE(4); MUON__Y_STORE(5);
+}
+#undef MUON__Y_ROW
+#undef MUON__Y_STEP
+#undef MUON__Y_STORE
+#endif /* MUON__GEMM_AVX2 */
+
+#ifdef MUON__GEMM_NEON
+#define MUON__GEMM_NEON_MR 8
+#define MUON__GEMM_NEON_NR 8
+static void muon__gemm_ukr_neon(size_t kc, const float *a, const float *b, float *c, size_t ldc,
+                                float alpha, float beta)
+{
+    float32x4_t acc[8][2];
+    size_t p;
+    int r;
+    for (r = 0; r < 8; r++) acc[r][0] = acc[r][1] = vdupq_n_f32(0.0f);
+    for (p = 0; p < kc; p++) {
+        float32x4_t b0 = vld1q_f32(b), b1 = vld1q_f32(b + 4);
+        float32x4_t a0 = vld1q_f32(a), a1 = vld1q_f32(a + 4);
+        acc[0][0] = vfmaq_laneq_f32(acc[0][0], b0, a0, 0);
+        acc[0][1] = vfmaq_laneq_f32(acc[0][1], b1, a0, 0);
+        acc[1][0] = vfmaq_laneq_f32(acc[1][0], b0, a0, 1);
+        acc[1][1] = vfmaq_laneq_f32(acc[1][1], b1, a0, 1);
+        acc[2][0] = vfmaq_laneq_f32(acc[2][0], b0, a0, 2);
+        acc[2][1] = vfmaq_laneq_f32(acc[2][1], b1, a0, 2);
+        acc[3][0] = vfmaq_laneq_f32(acc[3][0], b0, a0, 3);
+        acc[3][1] = vfmaq_laneq_f32(acc[3][1], b1, a0, 3);
+        acc[4][0] = vfmaq_laneq_f32(acc[4][0], b0, a1, 0);
+        acc[4][1] = vfmaq_laneq_f32(acc[4][1], b1, a1, 0);
+        acc[5][0] = vfmaq_laneq_f32(acc[5][0], b0, a1, 1);
+        acc[5][1] = vfmaq_laneq_f32(acc[5][1], b1, a1, 1);
+        acc[6][0] = vfmaq_laneq_f32(acc[6][0], b0, a1, 2);
+        acc[6][1] = vfmaq_laneq_f32(acc[6][1], b1, a1, 2);
+        acc[7][0] = vfmaq_laneq_f32(acc[7][0], b0, a1, 3);
+        acc[7][1] = vfmaq_laneq_f32(acc[7][1], b1, a1, 3);
+        a += 8;
+        b += 8;
+    }
+    for (r = 0; r < 8; r++) {
+        float *cr = c + (size_t)r * ldc;
+        float32x4_t x0 = vmulq_n_f32(acc[r][0], alpha), x1 = vmulq_n_f32(acc[r][1], alpha);
+        if (beta != 0.0f) {
+            x0 = vfmaq_n_f32(x0, vld1q_f32(cr), beta);
+            x1 = vfmaq_n_f32(x1, vld1q_f32(cr + 4), beta);
+        }
+        vst1q_f32(cr, x0);
+        vst1q_f32(cr + 4, x1);
+    }
+}
+#endif /* MUON__GEMM_NEON */
+
+/* The kernel a build uses (scalar != 0: the scalar reference, whatever the build). */
+static muon__gemm_kernel muon__gemm_pick_kernel(int scalar)
+{
+    muon__gemm_kernel kr;
+    kr.fn = muon__gemm_ukr_scalar;
+    kr.mr = MUON__GEMM_SCALAR_MR;
+    kr.nr = MUON__GEMM_SCALAR_NR;
+    kr.name = "scalar 4x8";
+    if (scalar) return kr;
+#if defined(MUON__GEMM_AVX512)
+    kr.fn = muon__gemm_ukr_avx512;
+    kr.mr = MUON__GEMM_AVX512_MR;
+    kr.nr = MUON__GEMM_AVX512_NR;
+    kr.name = "avx512 14x32";
+#elif defined(MUON__GEMM_AVX2)
+    kr.fn = muon__gemm_ukr_avx2;
+    kr.mr = MUON__GEMM_AVX2_MR;
+    kr.nr = MUON__GEMM_AVX2_NR;
+    kr.name = "avx2 6x16";
+#elif defined(MUON__GEMM_NEON)
+    kr.fn = muon__gemm_ukr_neon;
+    kr.mr = MUON__GEMM_NEON_MR;
+    kr.nr = MUON__GEMM_NEON_NR;
+    kr.name = "neon 8x8";
+#endif
+    return kr;
+}
+
+/* ---- packing ----------------------------------------------------------------------------- */
+/* The transposing copy both strided packings reduce to: rows [0, rows_eff) of src (ld apart,
+ * kc contiguous values each) -> dst[p*width + r]; rows [rows_eff, width) are zero.
+ * (op(A) NO_TRANS: src rows are A's rows, width MR; op(B) TRANS: src rows are B's rows, width NR.) */
+#if defined(MUON__GEMM_AVX512) || defined(MUON__GEMM_AVX2)
+/* 8 rows x 8 values -> 8 vectors of 8 rows each, stored at dst + c*width (c = 0..7). */
+static void muon__gemm_tr8x8(const float *src, size_t ld, float *dst, size_t width)
+{
+    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ld), r2 = _mm256_loadu_ps(src + 2 * ld);
+    __m256 r3 = _mm256_loadu_ps(src + 3 * ld), r4 = _mm256_loadu_ps(src + 4 * ld);
+    __m256 r5 = _mm256_loadu_ps(src + 5 * ld), r6 = _mm256_loadu_ps(src + 6 * ld);
+    __m256 r7 = _mm256_loadu_ps(src + 7 * ld);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(s0, s4, 0x20));
+    _mm256_storeu_ps(dst + width, _mm256_permute2f128_ps(s1, s5, 0x20));
+    _mm256_storeu_ps(dst + 2 * width, _mm256_permute2f128_ps(s2, s6, 0x20));
+    _mm256_storeu_ps(dst + 3 * width, _mm256_permute2f128_ps(s3, s7, 0x20));
+    _mm256_storeu_ps(dst + 4 * width, _mm256_permute2f128_ps(s0, s4, 0x31));
+    _mm256_storeu_ps(dst + 5 * width, _mm256_permute2f128_ps(s1, s5, 0x31));
+    _mm256_storeu_ps(dst + 6 * width, _mm256_permute2f128_ps(s2, s6, 0x31));
+    _mm256_storeu_ps(dst + 7 * width, _mm256_permute2f128_ps(s3, s7, 0x31));
+}
+#define MUON__GEMM_HAVE_TR8 1
+#endif
+
+static void muon__gemm_pack_rows_tr(const float *src, size_t ld, size_t rows_eff, size_t kc, size_t width,
+                                    float *MUON__GEMM_RESTRICT dst)
+{
+    size_t p = 0, r;
+#ifdef MUON__GEMM_HAVE_TR8
+    if (rows_eff == width && width >= 8) {
+        /* row groups of 8; the last group may overlap the previous one (same values rewritten) */
+        for (; p + 8 <= kc; p += 8) {
+            for (r = 0; r + 8 <= width; r += 8) muon__gemm_tr8x8(src + r * ld + p, ld, dst + p * width + r, width);
+            if (r < width) muon__gemm_tr8x8(src + (width - 8) * ld + p, ld, dst + p * width + width - 8, width);
+        }
+    }
+#endif
+    for (r = 0; r < rows_eff; r++) {
+        const float *s = src + r * ld;
+        size_t q;
+        for (q = p; q < kc; q++) dst[q * width + r] = s[q];
+    }
+    for (r = rows_eff; r < width; r++) {
+        size_t q;
+        for (q = p; q < kc; q++) dst[q * width + r] = 0.0f;
+    }
+}
+
+/* op(A) rows [i0, i0+mr_eff), k range [p0, p0+kc) -> dst[p*mr + r]; rows past mr_eff are 0. */
+static void muon__gemm_pack_a(muon_transpose ta, const float *A, size_t lda, size_t i0, size_t mr_eff,
+                              size_t p0, size_t kc, size_t mr, float *MUON__GEMM_RESTRICT dst)
+{
+    size_t p, r;
+    if (ta == MUON_NO_TRANS) {
+        muon__gemm_pack_rows_tr(A + i0 * lda + p0, lda, mr_eff, kc, mr, dst);
+    } else {
+        for (p = 0; p < kc; p++) {
+            const float *src = A + (p0 + p) * lda + i0;
+            float *d = dst + p * mr;
+            for (r = 0; r < mr_eff; r++) d[r] = src[r];
+            for (; r < mr; r++) d[r] = 0.0f;
+        }
+    }
+}
+
+/* op(B) k range [p0, p0+kc), columns [j0, j0+nr_eff) -> dst[p*nr + s]; columns past nr_eff 0. */
+static void muon__gemm_pack_b(muon_transpose tb, const float *B, size_t ldb, size_t j0, size_t nr_eff,
+                              size_t p0, size_t kc, size_t nr, float *MUON__GEMM_RESTRICT dst)
+{
+    size_t p, s;
+    if (tb == MUON_NO_TRANS) {
+        for (p = 0; p < kc; p++) {
+            const float *src = B + (p0 + p) * ldb + j0;
+            float *d = dst + p * nr;
+            for (s = 0; s < nr_eff; s++) d[s] = src[s];
+            for (; s < nr; s++) d[s] = 0.0f;
+        }
+    } else {
+        muon__gemm_pack_rows_tr(B + j0 * ldb + p0, ldb, nr_eff, kc, nr, dst);
+    }
+}
+
+/* A partial tile (edge of C, or a tile crossing SSYRK's diagonal) from t (mr x nr, ld nr):
+ * element (r, s) is written only where s - r <= diag (SSYRK: column <= row). */
+static void muon__gemm_store_partial(const float *t, size_t nr, float *c, size_t ldc, size_t mr_eff,
+                                     size_t nr_eff, float alpha, float beta, ptrdiff_t diag)
+{
+    size_t r, s;
+    for (r = 0; r < mr_eff; r++) {
+        ptrdiff_t lim = diag + (ptrdiff_t)r; /* s <= lim */
+        size_t send;
+        if (lim < 0) continue;
+        send = (size_t)lim + 1 < nr_eff ? (size_t)lim + 1 : nr_eff;
+        for (s = 0; s < send; s++) {
+            float v = alpha * t[r * nr + s];
+            c[r * ldc + s] = beta == 0.0f ? v : v + beta * c[r * ldc + s];
+        }
+    }
+}
+
+/* ---- driver ------------------------------------------------------------------------------ */
+typedef struct muon__gemm_problem {
+    muon_transpose ta, tb;
+    size_t m, n, k;
+    float alpha, beta;
+    const float *A, *B;
+    size_t lda, ldb, ldc;
+    float *C;
+    int syrk; /* C = op(A) op(A)^T: only tiles touching the lower triangle, then mirrored */
+} muon__gemm_problem;
+
+static size_t muon__gemm_ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+static size_t muon__gemm_round_up(size_t a, size_t b) { return muon__gemm_ceil_div(a, b) * b; }
+
+/* Block sizes of a problem. kc (the k split, which fixes every C element's summation order)
+ * depends on k only; mc is the largest A panel any thread packs (threads block their own rows
+ * in pieces of at most mc, always starting on a multiple of MR, so tiles never move). */
+typedef struct muon__gemm_blocks {
+    size_t mc, kc, nc; /* mc: multiple of mr; nc: multiple of nr */
+} muon__gemm_blocks;
+
+static size_t muon__gemm_mc_max(const muon__gemm_kernel *kr)
+{
+    size_t mc = (size_t)MUON_GEMM_MC / kr->mr * kr->mr;
+    return mc < kr->mr ? kr->mr : mc;
+}
+
+static muon__gemm_blocks muon__gemm_blocking(const muon__gemm_kernel *kr, size_t m, size_t n, size_t k)
+{
+    muon__gemm_blocks bl;
+    size_t mcmax = muon__gemm_mc_max(kr), ncmax = (size_t)MUON_GEMM_NC / kr->nr * kr->nr;
+    size_t kcmax = (size_t)MUON_GEMM_KC, nb;
+    if (ncmax < kr->nr) ncmax = kr->nr;
+    if (kcmax < 1) kcmax = 1;
+    bl.mc = muon__gemm_round_up(m, kr->mr) < mcmax ? muon__gemm_round_up(m, kr->mr) : mcmax;
+    nb = muon__gemm_ceil_div(k, kcmax);
+    bl.kc = muon__gemm_ceil_div(k, nb); /* balanced: k = 1024 runs as 3 x 342 */
+    bl.nc = n < ncmax ? muon__gemm_round_up(n, kr->nr) : ncmax;
+    return bl;
+}
+
+/* Packing space per thread: its own A panel (mc x kc) and B block (kc x nc), cache-line aligned. */
+static size_t muon__gemm_bytes_a(const muon__gemm_blocks *bl)
+{
+    return muon__gemm_round_up(bl->mc * bl->kc * sizeof(float), MUON__GEMM_ALIGN);
+}
+static size_t muon__gemm_bytes_b(const muon__gemm_blocks *bl)
+{
+    return muon__gemm_round_up(bl->nc * bl->kc * sizeof(float), MUON__GEMM_ALIGN);
+}
+static size_t muon__gemm_ws_need(const muon__gemm_blocks *bl, int threads)
+{
+    return MUON__GEMM_ALIGN + (size_t)threads * (muon__gemm_bytes_a(bl) + muon__gemm_bytes_b(bl));
+}
+
+/* The part of C thread tid of nt owns: rows [r0, r1) and NR column panels [q0, q1).
+ * Tiles stay on the grid anchored at C's origin whatever the split.
+ * SSYRK: rows, in whole MR micro-panels of equal lower-triangle area (micro-panel q carries
+ * about (q + 1) * MR columns). GEMM: each thread repacks the operand it shares, so split the
+ * dimension that makes the smaller one shared: rows (B repacked per thread) when m >= n,
+ * columns (A repacked per thread) when n > m - the NS product B X is m x m times m x n. */
+static void muon__gemm_thread_part(const muon__gemm_problem *g, const muon__gemm_kernel *kr, int tid, int nt,
+                                   size_t *r0, size_t *r1, size_t *q0, size_t *q1)
+{
+    size_t np = muon__gemm_ceil_div(g->m, kr->mr), nq = muon__gemm_ceil_div(g->n, kr->nr), a, b;
+    if (g->syrk) {
+        double total = 0.5 * (double)np * (double)(np + 1);
+        double w0 = total * (double)tid / (double)nt, w1 = total * (double)(tid + 1) / (double)nt;
+        a = 0;
+        while (a < np && 0.5 * (double)a * (double)(a + 1) < w0) a++;
+        b = a;
+        while (b < np && 0.5 * (double)b * (double)(b + 1) < w1) b++;
+        if (tid == nt - 1) b = np;
+    } else {
+        size_t parts = g->m >= g->n ? np : nq;
+        a = parts * (size_t)tid / (size_t)nt;
+        b = parts * (size_t)(tid + 1) / (size_t)nt;
+    }
+    if (g->syrk || g->m >= g->n) {
+        *r0 = a * kr->mr < g->m ? a * kr->mr : g->m;
+        *r1 = b * kr->mr < g->m ? b * kr->mr : g->m;
+        *q0 = 0;
+        *q1 = nq;
+    } else {
+        *r0 = 0;
+        *r1 = g->m;
+        *q0 = a;
+        *q1 = b;
+    }
+}
+
+/* The most threads a problem can use: one MR row panel (or NR column panel) each. */
+static size_t muon__gemm_max_parts(const muon__gemm_problem *g, const muon__gemm_kernel *kr)
+{
+    return g->syrk || g->m >= g->n ? muon__gemm_ceil_div(g->m, kr->mr) : muon__gemm_ceil_div(g->n, kr->nr);
+}
+
+/* SSYRK: copy the lower triangle of rows [r0, r1) onto the upper one: C[j][i] = C[i][j], j < i.
+ * 8 x 8 blocks wholly below the diagonal go through the AVX transpose; the rest (and every
+ * block without it) through 32-column strips that keep the strided writes in a few lines. */
+static void muon__gemm_mirror_rows(float *C, size_t ldc, size_t r0, size_t r1)
+{
+    const size_t TB = 32;
+    size_t i, j, jb, i8 = r0;
+#ifdef MUON__GEMM_HAVE_TR8
+    for (; i8 + 8 <= r1; i8 += 8) {
+        size_t j8;
+        for (j8 = 0; j8 + 8 <= i8; j8 += 8) muon__gemm_tr8x8(C + i8 * ldc + j8, ldc, C + j8 * ldc + i8, ldc);
+        for (i = i8; i < i8 + 8; i++) /* the block on the diagonal */
+            for (j = j8; j < i; j++) C[j * ldc + i] = C[i * ldc + j];
+    }
+#endif
+    for (jb = 0; jb + 1 < r1; jb += TB) {
+        size_t jend = jb + TB;
+        for (i = i8 > jb + 1 ? i8 : jb + 1; i < r1; i++) {
+            size_t je = jend < i ? jend : i;
+            for (j = jb; j < je; j++) C[j * ldc + i] = C[i * ldc + j];
+        }
+    }
+}
+
+/* One thread's share: rows [r0, r1) x column panels [q0, q1) of C, all of k. No sharing, no
+ * barrier: it packs its own A panels and B blocks. */
+static void muon__gemm_part(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
+                            const muon__gemm_blocks *bl, size_t r0, size_t r1, size_t q0, size_t q1,
+                            float *apack, float *bpack)
+{
+    const size_t mr = kr->mr, nr = kr->nr, ncp = bl->nc / nr;
+    float tile[MUON__GEMM_MR_MAX * MUON__GEMM_NR_MAX];
+    size_t nblk, mcs, i0, p0;
+    if (r0 >= r1 || q0 >= q1) return;
+    nblk = muon__gemm_ceil_div(r1 - r0, bl->mc); /* balanced row blocks, multiples of MR */
+    mcs = muon__gemm_round_up(muon__gemm_ceil_div(r1 - r0, nblk), mr);
+    for (i0 = r0; i0 < r1; i0 += mcs) {
+        size_t mc = r1 - i0 < mcs ? r1 - i0 : mcs, npa = muon__gemm_ceil_div(mc, mr);
+        size_t npb = g->syrk ? muon__gemm_ceil_div(i0 + mc, nr) : q1; /* SSYRK: the rest is above */
+        for (p0 = 0; p0 < g->k; p0 += bl->kc) {
+            size_t kc = g->k - p0 < bl->kc ? g->k - p0 : bl->kc, qa, jq;
+            float beta = p0 == 0 ? g->beta : 1.0f;
+            for (qa = 0; qa < npa; qa++) {
+                size_t ii = i0 + qa * mr;
+                muon__gemm_pack_a(g->ta, g->A, g->lda, ii, g->m - ii < mr ? g->m - ii : mr, p0, kc, mr,
+                                  apack + qa * mr * kc);
+            }
+            for (jq = q0; jq < npb; jq += ncp) {
+                size_t jqend = jq + ncp < npb ? jq + ncp : npb, q, ir;
+                for (q = jq; q < jqend; q++) {
+                    size_t jj = q * nr;
+                    muon__gemm_pack_b(g->tb, g->B, g->ldb, jj, g->n - jj < nr ? g->n - jj : nr, p0, kc, nr,
+                                      bpack + (q - jq) * nr * kc);
+                }
+                for (ir = 0; ir < npa; ir++) {
+                    size_t ii = i0 + ir * mr, mre = g->m - ii < mr ? g->m - ii : mr;
+                    const float *ap = apack + ir * mr * kc;
+                    for (q = jq; q < jqend; q++) {
+                        size_t jj = q * nr, nre = g->n - jj < nr ? g->n - jj : nr;
+                        const float *bp = bpack + (q - jq) * nr * kc;
+                        float *cp = g->C + ii * g->ldc + jj;
+                        if (g->syrk && jj > ii + mre - 1) break; /* this tile and later: above */
+                        if (mre == mr && nre == nr && (!g->syrk || jj + nr - 1 <= ii)) {
+                            kr->fn(kc, ap, bp, cp, g->ldc, g->alpha, beta);
+                        } else {
+                            ptrdiff_t diag = g->syrk ? (ptrdiff_t)ii - (ptrdiff_t)jj : (ptrdiff_t)nr;
+                            kr->fn(kc, ap, bp, tile, nr, 1.0f, 0.0f);
+                            muon__gemm_store_partial(tile, nr, cp, g->ldc, mre, nre, g->alpha, beta, diag);
+                        }
+                    }
+                }
+            }
+        }
+        /* SSYRK: these rows are final; their mirror lands in the upper triangle, which no
+         * thread's tiles write (full tiles lie below the diagonal, partial ones are masked). */
+        if (g->syrk) muon__gemm_mirror_rows(g->C, g->ldc, i0, i0 + mc);
+    }
+}
+
+static void muon__gemm_drive(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
+                             const muon__gemm_blocks *bl, unsigned char *ws, int nthreads)
+{
+    size_t per = muon__gemm_bytes_a(bl) + muon__gemm_bytes_b(bl);
+    if (nthreads <= 1) { /* no team at all (also the nested case: no fork/join cost) */
+        muon__gemm_part(g, kr, bl, 0, g->m, 0, muon__gemm_ceil_div(g->n, kr->nr), (float *)ws,
+                        (float *)(ws + muon__gemm_bytes_a(bl)));
+        return;
+    }
+    MUON__OMP(omp parallel num_threads(nthreads))
+    {
+        int tid = 0, nt = 1;
+        size_t r0, r1, q0, q1;
+        unsigned char *mine;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+        nt = omp_get_num_threads();
+#endif
+        mine = ws + (size_t)tid * per;
+        muon__gemm_thread_part(g, kr, tid, nt, &r0, &r1, &q0, &q1);
+        muon__gemm_part(g, kr, bl, r0, r1, q0, q1, (float *)mine, (float *)(mine + muon__gemm_bytes_a(bl)));
+    }
+}
+
+/* ---- validation and entry points ---------------------------------------------------------- */
+/* A rows x cols matrix stored with leading dimension ld: ld >= cols and rows*ld floats addressable. */
+static int muon__gemm_bad_dims(size_t rows, size_t cols, size_t ld)
+{
+    if (!rows || !cols || ld < cols) return 1;
+    if (rows > (SIZE_MAX / sizeof(float)) / ld) return 1;
+#ifdef MUON_USE_CBLAS
+    if (rows > (size_t)INT_MAX || cols > (size_t)INT_MAX || ld > (size_t)INT_MAX) return 1;
+#endif
+    return 0;
+}
+
+/* Do the memory spans [p, p + (rows-1)*ld + cols) overlap? (conservative: spans, not elements) */
+static int muon__gemm_overlap(const float *x, size_t xr, size_t xc, size_t ldx, const float *y, size_t yr,
+                              size_t yc, size_t ldy)
+{
+    uintptr_t xb = (uintptr_t)x, xe = xb + ((xr - 1) * ldx + xc) * sizeof(float);
+    uintptr_t yb = (uintptr_t)y, ye = yb + ((yr - 1) * ldy + yc) * sizeof(float);
+    return xb < ye && yb < xe;
+}
+
+static int muon__gemm_threads_wanted(const muon__gemm_problem *g)
+{
+    int t = 1;
+#ifdef _OPENMP
+    t = omp_get_max_threads();
+    if (omp_get_active_level() >= omp_get_max_active_levels()) t = 1; /* nested: no more threads */
+#endif
+    if ((double)g->m * (double)g->n * (double)g->k < MUON_GEMM_PARALLEL_MIN) t = 1;
+    if (t < 1) t = 1;
+    return t;
+}
+
+static void muon__gemm_scale_c(const muon__gemm_problem *g)
+{
+    size_t i, j;
+    for (i = 0; i < g->m; i++) {
+        float *c = g->C + i * g->ldc;
+        size_t jend = g->syrk ? i + 1 : g->n;
+        if (g->beta == 0.0f)
+            for (j = 0; j < jend; j++) c[j] = 0.0f;
+        else if (g->beta != 1.0f)
+            for (j = 0; j < jend; j++) c[j] *= g->beta;
+    }
+    if (g->syrk) muon__gemm_mirror_rows(g->C, g->ldc, 0, g->n);
+}
+
+/* Runs a validated problem with caller workspace (ws NULL: allocate). scalar: force the scalar
+ * kernel (the tests' reference path). threads <= 0: the OpenMP default. */
+static muon_status muon__gemm_run(const muon__gemm_problem *g, int scalar, void *ws, size_t ws_bytes,
+                                  int threads)
+{
+    muon__gemm_kernel kr = muon__gemm_pick_kernel(scalar);
+    muon__gemm_blocks bl = muon__gemm_blocking(&kr, g->m, g->n, g->k);
+    int t = threads > 0 ? threads : muon__gemm_threads_wanted(g);
+    void *mem = NULL;
+    uintptr_t base;
+    float stackbuf[((size_t)MUON_GEMM_STACK_BYTES + MUON__GEMM_ALIGN) / sizeof(float)];
+    if (g->alpha == 0.0f) { /* BLAS convention: op(A) op(B) not formed (no 0 * Inf) */
+        muon__gemm_scale_c(g);
+        return MUON_OK;
+    }
+    if ((size_t)t > muon__gemm_max_parts(g, &kr)) t = (int)muon__gemm_max_parts(g, &kr);
+    if (ws) {
+        while (t > 1 && muon__gemm_ws_need(&bl, t) > ws_bytes) t--;
+        if (muon__gemm_ws_need(&bl, t) > ws_bytes) return MUON_ERR_SIZE;
+        mem = ws;
+    } else if (muon__gemm_ws_need(&bl, t) <= sizeof stackbuf) {
+        mem = stackbuf; /* small problems: no allocation */
+    } else {
+        mem = MUON_MALLOC(muon__gemm_ws_need(&bl, t));
+        if (!mem) return MUON_ERR_NOMEM;
+    }
+    base = ((uintptr_t)mem + (MUON__GEMM_ALIGN - 1)) & ~(uintptr_t)(MUON__GEMM_ALIGN - 1);
+    muon__gemm_drive(g, &kr, &bl, (unsigned char *)base, t);
+    if (!ws && mem != (void *)stackbuf) MUON_FREE(mem);
+    return MUON_OK;
+}
+
+/* Validation shared by every entry point: nothing is written before it passes. */
+static muon_status muon__gemm_check(const muon__gemm_problem *g, const void *ws, int need_ws)
+{
+    size_t ar = g->ta == MUON_NO_TRANS ? g->m : g->k, ac = g->ta == MUON_NO_TRANS ? g->k : g->m;
+    size_t br = g->tb == MUON_NO_TRANS ? g->k : g->n, bc = g->tb == MUON_NO_TRANS ? g->n : g->k;
+    if (!g->A || !g->B || !g->C || (need_ws && !ws)) return MUON_ERR_NULL;
+    if ((g->ta != MUON_NO_TRANS && g->ta != MUON_TRANS) || (g->tb != MUON_NO_TRANS && g->tb != MUON_TRANS))
+        return MUON_ERR_DOMAIN;
+    if (!g->m || !g->n || !g->k) return MUON_ERR_SIZE;
+    if (muon__gemm_bad_dims(ar, ac, g->lda) || muon__gemm_bad_dims(br, bc, g->ldb) ||
+        muon__gemm_bad_dims(g->m, g->n, g->ldc))
+        return MUON_ERR_SIZE;
+    if (muon__gemm_overlap(g->C, g->m, g->n, g->ldc, g->A, ar, ac, g->lda) ||
+        muon__gemm_overlap(g->C, g->m, g->n, g->ldc, g->B, br, bc, g->ldb))
+        return MUON_ERR_ALIAS;
+    return MUON_OK;
+}
+
+static muon__gemm_problem muon__gemm_make(int syrk, muon_transpose ta, muon_transpose tb, size_t m, size_t n,
+                                          size_t k, float alpha, const float *A, size_t lda, const float *B,
+                                          size_t ldb, float beta, float *C, size_t ldc)
+{
+    muon__gemm_problem g;
+    g.ta = ta; g.tb = tb; g.m = m; g.n = n; g.k = k; g.alpha = alpha; g.beta = beta;
+    g.A = A; g.B = B; g.lda = lda; g.ldb = ldb; g.C = C; g.ldc = ldc; g.syrk = syrk;
+    return g;
+}
+
+/* SSYRK as a GEMM: C = op(A) * op(A)^T, the second operand is A read with the other transpose. */
+static muon__gemm_problem muon__gemm_make_syrk(muon_transpose ta, size_t n, size_t k, float alpha,
+                                               const float *A, size_t lda, float beta, float *C, size_t ldc)
+{
+    muon_transpose tb = ta == MUON_NO_TRANS ? MUON_TRANS : MUON_NO_TRANS;
+    if (ta != MUON_NO_TRANS && ta != MUON_TRANS) tb = ta; /* rejected by the check */
+    return muon__gemm_make(1, ta, tb, n, n, k, alpha, A, lda, A, lda, beta, C, ldc);
+}
+
+/* Internal entry used by the tests: the built-in path (never CBLAS), a chosen kernel and
+ * thread count (threads <= 0: default), allocation when ws is NULL. */
+static MUON__GEMM_UNUSED muon_status muon__sgemm_builtin(int scalar, int threads, muon_transpose ta,
+                                                         muon_transpose tb, size_t m, size_t n, size_t k,
+                                                         float alpha, const float *A, size_t lda,
+                                                         const float *B, size_t ldb, float beta, float *C,
+                                                         size_t ldc)
+{
+    muon__gemm_problem g = muon__gemm_make(0, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    muon_status st = muon__gemm_check(&g, NULL, 0);
+    return st != MUON_OK ? st : muon__gemm_run(&g, scalar, NULL, 0, threads);
+}
+
+static MUON__GEMM_UNUSED muon_status muon__ssyrk_builtin(int scalar, int threads, muon_transpose ta, size_t n,
+                                                         size_t k, float alpha, const float *A, size_t lda,
+                                                         float beta, float *C, size_t ldc)
+{
+    muon__gemm_problem g = muon__gemm_make_syrk(ta, n, k, alpha, A, lda, beta, C, ldc);
+    muon_status st = muon__gemm_check(&g, NULL, 0);
+    return st != MUON_OK ? st : muon__gemm_run(&g, scalar, NULL, 0, threads);
+}
+
+static MUON__GEMM_UNUSED const char *muon__gemm_kernel_name(int scalar)
+{
+    return muon__gemm_pick_kernel(scalar).name;
+}
+
+#ifdef MUON_USE_CBLAS
+static muon_status muon__gemm_cblas(const muon__gemm_problem *g)
+{
+    if (g->alpha == 0.0f) {
+        muon__gemm_scale_c(g);
+        return MUON_OK;
+    }
+    if (g->beta == 0.0f) { /* C is not read: clear it so no BLAS can propagate NaN from it */
+        size_t i, j;
+        for (i = 0; i < g->m; i++)
+            for (j = 0; j < g->n; j++) g->C[i * g->ldc + j] = 0.0f;
+    }
+    if (!g->syrk) {
+        cblas_sgemm(CblasRowMajor, g->ta == MUON_TRANS ? CblasTrans : CblasNoTrans,
+                    g->tb == MUON_TRANS ? CblasTrans : CblasNoTrans, (int)g->m, (int)g->n, (int)g->k, g->alpha,
+                    g->A, (int)g->lda, g->B, (int)g->ldb, g->beta, g->C, (int)g->ldc);
+    } else {
+        cblas_ssyrk(CblasRowMajor, CblasLower, g->ta == MUON_TRANS ? CblasTrans : CblasNoTrans, (int)g->n,
+                    (int)g->k, g->alpha, g->A, (int)g->lda, g->beta, g->C, (int)g->ldc);
+        muon__gemm_mirror_rows(g->C, g->ldc, 0, g->n);
+    }
+    return MUON_OK;
+}
+#define MUON__GEMM_EXEC(g, ws, ws_bytes) muon__gemm_cblas(g)
+#else
+#define MUON__GEMM_EXEC(g, ws, ws_bytes) muon__gemm_run(g, 0, ws, ws_bytes, 0)
+#endif
+
+MUONDEF size_t muon_gemm_workspace_size(int threads)
+{
+    /* The largest blocks any kernel of this build can use, plus alignment slack. */
+    size_t kc = (size_t)MUON_GEMM_KC, mc = (size_t)MUON_GEMM_MC + MUON__GEMM_MR_MAX;
+    size_t nc = (size_t)MUON_GEMM_NC + MUON__GEMM_NR_MAX, t;
+    if (threads <= 0) {
+#ifdef _OPENMP
+        threads = omp_get_max_threads();
+#endif
+        if (threads <= 0) threads = 1;
+    }
+    t = (size_t)threads;
+    return MUON__GEMM_ALIGN + t * (muon__gemm_round_up(mc * kc * sizeof(float), MUON__GEMM_ALIGN) +
+                                   muon__gemm_round_up(nc * kc * sizeof(float), MUON__GEMM_ALIGN));
+}
+
+MUONDEF muon_status muon_sgemm_ws(muon_transpose ta, muon_transpose tb, size_t m, size_t n, size_t k,
+                                  float alpha, const float *A, size_t lda, const float *B, size_t ldb,
+                                  float beta, float *C, size_t ldc, void *ws, size_t ws_bytes)
+{
+    muon__gemm_problem g = muon__gemm_make(0, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    muon_status st = muon__gemm_check(&g, ws, 1);
+    if (st != MUON_OK) return st;
+    {   /* the workspace contract holds in every build, CBLAS included */
+        muon__gemm_kernel kr = muon__gemm_pick_kernel(0);
+        muon__gemm_blocks bl = muon__gemm_blocking(&kr, m, n, k);
+        if (muon__gemm_ws_need(&bl, 1) > ws_bytes) return MUON_ERR_SIZE;
+    }
+    return MUON__GEMM_EXEC(&g, ws, ws_bytes);
+}
+
+MUONDEF muon_status muon_sgemm(muon_transpose ta, muon_transpose tb, size_t m, size_t n, size_t k,
+                               float alpha, const float *A, size_t lda, const float *B, size_t ldb,
+                               float beta, float *C, size_t ldc)
+{
+    muon__gemm_problem g = muon__gemm_make(0, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    muon_status st = muon__gemm_check(&g, NULL, 0);
+    if (st != MUON_OK) return st;
+    return MUON__GEMM_EXEC(&g, NULL, 0);
+}
+
+MUONDEF muon_status muon_ssyrk_ws(muon_transpose ta, size_t n, size_t k, float alpha, const float *A,
+                                  size_t lda, float beta, float *C, size_t ldc, void *ws, size_t ws_bytes)
+{
+    muon__gemm_problem g = muon__gemm_make_syrk(ta, n, k, alpha, A, lda, beta, C, ldc);
+    muon_status st = muon__gemm_check(&g, ws, 1);
+    if (st != MUON_OK) return st;
+    {
+        muon__gemm_kernel kr = muon__gemm_pick_kernel(0);
+        muon__gemm_blocks bl = muon__gemm_blocking(&kr, n, n, k);
+        if (muon__gemm_ws_need(&bl, 1) > ws_bytes) return MUON_ERR_SIZE;
+    }
+    return MUON__GEMM_EXEC(&g, ws, ws_bytes);
+}
+
+MUONDEF muon_status muon_ssyrk(muon_transpose ta, size_t n, size_t k, float alpha, const float *A,
+                               size_t lda, float beta, float *C, size_t ldc)
+{
+    muon__gemm_problem g = muon__gemm_make_syrk(ta, n, k, alpha, A, lda, beta, C, ldc);
+    muon_status st = muon__gemm_check(&g, NULL, 0);
+    if (st != MUON_OK) return st;
+    return MUON__GEMM_EXEC(&g, NULL, 0);
+}
+
+/* ======================================================================================== */
+/* Everything below uses only the public GEMM entry points above.                          */
 
 #define MUON__ALIGN 64
 #define MUON__PAR_MIN 65536.0 /* elements below which an elementwise pass stays on one thread */

@@ -1,0 +1,139 @@
+/* gemm_bench.c - muon.h's built-in SGEMM/SSYRK side by side with the linked CBLAS (OpenBLAS).
+ *
+ * Build and run (from the repository root):
+ *   cc -O2 -march=native -fopenmp -I. bench/gemm_bench.c -o build/gemm_bench \
+ *      $(pkg-config --cflags --libs openblas) -lm
+ *   OPENBLAS_CORETYPE=SkylakeX build/gemm_bench [reps] [max_threads]
+ *                         (reps >= 5, default 7; max_threads 1 or 2, default 2)
+ * OPENBLAS_CORETYPE: Debian's OpenBLAS 0.3.21 (DYNAMIC_ARCH) does not recognise Sapphire/Emerald
+ * Rapids and falls back to its SSE3 "Prescott" kernels (about 6x slower); the line above makes it
+ * use its AVX-512 SkylakeX kernels, the fair comparison. The core it runs is printed.
+ *
+ * For each Newton-Schulz shape and for 1 and 2 threads (omp_set_num_threads for muon,
+ * openblas_set_num_threads for OpenBLAS) it runs one warm-up of each, then `reps` rounds that
+ * alternate muon and CBLAS (so both see the same machine noise), and prints the median
+ * GFLOP/s of each and their ratio. Flops: GEMM 2mnk; SYRK n(n+1)k (the triangle's work).
+ * Not a test: timings on a shared machine are noisy; compare ratios from one run.
+ */
+#define MUON_IMPLEMENTATION
+#include "muon.h"
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+typedef struct {
+    const char *what;
+    int syrk;
+    size_t m, n, k; /* GEMM: C m x n, inner k; SYRK: n x n from n x k (m unused) */
+} shape;
+
+static void fill(float *x, size_t len, unsigned seed)
+{
+    size_t i;
+    for (i = 0; i < len; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = (float)((seed >> 8) & 0xffff) / 65536.0f - 0.5f;
+    }
+}
+
+static void run_one(const shape *s, int impl, const float *A, const float *B, float *C, void *ws, size_t wsb)
+{
+    muon_status st = MUON_OK;
+    if (!s->syrk) {
+        if (impl == 0)
+            st = muon_sgemm_ws(MUON_NO_TRANS, MUON_NO_TRANS, s->m, s->n, s->k, 1.0f, A, s->k, B, s->n, 0.0f, C,
+                               s->n, ws, wsb);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)s->m, (int)s->n, (int)s->k, 1.0f, A,
+                        (int)s->k, B, (int)s->n, 0.0f, C, (int)s->n);
+    } else {
+        if (impl == 0)
+            st = muon_ssyrk_ws(MUON_NO_TRANS, s->n, s->k, 1.0f, A, s->k, 0.0f, C, s->n, ws, wsb);
+        else
+            cblas_ssyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)s->n, (int)s->k, 1.0f, A, (int)s->k, 0.0f, C,
+                        (int)s->n);
+    }
+    if (st != MUON_OK) {
+        fprintf(stderr, "muon failed: %s\n", muon_status_string(st));
+        exit(1);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const shape shapes[] = {
+        {"sgemm 768x768 . 768x768   (A.A / B.X, square)", 0, 768, 768, 768},
+        {"sgemm 768x768 . 768x3072  (B.X)", 0, 768, 3072, 768},
+        {"sgemm 1024x1024 . 1024x4096 (B.X)", 0, 1024, 4096, 1024},
+        {"sgemm 2048x2048 . 2048x2048", 0, 2048, 2048, 2048},
+        {"ssyrk X X^T, X 768x3072", 1, 0, 768, 3072},
+        {"ssyrk X X^T, X 1024x4096", 1, 0, 1024, 4096},
+        {"ssyrk A A^T, A 768x768", 1, 0, 768, 768},
+    };
+    int reps = argc > 1 ? atoi(argv[1]) : 7, threads[2] = {1, 2}, ti, nthr = argc > 2 ? atoi(argv[2]) : 2;
+    size_t si, wsb = muon_gemm_workspace_size(2);
+    void *ws = malloc(wsb);
+    if (reps < 5) reps = 5;
+    printf("muon kernel: %s; blocks KC=%d MC=%d NC=%d; reps=%d (median)\n", muon__gemm_kernel_name(0),
+           (int)MUON_GEMM_KC, (int)MUON_GEMM_MC, (int)MUON_GEMM_NC, reps);
+    printf("cblas: %s\n", openblas_get_config());
+    printf("%-46s %3s %10s %10s %7s\n", "shape", "thr", "muon GF/s", "cblas GF/s", "ratio");
+    for (ti = 0; ti < 2 && threads[ti] <= nthr; ti++) {
+#ifdef _OPENMP
+        omp_set_num_threads(threads[ti]);
+#endif
+        openblas_set_num_threads(threads[ti]);
+        for (si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            const shape *s = &shapes[si];
+            size_t rowsA = s->syrk ? s->n : s->m, rowsC = s->syrk ? s->n : s->m;
+            float *A = (float *)malloc(rowsA * s->k * sizeof(float));
+            float *B = (float *)malloc(s->k * s->n * sizeof(float));
+            float *C = (float *)malloc(rowsC * s->n * sizeof(float));
+            double t[2][64], flops = s->syrk ? (double)s->n * (double)(s->n + 1) * (double)s->k
+                                              : 2.0 * (double)s->m * (double)s->n * (double)s->k;
+            double gf[2];
+            int rep, impl;
+            fill(A, rowsA * s->k, 1u);
+            fill(B, s->k * s->n, 2u);
+            memset(C, 0, rowsC * s->n * sizeof(float));
+            run_one(s, 0, A, B, C, ws, wsb);
+            run_one(s, 1, A, B, C, ws, wsb);
+            for (rep = 0; rep < reps && rep < 64; rep++)
+                for (impl = 0; impl < 2; impl++) {
+                    double t0 = now_s();
+                    run_one(s, impl, A, B, C, ws, wsb);
+                    t[impl][rep] = now_s() - t0;
+                }
+            for (impl = 0; impl < 2; impl++) gf[impl] = flops / median(t[impl], reps < 64 ? reps : 64) * 1e-9;
+            printf("%-46s %3d %10.1f %10.1f %7.2f\n", s->what, threads[ti], gf[0], gf[1], gf[0] / gf[1]);
+            fflush(stdout);
+            free(A); free(B); free(C);
+        }
+    }
+    free(ws);
+    return 0;
+}

@@ -1,0 +1,450 @@
+/* Tests of muon.h's SGEMM / SSYRK section against a float64 reference written here.
+ * Tolerance per element: (k + 4) * FLT_EPSILON * (|alpha| sum_p |a||b| + |beta||c|) (the float32
+ * accumulation bound), plus a tiny absolute term. */
+#include <stdlib.h>
+/* Count the header's allocations: the _ws forms must make none. */
+static size_t t_mallocs, t_frees;
+static void *t_malloc(size_t n) { t_mallocs++; return malloc(n); }
+static void t_free(void *p) { if (p) t_frees++; free(p); }
+#define MUON_MALLOC(n) t_malloc(n)
+#define MUON_FREE(p) t_free(p)
+#define MUON_IMPLEMENTATION
+#include "muon.h"
+#include "test.h"
+#include <float.h>
+#include <stdint.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define POISON_BITS 0x7fc0beefu /* a quiet NaN with a recognisable payload */
+
+static float poison_value(void)
+{
+    float f;
+    unsigned u = POISON_BITS;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* A rows x cols matrix stored with leading dimension ld; padding columns poisoned. */
+typedef struct {
+    size_t rows, cols, ld;
+    float *v;
+} tmat;
+
+static tmat tmat_new(size_t rows, size_t cols, size_t ld, t_rng *r)
+{
+    tmat m;
+    size_t i, j;
+    m.rows = rows; m.cols = cols; m.ld = ld;
+    m.v = (float *)malloc(rows * ld * sizeof(float));
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < ld; j++) m.v[i * ld + j] = j < cols ? (float)t_rng_normal(r) : poison_value();
+    return m;
+}
+
+static int tmat_padding_intact(const tmat *m)
+{
+    size_t i, j;
+    unsigned u;
+    for (i = 0; i < m->rows; i++)
+        for (j = m->cols; j < m->ld; j++) {
+            memcpy(&u, &m->v[i * m->ld + j], sizeof u);
+            if (u != POISON_BITS) return 0;
+        }
+    return 1;
+}
+
+static double op_at(const tmat *x, muon_transpose t, size_t i, size_t p)
+{
+    return t == MUON_NO_TRANS ? (double)x->v[i * x->ld + p] : (double)x->v[p * x->ld + i];
+}
+
+/* want = alpha op(A) op(B) + beta C0 (beta == 0: C0 ignored); bound = the error scale. */
+static void ref_gemm(muon_transpose ta, muon_transpose tb, size_t m, size_t n, size_t k, double alpha,
+                     const tmat *A, const tmat *B, double beta, const tmat *C0, double *want, double *bound)
+{
+    size_t i, j, p;
+    for (i = 0; i < m; i++)
+        for (j = 0; j < n; j++) {
+            double s = 0.0, sa = 0.0, c = beta == 0.0 ? 0.0 : (double)C0->v[i * C0->ld + j];
+            for (p = 0; p < k; p++) {
+                double x = op_at(A, ta, i, p) * op_at(B, tb == MUON_NO_TRANS ? MUON_TRANS : MUON_NO_TRANS, j, p);
+                s += x;
+                sa += fabs(x);
+            }
+            want[i * n + j] = alpha * s + beta * c;
+            bound[i * n + j] = fabs(alpha) * sa + fabs(beta * c);
+        }
+}
+
+/* Checks C (logical m x n) against want within the float32 accumulation bound; one CHECK. */
+static void check_close(const char *what, const tmat *C, size_t m, size_t n, size_t k, const double *want,
+                        const double *bound)
+{
+    size_t i, j, bad = 0, bi = 0, bj = 0;
+    double tol = (double)(k + 4) * FLT_EPSILON;
+    for (i = 0; i < m; i++)
+        for (j = 0; j < n; j++) {
+            double got = C->v[i * C->ld + j], w = want[i * n + j];
+            if (!(fabs(got - w) <= tol * bound[i * n + j] + 1e-30)) {
+                if (!bad) { bi = i; bj = j; }
+                bad++;
+            }
+        }
+    CHECK_MSG(bad == 0, "%s: %zu bad elements, first (%zu,%zu) got %.9g want %.9g", what, bad, bi, bj,
+              bad ? (double)C->v[bi * C->ld + bj] : 0.0, bad ? want[bi * n + bj] : 0.0);
+}
+
+static tmat op_storage(muon_transpose t, size_t rows, size_t cols, size_t pad, t_rng *r)
+{
+    /* op(X) is rows x cols: stored rows x cols (NO_TRANS) or cols x rows (TRANS) */
+    size_t sr = t == MUON_NO_TRANS ? rows : cols, sc = t == MUON_NO_TRANS ? cols : rows;
+    return tmat_new(sr, sc, sc + pad, r);
+}
+
+/* One GEMM case through the public API (and its _ws form), checked against the reference. */
+static void gemm_case(muon_transpose ta, muon_transpose tb, size_t m, size_t n, size_t k, float alpha, float beta,
+                      size_t pad, t_rng *r)
+{
+    tmat A = op_storage(ta, m, k, pad, r), B = op_storage(tb, k, n, pad + 1, r);
+    tmat C = tmat_new(m, n, n + pad + 2, r), C2 = tmat_new(m, n, n + pad + 2, r);
+    double *want = (double *)malloc(m * n * sizeof(double)), *bound = (double *)malloc(m * n * sizeof(double));
+    size_t wsb = muon_gemm_workspace_size(0);
+    void *ws = malloc(wsb);
+    char what[160];
+    size_t i, j;
+    if (beta == 0.0f) /* C must not be read: NaN everywhere in the logical part */
+        for (i = 0; i < m; i++)
+            for (j = 0; j < n; j++) C.v[i * C.ld + j] = poison_value();
+    memcpy(C2.v, C.v, m * C.ld * sizeof(float));
+    ref_gemm(ta, tb, m, n, k, alpha, &A, &B, beta, &C, want, bound);
+    sprintf(what, "sgemm %c%c m=%zu n=%zu k=%zu alpha=%g beta=%g pad=%zu", ta ? 'T' : 'N', tb ? 'T' : 'N', m, n,
+            k, (double)alpha, (double)beta, pad);
+    CHECK(muon_sgemm(ta, tb, m, n, k, alpha, A.v, A.ld, B.v, B.ld, beta, C.v, C.ld) == MUON_OK);
+    check_close(what, &C, m, n, k, want, bound);
+    CHECK(tmat_padding_intact(&C) && tmat_padding_intact(&A) && tmat_padding_intact(&B));
+    CHECK(muon_sgemm_ws(ta, tb, m, n, k, alpha, A.v, A.ld, B.v, B.ld, beta, C2.v, C2.ld, ws, wsb) == MUON_OK);
+    CHECK_MSG(memcmp(C.v, C2.v, m * C.ld * sizeof(float)) == 0, "%s: _ws form differs from plain form", what);
+    free(A.v); free(B.v); free(C.v); free(C2.v); free(want); free(bound); free(ws);
+}
+
+static const muon_transpose TR[2] = {MUON_NO_TRANS, MUON_TRANS};
+
+static void test_gemm_small_odd_sizes(void)
+{
+    static const size_t sz[] = {1, 2, 3, 7, 17, 33};
+    t_rng r = {1};
+    size_t a, b, c;
+    int x, y;
+    for (x = 0; x < 2; x++)
+        for (y = 0; y < 2; y++)
+            for (a = 0; a < 6; a++)
+                for (b = 0; b < 6; b++)
+                    for (c = 0; c < 6; c += (a + b) % 2 + 1)
+                        gemm_case(TR[x], TR[y], sz[a], sz[b], sz[c], 1.0f, 0.0f, (a + c) % 3, &r);
+}
+
+static void test_gemm_tile_and_block_edges(void)
+{
+    /* m, n, k off every MR/NR multiple; k across KC (384) and split unevenly; n across NC (512);
+     * m across MC (1008). */
+    static const size_t cases[][3] = {{65, 129, 257}, {129, 65, 33}, {13, 31, 385}, {15, 33, 769},
+                                      {29, 545, 19},  {17, 1040, 9}, {1015, 17, 13}, {257, 47, 100},
+                                      {14, 32, 384},  {28, 64, 1}};
+    t_rng r = {2};
+    size_t i;
+    int x, y;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (x = 0; x < 2; x++)
+            for (y = 0; y < 2; y++) gemm_case(TR[x], TR[y], cases[i][0], cases[i][1], cases[i][2], 1.0f, 0.0f, 3, &r);
+}
+
+static void test_gemm_alpha_beta(void)
+{
+    static const float ab[][2] = {{1.0f, 1.0f}, {-1.5f, 0.0f}, {-0.75f, 1.0f}, {2.0f, -0.5f}, {0.5f, 3.0f}};
+    t_rng r = {3};
+    size_t i;
+    for (i = 0; i < sizeof ab / sizeof ab[0]; i++) {
+        gemm_case(MUON_NO_TRANS, MUON_NO_TRANS, 37, 45, 53, ab[i][0], ab[i][1], 2, &r);
+        gemm_case(MUON_TRANS, MUON_TRANS, 21, 70, 400, ab[i][0], ab[i][1], 1, &r);
+        gemm_case(MUON_NO_TRANS, MUON_TRANS, 5, 3, 2, ab[i][0], ab[i][1], 0, &r);
+    }
+}
+
+/* alpha == 0: op(A) op(B) is not formed (Inf in A gives no NaN); C = beta C. */
+static void test_gemm_alpha_zero(void)
+{
+    float A[6], B[6], C[4] = {1, 2, 3, 4};
+    int i;
+    for (i = 0; i < 6; i++) A[i] = B[i] = INFINITY;
+    CHECK(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, 2, 2, 3, 0.0f, A, 3, B, 2, 2.0f, C, 2) == MUON_OK);
+    CHECK(C[0] == 2.0f && C[1] == 4.0f && C[2] == 6.0f && C[3] == 8.0f);
+    C[0] = NAN;
+    CHECK(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, 2, 2, 3, 0.0f, A, 3, B, 2, 0.0f, C, 2) == MUON_OK);
+    CHECK(C[0] == 0.0f && C[1] == 0.0f && C[2] == 0.0f && C[3] == 0.0f);
+}
+
+/* A product small enough to check by hand: [1 2; 3 4] [5 6; 7 8] = [19 22; 43 50]. */
+static void test_gemm_by_hand(void)
+{
+    const float A[4] = {1, 2, 3, 4}, B[4] = {5, 6, 7, 8};
+    float C[4];
+    CHECK(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, 2, 2, 2, 1.0f, A, 2, B, 2, 0.0f, C, 2) == MUON_OK);
+    CHECK_NEAR(C[0], 19.0, 0.0, 1e-6);
+    CHECK_NEAR(C[1], 22.0, 0.0, 1e-6);
+    CHECK_NEAR(C[2], 43.0, 0.0, 1e-6);
+    CHECK_NEAR(C[3], 50.0, 0.0, 1e-6);
+    CHECK(muon_sgemm(MUON_TRANS, MUON_TRANS, 2, 2, 2, 1.0f, A, 2, B, 2, 0.0f, C, 2) == MUON_OK);
+    CHECK_NEAR(C[0], 23.0, 0.0, 1e-6); /* A^T B^T = (BA)^T: [1 3; 2 4][5 7; 6 8] = [23 31; 34 46] */
+    CHECK_NEAR(C[1], 31.0, 0.0, 1e-6);
+    CHECK_NEAR(C[2], 34.0, 0.0, 1e-6);
+    CHECK_NEAR(C[3], 46.0, 0.0, 1e-6);
+}
+
+/* SSYRK: C = alpha op(A) op(A)^T + beta C, exactly symmetric, vs the reference. */
+static void syrk_case(muon_transpose ta, size_t n, size_t k, float alpha, float beta, size_t pad, t_rng *r)
+{
+    tmat A = op_storage(ta, n, k, pad, r), C = tmat_new(n, n, n + pad + 1, r), C2;
+    double *want = (double *)malloc(n * n * sizeof(double)), *bound = (double *)malloc(n * n * sizeof(double));
+    size_t wsb = muon_gemm_workspace_size(0), i, j, asym = 0;
+    void *ws = malloc(wsb);
+    char what[160];
+    for (i = 0; i < n; i++) /* a symmetric C (SSYRK reads one triangle), or NaN when beta == 0 */
+        for (j = 0; j <= i; j++)
+            C.v[i * C.ld + j] = C.v[j * C.ld + i] = beta == 0.0f ? poison_value() : (float)t_rng_normal(r);
+    C2 = tmat_new(n, n, C.ld, r);
+    memcpy(C2.v, C.v, n * C.ld * sizeof(float));
+    ref_gemm(ta, ta == MUON_NO_TRANS ? MUON_TRANS : MUON_NO_TRANS, n, n, k, alpha, &A, &A, beta, &C, want, bound);
+    sprintf(what, "ssyrk %c n=%zu k=%zu alpha=%g beta=%g", ta ? 'T' : 'N', n, k, (double)alpha, (double)beta);
+    CHECK(muon_ssyrk(ta, n, k, alpha, A.v, A.ld, beta, C.v, C.ld) == MUON_OK);
+    check_close(what, &C, n, n, k, want, bound);
+    for (i = 0; i < n; i++)
+        for (j = 0; j < i; j++)
+            if (memcmp(&C.v[i * C.ld + j], &C.v[j * C.ld + i], sizeof(float)) != 0) asym++;
+    CHECK_MSG(asym == 0, "%s: %zu asymmetric pairs", what, asym);
+    CHECK(tmat_padding_intact(&C) && tmat_padding_intact(&A));
+    CHECK(muon_ssyrk_ws(ta, n, k, alpha, A.v, A.ld, beta, C2.v, C2.ld, ws, wsb) == MUON_OK);
+    CHECK_MSG(memcmp(C.v, C2.v, n * C.ld * sizeof(float)) == 0, "%s: _ws form differs", what);
+    free(A.v); free(C.v); free(C2.v); free(want); free(bound); free(ws);
+}
+
+static void test_syrk(void)
+{
+    static const size_t cases[][2] = {{1, 1}, {2, 3}, {3, 7}, {7, 1}, {17, 33}, {33, 17}, {65, 129},
+                                      {129, 65}, {47, 400}, {300, 20}, {15, 2}};
+    t_rng r = {4};
+    size_t i;
+    int x;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (x = 0; x < 2; x++) {
+            syrk_case(TR[x], cases[i][0], cases[i][1], 1.0f, 0.0f, i % 3, &r);
+            if (i % 3 == 0) syrk_case(TR[x], cases[i][0], cases[i][1], -0.5f, 1.0f, 1, &r);
+            if (i % 3 == 1) syrk_case(TR[x], cases[i][0], cases[i][1], 2.0f, -0.25f, 2, &r);
+        }
+    syrk_case(MUON_NO_TRANS, 1030, 5, 1.0f, 0.0f, 0, &r); /* crosses MC */
+}
+
+/* Every error: the right status and C byte-for-byte untouched. */
+static void test_errors_leave_c_untouched(void)
+{
+    float A[64], B[64], C[64], keep[64], big[8];
+    unsigned char ws[1 << 12];
+    size_t wsb = muon_gemm_workspace_size(1), i;
+    void *wsbig = malloc(wsb);
+    const size_t huge = (size_t)-1 / 2;
+    for (i = 0; i < 64; i++) A[i] = B[i] = 1.0f, C[i] = keep[i] = (float)i;
+    for (i = 0; i < 8; i++) big[i] = 0.0f;
+#define EXPECT(call, st) do { CHECK((call) == (st)); CHECK(memcmp(C, keep, sizeof C) == 0); } while (0)
+    EXPECT(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, 4, 4, 4, 1, NULL, 4, B, 4, 0, C, 4), MUON_ERR_NULL);
+    EXPECT(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, 4, 4, 4, 1, A, 4, NULL, 4, 0, C, 4), MUON_ERR_NULL);
+    CHECK(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, 4, 4, 4, 1, A, 4, B, 4, 0, NULL, 4) == MUON_ERR_NULL);
+    EXPECT(muon_ssyrk(MUON_NO_TRANS, 4, 4, 1, NULL, 4, 0, C, 4), MUON_ERR_NULL);
+    CHECK(muon_ssyrk(MUON_NO_TRANS, 4, 4, 1, A, 4, 0, NULL, 4) == MUON_ERR_NULL);
+    EXPECT(muon_sgemm_ws(MUON_NO_TRANS, MUON_NO_TRANS, 4, 4, 4, 1, A, 4, B, 4, 0, C, 4, NULL, wsb), MUON_ERR_NULL);
+    EXPECT(muon_ssyrk_ws(MUON_NO_TRANS, 4, 4, 1, A, 4, 0, C, 4, NULL, wsb), MUON_ERR_NULL);
+    /* zero sizes */
+    EXPECT(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, 0, 4, 4, 1, A, 4, B, 4, 0, C, 4), MUON_ERR_SIZE);
+    EXPECT(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, 4, 0, 4, 1, A, 4, B, 4, 0, C, 4), MUON_ERR_SIZE);
+    EXPECT(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, 4, 4, 0, 1, A, 4, B, 4, 0, C, 4), MUON_ERR_SIZE);
+    EXPECT(muon_ssyrk(MUON_NO_TRANS, 0, 4, 1, A, 4, 0, C, 4), MUON_ERR_SIZE);
+    EXPECT(muon_ssyrk(MUON_TRANS, 4, 0, 1, A, 4, 0, C, 4), MUON_ERR_SIZE);
+    /* ld smaller than the stored row: A (NO_TRANS: k wide; TRANS: m wide), B, C */
+    EXPECT(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, 2, 4, 5, 1, A, 4, B, 4, 0, C, 4), MUON_ERR_SIZE);
+    EXPECT(muon_sgemm(MUON_TRANS, MUON_NO_TRANS, 5, 4, 2, 1, A, 4, B, 4, 0, C, 5), MUON_ERR_SIZE);
+    EXPECT(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, 2, 5, 2, 1, A, 2, B, 4, 0, C, 5), MUON_ERR_SIZE);
+    EXPECT(muon_sgemm(MUON_NO_TRANS, MUON_TRANS, 2, 2, 5, 1, A, 5, B, 4, 0, C, 2), MUON_ERR_SIZE);
+    EXPECT(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, 2, 5, 2, 1, A, 2, B, 5, 0, C, 4), MUON_ERR_SIZE);
+    EXPECT(muon_ssyrk(MUON_NO_TRANS, 4, 5, 1, A, 4, 0, C, 4), MUON_ERR_SIZE);
+    EXPECT(muon_ssyrk(MUON_TRANS, 5, 4, 1, A, 4, 0, C, 5), MUON_ERR_SIZE);
+    EXPECT(muon_ssyrk(MUON_NO_TRANS, 5, 4, 1, A, 4, 0, C, 4), MUON_ERR_SIZE);
+    /* overflowing rows * ld */
+    EXPECT(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, 2, 2, 2, 1, A, huge, B, 2, 0, C, 2), MUON_ERR_SIZE);
+    EXPECT(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, huge, 2, 2, 1, A, 2, B, 2, 0, C, 2), MUON_ERR_SIZE);
+    EXPECT(muon_ssyrk(MUON_TRANS, 2, huge, 1, A, 2, 0, C, 2), MUON_ERR_SIZE);
+    /* aliasing: C overlapping A or B */
+    EXPECT(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, 4, 4, 4, 1, C, 4, B, 4, 0, C, 4), MUON_ERR_ALIAS);
+    EXPECT(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, 4, 4, 4, 1, A, 4, C + 15, 4, 0, C, 4), MUON_ERR_ALIAS);
+    EXPECT(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, 4, 4, 4, 1, C + 16, 4, B, 4, 0, C + 3, 4), MUON_ERR_ALIAS);
+    EXPECT(muon_ssyrk(MUON_NO_TRANS, 4, 4, 1, C + 8, 4, 0, C, 4), MUON_ERR_ALIAS);
+    CHECK(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, 4, 4, 4, 1, C + 16, 4, B, 4, 0, C, 4) == MUON_OK); /* adjacent */
+    for (i = 0; i < 64; i++) C[i] = keep[i];
+    /* workspace too small even for one thread */
+    EXPECT(muon_sgemm_ws(MUON_NO_TRANS, MUON_NO_TRANS, 4, 4, 4, 1, A, 4, B, 4, 0, C, 4, ws, 16), MUON_ERR_SIZE);
+    EXPECT(muon_ssyrk_ws(MUON_NO_TRANS, 4, 4, 1, A, 4, 0, C, 4, ws, 16), MUON_ERR_SIZE);
+    /* a transpose value outside the enum */
+    EXPECT(muon_sgemm((muon_transpose)7, MUON_NO_TRANS, 4, 4, 4, 1, A, 4, B, 4, 0, C, 4), MUON_ERR_DOMAIN);
+    EXPECT(muon_ssyrk((muon_transpose)7, 4, 4, 1, A, 4, 0, C, 4), MUON_ERR_DOMAIN);
+    /* a small problem fits a small caller buffer (the size needed follows the problem) */
+    CHECK(muon_sgemm_ws(MUON_NO_TRANS, MUON_NO_TRANS, 2, 2, 2, 1, A, 2, B, 2, 0, big, 2, ws, sizeof ws) == MUON_OK);
+    CHECK(big[0] == 2.0f && big[3] == 2.0f && big[4] == 0.0f);
+    CHECK(muon_gemm_workspace_size(2) > muon_gemm_workspace_size(1));
+    CHECK(muon_gemm_workspace_size(0) >= muon_gemm_workspace_size(1));
+#undef EXPECT
+    free(wsbig);
+}
+
+/* The _ws forms with a buffer for one thread only: same bits as the plain form. */
+static void test_ws_fewer_threads(void)
+{
+    t_rng r = {5};
+    size_t m = 100, n = 300, k = 200, wsb = muon_gemm_workspace_size(1);
+    tmat A = tmat_new(m, k, k, &r), B = tmat_new(k, n, n, &r), C = tmat_new(m, n, n, &r), C2 = tmat_new(m, n, n, &r);
+    void *ws = malloc(wsb);
+    CHECK(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, m, n, k, 1.0f, A.v, k, B.v, n, 0.0f, C.v, n) == MUON_OK);
+    CHECK(muon_sgemm_ws(MUON_NO_TRANS, MUON_NO_TRANS, m, n, k, 1.0f, A.v, k, B.v, n, 0.0f, C2.v, n, ws, wsb) ==
+          MUON_OK);
+    CHECK(memcmp(C.v, C2.v, m * n * sizeof(float)) == 0);
+    free(A.v); free(B.v); free(C.v); free(C2.v); free(ws);
+}
+
+/* The _ws forms use caller memory only; the plain forms allocate through MUON_MALLOC (and
+ * free it) above the small-problem stack buffer. */
+static void test_allocation_policy(void)
+{
+    t_rng r = {8};
+    size_t n = 200, wsb = muon_gemm_workspace_size(0), m0, f0;
+    tmat A = tmat_new(n, n, n, &r), C = tmat_new(n, n, n, &r);
+    void *ws = malloc(wsb);
+    m0 = t_mallocs;
+    f0 = t_frees;
+    CHECK(muon_sgemm_ws(MUON_NO_TRANS, MUON_TRANS, n, n, n, 1.0f, A.v, n, A.v, n, 0.0f, C.v, n, ws, wsb) == MUON_OK);
+    CHECK(muon_ssyrk_ws(MUON_TRANS, n, n, 1.0f, A.v, n, 0.5f, C.v, n, ws, wsb) == MUON_OK);
+    CHECK(t_mallocs == m0 && t_frees == f0);
+    CHECK(muon_sgemm(MUON_NO_TRANS, MUON_TRANS, n, n, n, 1.0f, A.v, n, A.v, n, 0.0f, C.v, n) == MUON_OK);
+    CHECK(muon_ssyrk(MUON_TRANS, n, n, 1.0f, A.v, n, 0.5f, C.v, n) == MUON_OK);
+#ifndef MUON_USE_CBLAS
+    CHECK(t_mallocs == m0 + 2);
+#endif
+    CHECK(t_mallocs - m0 == t_frees - f0);
+    free(A.v); free(C.v); free(ws);
+}
+
+/* The scalar reference micro-kernel and the build's SIMD kernel on the same inputs. */
+static void test_scalar_vs_simd(void)
+{
+    static const size_t cases[][3] = {{1, 1, 1}, {7, 9, 11}, {33, 65, 17}, {100, 97, 390}, {15, 40, 3}};
+    t_rng r = {6};
+    size_t i, x, y, e;
+    printf("  kernels: built-in %s, reference %s\n", muon__gemm_kernel_name(0), muon__gemm_kernel_name(1));
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (x = 0; x < 2; x++)
+            for (y = 0; y < 2; y++) {
+                size_t m = cases[i][0], n = cases[i][1], k = cases[i][2];
+                tmat A = op_storage(TR[x], m, k, 1, &r), B = op_storage(TR[y], k, n, 2, &r);
+                tmat C1 = tmat_new(m, n, n + 1, &r), C2 = tmat_new(m, n, n + 1, &r), S1, S2;
+                double *want = (double *)malloc(m * n * sizeof(double)), *bound = (double *)malloc(m * n * sizeof(double));
+                memcpy(C2.v, C1.v, m * C1.ld * sizeof(float));
+                ref_gemm(TR[x], TR[y], m, n, k, 0.5, &A, &B, -1.0, &C1, want, bound);
+                CHECK(muon__sgemm_builtin(1, 0, TR[x], TR[y], m, n, k, 0.5f, A.v, A.ld, B.v, B.ld, -1.0f, C1.v, C1.ld) == MUON_OK);
+                CHECK(muon__sgemm_builtin(0, 0, TR[x], TR[y], m, n, k, 0.5f, A.v, A.ld, B.v, B.ld, -1.0f, C2.v, C2.ld) == MUON_OK);
+                check_close("scalar kernel", &C1, m, n, k, want, bound);
+                check_close("simd kernel", &C2, m, n, k, want, bound);
+                {   /* the two paths agree within twice the bound */
+                    size_t bad = 0;
+                    double tol = 2.0 * (double)(k + 4) * FLT_EPSILON;
+                    for (e = 0; e < m * n; e++)
+                        if (fabs((double)C1.v[e / n * C1.ld + e % n] - C2.v[e / n * C2.ld + e % n]) >
+                            tol * bound[e] + 1e-30)
+                            bad++;
+                    CHECK_MSG(bad == 0, "scalar vs simd: %zu elements differ beyond the bound", bad);
+                }
+                /* SSYRK on the m x k operand, both kernels against the reference */
+                S1 = tmat_new(m, m, m + 1, &r);
+                S2 = tmat_new(m, m, m + 1, &r);
+                free(want); free(bound);
+                want = (double *)malloc(m * m * sizeof(double));
+                bound = (double *)malloc(m * m * sizeof(double));
+                ref_gemm(TR[x], TR[1 - x], m, m, k, 1.0, &A, &A, 0.0, &S1, want, bound);
+                CHECK(muon__ssyrk_builtin(1, 0, TR[x], m, k, 1.0f, A.v, A.ld, 0.0f, S1.v, S1.ld) == MUON_OK);
+                CHECK(muon__ssyrk_builtin(0, 0, TR[x], m, k, 1.0f, A.v, A.ld, 0.0f, S2.v, S2.ld) == MUON_OK);
+                check_close("ssyrk scalar kernel", &S1, m, m, k, want, bound);
+                check_close("ssyrk simd kernel", &S2, m, m, k, want, bound);
+                CHECK(tmat_padding_intact(&S1) && tmat_padding_intact(&S2));
+                free(A.v); free(B.v); free(C1.v); free(C2.v); free(S1.v); free(S2.v); free(want); free(bound);
+            }
+}
+
+/* Bit-identical results for 1, 2 and 3 threads (each element's k-order is fixed by the blocking). */
+static void test_threads_bitwise(void)
+{
+    t_rng r = {7};
+    size_t m = 150, n = 610, k = 450, x;
+#ifdef _OPENMP
+    int saved = omp_get_max_threads();
+#endif
+    for (x = 0; x < 2; x++) {
+        tmat A = op_storage(TR[x], m, k, 1, &r), B = op_storage(TR[1 - x], k, n, 0, &r);
+        tmat C1 = tmat_new(m, n, n, &r), C2 = tmat_new(m, n, n, &r), S1 = tmat_new(m, m, m, &r), S2 = tmat_new(m, m, m, &r);
+        CHECK(muon__sgemm_builtin(0, 1, TR[x], TR[1 - x], m, n, k, 1.0f, A.v, A.ld, B.v, B.ld, 0.0f, C1.v, n) == MUON_OK);
+        CHECK(muon__sgemm_builtin(0, 2, TR[x], TR[1 - x], m, n, k, 1.0f, A.v, A.ld, B.v, B.ld, 0.0f, C2.v, n) == MUON_OK);
+        CHECK(memcmp(C1.v, C2.v, m * n * sizeof(float)) == 0);
+        CHECK(muon__ssyrk_builtin(0, 1, TR[x], m, k, 1.0f, A.v, A.ld, 0.0f, S1.v, m) == MUON_OK);
+        CHECK(muon__ssyrk_builtin(0, 2, TR[x], m, k, 1.0f, A.v, A.ld, 0.0f, S2.v, m) == MUON_OK);
+        CHECK(memcmp(S1.v, S2.v, m * m * sizeof(float)) == 0);
+        CHECK(muon__sgemm_builtin(0, 3, TR[x], TR[1 - x], m, n, k, 1.0f, A.v, A.ld, B.v, B.ld, 0.0f, C2.v, n) == MUON_OK);
+        CHECK(memcmp(C1.v, C2.v, m * n * sizeof(float)) == 0);
+        CHECK(muon__ssyrk_builtin(0, 3, TR[x], m, k, 1.0f, A.v, A.ld, 0.0f, S2.v, m) == MUON_OK);
+        CHECK(memcmp(S1.v, S2.v, m * m * sizeof(float)) == 0);
+#ifdef _OPENMP
+        /* and through the public API with omp_set_num_threads */
+        omp_set_num_threads(1);
+        CHECK(muon_sgemm(TR[x], TR[1 - x], m, n, k, 1.0f, A.v, A.ld, B.v, B.ld, 0.0f, C1.v, n) == MUON_OK);
+        CHECK(muon_ssyrk(TR[x], m, k, 1.0f, A.v, A.ld, 0.0f, S1.v, m) == MUON_OK);
+        omp_set_num_threads(2);
+        CHECK(muon_sgemm(TR[x], TR[1 - x], m, n, k, 1.0f, A.v, A.ld, B.v, B.ld, 0.0f, C2.v, n) == MUON_OK);
+        CHECK(muon_ssyrk(TR[x], m, k, 1.0f, A.v, A.ld, 0.0f, S2.v, m) == MUON_OK);
+        CHECK(memcmp(C1.v, C2.v, m * n * sizeof(float)) == 0);
+        CHECK(memcmp(S1.v, S2.v, m * m * sizeof(float)) == 0);
+        omp_set_num_threads(saved);
+#endif
+        free(A.v); free(B.v); free(C1.v); free(C2.v); free(S1.v); free(S2.v);
+    }
+    {   /* a tall product (threads split rows instead of columns) */
+        size_t mt = 310, nt = 70, kt = 130;
+        tmat A = tmat_new(mt, kt, kt, &r), B = tmat_new(kt, nt, nt, &r);
+        tmat C1 = tmat_new(mt, nt, nt, &r), C2 = tmat_new(mt, nt, nt, &r), C3 = tmat_new(mt, nt, nt, &r);
+        CHECK(muon__sgemm_builtin(0, 1, MUON_NO_TRANS, MUON_NO_TRANS, mt, nt, kt, 1.0f, A.v, kt, B.v, nt, 0.0f, C1.v, nt) == MUON_OK);
+        CHECK(muon__sgemm_builtin(0, 2, MUON_NO_TRANS, MUON_NO_TRANS, mt, nt, kt, 1.0f, A.v, kt, B.v, nt, 0.0f, C2.v, nt) == MUON_OK);
+        CHECK(muon__sgemm_builtin(0, 3, MUON_NO_TRANS, MUON_NO_TRANS, mt, nt, kt, 1.0f, A.v, kt, B.v, nt, 0.0f, C3.v, nt) == MUON_OK);
+        CHECK(memcmp(C1.v, C2.v, mt * nt * sizeof(float)) == 0 && memcmp(C1.v, C3.v, mt * nt * sizeof(float)) == 0);
+        free(A.v); free(B.v); free(C1.v); free(C2.v); free(C3.v);
+    }
+}
+
+int main(void)
+{
+    RUN(test_gemm_small_odd_sizes);
+    RUN(test_gemm_tile_and_block_edges);
+    RUN(test_gemm_alpha_beta);
+    RUN(test_gemm_alpha_zero);
+    RUN(test_gemm_by_hand);
+    RUN(test_syrk);
+    RUN(test_errors_leave_c_untouched);
+    RUN(test_ws_fewer_threads);
+    RUN(test_allocation_policy);
+    RUN(test_scalar_vs_simd);
+    RUN(test_threads_bitwise);
+    return TEST_REPORT();
+}
