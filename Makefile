@@ -99,3 +99,4 @@ uninstall:
 clean:
 	rm -rf $(B)
 -include tests/reliability.mk
+-include bench/bench.mk
