@@ -37,7 +37,7 @@ HEADER_DEPS := $(HEADERS) $(wildcard wip/*.inc)
 V_scalar_CC  := $(CC)
 V_scalar_FL  := -std=c99 -O2 -DRN_NO_SIMD -DMUON_NO_SIMD
 V_avx2_CC    := $(CC)
-V_avx2_FL    := -std=c99 -O2 $(SIMD2)
+V_avx2_FL    := -std=c99 -O2 $(SIMD2) $(OMP)
 V_avx512_CC  := $(CC)
 V_avx512_FL  := -std=c99 -O2 $(SIMD512) $(OMP)
 V_cxx_CC     := $(CXX)
@@ -46,7 +46,7 @@ V_cblas_CC   := $(CC)
 V_cblas_FL   := -std=c99 -O2 $(SIMD2) -DRN_USE_CBLAS -DMUON_USE_CBLAS $(BLAS_CFLAGS)
 V_cblas_LIBS := $(BLAS_LIBS)
 V_asan_CC    := $(CC)
-V_asan_FL    := -std=c99 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all $(SIMD2)
+V_asan_FL    := -std=c99 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all $(SIMD2) $(OMP)
 
 VARIANTS := scalar avx2 cxx asan
 ifeq ($(ARCH),x86_64)
