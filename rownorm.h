@@ -1,6 +1,43 @@
-/* rownorm.h - v0.1.0 - geometry of the language-model head (SKELETON: being written)
+/* rownorm.h - v0.1.0 - geometry of the language-model head: Hilbert distances, exact row
+ * diameter, Hilbert RMS, projected RowNorm and the RowNorm head optimizer (SPEC.md section 1).
  *
  * #define ROWNORM_IMPLEMENTATION in exactly one C or C++ file before including this header.
+ * It needs <math.h> (link -lm).
+ *
+ * Usage:
+ *     #define ROWNORM_IMPLEMENTATION
+ *     #include "rownorm.h"
+ *
+ *     rn_rownorm_state st;
+ *     rn_rownorm_config cfg = rn_rownorm_default();   // lr 3.2e-3, beta 0.95, eps 1e-8
+ *     rn_rownorm_init(&st, V, d);                     // momentum B = 0, t = 0
+ *     for (...) rn_rownorm_step(&st, &cfg, U, d, G, d, NULL, 0);
+ *     double D; size_t i, j;
+ *     rn_row_diameter(S, V, d, d, &D, &i, &j);       // exact D(S) and a maximising pair
+ *     rn_rownorm_free(&st);
+ *
+ * Compile-time options (define before the implementation include):
+ *     RN_STATIC           all functions static
+ *     RN_MALLOC/RN_FREE   allocator used by the functions documented as allocating (both or neither)
+ *     RN_ASSERT(x)        internal assertions (default: assert from <assert.h>)
+ *     RN_NO_SIMD          use the scalar reference kernels only
+ *     RN_FORCE_AVX2       on an AVX-512 build, use the AVX2 kernels instead
+ *     RN_USE_CBLAS        send the GEMM-shaped tiles (diameter, Hilbert RMS) to cblas_sgemm
+ *                         (include path for <cblas.h> and a CBLAS library are then needed)
+ * SIMD is chosen at compile time from the compiler's macros: __AVX512F__, then __AVX2__ with
+ * __FMA__, then __ARM_NEON (AArch64); otherwise the scalar reference. The scalar reference of
+ * every kernel is always compiled (internal names rn__*_scalar) and the tests hold every
+ * vector path to it.
+ *
+ * Determinism: every function gives bit-identical results across runs and across OpenMP
+ * thread counts for a given build (fixed blocking, reductions combined in a fixed order).
+ * Different SIMD paths may differ in the last bits (different summation order, FMA).
+ *
+ * Threading: no global state; functions are reentrant. Built with -fopenmp, the RowNorm step
+ * parallelises over fixed chunks of 256 rows (partial sums combined in chunk order), the exact
+ * diameter over tile rows (ties broken by index) and the Hilbert RMS over token panels (one
+ * owner per token): results are independent of the thread count. Without OpenMP everything
+ * is single-threaded.
  */
 #ifndef ROWNORM_H
 #define ROWNORM_H
@@ -13,7 +50,11 @@
 
 #ifndef RNDEF
 #ifdef RN_STATIC
+#if defined(__GNUC__) || defined(__clang__)
+#define RNDEF static __attribute__((unused)) /* no warning for the functions a file does not call */
+#else
 #define RNDEF static
+#endif
 #else
 #define RNDEF extern
 #endif
@@ -26,7 +67,7 @@ extern "C" {
 typedef enum rn_status {
     RN_OK = 0,
     RN_ERR_NULL,        /* a required pointer is NULL */
-    RN_ERR_SIZE,        /* zero or overflowing size, or ld < cols */
+    RN_ERR_SIZE,        /* zero or overflowing size, or ld < cols, or workspace too small */
     RN_ERR_NONFINITE,   /* NaN or Inf in an input */
     RN_ERR_DOMAIN,      /* parameter outside its domain (p <= 0, beta outside [0,1), lr < 0, ...) */
     RN_ERR_NOMEM,       /* allocation failed */
@@ -34,7 +75,170 @@ typedef enum rn_status {
     RN_ERR_NOCONVERGE   /* an iterative solver did not reach its certified tolerance */
 } rn_status;
 
+/* Conventions for every function below (docs/api-rownorm.md has the long form):
+ * - matrices are row-major float32 with a leading dimension ld (elements); columns past
+ *   `cols` inside a leading dimension are never read or written;
+ * - rows, cols, n, tokens of 0 is RN_ERR_SIZE; ld < cols or (rows-1)*ld + cols overflowing
+ *   size_t bytes is RN_ERR_SIZE;
+ * - every input is validated before anything is written: on any error the outputs (and the
+ *   optimizer state) are untouched;
+ * - float inputs are checked for NaN/Inf (RN_ERR_NONFINITE) unless stated otherwise. */
+
+/* Name of a status code (never NULL). */
 RNDEF const char *rn_status_string(rn_status s);
+
+/* ---- 1.1 Hilbert projective distance ------------------------------------------------ */
+
+/* d_H(softmax z0, softmax z1) = osc(z1 - z0) = max_i (z1_i - z0_i) - min_i (z1_i - z0_i),
+ * computed from the logits in double (never through softmax; exact at |z| ~ 1e4).
+ * RN_ERR_NULL, RN_ERR_SIZE (n = 0), RN_ERR_NONFINITE. Writes *out only on success. */
+RNDEF rn_status rn_hilbert_logits(const float *z0, const float *z1, size_t n, double *out);
+
+/* d_H(p, q) = max_i log(p_i/q_i) - min_i log(p_i/q_i) for positive vectors (scale-free:
+ * p and q need not be normalised). Entries <= 0 are RN_ERR_DOMAIN, NaN/Inf RN_ERR_NONFINITE. */
+RNDEF rn_status rn_hilbert_probs(const float *p, const float *q, size_t n, double *out);
+
+/* Total-variation bound TV(p,q) <= tanh(d_H/4) (SPEC 1.1). d < 0 or NaN gives NaN. */
+RNDEF double rn_tv_bound(double hilbert_distance);
+
+/* ---- 1.2 Row diameter ---------------------------------------------------------------- */
+
+/* D(S) = max_{i<j} ||s_i - s_j||_2 and a maximising pair (*i < *j; 0,0 when rows == 1).
+ * Exact: the returned D is the double-precision distance of the returned pair, and no pair is
+ * farther (relative 1e-12 beyond double rounding); ties go to the lexicographically smallest
+ * pair. Rows are centred in double; pruning (radius, block and farthest-point bounds) is sound
+ * with a margin from the float32 error bound of the tile products, and candidates are verified
+ * in double from S itself. `i`, `j` may be NULL. Allocates rn_row_diameter_workspace_size bytes
+ * through RN_MALLOC (RN_ERR_NOMEM); rn_row_diameter_ws takes caller memory instead. */
+RNDEF rn_status rn_row_diameter(const float *S, size_t rows, size_t cols, size_t ld,
+                                double *diameter, size_t *i, size_t *j);
+/* Bytes of workspace rn_row_diameter_ws needs (0 if the size overflows). */
+RNDEF size_t rn_row_diameter_workspace_size(size_t rows, size_t cols);
+/* As rn_row_diameter, with caller memory `ws` of `ws_bytes` >= the size above (any alignment;
+ * RN_ERR_NULL if ws is NULL, RN_ERR_SIZE if too small). No allocation. */
+RNDEF rn_status rn_row_diameter_ws(const float *S, size_t rows, size_t cols, size_t ld,
+                                   void *ws, size_t ws_bytes,
+                                   double *diameter, size_t *i, size_t *j);
+
+/* O(rows*cols) bracket lo <= D(S) <= hi <= 2 lo: lo from farthest-point sweeps (an attained
+ * distance), hi = min(2 max_i ||s_i - c||, 2 lo) with c the mean row. No allocation. */
+RNDEF rn_status rn_row_diameter_bounds(const float *S, size_t rows, size_t cols, size_t ld,
+                                       double *lo, double *hi);
+
+/* The worst-case hidden state of SPEC 1.2: h = radius (s_i - s_j)/||s_i - s_j|| (cols floats),
+ * which attains sup_{||h|| <= radius} osc(S h) = radius * D(S) when (i, j) is a maximising
+ * pair. If s_i == s_j (or i == j) every h attains 0 and h = 0 is written.
+ * RN_ERR_DOMAIN for i or j >= rows or radius < 0 / non-finite. */
+RNDEF rn_status rn_worst_hidden_state(const float *S, size_t rows, size_t cols, size_t ld,
+                                      size_t i, size_t j, double radius, float *h);
+
+/* ---- 1.3 Hilbert RMS ------------------------------------------------------------------ */
+
+/* RMS = sqrt((1/N) sum_l osc(S h_l)^2) over the N = tokens hidden states h_l (rows of H,
+ * cols wide each). Streams vocabulary tiles against panels of H (GEMM-shaped, float32 products
+ * of rows centred in double; squares summed in double); never a rows x tokens buffer.
+ * Allocates rn_hilbert_rms_workspace_size(cols, tokens) + 2 tokens doubles through RN_MALLOC
+ * (H packed once: about tokens*cols floats). */
+RNDEF rn_status rn_hilbert_rms(const float *S, size_t rows, size_t cols, size_t lds,
+                               const float *H, size_t tokens, size_t ldh, double *rms);
+/* Bytes of workspace rn_hilbert_rms_partial_ws needs (0 if the size overflows). */
+RNDEF size_t rn_hilbert_rms_workspace_size(size_t cols, size_t tokens);
+/* Per-token range of the logit change for a vocabulary shard: tok_max[l] = max_i s_i.h_l and
+ * tok_min[l] = min_i s_i.h_l over the rows given (double arrays of `tokens`). A vocabulary split
+ * across processes combines by elementwise max of tok_max and min of tok_min (e.g. two
+ * all-reduces), then calls rn_hilbert_rms_from_range. No allocation. */
+RNDEF rn_status rn_hilbert_rms_partial_ws(const float *S, size_t rows, size_t cols, size_t lds,
+                                          const float *H, size_t tokens, size_t ldh,
+                                          void *ws, size_t ws_bytes,
+                                          double *tok_max, double *tok_min);
+/* sqrt(mean_l (tok_max[l] - tok_min[l])^2), summed in double. RN_ERR_DOMAIN if some
+ * tok_max < tok_min, RN_ERR_NONFINITE for NaN/Inf. */
+RNDEF rn_status rn_hilbert_rms_from_range(const double *tok_max, const double *tok_min,
+                                          size_t tokens, double *rms);
+
+/* ---- 1.4 Projected RowNorm ------------------------------------------------------------ */
+
+/* out = P RN_eps(P A) (SPEC 1.4): centre the rows (mean row subtracted, in double), divide each
+ * by (||row|| + eps) (a zero row stays zero), centre again. Column sums of out are 0 and every
+ * row of RN has norm <= 1. In place is allowed when out == A and ldo == lda; any other overlap
+ * is RN_ERR_ALIAS. eps < 0 or non-finite: RN_ERR_DOMAIN. Allocates
+ * rn_projected_rownorm_workspace_size(cols) bytes through RN_MALLOC; the _ws form does not. */
+RNDEF rn_status rn_projected_rownorm(const float *A, size_t rows, size_t cols, size_t lda, float eps,
+                                     float *out, size_t ldo);
+RNDEF size_t rn_projected_rownorm_workspace_size(size_t cols);
+RNDEF rn_status rn_projected_rownorm_ws(const float *A, size_t rows, size_t cols, size_t lda, float eps,
+                                        float *out, size_t ldo, void *ws, size_t ws_bytes);
+
+/* ---- 1.5 The RowNorm head optimizer ---------------------------------------------------- */
+
+/* Flags of rn_rownorm_config.flags. */
+#define RN_NO_BIAS_CORRECTION 1u  /* normalise B itself (eps not scaled by 1 - beta^t) */
+#define RN_NO_CENTER_IN       2u  /* skip the inner P (use when 1^T G = 0 is known) */
+#define RN_NO_CENTER_OUT      4u  /* skip the outer P */
+#define RN_REFERENCE_COMPAT   8u  /* the authors' released rule: no projections, B normalised
+                                     with eps (1 - beta^t) (= B-hat with eps) */
+#define RN_SKIP_CHECKS        16u /* skip the finiteness test of G; a NaN/Inf in G then propagates
+                                     into B and W unreported. Saves the read-only pre-pass over G
+                                     only when the inner P is off (the pre-pass also yields the
+                                     column mean of G that the inner P needs) */
+
+/* The step's hyper-parameters. Fields are literal values (a zeroed struct is valid: lr 0,
+ * beta 0, eps 0); start from rn_rownorm_default(). */
+typedef struct rn_rownorm_config {
+    double lr;           /* gamma_t >= 0 (the caller applies its schedule) */
+    double beta;         /* EMA momentum in [0, 1); default 0.95 */
+    double eps;          /* >= 0; default 1e-8 */
+    double weight_decay; /* lambda >= 0, decoupled: U <- (1 - lr*lambda) U + S; default 0 */
+    unsigned flags;      /* RN_* flags above; default 0 (projections on, bias correction on) */
+} rn_rownorm_config;
+
+/* The optimizer state. B (rows x cols, leading dimension cols) is the EMA momentum, t the
+ * number of steps taken. Other fields are private. */
+typedef struct rn_rownorm_state {
+    float *B;
+    size_t rows, cols;
+    unsigned long long t;
+    double *rn__part, *rn__part2; /* per-chunk column partial sums (chunks of 256 rows) */
+    double *rn__rowinv;           /* 1/(||b_i - mu|| + eps_t) per row */
+    double *rn__mu, *rn__nu;      /* inner and outer centres of this step */
+    double *rn__meanb;            /* column mean of B (tracked across steps) */
+    size_t rn__nchunks;
+    void *rn__mem;
+    int rn__owns, rn__meanb_ok;
+} rn_rownorm_state;
+
+/* lr 3.2e-3 (the paper's head rate at its smallest size), beta 0.95, eps 1e-8, weight_decay 0,
+ * flags 0. */
+RNDEF rn_rownorm_config rn_rownorm_default(void);
+/* Allocates the state (rn_rownorm_state_size bytes) through RN_MALLOC; B = 0, t = 0. */
+RNDEF rn_status rn_rownorm_init(rn_rownorm_state *st, size_t rows, size_t cols);
+/* Bytes of caller memory rn_rownorm_init_ws needs (0 if the size overflows). */
+RNDEF size_t rn_rownorm_state_size(size_t rows, size_t cols);
+/* As rn_rownorm_init, in caller memory (any alignment, >= rn_rownorm_state_size bytes, kept
+ * alive until the state is no longer used; rn_rownorm_free then frees nothing). */
+RNDEF rn_status rn_rownorm_init_ws(rn_rownorm_state *st, size_t rows, size_t cols,
+                                   void *mem, size_t mem_bytes);
+/* One step (SPEC 1.5):
+ *     B <- beta B + (1 - beta) G;  t <- t + 1;  B-hat = B / (1 - beta^t)   (1 - beta^t = -expm1(t log beta))
+ *     S = -lr P RN_eps(P B-hat);   W <- (1 - lr*weight_decay) W + S
+ * W is rows x cols (ldw), G likewise (ldg; never modified). step_out: NULL, or receives S
+ * (lds). No allocation. G is checked for NaN/Inf by a read-only pass first (RN_ERR_NONFINITE;
+ * RN_SKIP_CHECKS skips it); W is not checked (a NaN in W stays in its own entry).
+ * W, G, step_out and the state must not overlap (RN_ERR_ALIAS). RN_ERR_NULL for an
+ * uninitialised state; RN_ERR_DOMAIN for lr, eps, weight_decay < 0 or non-finite, beta outside
+ * [0, 1), unknown flags. Memory traffic in full array passes (the step is bandwidth-bound):
+ * default: pre-pass G (finiteness + column sums), sweep {G,B -> B, norms, outer-mean sums},
+ * sweep {B,W -> W (,S)} = 1 + 3 + 3 = 7; no projections: {G,B -> B, norm, W -> W} = 5 (+1 for
+ * the check). The inner centre is the column mean of B, tracked as beta mean(B_{t-1}) +
+ * (1 - beta) mean(G) in double (mean(B_{t-1}) re-accumulated from the stored floats at every
+ * step, so rounding does not build up); call rn_rownorm_sync after writing B directly. */
+RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *cfg, float *W, size_t ldw,
+                                const float *G, size_t ldg, float *step_out, size_t lds);
+/* Call after writing st->B directly (e.g. restoring a checkpoint): the column mean of B that
+ * the step tracks across steps is then recomputed (one read of B) at the next step. */
+RNDEF void rn_rownorm_sync(rn_rownorm_state *st);
+/* Frees what rn_rownorm_init allocated (nothing for _ws) and zeroes the struct. NULL is ok. */
+RNDEF void rn_rownorm_free(rn_rownorm_state *st);
 
 /* (the certified exact solver of the diameter-constrained step, SPEC 1.4) */
 #include "wip/rownorm_exact_decl.inc"
@@ -44,6 +248,7 @@ RNDEF const char *rn_status_string(rn_status s);
 #endif
 #endif /* ROWNORM_H */
 
+/* ======================================================================================= */
 #ifdef ROWNORM_IMPLEMENTATION
 #ifndef ROWNORM_IMPLEMENTATION_DONE
 #define ROWNORM_IMPLEMENTATION_DONE
@@ -51,6 +256,8 @@ RNDEF const char *rn_status_string(rn_status s);
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <float.h>
+#include <limits.h>
 
 #if defined(RN_MALLOC) && defined(RN_FREE)
 #elif !defined(RN_MALLOC) && !defined(RN_FREE)
@@ -59,6 +266,45 @@ RNDEF const char *rn_status_string(rn_status s);
 #else
 #error "rownorm.h: define both RN_MALLOC and RN_FREE, or neither"
 #endif
+
+#ifndef RN_ASSERT
+#include <assert.h>
+#define RN_ASSERT(x) assert(x)
+#endif
+
+#ifdef _OPENMP
+#define RN__OMP(x) _Pragma(#x)
+#else
+#define RN__OMP(x)
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define RN__MAYBE_UNUSED __attribute__((unused))
+#else
+#define RN__MAYBE_UNUSED
+#endif
+/* internal functions: static, possibly unused in a given build */
+#define RN__FN static RN__MAYBE_UNUSED
+
+#if !defined(RN_NO_SIMD)
+#if defined(__AVX512F__) && !defined(RN_FORCE_AVX2)
+#define RN__AVX512 1
+#include <immintrin.h>
+#elif defined(__AVX2__) && defined(__FMA__)
+#define RN__AVX2 1
+#include <immintrin.h>
+#elif defined(__ARM_NEON) && defined(__aarch64__)
+#define RN__NEON 1
+#include <arm_neon.h>
+#endif
+#endif
+
+#ifdef RN_USE_CBLAS
+#include <cblas.h>
+#endif
+
+#define RN__CHUNK_ROWS 256 /* rows per chunk of the step's column reductions (fixed: determinism) */
+#define RN__BS 64          /* rows per block of the diameter and Hilbert RMS tiles */
 
 RNDEF const char *rn_status_string(rn_status s)
 {
@@ -75,7 +321,1954 @@ RNDEF const char *rn_status_string(rn_status s)
     return "unknown rn_status";
 }
 
+/* ---- validation helpers ------------------------------------------------------------------ */
+
+/* Elements spanned by a rows x cols matrix with leading dimension ld; 0 on invalid/overflow. */
+RN__FN size_t rn__extent(size_t rows, size_t cols, size_t ld)
+{
+    size_t e;
+    if (rows == 0 || cols == 0 || ld < cols) return 0;
+    if (rows - 1 > ((size_t)-1 / sizeof(float)) / ld) return 0;
+    e = (rows - 1) * ld;
+    if (e > (size_t)-1 / sizeof(float) - cols) return 0;
+    return e + cols;
+}
+
+/* Byte ranges [a, a+na) and [b, b+nb) overlap. */
+RN__FN int rn__overlap(const void *a, size_t na, const void *b, size_t nb)
+{
+    const char *pa = (const char *)a, *pb = (const char *)b;
+    if (!a || !b || na == 0 || nb == 0) return 0;
+    return pa < pb + nb && pb < pa + na;
+}
+
+RN__FN size_t rn__align_up(size_t x, size_t a) { return (x + (a - 1)) & ~(a - 1); }
+
+/* Carve `bytes` (64-aligned) from *cursor; returns NULL if past end. */
+RN__FN void *rn__carve(char **cursor, char *end, size_t bytes)
+{
+    size_t addr = (size_t)*cursor;
+    char *p = *cursor + (rn__align_up(addr, 64) - addr);
+    if (p > end || (size_t)(end - p) < bytes) return NULL;
+    *cursor = p + bytes;
+    return p;
+}
+
+/* a + b, a * b with overflow to (size_t)-1 (sticky) */
+RN__FN size_t rn__add(size_t a, size_t b) { return (a > (size_t)-1 - b) ? (size_t)-1 : a + b; }
+RN__FN size_t rn__mul(size_t a, size_t b)
+{
+    if (a == (size_t)-1 || b == (size_t)-1) return (size_t)-1;
+    if (a != 0 && b > (size_t)-1 / a) return (size_t)-1;
+    return a * b;
+}
+
+/* ======================================================================================= */
+/* Kernels. Every kernel has a scalar reference rn__X_scalar, compiled always; rn__X dispatches. */
+
+/* All n floats finite. */
+RN__FN int rn__all_finite_scalar(const float *x, size_t n)
+{
+    unsigned int m = 0;
+    size_t k;
+    for (k = 0; k < n; k++) {
+        unsigned int u;
+        memcpy(&u, x + k, sizeof u);
+        u &= 0x7fffffffu;
+        m = u > m ? u : m;
+    }
+    return m < 0x7f800000u;
+}
+
+/* sum_k (x_k - mu_k)^2 in double; mu may be NULL (then 0). */
+RN__FN double rn__sumsq_fd_scalar(const float *x, const double *mu, size_t n)
+{
+    double s = 0.0;
+    size_t k;
+    if (mu) {
+        for (k = 0; k < n; k++) { double d = (double)x[k] - mu[k]; s += d * d; }
+    } else {
+        for (k = 0; k < n; k++) { double d = (double)x[k]; s += d * d; }
+    }
+    return s;
+}
+
+/* sum_k (x_k - y_k)^2 in double (the differences of floats are exact in double). */
+RN__FN double rn__sumsq_ff_scalar(const float *x, const float *y, size_t n)
+{
+    double s = 0.0;
+    size_t k;
+    for (k = 0; k < n; k++) { double d = (double)x[k] - (double)y[k]; s += d * d; }
+    return s;
+}
+
+/* b <- beta b + omb g (float); colacc (may be NULL) += b_new in double. */
+RN__FN void rn__row_ema_scalar(float *b, const float *g, size_t n, float beta, float omb, double *colacc)
+{
+    size_t k;
+    for (k = 0; k < n; k++) {
+        float v = beta * b[k] + omb * g[k];
+        b[k] = v;
+        if (colacc) colacc[k] += (double)v;
+    }
+}
+
+/* b <- beta b + omb g (float); returns sum of b_new^2 in double (the no-projection fast path). */
+RN__FN double rn__row_ema_sq_scalar(float *b, const float *g, size_t n, float beta, float omb)
+{
+    double s = 0.0;
+    size_t k;
+    for (k = 0; k < n; k++) {
+        float v = beta * b[k] + omb * g[k];
+        b[k] = v;
+        s += (double)v * (double)v;
+    }
+    return s;
+}
+
+/* s = alpha b; w <- w decay + s; sout (may be NULL) = s; in float (no centring to protect). */
+RN__FN void rn__row_axpby_scalar(const float *b, float alpha, float decay, float *w, float *sout, size_t n)
+{
+    size_t k;
+    for (k = 0; k < n; k++) {
+        float s = alpha * b[k];
+        w[k] = w[k] * decay + s;
+        if (sout) sout[k] = s;
+    }
+}
+
+/* b <- beta b + omb g (float); colacc += b_new (double); returns sum (b_new - mu)^2 (double):
+ * the update, the column sums and the centred norm in one visit of the row. */
+RN__FN double rn__row_ema_stats_scalar(float *b, const float *g, size_t n, float beta, float omb,
+                                       const double *mu, double *colacc)
+{
+    double s = 0.0;
+    size_t k;
+    for (k = 0; k < n; k++) {
+        float v = beta * b[k] + omb * g[k];
+        double d = (double)v - mu[k];
+        b[k] = v;
+        colacc[k] += (double)v;
+        s += d * d;
+    }
+    return s;
+}
+
+/* acc += g (double); returns whether all of g is finite. */
+RN__FN int rn__row_gsum_scalar(const float *g, size_t n, double *acc)
+{
+    size_t k;
+    for (k = 0; k < n; k++) acc[k] += (double)g[k];
+    return rn__all_finite_scalar(g, n);
+}
+
+/* acc += (b - mu) * inv, in double. */
+RN__FN void rn__row_nu_scalar(const float *b, const double *mu, double inv, double *acc, size_t n)
+{
+    size_t k;
+    for (k = 0; k < n; k++) acc[k] += ((double)b[k] - mu[k]) * inv;
+}
+
+/* s = neglr ((b - mu) inv - nu); w <- w decay + s; sout (may be NULL) = s. Double, rounded once. */
+RN__FN void rn__row_write_scalar(const float *b, const double *mu, double inv, const double *nu,
+                                 double neglr, double decay, float *w, float *sout, size_t n)
+{
+    size_t k;
+    for (k = 0; k < n; k++) {
+        double s = neglr * (((double)b[k] - mu[k]) * inv - nu[k]);
+        w[k] = (float)((double)w[k] * decay + s);
+        if (sout) sout[k] = (float)s;
+    }
+}
+
+/* Packed panels (the GEMM-shaped tiles of the diameter and the Hilbert RMS): a block of up to
+ * RN__BS = 64 rows of length k is stored transposed, P[l*64 + r] (columns r past the block's
+ * rows are zero). rn__panel_tile computes the 64 x 64 product of two panels,
+ * C[r*64 + c] = sum_l Pa[l*64 + r] Pb[l*64 + c], in float32, summing in l order. */
+RN__FN void rn__panel_tile_scalar(const float *Pa, const float *Pb, size_t k, float *C)
+{
+    size_t r, c, l;
+    for (r = 0; r < 64 * 64; r++) C[r] = 0.0f;
+    for (l = 0; l < k; l++) {
+        const float *pa = Pa + l * 64, *pb = Pb + l * 64;
+        for (r = 0; r < 64; r++) {
+            float ar = pa[r];
+            float *cr = C + r * 64;
+            for (c = 0; c < 64; c++) cr[c] += ar * pb[c];
+        }
+    }
+}
+
+#define RN__KC 128 /* k-chunk of the panel micro-kernels: the micro-panels stay in L1 */
+
+#if defined(RN__AVX512)
+#if defined(__GNUC__) && !defined(__clang__)
+/* GCC's AVX-512 headers self-initialise _mm512_undefined_*(), which -Wmaybe-uninitialized
+ * flags in C++ once inlined; the values are never used. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+RN__FN int rn__all_finite_avx512(const float *x, size_t n)
+{
+    const __m512i msk = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+    __mmask16 bad = 0;
+    size_t k = 0, nv = n - n % 16;
+    for (; k < nv; k += 16)
+        bad = (__mmask16)(bad | _mm512_cmpge_epu32_mask(_mm512_and_si512(_mm512_loadu_si512((const void *)(x + k)), msk), inf));
+    if (k < n) {
+        __mmask16 t = (__mmask16)((1u << (n - k)) - 1u);
+        bad = (__mmask16)(bad | _mm512_cmpge_epu32_mask(_mm512_and_si512(_mm512_castps_si512(_mm512_maskz_loadu_ps(t, x + k)), msk), inf));
+    }
+    return bad == 0;
+}
+RN__FN double rn__sumsq_fd_avx512(const float *x, const double *mu, size_t n)
+{
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    size_t k = 0, nv = n - n % 16;
+    for (; k < nv; k += 16) {
+        __m512d a = _mm512_cvtps_pd(_mm256_loadu_ps(x + k));
+        __m512d b = _mm512_cvtps_pd(_mm256_loadu_ps(x + k + 8));
+        if (mu) { a = _mm512_sub_pd(a, _mm512_loadu_pd(mu + k)); b = _mm512_sub_pd(b, _mm512_loadu_pd(mu + k + 8)); }
+        s0 = _mm512_fmadd_pd(a, a, s0);
+        s1 = _mm512_fmadd_pd(b, b, s1);
+    }
+    if (k < n) {
+        size_t r = n - k;
+        __mmask8 t0 = (__mmask8)(r >= 8 ? 0xff : ((1u << r) - 1u));
+        __mmask8 t1 = (__mmask8)(r > 8 ? ((1u << (r - 8)) - 1u) : 0u);
+        __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_maskz_loadu_ps((__mmask16)t0, x + k)));
+        __m512d b = _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_maskz_loadu_ps((__mmask16)t1, x + k + 8)));
+        if (mu) { a = _mm512_sub_pd(a, _mm512_maskz_loadu_pd(t0, mu + k)); b = _mm512_sub_pd(b, _mm512_maskz_loadu_pd(t1, mu + k + 8)); }
+        s0 = _mm512_fmadd_pd(a, a, s0);
+        s1 = _mm512_fmadd_pd(b, b, s1);
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+}
+RN__FN double rn__sumsq_ff_avx512(const float *x, const float *y, size_t n)
+{
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    size_t k = 0, nv = n - n % 16;
+    for (; k < nv; k += 16) {
+        __m512d a = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + k)), _mm512_cvtps_pd(_mm256_loadu_ps(y + k)));
+        __m512d b = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + k + 8)), _mm512_cvtps_pd(_mm256_loadu_ps(y + k + 8)));
+        s0 = _mm512_fmadd_pd(a, a, s0);
+        s1 = _mm512_fmadd_pd(b, b, s1);
+    }
+    if (k < n) {
+        __mmask16 t = (__mmask16)((1u << (n - k)) - 1u);
+        __m512 xv = _mm512_maskz_loadu_ps(t, x + k), yv = _mm512_maskz_loadu_ps(t, y + k);
+        __m512d a = _mm512_sub_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(xv)), _mm512_cvtps_pd(_mm512_castps512_ps256(yv)));
+        __m512d b = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(xv), 1))),
+                                  _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(yv), 1))));
+        s0 = _mm512_fmadd_pd(a, a, s0);
+        s1 = _mm512_fmadd_pd(b, b, s1);
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+}
+RN__FN void rn__row_ema_avx512(float *b, const float *g, size_t n, float beta, float omb, double *colacc)
+{
+    __m512 vb = _mm512_set1_ps(beta), vo = _mm512_set1_ps(omb);
+    size_t k = 0, nv = n - n % 16;
+    for (; k < nv; k += 16) {
+        __m512 v = _mm512_fmadd_ps(vb, _mm512_loadu_ps(b + k), _mm512_mul_ps(vo, _mm512_loadu_ps(g + k)));
+        _mm512_storeu_ps(b + k, v);
+        if (colacc) {
+            _mm512_storeu_pd(colacc + k, _mm512_add_pd(_mm512_loadu_pd(colacc + k), _mm512_cvtps_pd(_mm512_castps512_ps256(v))));
+            _mm512_storeu_pd(colacc + k + 8, _mm512_add_pd(_mm512_loadu_pd(colacc + k + 8),
+                             _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)))));
+        }
+    }
+    for (; k < n; k++) {
+        float v = fmaf(beta, b[k], omb * g[k]);
+        b[k] = v;
+        if (colacc) colacc[k] += (double)v;
+    }
+}
+RN__FN double rn__row_ema_sq_avx512(float *b, const float *g, size_t n, float beta, float omb)
+{
+    __m512 vb = _mm512_set1_ps(beta), vo = _mm512_set1_ps(omb);
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    size_t k = 0, nv = n - n % 16;
+    for (; k < nv; k += 16) {
+        __m512 v = _mm512_fmadd_ps(vb, _mm512_loadu_ps(b + k), _mm512_mul_ps(vo, _mm512_loadu_ps(g + k)));
+        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+        _mm512_storeu_ps(b + k, v);
+        s0 = _mm512_fmadd_pd(lo, lo, s0);
+        s1 = _mm512_fmadd_pd(hi, hi, s1);
+    }
+    if (k < n) {
+        __mmask16 t = (__mmask16)((1u << (n - k)) - 1u);
+        __m512 v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(t, b + k), _mm512_mul_ps(vo, _mm512_maskz_loadu_ps(t, g + k)));
+        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+        _mm512_mask_storeu_ps(b + k, t, v);
+        s0 = _mm512_fmadd_pd(lo, lo, s0);
+        s1 = _mm512_fmadd_pd(hi, hi, s1);
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+}
+RN__FN void rn__row_axpby_avx512(const float *b, float alpha, float decay, float *w, float *sout, size_t n)
+{
+    __m512 va = _mm512_set1_ps(alpha), vd = _mm512_set1_ps(decay);
+    size_t k = 0, nv = n - n % 16;
+    for (; k < nv; k += 16) {
+        __m512 sv = _mm512_mul_ps(va, _mm512_loadu_ps(b + k));
+        _mm512_storeu_ps(w + k, _mm512_fmadd_ps(_mm512_loadu_ps(w + k), vd, sv));
+        if (sout) _mm512_storeu_ps(sout + k, sv);
+    }
+    if (k < n) {
+        __mmask16 t = (__mmask16)((1u << (n - k)) - 1u);
+        __m512 sv = _mm512_mul_ps(va, _mm512_maskz_loadu_ps(t, b + k));
+        _mm512_mask_storeu_ps(w + k, t, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(t, w + k), vd, sv));
+        if (sout) _mm512_mask_storeu_ps(sout + k, t, sv);
+    }
+}
+RN__FN double rn__row_ema_stats_avx512(float *b, const float *g, size_t n, float beta, float omb,
+                                       const double *mu, double *colacc)
+{
+    __m512 vb = _mm512_set1_ps(beta), vo = _mm512_set1_ps(omb);
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    size_t k = 0, nv = n - n % 16;
+    for (; k < nv; k += 16) {
+        __m512 v = _mm512_fmadd_ps(vb, _mm512_loadu_ps(b + k), _mm512_mul_ps(vo, _mm512_loadu_ps(g + k)));
+        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+        __m512d d0 = _mm512_sub_pd(lo, _mm512_loadu_pd(mu + k)), d1 = _mm512_sub_pd(hi, _mm512_loadu_pd(mu + k + 8));
+        _mm512_storeu_ps(b + k, v);
+        _mm512_storeu_pd(colacc + k, _mm512_add_pd(_mm512_loadu_pd(colacc + k), lo));
+        _mm512_storeu_pd(colacc + k + 8, _mm512_add_pd(_mm512_loadu_pd(colacc + k + 8), hi));
+        s0 = _mm512_fmadd_pd(d0, d0, s0);
+        s1 = _mm512_fmadd_pd(d1, d1, s1);
+    }
+    if (k < n) {
+        size_t r = n - k;
+        __mmask16 t = (__mmask16)((1u << r) - 1u);
+        __mmask8 t0 = (__mmask8)(r >= 8 ? 0xffu : ((1u << r) - 1u));
+        __mmask8 t1 = (__mmask8)(r > 8 ? ((1u << (r - 8)) - 1u) : 0u);
+        __m512 v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(t, b + k), _mm512_mul_ps(vo, _mm512_maskz_loadu_ps(t, g + k)));
+        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+        __m512d d0 = _mm512_sub_pd(lo, _mm512_maskz_loadu_pd(t0, mu + k));
+        __m512d d1 = _mm512_sub_pd(hi, _mm512_maskz_loadu_pd(t1, mu + k + 8));
+        _mm512_mask_storeu_ps(b + k, t, v);
+        _mm512_mask_storeu_pd(colacc + k, t0, _mm512_add_pd(_mm512_maskz_loadu_pd(t0, colacc + k), lo));
+        _mm512_mask_storeu_pd(colacc + k + 8, t1, _mm512_add_pd(_mm512_maskz_loadu_pd(t1, colacc + k + 8), hi));
+        s0 = _mm512_fmadd_pd(d0, d0, s0);
+        s1 = _mm512_fmadd_pd(d1, d1, s1);
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+}
+RN__FN int rn__row_gsum_avx512(const float *g, size_t n, double *acc)
+{
+    const __m512i msk = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+    __mmask16 bad = 0;
+    size_t k = 0, nv = n - n % 16;
+    for (; k < nv; k += 16) {
+        __m512 v = _mm512_loadu_ps(g + k);
+        bad = (__mmask16)(bad | _mm512_cmpge_epu32_mask(_mm512_and_si512(_mm512_castps_si512(v), msk), inf));
+        _mm512_storeu_pd(acc + k, _mm512_add_pd(_mm512_loadu_pd(acc + k), _mm512_cvtps_pd(_mm512_castps512_ps256(v))));
+        _mm512_storeu_pd(acc + k + 8, _mm512_add_pd(_mm512_loadu_pd(acc + k + 8),
+                         _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)))));
+    }
+    for (; k < n; k++) acc[k] += (double)g[k];
+    return bad == 0 && rn__all_finite_scalar(g + nv, n - nv);
+}
+RN__FN void rn__row_nu_avx512(const float *b, const double *mu, double inv, double *acc, size_t n)
+{
+    __m512d vi = _mm512_set1_pd(inv);
+    size_t k = 0, nv = n - n % 8;
+    for (; k < nv; k += 8) {
+        __m512d d = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(b + k)), _mm512_loadu_pd(mu + k));
+        _mm512_storeu_pd(acc + k, _mm512_fmadd_pd(d, vi, _mm512_loadu_pd(acc + k)));
+    }
+    for (; k < n; k++) acc[k] = fma((double)b[k] - mu[k], inv, acc[k]);
+}
+RN__FN void rn__row_write_avx512(const float *b, const double *mu, double inv, const double *nu,
+                                 double neglr, double decay, float *w, float *sout, size_t n)
+{
+    __m512d vi = _mm512_set1_pd(inv), vl = _mm512_set1_pd(neglr), vd = _mm512_set1_pd(decay);
+    size_t k = 0, nv = n - n % 8;
+    for (; k < nv; k += 8) {
+        __m512d d = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(b + k)), _mm512_loadu_pd(mu + k));
+        __m512d s = _mm512_mul_pd(vl, _mm512_fmsub_pd(d, vi, _mm512_loadu_pd(nu + k)));
+        __m512d wv = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_loadu_ps(w + k)), vd, s);
+        _mm256_storeu_ps(w + k, _mm512_cvtpd_ps(wv));
+        if (sout) _mm256_storeu_ps(sout + k, _mm512_cvtpd_ps(s));
+    }
+    for (; k < n; k++) {
+        double s = neglr * fma((double)b[k] - mu[k], inv, -nu[k]);
+        w[k] = (float)fma((double)w[k], decay, s);
+        if (sout) sout[k] = (float)s;
+    }
+}
+/* 8 x 32 register block (16 zmm accumulators): per l, two loads of Pb, eight broadcasts of Pa. */
+RN__FN void rn__panel_tile_avx512(const float *Pa, const float *Pb, size_t k, float *C)
+{
+    size_t kc, i0, j0, l;
+    for (kc = 0; kc < k; kc += RN__KC) {
+        size_t kn = k - kc < RN__KC ? k - kc : RN__KC;
+        for (j0 = 0; j0 < 64; j0 += 32)
+            for (i0 = 0; i0 < 64; i0 += 8) {
+                float *c = C + i0 * 64 + j0;
+                const float *pa = Pa + kc * 64 + i0, *pb = Pb + kc * 64 + j0;
+                __m512 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
+                if (kc == 0) {
+                    c00 = _mm512_setzero_ps();
+                    c01 = c10 = c11 = c20 = c21 = c30 = c31 = c00;
+                    c40 = c41 = c50 = c51 = c60 = c61 = c70 = c71 = c00;
+                } else {
+#define RN__LC(R) c##R##0 = _mm512_loadu_ps(c + R * 64); c##R##1 = _mm512_loadu_ps(c + R * 64 + 16);
+                    RN__LC(0) RN__LC(1) RN__LC(2) RN__LC(3) RN__LC(4) RN__LC(5) RN__LC(6) RN__LC(7)
+#undef RN__LC
+                }
+                for (l = 0; l < kn; l++, pa += 64, pb += 64) {
+                    __m512 b0 = _mm512_loadu_ps(pb), b1 = _mm512_loadu_ps(pb + 16), a;
+#define RN__FM(R) a = _mm512_set1_ps(pa[R]); c##R##0 = _mm512_fmadd_ps(a, b0, c##R##0); c##R##1 = _mm512_fmadd_ps(a, b1, c##R##1);
+                    RN__FM(0) RN__FM(1) RN__FM(2) RN__FM(3) RN__FM(4) RN__FM(5) RN__FM(6) RN__FM(7)
+#undef RN__FM
+                }
+#define RN__SC(R) _mm512_storeu_ps(c + R * 64, c##R##0); _mm512_storeu_ps(c + R * 64 + 16, c##R##1);
+                RN__SC(0) RN__SC(1) RN__SC(2) RN__SC(3) RN__SC(4) RN__SC(5) RN__SC(6) RN__SC(7)
+#undef RN__SC
+            }
+    }
+    if (k == 0) memset(C, 0, 64 * 64 * sizeof(float));
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif /* RN__AVX512 */
+
+#if defined(RN__AVX2)
+RN__FN float rn__hsum256(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+RN__FN double rn__hsum256d(__m256d v)
+{
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
+    return _mm_cvtsd_f64(s);
+}
+RN__FN int rn__all_finite_avx2(const float *x, size_t n)
+{
+    __m256i m = _mm256_setzero_si256(), msk = _mm256_set1_epi32(0x7fffffff);
+    unsigned int lanes[8], r = 0;
+    size_t k = 0, nv = n - n % 8;
+    int q;
+    for (; k < nv; k += 8)
+        m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(x + k)), msk));
+    _mm256_storeu_si256((__m256i *)(void *)lanes, m);
+    for (q = 0; q < 8; q++) r = lanes[q] > r ? lanes[q] : r;
+    return r < 0x7f800000u && rn__all_finite_scalar(x + k, n - k);
+}
+RN__FN double rn__sumsq_fd_avx2(const float *x, const double *mu, size_t n)
+{
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    double s;
+    size_t k = 0, nv = n - n % 8;
+    for (; k < nv; k += 8) {
+        __m256d a = _mm256_cvtps_pd(_mm_loadu_ps(x + k)), b = _mm256_cvtps_pd(_mm_loadu_ps(x + k + 4));
+        if (mu) { a = _mm256_sub_pd(a, _mm256_loadu_pd(mu + k)); b = _mm256_sub_pd(b, _mm256_loadu_pd(mu + k + 4)); }
+        s0 = _mm256_fmadd_pd(a, a, s0);
+        s1 = _mm256_fmadd_pd(b, b, s1);
+    }
+    s = rn__hsum256d(_mm256_add_pd(s0, s1));
+    return s + rn__sumsq_fd_scalar(x + k, mu ? mu + k : NULL, n - k);
+}
+RN__FN double rn__sumsq_ff_avx2(const float *x, const float *y, size_t n)
+{
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    double s;
+    size_t k = 0, nv = n - n % 8;
+    for (; k < nv; k += 8) {
+        __m256d a = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + k)), _mm256_cvtps_pd(_mm_loadu_ps(y + k)));
+        __m256d b = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + k + 4)), _mm256_cvtps_pd(_mm_loadu_ps(y + k + 4)));
+        s0 = _mm256_fmadd_pd(a, a, s0);
+        s1 = _mm256_fmadd_pd(b, b, s1);
+    }
+    s = rn__hsum256d(_mm256_add_pd(s0, s1));
+    return s + rn__sumsq_ff_scalar(x + k, y + k, n - k);
+}
+RN__FN void rn__row_ema_avx2(float *b, const float *g, size_t n, float beta, float omb, double *colacc)
+{
+    __m256 vb = _mm256_set1_ps(beta), vo = _mm256_set1_ps(omb);
+    size_t k = 0, nv = n - n % 8;
+    for (; k < nv; k += 8) {
+        __m256 v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(b + k), _mm256_mul_ps(vo, _mm256_loadu_ps(g + k)));
+        _mm256_storeu_ps(b + k, v);
+        if (colacc) {
+            _mm256_storeu_pd(colacc + k, _mm256_add_pd(_mm256_loadu_pd(colacc + k), _mm256_cvtps_pd(_mm256_castps256_ps128(v))));
+            _mm256_storeu_pd(colacc + k + 4, _mm256_add_pd(_mm256_loadu_pd(colacc + k + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
+        }
+    }
+    for (; k < n; k++) {
+        float v = fmaf(beta, b[k], omb * g[k]);
+        b[k] = v;
+        if (colacc) colacc[k] += (double)v;
+    }
+}
+RN__FN double rn__row_ema_sq_avx2(float *b, const float *g, size_t n, float beta, float omb)
+{
+    __m256 vb = _mm256_set1_ps(beta), vo = _mm256_set1_ps(omb);
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    double s;
+    size_t k = 0, nv = n - n % 8;
+    for (; k < nv; k += 8) {
+        __m256 v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(b + k), _mm256_mul_ps(vo, _mm256_loadu_ps(g + k)));
+        __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+        _mm256_storeu_ps(b + k, v);
+        s0 = _mm256_fmadd_pd(lo, lo, s0);
+        s1 = _mm256_fmadd_pd(hi, hi, s1);
+    }
+    s = rn__hsum256d(_mm256_add_pd(s0, s1));
+    for (; k < n; k++) {
+        float v = fmaf(beta, b[k], omb * g[k]);
+        b[k] = v;
+        s += (double)v * (double)v;
+    }
+    return s;
+}
+RN__FN void rn__row_axpby_avx2(const float *b, float alpha, float decay, float *w, float *sout, size_t n)
+{
+    __m256 va = _mm256_set1_ps(alpha), vd = _mm256_set1_ps(decay);
+    size_t k = 0, nv = n - n % 8;
+    for (; k < nv; k += 8) {
+        __m256 sv = _mm256_mul_ps(va, _mm256_loadu_ps(b + k));
+        _mm256_storeu_ps(w + k, _mm256_fmadd_ps(_mm256_loadu_ps(w + k), vd, sv));
+        if (sout) _mm256_storeu_ps(sout + k, sv);
+    }
+    for (; k < n; k++) {
+        float sv = alpha * b[k];
+        w[k] = fmaf(w[k], decay, sv);
+        if (sout) sout[k] = sv;
+    }
+}
+RN__FN double rn__row_ema_stats_avx2(float *b, const float *g, size_t n, float beta, float omb,
+                                     const double *mu, double *colacc)
+{
+    __m256 vb = _mm256_set1_ps(beta), vo = _mm256_set1_ps(omb);
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    double s;
+    size_t k = 0, nv = n - n % 8;
+    for (; k < nv; k += 8) {
+        __m256 v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(b + k), _mm256_mul_ps(vo, _mm256_loadu_ps(g + k)));
+        __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+        __m256d d0 = _mm256_sub_pd(lo, _mm256_loadu_pd(mu + k)), d1 = _mm256_sub_pd(hi, _mm256_loadu_pd(mu + k + 4));
+        _mm256_storeu_ps(b + k, v);
+        _mm256_storeu_pd(colacc + k, _mm256_add_pd(_mm256_loadu_pd(colacc + k), lo));
+        _mm256_storeu_pd(colacc + k + 4, _mm256_add_pd(_mm256_loadu_pd(colacc + k + 4), hi));
+        s0 = _mm256_fmadd_pd(d0, d0, s0);
+        s1 = _mm256_fmadd_pd(d1, d1, s1);
+    }
+    s = rn__hsum256d(_mm256_add_pd(s0, s1));
+    for (; k < n; k++) {
+        float v = fmaf(beta, b[k], omb * g[k]);
+        double d = (double)v - mu[k];
+        b[k] = v;
+        colacc[k] += (double)v;
+        s += d * d;
+    }
+    return s;
+}
+RN__FN int rn__row_gsum_avx2(const float *g, size_t n, double *acc)
+{
+    size_t k = 0, nv = n - n % 8;
+    for (; k < nv; k += 8) {
+        __m256 v = _mm256_loadu_ps(g + k);
+        _mm256_storeu_pd(acc + k, _mm256_add_pd(_mm256_loadu_pd(acc + k), _mm256_cvtps_pd(_mm256_castps256_ps128(v))));
+        _mm256_storeu_pd(acc + k + 4, _mm256_add_pd(_mm256_loadu_pd(acc + k + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
+    }
+    for (; k < n; k++) acc[k] += (double)g[k];
+    return rn__all_finite_avx2(g, n); /* the row is in L1 now */
+}
+RN__FN void rn__row_nu_avx2(const float *b, const double *mu, double inv, double *acc, size_t n)
+{
+    __m256d vi = _mm256_set1_pd(inv);
+    size_t k = 0, nv = n - n % 4;
+    for (; k < nv; k += 4) {
+        __m256d d = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(b + k)), _mm256_loadu_pd(mu + k));
+        _mm256_storeu_pd(acc + k, _mm256_fmadd_pd(d, vi, _mm256_loadu_pd(acc + k)));
+    }
+    for (; k < n; k++) acc[k] = fma((double)b[k] - mu[k], inv, acc[k]);
+}
+RN__FN void rn__row_write_avx2(const float *b, const double *mu, double inv, const double *nu,
+                               double neglr, double decay, float *w, float *sout, size_t n)
+{
+    __m256d vi = _mm256_set1_pd(inv), vl = _mm256_set1_pd(neglr), vd = _mm256_set1_pd(decay);
+    size_t k = 0, nv = n - n % 4;
+    for (; k < nv; k += 4) {
+        __m256d d = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(b + k)), _mm256_loadu_pd(mu + k));
+        __m256d s = _mm256_mul_pd(vl, _mm256_fmsub_pd(d, vi, _mm256_loadu_pd(nu + k)));
+        __m256d wv = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(w + k)), vd, s);
+        _mm_storeu_ps(w + k, _mm256_cvtpd_ps(wv));
+        if (sout) _mm_storeu_ps(sout + k, _mm256_cvtpd_ps(s));
+    }
+    for (; k < n; k++) {
+        double s = neglr * fma((double)b[k] - mu[k], inv, -nu[k]);
+        w[k] = (float)fma((double)w[k], decay, s);
+        if (sout) sout[k] = (float)s;
+    }
+}
+/* 4 x 16 register block (8 ymm accumulators + 2 loads + 1 broadcast of the 16 registers). */
+RN__FN void rn__panel_tile_avx2(const float *Pa, const float *Pb, size_t k, float *C)
+{
+    size_t kc, i0, j0, l;
+    for (kc = 0; kc < k; kc += RN__KC) {
+        size_t kn = k - kc < RN__KC ? k - kc : RN__KC;
+        for (j0 = 0; j0 < 64; j0 += 16)
+            for (i0 = 0; i0 < 64; i0 += 4) {
+                float *c = C + i0 * 64 + j0;
+                const float *pa = Pa + kc * 64 + i0, *pb = Pb + kc * 64 + j0;
+                __m256 c00, c01, c10, c11, c20, c21, c30, c31;
+                if (kc == 0) {
+                    c00 = _mm256_setzero_ps();
+                    c01 = c10 = c11 = c20 = c21 = c30 = c31 = c00;
+                } else {
+#define RN__LC(R) c##R##0 = _mm256_loadu_ps(c + R * 64); c##R##1 = _mm256_loadu_ps(c + R * 64 + 8);
+                    RN__LC(0) RN__LC(1) RN__LC(2) RN__LC(3)
+#undef RN__LC
+                }
+                for (l = 0; l < kn; l++, pa += 64, pb += 64) {
+                    __m256 b0 = _mm256_loadu_ps(pb), b1 = _mm256_loadu_ps(pb + 8), a;
+#define RN__FM(R) a = _mm256_broadcast_ss(pa + R); c##R##0 = _mm256_fmadd_ps(a, b0, c##R##0); c##R##1 = _mm256_fmadd_ps(a, b1, c##R##1);
+                    RN__FM(0) RN__FM(1) RN__FM(2) RN__FM(3)
+#undef RN__FM
+                }
+#define RN__SC(R) _mm256_storeu_ps(c + R * 64, c##R##0); _mm256_storeu_ps(c + R * 64 + 8, c##R##1);
+                RN__SC(0) RN__SC(1) RN__SC(2) RN__SC(3)
+#undef RN__SC
+            }
+    }
+    if (k == 0) memset(C, 0, 64 * 64 * sizeof(float));
+}
+#endif /* RN__AVX2 */
+
+#if defined(RN__NEON)
+RN__FN int rn__all_finite_neon(const float *x, size_t n)
+{
+    uint32x4_t m = vdupq_n_u32(0), msk = vdupq_n_u32(0x7fffffffu);
+    size_t k = 0, nv = n - n % 4;
+    for (; k < nv; k += 4) m = vmaxq_u32(m, vandq_u32(vreinterpretq_u32_f32(vld1q_f32(x + k)), msk));
+    return vmaxvq_u32(m) < 0x7f800000u && rn__all_finite_scalar(x + k, n - k);
+}
+RN__FN double rn__sumsq_fd_neon(const float *x, const double *mu, size_t n)
+{
+    float64x2_t s0 = vdupq_n_f64(0.0), s1 = vdupq_n_f64(0.0);
+    size_t k = 0, nv = n - n % 4;
+    for (; k < nv; k += 4) {
+        float32x4_t v = vld1q_f32(x + k);
+        float64x2_t lo = vcvt_f64_f32(vget_low_f32(v)), hi = vcvt_high_f64_f32(v);
+        if (mu) { lo = vsubq_f64(lo, vld1q_f64(mu + k)); hi = vsubq_f64(hi, vld1q_f64(mu + k + 2)); }
+        s0 = vfmaq_f64(s0, lo, lo);
+        s1 = vfmaq_f64(s1, hi, hi);
+    }
+    return vaddvq_f64(vaddq_f64(s0, s1)) + rn__sumsq_fd_scalar(x + k, mu ? mu + k : NULL, n - k);
+}
+RN__FN double rn__sumsq_ff_neon(const float *x, const float *y, size_t n)
+{
+    float64x2_t s0 = vdupq_n_f64(0.0), s1 = vdupq_n_f64(0.0);
+    size_t k = 0, nv = n - n % 4;
+    for (; k < nv; k += 4) {
+        float32x4_t a = vld1q_f32(x + k), b = vld1q_f32(y + k);
+        float64x2_t lo = vsubq_f64(vcvt_f64_f32(vget_low_f32(a)), vcvt_f64_f32(vget_low_f32(b)));
+        float64x2_t hi = vsubq_f64(vcvt_high_f64_f32(a), vcvt_high_f64_f32(b));
+        s0 = vfmaq_f64(s0, lo, lo);
+        s1 = vfmaq_f64(s1, hi, hi);
+    }
+    return vaddvq_f64(vaddq_f64(s0, s1)) + rn__sumsq_ff_scalar(x + k, y + k, n - k);
+}
+RN__FN void rn__row_ema_neon(float *b, const float *g, size_t n, float beta, float omb, double *colacc)
+{
+    float32x4_t vb = vdupq_n_f32(beta);
+    size_t k = 0, nv = n - n % 4;
+    for (; k < nv; k += 4) {
+        float32x4_t v = vfmaq_f32(vmulq_n_f32(vld1q_f32(g + k), omb), vb, vld1q_f32(b + k));
+        vst1q_f32(b + k, v);
+        if (colacc) {
+            vst1q_f64(colacc + k, vaddq_f64(vld1q_f64(colacc + k), vcvt_f64_f32(vget_low_f32(v))));
+            vst1q_f64(colacc + k + 2, vaddq_f64(vld1q_f64(colacc + k + 2), vcvt_high_f64_f32(v)));
+        }
+    }
+    for (; k < n; k++) {
+        float v = fmaf(beta, b[k], omb * g[k]);
+        b[k] = v;
+        if (colacc) colacc[k] += (double)v;
+    }
+}
+RN__FN double rn__row_ema_sq_neon(float *b, const float *g, size_t n, float beta, float omb)
+{
+    float32x4_t vb = vdupq_n_f32(beta);
+    float64x2_t s0 = vdupq_n_f64(0.0), s1 = vdupq_n_f64(0.0);
+    double s;
+    size_t k = 0, nv = n - n % 4;
+    for (; k < nv; k += 4) {
+        float32x4_t v = vfmaq_f32(vmulq_n_f32(vld1q_f32(g + k), omb), vb, vld1q_f32(b + k));
+        float64x2_t lo = vcvt_f64_f32(vget_low_f32(v)), hi = vcvt_high_f64_f32(v);
+        vst1q_f32(b + k, v);
+        s0 = vfmaq_f64(s0, lo, lo);
+        s1 = vfmaq_f64(s1, hi, hi);
+    }
+    s = vaddvq_f64(vaddq_f64(s0, s1));
+    for (; k < n; k++) {
+        float v = fmaf(beta, b[k], omb * g[k]);
+        b[k] = v;
+        s += (double)v * (double)v;
+    }
+    return s;
+}
+RN__FN void rn__row_axpby_neon(const float *b, float alpha, float decay, float *w, float *sout, size_t n)
+{
+    float32x4_t vd = vdupq_n_f32(decay);
+    size_t k = 0, nv = n - n % 4;
+    for (; k < nv; k += 4) {
+        float32x4_t sv = vmulq_n_f32(vld1q_f32(b + k), alpha);
+        vst1q_f32(w + k, vfmaq_f32(sv, vld1q_f32(w + k), vd));
+        if (sout) vst1q_f32(sout + k, sv);
+    }
+    for (; k < n; k++) {
+        float sv = alpha * b[k];
+        w[k] = fmaf(w[k], decay, sv);
+        if (sout) sout[k] = sv;
+    }
+}
+RN__FN double rn__row_ema_stats_neon(float *b, const float *g, size_t n, float beta, float omb,
+                                     const double *mu, double *colacc)
+{
+    float32x4_t vb = vdupq_n_f32(beta);
+    float64x2_t s0 = vdupq_n_f64(0.0), s1 = vdupq_n_f64(0.0);
+    double s;
+    size_t k = 0, nv = n - n % 4;
+    for (; k < nv; k += 4) {
+        float32x4_t v = vfmaq_f32(vmulq_n_f32(vld1q_f32(g + k), omb), vb, vld1q_f32(b + k));
+        float64x2_t lo = vcvt_f64_f32(vget_low_f32(v)), hi = vcvt_high_f64_f32(v);
+        float64x2_t d0 = vsubq_f64(lo, vld1q_f64(mu + k)), d1 = vsubq_f64(hi, vld1q_f64(mu + k + 2));
+        vst1q_f32(b + k, v);
+        vst1q_f64(colacc + k, vaddq_f64(vld1q_f64(colacc + k), lo));
+        vst1q_f64(colacc + k + 2, vaddq_f64(vld1q_f64(colacc + k + 2), hi));
+        s0 = vfmaq_f64(s0, d0, d0);
+        s1 = vfmaq_f64(s1, d1, d1);
+    }
+    s = vaddvq_f64(vaddq_f64(s0, s1));
+    for (; k < n; k++) {
+        float v = fmaf(beta, b[k], omb * g[k]);
+        double d = (double)v - mu[k];
+        b[k] = v;
+        colacc[k] += (double)v;
+        s += d * d;
+    }
+    return s;
+}
+RN__FN int rn__row_gsum_neon(const float *g, size_t n, double *acc)
+{
+    size_t k = 0, nv = n - n % 4;
+    for (; k < nv; k += 4) {
+        float32x4_t v = vld1q_f32(g + k);
+        vst1q_f64(acc + k, vaddq_f64(vld1q_f64(acc + k), vcvt_f64_f32(vget_low_f32(v))));
+        vst1q_f64(acc + k + 2, vaddq_f64(vld1q_f64(acc + k + 2), vcvt_high_f64_f32(v)));
+    }
+    for (; k < n; k++) acc[k] += (double)g[k];
+    return rn__all_finite_neon(g, n);
+}
+RN__FN void rn__row_nu_neon(const float *b, const double *mu, double inv, double *acc, size_t n)
+{
+    float64x2_t vi = vdupq_n_f64(inv);
+    size_t k = 0, nv = n - n % 2;
+    for (; k < nv; k += 2) {
+        float64x2_t d = vsubq_f64(vcvt_f64_f32(vld1_f32(b + k)), vld1q_f64(mu + k));
+        vst1q_f64(acc + k, vfmaq_f64(vld1q_f64(acc + k), d, vi));
+    }
+    for (; k < n; k++) acc[k] = fma((double)b[k] - mu[k], inv, acc[k]);
+}
+RN__FN void rn__row_write_neon(const float *b, const double *mu, double inv, const double *nu,
+                               double neglr, double decay, float *w, float *sout, size_t n)
+{
+    float64x2_t vi = vdupq_n_f64(inv), vl = vdupq_n_f64(neglr), vd = vdupq_n_f64(decay);
+    size_t k = 0, nv = n - n % 2;
+    for (; k < nv; k += 2) {
+        float64x2_t d = vsubq_f64(vcvt_f64_f32(vld1_f32(b + k)), vld1q_f64(mu + k));
+        float64x2_t sv = vmulq_f64(vl, vfmaq_f64(vnegq_f64(vld1q_f64(nu + k)), d, vi));
+        float64x2_t wv = vfmaq_f64(sv, vcvt_f64_f32(vld1_f32(w + k)), vd);
+        vst1_f32(w + k, vcvt_f32_f64(wv));
+        if (sout) vst1_f32(sout + k, vcvt_f32_f64(sv));
+    }
+    for (; k < n; k++) {
+        double sv = neglr * fma((double)b[k] - mu[k], inv, -nu[k]);
+        w[k] = (float)fma((double)w[k], decay, sv);
+        if (sout) sout[k] = (float)sv;
+    }
+}
+/* 4 x 16 register block (16 q accumulators). */
+RN__FN void rn__panel_tile_neon(const float *Pa, const float *Pb, size_t k, float *C)
+{
+    size_t kc, i0, j0, l;
+    int r, q;
+    for (kc = 0; kc < k; kc += RN__KC) {
+        size_t kn = k - kc < RN__KC ? k - kc : RN__KC;
+        for (j0 = 0; j0 < 64; j0 += 16)
+            for (i0 = 0; i0 < 64; i0 += 4) {
+                float *c = C + i0 * 64 + j0;
+                const float *pa = Pa + kc * 64 + i0, *pb = Pb + kc * 64 + j0;
+                float32x4_t acc[4][4];
+                for (r = 0; r < 4; r++)
+                    for (q = 0; q < 4; q++)
+                        acc[r][q] = kc == 0 ? vdupq_n_f32(0.0f) : vld1q_f32(c + r * 64 + q * 4);
+                for (l = 0; l < kn; l++, pa += 64, pb += 64) {
+                    float32x4_t b0 = vld1q_f32(pb), b1 = vld1q_f32(pb + 4), b2 = vld1q_f32(pb + 8), b3 = vld1q_f32(pb + 12);
+                    for (r = 0; r < 4; r++) {
+                        float32x4_t a = vdupq_n_f32(pa[r]);
+                        acc[r][0] = vfmaq_f32(acc[r][0], a, b0);
+                        acc[r][1] = vfmaq_f32(acc[r][1], a, b1);
+                        acc[r][2] = vfmaq_f32(acc[r][2], a, b2);
+                        acc[r][3] = vfmaq_f32(acc[r][3], a, b3);
+                    }
+                }
+                for (r = 0; r < 4; r++)
+                    for (q = 0; q < 4; q++) vst1q_f32(c + r * 64 + q * 4, acc[r][q]);
+            }
+    }
+    if (k == 0) memset(C, 0, 64 * 64 * sizeof(float));
+}
+#endif /* RN__NEON */
+
+/* dispatch */
+RN__FN int rn__all_finite(const float *x, size_t n)
+{
+#if defined(RN__AVX512)
+    return rn__all_finite_avx512(x, n);
+#elif defined(RN__AVX2)
+    return rn__all_finite_avx2(x, n);
+#elif defined(RN__NEON)
+    return rn__all_finite_neon(x, n);
+#else
+    return rn__all_finite_scalar(x, n);
+#endif
+}
+RN__FN double rn__sumsq_fd(const float *x, const double *mu, size_t n)
+{
+#if defined(RN__AVX512)
+    return rn__sumsq_fd_avx512(x, mu, n);
+#elif defined(RN__AVX2)
+    return rn__sumsq_fd_avx2(x, mu, n);
+#elif defined(RN__NEON)
+    return rn__sumsq_fd_neon(x, mu, n);
+#else
+    return rn__sumsq_fd_scalar(x, mu, n);
+#endif
+}
+RN__FN double rn__sumsq_ff(const float *x, const float *y, size_t n)
+{
+#if defined(RN__AVX512)
+    return rn__sumsq_ff_avx512(x, y, n);
+#elif defined(RN__AVX2)
+    return rn__sumsq_ff_avx2(x, y, n);
+#elif defined(RN__NEON)
+    return rn__sumsq_ff_neon(x, y, n);
+#else
+    return rn__sumsq_ff_scalar(x, y, n);
+#endif
+}
+RN__FN void rn__row_ema(float *b, const float *g, size_t n, float beta, float omb, double *colacc)
+{
+#if defined(RN__AVX512)
+    rn__row_ema_avx512(b, g, n, beta, omb, colacc);
+#elif defined(RN__AVX2)
+    rn__row_ema_avx2(b, g, n, beta, omb, colacc);
+#elif defined(RN__NEON)
+    rn__row_ema_neon(b, g, n, beta, omb, colacc);
+#else
+    rn__row_ema_scalar(b, g, n, beta, omb, colacc);
+#endif
+}
+RN__FN double rn__row_ema_sq(float *b, const float *g, size_t n, float beta, float omb)
+{
+#if defined(RN__AVX512)
+    return rn__row_ema_sq_avx512(b, g, n, beta, omb);
+#elif defined(RN__AVX2)
+    return rn__row_ema_sq_avx2(b, g, n, beta, omb);
+#elif defined(RN__NEON)
+    return rn__row_ema_sq_neon(b, g, n, beta, omb);
+#else
+    return rn__row_ema_sq_scalar(b, g, n, beta, omb);
+#endif
+}
+RN__FN void rn__row_axpby(const float *b, float alpha, float decay, float *w, float *sout, size_t n)
+{
+#if defined(RN__AVX512)
+    rn__row_axpby_avx512(b, alpha, decay, w, sout, n);
+#elif defined(RN__AVX2)
+    rn__row_axpby_avx2(b, alpha, decay, w, sout, n);
+#elif defined(RN__NEON)
+    rn__row_axpby_neon(b, alpha, decay, w, sout, n);
+#else
+    rn__row_axpby_scalar(b, alpha, decay, w, sout, n);
+#endif
+}
+RN__FN double rn__row_ema_stats(float *b, const float *g, size_t n, float beta, float omb,
+                                const double *mu, double *colacc)
+{
+#if defined(RN__AVX512)
+    return rn__row_ema_stats_avx512(b, g, n, beta, omb, mu, colacc);
+#elif defined(RN__AVX2)
+    return rn__row_ema_stats_avx2(b, g, n, beta, omb, mu, colacc);
+#elif defined(RN__NEON)
+    return rn__row_ema_stats_neon(b, g, n, beta, omb, mu, colacc);
+#else
+    return rn__row_ema_stats_scalar(b, g, n, beta, omb, mu, colacc);
+#endif
+}
+RN__FN int rn__row_gsum(const float *g, size_t n, double *acc)
+{
+#if defined(RN__AVX512)
+    return rn__row_gsum_avx512(g, n, acc);
+#elif defined(RN__AVX2)
+    return rn__row_gsum_avx2(g, n, acc);
+#elif defined(RN__NEON)
+    return rn__row_gsum_neon(g, n, acc);
+#else
+    return rn__row_gsum_scalar(g, n, acc);
+#endif
+}
+RN__FN void rn__row_nu(const float *b, const double *mu, double inv, double *acc, size_t n)
+{
+#if defined(RN__AVX512)
+    rn__row_nu_avx512(b, mu, inv, acc, n);
+#elif defined(RN__AVX2)
+    rn__row_nu_avx2(b, mu, inv, acc, n);
+#elif defined(RN__NEON)
+    rn__row_nu_neon(b, mu, inv, acc, n);
+#else
+    rn__row_nu_scalar(b, mu, inv, acc, n);
+#endif
+}
+RN__FN void rn__row_write(const float *b, const double *mu, double inv, const double *nu,
+                          double neglr, double decay, float *w, float *sout, size_t n)
+{
+#if defined(RN__AVX512)
+    rn__row_write_avx512(b, mu, inv, nu, neglr, decay, w, sout, n);
+#elif defined(RN__AVX2)
+    rn__row_write_avx2(b, mu, inv, nu, neglr, decay, w, sout, n);
+#elif defined(RN__NEON)
+    rn__row_write_neon(b, mu, inv, nu, neglr, decay, w, sout, n);
+#else
+    rn__row_write_scalar(b, mu, inv, nu, neglr, decay, w, sout, n);
+#endif
+}
+RN__FN void rn__panel_tile(const float *Pa, const float *Pb, size_t k, float *C)
+{
+#if defined(RN_USE_CBLAS)
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, 64, 64, (int)k, 1.0f, Pa, 64, Pb, 64, 0.0f, C, 64);
+#elif defined(RN__AVX512)
+    rn__panel_tile_avx512(Pa, Pb, k, C);
+#elif defined(RN__AVX2)
+    rn__panel_tile_avx2(Pa, Pb, k, C);
+#elif defined(RN__NEON)
+    rn__panel_tile_neon(Pa, Pb, k, C);
+#else
+    rn__panel_tile_scalar(Pa, Pb, k, C);
+#endif
+}
+
+/* Pack one row into column r of a panel (k x 64): P[l*64 + r] = float(row_l - mu_l) with the
+ * subtraction in double (mu may be NULL); returns the squared norm of the stored floats. */
+RN__FN double rn__pack_row(const float *row, const double *mu, size_t k, float *P, size_t r)
+{
+    double s = 0.0;
+    size_t l;
+    for (l = 0; l < k; l++) {
+        float v = (float)((double)row[l] - (mu ? mu[l] : 0.0));
+        P[l * 64 + r] = v;
+        s += (double)v * (double)v;
+    }
+    return s;
+}
+RN__FN void rn__pack_zero(size_t k, float *P, size_t r)
+{
+    size_t l;
+    for (l = 0; l < k; l++) P[l * 64 + r] = 0.0f;
+}
+
+/* Matrix finite check, row by row (columns past cols never read). */
+RN__FN int rn__mat_finite(const float *A, size_t rows, size_t cols, size_t ld)
+{
+    size_t r;
+    for (r = 0; r < rows; r++)
+        if (!rn__all_finite(A + r * ld, cols)) return 0;
+    return 1;
+}
+
+/* Column mean of A in double into mu (cols) and the finiteness check, in one read of A.
+ * Returns 0 (mu then partial) if A has a NaN/Inf. */
+RN__FN int rn__col_mean_finite(const float *A, size_t rows, size_t cols, size_t ld, double *mu)
+{
+    size_t r, k;
+    for (k = 0; k < cols; k++) mu[k] = 0.0;
+    for (r = 0; r < rows; r++)
+        if (!rn__row_gsum(A + r * ld, cols, mu)) return 0;
+    for (k = 0; k < cols; k++) mu[k] /= (double)rows;
+    return 1;
+}
+
+/* Column mean of A in double into mu (cols). */
+RN__FN void rn__col_mean(const float *A, size_t rows, size_t cols, size_t ld, double *mu)
+{
+    size_t r, k;
+    for (k = 0; k < cols; k++) mu[k] = 0.0;
+    for (r = 0; r < rows; r++) {
+        const float *a = A + r * ld;
+        for (k = 0; k < cols; k++) mu[k] += (double)a[k];
+    }
+    for (k = 0; k < cols; k++) mu[k] /= (double)rows;
+}
+
+/* ======================================================================================= */
+/* 1.1 Hilbert distance */
+
+RNDEF rn_status rn_hilbert_logits(const float *z0, const float *z1, size_t n, double *out)
+{
+    double mx = -HUGE_VAL, mn = HUGE_VAL;
+    size_t k;
+    if (!z0 || !z1 || !out) return RN_ERR_NULL;
+    if (n == 0 || n > (size_t)-1 / sizeof(float)) return RN_ERR_SIZE;
+    if (!rn__all_finite(z0, n) || !rn__all_finite(z1, n)) return RN_ERR_NONFINITE;
+    for (k = 0; k < n; k++) {
+        double d = (double)z1[k] - (double)z0[k]; /* exact for floats within 2^29 of each other */
+        mx = d > mx ? d : mx;
+        mn = d < mn ? d : mn;
+    }
+    *out = mx - mn;
+    return RN_OK;
+}
+
+RNDEF rn_status rn_hilbert_probs(const float *p, const float *q, size_t n, double *out)
+{
+    double mx = 0.0, mn = HUGE_VAL;
+    size_t k;
+    if (!p || !q || !out) return RN_ERR_NULL;
+    if (n == 0 || n > (size_t)-1 / sizeof(float)) return RN_ERR_SIZE;
+    if (!rn__all_finite(p, n) || !rn__all_finite(q, n)) return RN_ERR_NONFINITE;
+    for (k = 0; k < n; k++)
+        if (!(p[k] > 0.0f) || !(q[k] > 0.0f)) return RN_ERR_DOMAIN;
+    /* log is monotone: osc(log p - log q) = log(max ratio / min ratio); float ratios cannot
+     * overflow double, and neither can their quotient (<= 2^(2*277)). */
+    for (k = 0; k < n; k++) {
+        double r = (double)p[k] / (double)q[k];
+        mx = r > mx ? r : mx;
+        mn = r < mn ? r : mn;
+    }
+    *out = log(mx / mn);
+    return RN_OK;
+}
+
+RNDEF double rn_tv_bound(double hilbert_distance)
+{
+    if (!(hilbert_distance >= 0.0)) return (double)NAN;
+    return tanh(0.25 * hilbert_distance);
+}
+
+/* ======================================================================================= */
+/* 1.2 Row diameter */
+
+typedef struct rn__radidx { double r; size_t idx; } rn__radidx;
+
+static int rn__cmp_radidx(const void *a, const void *b)
+{
+    const rn__radidx *x = (const rn__radidx *)a, *y = (const rn__radidx *)b;
+    if (x->r > y->r) return -1;
+    if (x->r < y->r) return 1;
+    return (x->idx < y->idx) ? -1 : (x->idx > y->idx);
+}
+
+/* Best pair so far, with the deterministic tie rule (larger distance, then smaller (i, j)). */
+typedef struct rn__best { double d2; size_t i, j; } rn__best;
+
+RN__FN void rn__best_offer(rn__best *b, double d2, size_t i, size_t j)
+{
+    if (i > j) { size_t t = i; i = j; j = t; }
+    if (i == j) return;
+    if (d2 > b->d2 || (d2 == b->d2 && (i < b->i || (i == b->i && j < b->j)))) {
+        b->d2 = d2; b->i = i; b->j = j;
+    }
+}
+
+/* Farthest-point sweeps from the row of largest radius: lower bound (an attained distance, its
+ * pair in *best) and the max radius about mu. 3 sweeps, each O(rows*cols) in double. */
+RN__FN void rn__farthest_sweeps(const float *S, size_t rows, size_t cols, size_t ld,
+                                size_t a, rn__best *best)
+{
+    size_t r, sweep;
+    for (sweep = 0; sweep < 3; sweep++) {
+        size_t far = a;
+        double fd = -1.0;
+        for (r = 0; r < rows; r++) {
+            double d2;
+            if (r == a) continue;
+            d2 = rn__sumsq_ff(S + r * ld, S + a * ld, cols);
+            if (d2 > fd) { fd = d2; far = r; }
+        }
+        rn__best_offer(best, fd, a, far);
+        if (far == a) break;
+        a = far;
+    }
+}
+
+/* Radius of the farthest row from mu (its index in *a). */
+RN__FN double rn__max_radius(const float *S, size_t rows, size_t cols, size_t ld, const double *mu, size_t *a)
+{
+    size_t r;
+    double rmax2 = -1.0;
+    *a = 0;
+    for (r = 0; r < rows; r++) {
+        double d2 = rn__sumsq_fd(S + r * ld, mu, cols);
+        if (d2 > rmax2) { rmax2 = d2; *a = r; }
+    }
+    return sqrt(rmax2);
+}
+
+RNDEF rn_status rn_row_diameter_bounds(const float *S, size_t rows, size_t cols, size_t ld,
+                                       double *lo, double *hi)
+{
+    rn__best best;
+    double *mu, rmax, l, h;
+    double mu_stack[1024];
+    size_t r;
+    if (!S || !lo || !hi) return RN_ERR_NULL;
+    if (!rn__extent(rows, cols, ld)) return RN_ERR_SIZE;
+    if (!rn__mat_finite(S, rows, cols, ld)) return RN_ERR_NONFINITE;
+    if (rows == 1) { *lo = 0.0; *hi = 0.0; return RN_OK; }
+    best.d2 = -1.0; best.i = 0; best.j = 0;
+    if (cols <= 1024) {
+        mu = mu_stack;
+        rn__col_mean(S, rows, cols, ld, mu);
+        size_t a;
+        rmax = rn__max_radius(S, rows, cols, ld, mu, &a);
+        rn__farthest_sweeps(S, rows, cols, ld, a, &best);
+    } else {
+        /* no room for the mean without allocation: use s_0 as the centre. D <= 2 max_r
+         * ||s_r - s_0|| and that distance is attained, so hi <= 2 lo holds the same way. */
+        double r2 = 0.0;
+        for (r = 1; r < rows; r++) {
+            double d2 = rn__sumsq_ff(S + r * ld, S, cols);
+            rn__best_offer(&best, d2, 0, r);
+            r2 = d2 > r2 ? d2 : r2;
+        }
+        rmax = sqrt(r2);
+        {
+            size_t a = best.j, far = a;
+            double fd = -1.0;
+            for (r = 0; r < rows; r++) {
+                double d2;
+                if (r == a) continue;
+                d2 = rn__sumsq_ff(S + r * ld, S + a * ld, cols);
+                if (d2 > fd) { fd = d2; far = r; }
+            }
+            rn__best_offer(&best, fd, a, far);
+        }
+    }
+    l = sqrt(best.d2 > 0.0 ? best.d2 : 0.0);
+    h = 2.0 * rmax;
+    if (h > 2.0 * l) h = 2.0 * l; /* D <= 2 r_a <= 2 lo (SPEC 1.2 bracket) */
+    if (h < l) h = l;
+    *lo = l;
+    *hi = h;
+    return RN_OK;
+}
+
+RNDEF size_t rn_row_diameter_workspace_size(size_t rows, size_t cols)
+{
+    size_t nb, s;
+    if (rows == 0 || cols == 0) return 0;
+    nb = rows / RN__BS + 1;
+    s = rn__mul(rn__mul(rn__mul(nb, RN__BS), cols), sizeof(float));          /* panels */
+    s = rn__add(s, rn__mul(rows, sizeof(rn__radidx)));                       /* order */
+    s = rn__add(s, rn__mul(rows, sizeof(double)));                           /* sqn */
+    s = rn__add(s, rn__mul(cols, sizeof(double)));                           /* mu */
+    s = rn__add(s, rn__mul(rn__mul(nb, cols), sizeof(double)));              /* block centres */
+    s = rn__add(s, rn__mul(nb, 2 * sizeof(double)));                         /* block radii */
+    s = rn__add(s, 64 * 8);
+    return s == (size_t)-1 ? 0 : s;
+}
+
+/* Shared read-only data of the diameter's tile scan. */
+typedef struct rn__diam_ctx {
+    const float *S, *X;
+    const rn__radidx *ord;
+    const double *sqn, *bcen, *brad;
+    size_t ld, cols, rows;
+    double M, up, Rf;
+} rn__diam_ctx;
+
+/* Block row p of the tile scan (blocks q <= p), improving *best (see the bounds above). */
+RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best)
+{
+    const float *S = c->S, *X = c->X;
+    const rn__radidx *ord = c->ord;
+    const double *sqn = c->sqn, *bcen = c->bcen, *brad = c->brad;
+    size_t ld = c->ld, cols = c->cols, rows = c->rows, q;
+    double M = c->M, up = c->up, Rf = c->Rf;
+    float C[RN__BS * RN__BS];
+    size_t p0 = p * RN__BS, pm = (p0 + RN__BS < rows ? p0 + RN__BS : rows) - p0;
+    double LB = sqrt(best->d2 > 0.0 ? best->d2 : 0.0);
+    /* radii sorted descending: the best partner block is block 0 */
+    if ((brad[2 * p + 1] + brad[1]) * (1.0 + 1e-12) < LB) return;
+    for (q = 0; q <= p; q++) {
+        size_t q0 = q * RN__BS, qm = (q0 + RN__BS < rows ? q0 + RN__BS : rows) - q0;
+        size_t a, b, bi = 0, bj = 0;
+        double emax = -HUGE_VAL, thr;
+        LB = sqrt(best->d2 > 0.0 ? best->d2 : 0.0);
+        if ((brad[2 * p + 1] + brad[2 * q + 1]) * (1.0 + 1e-12) < LB) break; /* later q smaller */
+        if (p != q) {
+            size_t kk;
+            double s2 = 0.0;
+            for (kk = 0; kk < cols; kk++) {
+                double d = bcen[p * cols + kk] - bcen[q * cols + kk];
+                s2 += d * d;
+            }
+            if ((sqrt(s2) + brad[2 * p] + brad[2 * q] + up * 2.0 * Rf) * (1.0 + 1e-12) < LB) continue;
+        }
+        rn__panel_tile(X + p * cols * RN__BS, X + q * cols * RN__BS, cols, C);
+        for (a = 0; a < pm; a++) {
+            size_t bend = (p == q) ? a : qm;
+            for (b = 0; b < bend; b++) {
+                double e = sqn[p0 + a] + sqn[q0 + b] - 2.0 * (double)C[a * RN__BS + b];
+                if (e > emax) { emax = e; bi = a; bj = b; }
+            }
+        }
+        if (emax == -HUGE_VAL) continue;
+        thr = LB * LB * (1.0 - 1e-12) - M - 1e-300;
+        if (emax < thr) continue;
+        /* verify the tile's best estimate first: it raises LB and tightens the rest */
+        {
+            size_t ia = ord[p0 + bi].idx, ib = ord[q0 + bj].idx;
+            rn__best_offer(best, rn__sumsq_ff(S + ia * ld, S + ib * ld, cols), ia, ib);
+        }
+        LB = sqrt(best->d2 > 0.0 ? best->d2 : 0.0);
+        thr = LB * LB * (1.0 - 1e-12) - M - 1e-300;
+        for (a = 0; a < pm; a++) {
+            size_t bend = (p == q) ? a : qm;
+            for (b = 0; b < bend; b++) {
+                double e = sqn[p0 + a] + sqn[q0 + b] - 2.0 * (double)C[a * RN__BS + b];
+                if (e >= thr && !(a == bi && b == bj)) {
+                    size_t ia = ord[p0 + a].idx, ib = ord[q0 + b].idx;
+                    double d2 = rn__sumsq_ff(S + ia * ld, S + ib * ld, cols);
+                    rn__best_offer(best, d2, ia, ib);
+                    if (d2 >= best->d2) {
+                        LB = sqrt(best->d2);
+                        thr = LB * LB * (1.0 - 1e-12) - M - 1e-300;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Exact diameter (SPEC 1.2). Soundness of the pruning, with x_i = s_i - mu (mu the double mean;
+ * any common shift leaves distances unchanged), r_i = ||x_i|| (double), R = max r_i, and
+ * xf_i = float32(x_i) (|xf_il - x_il| <= u' |x_il|, u' = 2^-24 (1 + 2^-28)):
+ *  - radius bound: ||x_i - x_j|| <= r_i + r_j, so a block pair whose largest radii sum below
+ *    the current lower bound LB cannot contain a better pair (rows are sorted by radius);
+ *  - block bound: ||xf_i - xf_j|| <= ||c_P - c_Q|| + rho_P + rho_Q (block centres c, radii rho
+ *    of the float rows), and ||x_i - x_j|| <= ||xf_i - xf_j|| + u'(r_i + r_j);
+ *  - tile estimate E_ij = n_i + n_j - 2 fl(xf_i . xf_j) with n_i = ||xf_i||^2 in double:
+ *    |fl(xf_i . xf_j) - xf_i . xf_j| <= gamma_k ||xf_i|| ||xf_j|| (any summation order,
+ *    gamma_k = k u/(1 - k u), k = cols + 16), so |E - ||x_i - x_j||^2| <= M with
+ *    M = (2 gamma_k + 8.2 u') Rf^2 (Rf = max(R, max ||xf_i||) (1 + 1e-6)) + double rounding.
+ *    A pair is verified (distance recomputed in double from S) when E >= LB^2 - M; all
+ *    comparisons carry a relative slack of 1e-12 for the double rounding of the bounds.
+ * Every pair whose true distance can reach LB is thus verified, so the result is the maximum
+ * of the double distances. */
+RNDEF rn_status rn_row_diameter_ws(const float *S, size_t rows, size_t cols, size_t ld,
+                                   void *ws, size_t ws_bytes,
+                                   double *diameter, size_t *oi, size_t *oj)
+{
+    char *cur, *end;
+    float *X;
+    rn__radidx *ord;
+    double *sqn, *mu, *bcen, *brad, R, Rf, M, gk, up;
+    size_t need, nb, nbact, p, r, k;
+    rn__best best;
+    if (!S || !diameter || !ws) return RN_ERR_NULL;
+    if (!rn__extent(rows, cols, ld)) return RN_ERR_SIZE;
+    need = rn_row_diameter_workspace_size(rows, cols);
+    if (need == 0 || ws_bytes < need) return RN_ERR_SIZE;
+#ifdef RN_USE_CBLAS
+    if ((size_t)INT_MAX < cols) return RN_ERR_SIZE;
+#endif
+    if (rn__overlap(ws, ws_bytes, S, rn__extent(rows, cols, ld) * sizeof(float))) return RN_ERR_ALIAS;
+    nb = (rows + RN__BS - 1) / RN__BS;
+    cur = (char *)ws; end = cur + ws_bytes;
+    X = (float *)rn__carve(&cur, end, nb * RN__BS * cols * sizeof(float));
+    ord = (rn__radidx *)rn__carve(&cur, end, rows * sizeof(rn__radidx));
+    sqn = (double *)rn__carve(&cur, end, rows * sizeof(double));
+    mu = (double *)rn__carve(&cur, end, cols * sizeof(double));
+    bcen = (double *)rn__carve(&cur, end, nb * cols * sizeof(double));
+    brad = (double *)rn__carve(&cur, end, nb * 2 * sizeof(double));
+    RN_ASSERT(X && ord && sqn && mu && bcen && brad);
+    /* the finiteness check and the mean row in one read of S (only the workspace is written) */
+    if (!rn__col_mean_finite(S, rows, cols, ld, mu)) return RN_ERR_NONFINITE;
+    if (rows == 1) {
+        *diameter = 0.0;
+        if (oi) *oi = 0;
+        if (oj) *oj = 0;
+        return RN_OK;
+    }
+
+    best.d2 = -1.0; best.i = 0; best.j = 1;
+    {
+        size_t a = 0;
+        for (r = 0; r < rows; r++) {
+            ord[r].r = sqrt(rn__sumsq_fd(S + r * ld, mu, cols));
+            ord[r].idx = r;
+            if (ord[r].r > ord[a].r) a = r;
+        }
+        rn__farthest_sweeps(S, rows, cols, ld, a, &best);
+    }
+    qsort(ord, rows, sizeof(rn__radidx), rn__cmp_radidx);
+    R = ord[0].r;
+    if (R == 0.0) { best.d2 = 0.0; best.i = 0; best.j = 1; } /* all rows equal: D = 0 */
+    /* Blocks that can take part: radii are sorted, LB only grows, so the blocks whose largest
+     * radius plus R stays below the current LB never pair with anything: only a prefix of
+     * nbact blocks is packed (gradient-like rows with heavy-tailed norms keep few). */
+    {
+        double LB0 = sqrt(best.d2 > 0.0 ? best.d2 : 0.0);
+        nbact = 0;
+        while (nbact < nb && !((ord[nbact * RN__BS].r + R) * (1.0 + 1e-12) < LB0)) nbact++;
+    }
+    /* centred float rows in radius order, packed as panels of RN__BS rows. The float rows have
+     * norms <= R (1 + 2^-23): Rf below bounds them with room to spare. */
+    Rf = R;
+    for (p = 0; p < nbact * RN__BS; p++) {
+        float *P = X + (p / RN__BS) * cols * RN__BS;
+        if (p < rows) {
+            sqn[p] = rn__pack_row(S + ord[p].idx * ld, mu, cols, P, p % RN__BS);
+            if (sqrt(sqn[p]) > Rf) Rf = sqrt(sqn[p]);
+        } else {
+            rn__pack_zero(cols, P, p % RN__BS);
+        }
+    }
+    /* block centres (double) and radii of the float rows; brad[2P+1] = largest exact radius */
+    for (p = 0; p < nbact; p++) {
+        size_t r0 = p * RN__BS, cnt = (r0 + RN__BS < rows ? r0 + RN__BS : rows) - r0;
+        const float *P = X + p * cols * RN__BS;
+        double *c = bcen + p * cols, rho = 0.0, d2[RN__BS];
+        for (r = 0; r < cnt; r++) d2[r] = 0.0;
+        for (k = 0; k < cols; k++) {
+            double m = 0.0;
+            for (r = 0; r < cnt; r++) m += (double)P[k * RN__BS + r];
+            c[k] = m / (double)cnt;
+            for (r = 0; r < cnt; r++) { double d = (double)P[k * RN__BS + r] - c[k]; d2[r] += d * d; }
+        }
+        for (r = 0; r < cnt; r++) rho = d2[r] > rho ? d2[r] : rho;
+        brad[2 * p] = sqrt(rho);
+        brad[2 * p + 1] = ord[r0].r;
+    }
+    up = ldexp(1.0, -24) * (1.0 + ldexp(1.0, -28));
+    gk = ((double)cols + 16.0) * ldexp(1.0, -24);
+    gk = gk / (1.0 - gk);
+    Rf *= 1.0 + 1e-6;
+    M = (2.0 * gk + 8.2 * up) * Rf * Rf + 1e-12 * Rf * Rf;
+    if (!(gk < 0.25)) M = HUGE_VAL; /* cols ~ 2^22 and beyond: no useful float bound, verify all */
+
+    {
+        rn__diam_ctx ctx;
+        long pl, nbl = (long)nbact;
+        ctx.S = S; ctx.X = X; ctx.ord = ord; ctx.sqn = sqn; ctx.bcen = bcen; ctx.brad = brad;
+        ctx.ld = ld; ctx.cols = cols; ctx.rows = rows; ctx.M = M; ctx.up = up; ctx.Rf = Rf;
+        if (R > 0.0) {
+            /* each thread keeps its own best (sound: it is a lower bound of D); the tie rule makes
+             * the combined result independent of the thread count */
+            RN__OMP(omp parallel)
+            {
+                rn__best mine = best;
+                RN__OMP(omp for schedule(dynamic, 1))
+                for (pl = 0; pl < nbl; pl++) rn__diam_row(&ctx, (size_t)pl, &mine);
+                RN__OMP(omp critical(rn__diam_best))
+                rn__best_offer(&best, mine.d2, mine.i, mine.j);
+            }
+        }
+    }
+    if (best.d2 < 0.0) { best.d2 = 0.0; best.i = 0; best.j = 1; }
+    *diameter = sqrt(best.d2);
+    if (oi) *oi = best.i;
+    if (oj) *oj = best.j;
+    return RN_OK;
+}
+
+RNDEF rn_status rn_row_diameter(const float *S, size_t rows, size_t cols, size_t ld,
+                                double *diameter, size_t *i, size_t *j)
+{
+    size_t need;
+    void *ws;
+    rn_status st;
+    if (!S || !diameter) return RN_ERR_NULL;
+    if (!rn__extent(rows, cols, ld)) return RN_ERR_SIZE;
+    need = rn_row_diameter_workspace_size(rows, cols);
+    if (need == 0) return RN_ERR_SIZE;
+    ws = RN_MALLOC(need);
+    if (!ws) return RN_ERR_NOMEM;
+    st = rn_row_diameter_ws(S, rows, cols, ld, ws, need, diameter, i, j);
+    RN_FREE(ws);
+    return st;
+}
+
+RNDEF rn_status rn_worst_hidden_state(const float *S, size_t rows, size_t cols, size_t ld,
+                                      size_t i, size_t j, double radius, float *h)
+{
+    double n2, sc;
+    size_t k;
+    if (!S || !h) return RN_ERR_NULL;
+    if (!rn__extent(rows, cols, ld)) return RN_ERR_SIZE;
+    if (i >= rows || j >= rows || !(radius >= 0.0) || radius > DBL_MAX) return RN_ERR_DOMAIN;
+    if (!rn__all_finite(S + i * ld, cols) || !rn__all_finite(S + j * ld, cols)) return RN_ERR_NONFINITE;
+    n2 = rn__sumsq_ff(S + i * ld, S + j * ld, cols);
+    sc = n2 > 0.0 ? radius / sqrt(n2) : 0.0;
+    for (k = 0; k < cols; k++) h[k] = (float)(((double)S[i * ld + k] - (double)S[j * ld + k]) * sc);
+    return RN_OK;
+}
+
+/* ======================================================================================= */
+/* 1.3 Hilbert RMS */
+
+RNDEF size_t rn_hilbert_rms_workspace_size(size_t cols, size_t tokens)
+{
+    size_t s;
+    if (cols == 0 || tokens == 0) return 0;
+    s = rn__mul(rn__mul(rn__mul((tokens + RN__BS - 1) / RN__BS + 1, RN__BS), cols), sizeof(float));
+    s = rn__add(s, rn__mul(cols, sizeof(double)));
+    s = rn__add(s, 3 * 64);
+    return s == (size_t)-1 ? 0 : s;
+}
+
+/* Validated core: per-token max/min of s_i . h_l into tmax/tmin (tokens). H is packed once
+ * (panels of RN__BS tokens); each vocabulary block of RN__BS rows is packed once, centred, and
+ * met with every token panel, so the packing is O((rows + tokens) cols) against
+ * 2 rows tokens cols flops. Token panels are independent: OpenMP splits them, and each
+ * token's range has one owner (deterministic). */
+RN__FN void rn__rms_range(const float *S, size_t rows, size_t cols, size_t lds,
+                          const float *H, size_t tokens, size_t ldh, float *Hp, float *Sp, double *mu,
+                          double *tmax, double *tmin)
+{
+    size_t ntp = (tokens + RN__BS - 1) / RN__BS, t, r0, l, k;
+    long tp, ntpl = (long)ntp;
+    for (t = 0; t < ntp * RN__BS; t++) {
+        float *P = Hp + (t / RN__BS) * cols * RN__BS;
+        if (t < tokens) rn__pack_row(H + t * ldh, NULL, cols, P, t % RN__BS);
+        else rn__pack_zero(cols, P, t % RN__BS);
+    }
+    rn__col_mean(S, rows, cols, lds, mu);
+    for (l = 0; l < tokens; l++) { tmax[l] = -HUGE_VAL; tmin[l] = HUGE_VAL; }
+    for (r0 = 0; r0 < rows; r0 += RN__BS) {
+        size_t rm = rows - r0 < RN__BS ? rows - r0 : RN__BS, a;
+        for (a = 0; a < RN__BS; a++) {
+            if (a < rm) rn__pack_row(S + (r0 + a) * lds, mu, cols, Sp, a);
+            else rn__pack_zero(cols, Sp, a);
+        }
+        RN__OMP(omp parallel for schedule(static))
+        for (tp = 0; tp < ntpl; tp++) {
+            float C[RN__BS * RN__BS];
+            size_t t0 = (size_t)tp * RN__BS, tm = tokens - t0 < RN__BS ? tokens - t0 : RN__BS, b, i;
+            rn__panel_tile(Hp + (size_t)tp * cols * RN__BS, Sp, cols, C);
+            for (b = 0; b < tm; b++) {
+                const float *c = C + b * RN__BS;
+                float mx = c[0], mn = c[0];
+                for (i = 1; i < rm; i++) { mx = c[i] > mx ? c[i] : mx; mn = c[i] < mn ? c[i] : mn; }
+                if ((double)mx > tmax[t0 + b]) tmax[t0 + b] = (double)mx;
+                if ((double)mn < tmin[t0 + b]) tmin[t0 + b] = (double)mn;
+            }
+        }
+    }
+    /* restore the common shift: s_i . h = (s_i - mu) . h + mu . h (double) */
+    for (l = 0; l < tokens; l++) {
+        const float *h = H + l * ldh;
+        double sh = 0.0;
+        for (k = 0; k < cols; k++) sh += mu[k] * (double)h[k];
+        tmax[l] += sh;
+        tmin[l] += sh;
+    }
+}
+
+RN__FN rn_status rn__rms_check(const float *S, size_t rows, size_t cols, size_t lds,
+                               const float *H, size_t tokens, size_t ldh)
+{
+    if (!S || !H) return RN_ERR_NULL;
+    if (!rn__extent(rows, cols, lds) || !rn__extent(tokens, cols, ldh)) return RN_ERR_SIZE;
+    if (tokens > (size_t)-1 / (2 * sizeof(double)) - 64) return RN_ERR_SIZE;
+#ifdef RN_USE_CBLAS
+    if ((size_t)INT_MAX < cols) return RN_ERR_SIZE;
+#endif
+    if (!rn__mat_finite(S, rows, cols, lds) || !rn__mat_finite(H, tokens, cols, ldh)) return RN_ERR_NONFINITE;
+    return RN_OK;
+}
+
+/* Carve the RMS workspace. */
+RN__FN void rn__rms_carve(void *ws, size_t ws_bytes, size_t cols, size_t tokens,
+                          float **Hp, float **Sp, double **mu)
+{
+    char *cur = (char *)ws, *end = cur + ws_bytes;
+    size_t ntp = (tokens + RN__BS - 1) / RN__BS;
+    *Hp = (float *)rn__carve(&cur, end, ntp * RN__BS * cols * sizeof(float));
+    *Sp = (float *)rn__carve(&cur, end, RN__BS * cols * sizeof(float));
+    *mu = (double *)rn__carve(&cur, end, cols * sizeof(double));
+    RN_ASSERT(*Hp && *Sp && *mu);
+}
+
+RNDEF rn_status rn_hilbert_rms_partial_ws(const float *S, size_t rows, size_t cols, size_t lds,
+                                          const float *H, size_t tokens, size_t ldh,
+                                          void *ws, size_t ws_bytes,
+                                          double *tok_max, double *tok_min)
+{
+    float *Hp, *Sp;
+    double *mu;
+    size_t need;
+    rn_status st;
+    if (!ws || !tok_max || !tok_min) return RN_ERR_NULL;
+    st = rn__rms_check(S, rows, cols, lds, H, tokens, ldh);
+    if (st != RN_OK) return st;
+    need = rn_hilbert_rms_workspace_size(cols, tokens);
+    if (need == 0 || ws_bytes < need) return RN_ERR_SIZE;
+    {
+        size_t tb = tokens * sizeof(double), sb = rn__extent(rows, cols, lds) * sizeof(float);
+        size_t hb = rn__extent(tokens, cols, ldh) * sizeof(float);
+        if (rn__overlap(tok_max, tb, tok_min, tb) || rn__overlap(tok_max, tb, S, sb) ||
+            rn__overlap(tok_max, tb, H, hb) || rn__overlap(tok_min, tb, S, sb) || rn__overlap(tok_min, tb, H, hb) ||
+            rn__overlap(ws, ws_bytes, S, sb) || rn__overlap(ws, ws_bytes, H, hb) ||
+            rn__overlap(ws, ws_bytes, tok_max, tb) || rn__overlap(ws, ws_bytes, tok_min, tb))
+            return RN_ERR_ALIAS;
+    }
+    rn__rms_carve(ws, ws_bytes, cols, tokens, &Hp, &Sp, &mu);
+    rn__rms_range(S, rows, cols, lds, H, tokens, ldh, Hp, Sp, mu, tok_max, tok_min);
+    return RN_OK;
+}
+
+RNDEF rn_status rn_hilbert_rms_from_range(const double *tok_max, const double *tok_min,
+                                          size_t tokens, double *rms)
+{
+    double s = 0.0;
+    size_t l;
+    if (!tok_max || !tok_min || !rms) return RN_ERR_NULL;
+    if (tokens == 0) return RN_ERR_SIZE;
+    for (l = 0; l < tokens; l++) {
+        double d = tok_max[l] - tok_min[l];
+        if (d != d || d == HUGE_VAL || d == -HUGE_VAL) return RN_ERR_NONFINITE;
+        if (d < 0.0) return RN_ERR_DOMAIN;
+        s += d * d;
+    }
+    *rms = sqrt(s / (double)tokens);
+    return RN_OK;
+}
+
+RNDEF rn_status rn_hilbert_rms(const float *S, size_t rows, size_t cols, size_t lds,
+                               const float *H, size_t tokens, size_t ldh, double *rms)
+{
+    char *mem;
+    float *Hp, *Sp;
+    double *mu, *tmax, *tmin;
+    size_t need, tb;
+    rn_status st;
+    if (!rms) return RN_ERR_NULL;
+    st = rn__rms_check(S, rows, cols, lds, H, tokens, ldh);
+    if (st != RN_OK) return st;
+    need = rn_hilbert_rms_workspace_size(cols, tokens);
+    tb = rn__align_up(tokens * sizeof(double), 64);
+    if (need == 0 || need > (size_t)-1 - 2 * tb) return RN_ERR_SIZE;
+    mem = (char *)RN_MALLOC(need + 2 * tb);
+    if (!mem) return RN_ERR_NOMEM;
+    rn__rms_carve(mem, need, cols, tokens, &Hp, &Sp, &mu);
+    tmax = (double *)(void *)(mem + need);
+    tmin = (double *)(void *)(mem + need + tb);
+    rn__rms_range(S, rows, cols, lds, H, tokens, ldh, Hp, Sp, mu, tmax, tmin);
+    st = rn_hilbert_rms_from_range(tmax, tmin, tokens, rms);
+    RN_FREE(mem);
+    return st;
+}
+
+/* ======================================================================================= */
+/* 1.4 Projected RowNorm */
+
+RNDEF size_t rn_projected_rownorm_workspace_size(size_t cols)
+{
+    size_t s;
+    if (cols == 0) return 0;
+    s = rn__add(rn__mul(rn__mul(cols, 2), sizeof(double)), 2 * 64);
+    return s == (size_t)-1 ? 0 : s;
+}
+
+RNDEF rn_status rn_projected_rownorm_ws(const float *A, size_t rows, size_t cols, size_t lda, float eps,
+                                        float *out, size_t ldo, void *ws, size_t ws_bytes)
+{
+    size_t ea, eo, need, r, k;
+    char *cur, *end;
+    double *mu, *nu;
+    if (!A || !out || !ws) return RN_ERR_NULL;
+    ea = rn__extent(rows, cols, lda);
+    eo = rn__extent(rows, cols, ldo);
+    if (!ea || !eo) return RN_ERR_SIZE;
+    need = rn_projected_rownorm_workspace_size(cols);
+    if (need == 0 || ws_bytes < need) return RN_ERR_SIZE;
+    if (!(eps >= 0.0f) || !(eps <= FLT_MAX)) return RN_ERR_DOMAIN;
+    if (!(out == A && ldo == lda) && rn__overlap(A, ea * sizeof(float), out, eo * sizeof(float)))
+        return RN_ERR_ALIAS;
+    if (rn__overlap(ws, ws_bytes, A, ea * sizeof(float)) || rn__overlap(ws, ws_bytes, out, eo * sizeof(float)))
+        return RN_ERR_ALIAS;
+    if (!rn__mat_finite(A, rows, cols, lda)) return RN_ERR_NONFINITE;
+    cur = (char *)ws; end = cur + ws_bytes;
+    mu = (double *)rn__carve(&cur, end, cols * sizeof(double));
+    nu = (double *)rn__carve(&cur, end, cols * sizeof(double));
+    RN_ASSERT(mu && nu);
+    rn__col_mean(A, rows, cols, lda, mu);
+    /* outer mean of the normalised rows: nu = (1/rows) sum_i (a_i - mu)/(||a_i - mu|| + eps) */
+    for (k = 0; k < cols; k++) nu[k] = 0.0;
+    for (r = 0; r < rows; r++) {
+        const float *a = A + r * lda;
+        double n = sqrt(rn__sumsq_fd(a, mu, cols)) + (double)eps;
+        if (n > 0.0) rn__row_nu(a, mu, 1.0 / n, nu, cols);
+    }
+    for (k = 0; k < cols; k++) nu[k] /= (double)rows;
+    /* out_i = (a_i - mu)/(||a_i - mu|| + eps) - nu: same formula, elementwise (in place ok) */
+    for (r = 0; r < rows; r++) {
+        const float *a = A + r * lda;
+        float *o = out + r * ldo;
+        double n = sqrt(rn__sumsq_fd(a, mu, cols)) + (double)eps;
+        double inv = n > 0.0 ? 1.0 / n : 0.0;
+        for (k = 0; k < cols; k++) o[k] = (float)(((double)a[k] - mu[k]) * inv - nu[k]);
+    }
+    return RN_OK;
+}
+
+RNDEF rn_status rn_projected_rownorm(const float *A, size_t rows, size_t cols, size_t lda, float eps,
+                                     float *out, size_t ldo)
+{
+    size_t need;
+    void *ws;
+    rn_status st;
+    if (!A || !out) return RN_ERR_NULL;
+    if (!rn__extent(rows, cols, lda) || !rn__extent(rows, cols, ldo)) return RN_ERR_SIZE;
+    need = rn_projected_rownorm_workspace_size(cols);
+    if (need == 0) return RN_ERR_SIZE;
+    ws = RN_MALLOC(need);
+    if (!ws) return RN_ERR_NOMEM;
+    st = rn_projected_rownorm_ws(A, rows, cols, lda, eps, out, ldo, ws, need);
+    RN_FREE(ws);
+    return st;
+}
+
+/* ======================================================================================= */
+/* 1.5 RowNorm optimizer */
+
+RNDEF rn_rownorm_config rn_rownorm_default(void)
+{
+    rn_rownorm_config c;
+    c.lr = 3.2e-3;
+    c.beta = 0.95;
+    c.eps = 1e-8;
+    c.weight_decay = 0.0;
+    c.flags = 0u;
+    return c;
+}
+
+RNDEF size_t rn_rownorm_state_size(size_t rows, size_t cols)
+{
+    size_t nch, s;
+    if (rows == 0 || cols == 0) return 0;
+    nch = (rows + RN__CHUNK_ROWS - 1) / RN__CHUNK_ROWS;
+    s = rn__mul(rn__mul(rows, cols), sizeof(float));                 /* B */
+    s = rn__add(s, rn__mul(rn__mul(rn__mul(nch, cols), 2), sizeof(double))); /* 2 partials */
+    s = rn__add(s, rn__mul(rows, sizeof(double)));                   /* 1/(n_i + eps) */
+    s = rn__add(s, rn__mul(rn__mul(cols, 3), sizeof(double)));       /* mu, nu, mean of B */
+    s = rn__add(s, 9 * 64);
+    return s == (size_t)-1 ? 0 : s;
+}
+
+RNDEF rn_status rn_rownorm_init_ws(rn_rownorm_state *st, size_t rows, size_t cols,
+                                   void *mem, size_t mem_bytes)
+{
+    size_t need, nch;
+    char *cur, *end;
+    rn_rownorm_state s;
+    if (!st || !mem) return RN_ERR_NULL;
+    if (!rn__extent(rows, cols, cols)) return RN_ERR_SIZE;
+    need = rn_rownorm_state_size(rows, cols);
+    if (need == 0 || mem_bytes < need) return RN_ERR_SIZE;
+    nch = (rows + RN__CHUNK_ROWS - 1) / RN__CHUNK_ROWS;
+    cur = (char *)mem; end = cur + mem_bytes;
+    memset(&s, 0, sizeof s);
+    s.B = (float *)rn__carve(&cur, end, rows * cols * sizeof(float));
+    s.rn__part = (double *)rn__carve(&cur, end, nch * cols * sizeof(double));
+    s.rn__part2 = (double *)rn__carve(&cur, end, nch * cols * sizeof(double));
+    s.rn__rowinv = (double *)rn__carve(&cur, end, rows * sizeof(double));
+    s.rn__mu = (double *)rn__carve(&cur, end, cols * sizeof(double));
+    s.rn__nu = (double *)rn__carve(&cur, end, cols * sizeof(double));
+    s.rn__meanb = (double *)rn__carve(&cur, end, cols * sizeof(double));
+    RN_ASSERT(s.B && s.rn__part && s.rn__part2 && s.rn__rowinv && s.rn__mu && s.rn__nu && s.rn__meanb);
+    memset(s.B, 0, rows * cols * sizeof(float));
+    memset(s.rn__meanb, 0, cols * sizeof(double));
+    s.rows = rows; s.cols = cols; s.t = 0; s.rn__nchunks = nch;
+    s.rn__meanb_ok = 1; /* B = 0: its mean is 0 */
+    s.rn__mem = mem; s.rn__owns = 0;
+    *st = s;
+    return RN_OK;
+}
+
+RNDEF rn_status rn_rownorm_init(rn_rownorm_state *st, size_t rows, size_t cols)
+{
+    size_t need;
+    void *mem;
+    rn_status r;
+    if (!st) return RN_ERR_NULL;
+    if (!rn__extent(rows, cols, cols)) return RN_ERR_SIZE;
+    need = rn_rownorm_state_size(rows, cols);
+    if (need == 0) return RN_ERR_SIZE;
+    mem = RN_MALLOC(need);
+    if (!mem) return RN_ERR_NOMEM;
+    r = rn_rownorm_init_ws(st, rows, cols, mem, need);
+    if (r != RN_OK) { RN_FREE(mem); return r; }
+    st->rn__owns = 1;
+    return RN_OK;
+}
+
+RNDEF void rn_rownorm_sync(rn_rownorm_state *st)
+{
+    if (st) st->rn__meanb_ok = 0;
+}
+
+RNDEF void rn_rownorm_free(rn_rownorm_state *st)
+{
+    if (!st) return;
+    if (st->rn__owns && st->rn__mem) RN_FREE(st->rn__mem);
+    memset(st, 0, sizeof *st);
+}
+
+/* One sweep over a chunk of rows [r0, r1) doing the enabled parts, in this order per row:
+ * EMA update (+ column sums of the new B into acc1), centred norm -> rowinv, outer-mean
+ * accumulation into acc2, write of W (and S). Each row is touched once per sweep, so it stays
+ * in L1 between the parts. */
+typedef struct rn__sweep {
+    float *B; size_t cols;
+    float *W; size_t ldw; const float *G; size_t ldg; float *so; size_t lds;
+    float beta, omb;
+    const double *mu, *nu;
+    double *rowinv;
+    double epsb, neglr, decay;
+    int upd, colsum, norm, nuacc, write, plain;
+} rn__sweep;
+
+RN__FN void rn__sweep_chunk(const rn__sweep *w, size_t r0, size_t r1, double *acc1, double *acc2)
+{
+    size_t r, k, n = w->cols;
+    if (w->plain) {
+        /* no projections: one visit per row, float write (nothing to centre) */
+        for (r = r0; r < r1; r++) {
+            float *b = w->B + r * n;
+            double nr = sqrt(rn__row_ema_sq(b, w->G + r * w->ldg, n, w->beta, w->omb)) + w->epsb;
+            double inv = nr > 0.0 ? 1.0 / nr : 0.0; /* a zero row (eps 0) stays zero */
+            rn__row_axpby(b, (float)(w->neglr * inv), (float)w->decay, w->W + r * w->ldw,
+                          w->so ? w->so + r * w->lds : NULL, n);
+        }
+        return;
+    }
+    if (w->colsum) for (k = 0; k < n; k++) acc1[k] = 0.0;
+    if (w->nuacc) for (k = 0; k < n; k++) acc2[k] = 0.0;
+    for (r = r0; r < r1; r++) {
+        float *b = w->B + r * n;
+        double inv;
+        if (w->upd && !w->norm) rn__row_ema(b, w->G + r * w->ldg, n, w->beta, w->omb, w->colsum ? acc1 : NULL);
+        if (w->norm) {
+            double nr;
+            if (w->upd && w->colsum) /* update, column sums and centred norm in one visit */
+                nr = rn__row_ema_stats(b, w->G + r * w->ldg, n, w->beta, w->omb, w->mu, acc1);
+            else {
+                if (w->upd) rn__row_ema(b, w->G + r * w->ldg, n, w->beta, w->omb, w->colsum ? acc1 : NULL);
+                nr = rn__sumsq_fd(b, w->mu, n);
+            }
+            nr = sqrt(nr) + w->epsb;
+            inv = nr > 0.0 ? 1.0 / nr : 0.0; /* a zero row (eps 0) stays zero */
+            w->rowinv[r] = inv;
+            if (w->nuacc) rn__row_nu(b, w->mu, inv, acc2, n);
+        } else {
+            inv = w->rowinv[r];
+        }
+        if (w->write)
+            rn__row_write(b, w->mu, inv, w->nu, w->neglr, w->decay, w->W + r * w->ldw,
+                          w->so ? w->so + r * w->lds : NULL, n);
+    }
+}
+
+RN__FN void rn__sweep_all(const rn__sweep *w, size_t rows, size_t nch, double *part1, double *part2)
+{
+    long c, nc = (long)nch;
+    RN__OMP(omp parallel for schedule(static))
+    for (c = 0; c < nc; c++) {
+        size_t r0 = (size_t)c * RN__CHUNK_ROWS;
+        size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;
+        rn__sweep_chunk(w, r0, r1, part1 ? part1 + (size_t)c * w->cols : NULL,
+                        part2 ? part2 + (size_t)c * w->cols : NULL);
+    }
+}
+
+/* The read-only pre-pass over G: finiteness (unless skipped) and, when `part` is given, the
+ * per-chunk column sums of G in double. Returns 0 if a NaN/Inf was found. */
+RN__FN int rn__gpass(const float *G, size_t ldg, size_t rows, size_t cols, size_t nch, int check,
+                     double *part)
+{
+    long c, nc = (long)nch;
+    int bad = 0;
+    RN__OMP(omp parallel for schedule(static) reduction(| : bad))
+    for (c = 0; c < nc; c++) {
+        size_t r0 = (size_t)c * RN__CHUNK_ROWS, r, k;
+        size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;
+        double *acc = part ? part + (size_t)c * cols : NULL;
+        if (acc) for (k = 0; k < cols; k++) acc[k] = 0.0;
+        for (r = r0; r < r1; r++) {
+            const float *g = G + r * ldg;
+            if (acc) { if (!rn__row_gsum(g, cols, acc) && check) bad = 1; }
+            else if (check && !rn__all_finite(g, cols)) bad = 1;
+        }
+    }
+    return !bad;
+}
+
+/* dst = (sum over chunks in order) / rows */
+RN__FN void rn__combine(const double *part, size_t nch, size_t cols, size_t rows, double *dst)
+{
+    size_t c, k;
+    for (k = 0; k < cols; k++) dst[k] = 0.0;
+    for (c = 0; c < nch; c++)
+        for (k = 0; k < cols; k++) dst[k] += part[c * cols + k];
+    for (k = 0; k < cols; k++) dst[k] /= (double)rows;
+}
+
+RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *cfg, float *W, size_t ldw,
+                                const float *G, size_t ldg, float *step_out, size_t lds)
+{
+    size_t rows, cols, ew, eg, es = 0, nb, nch, k;
+    unsigned flags;
+    double bc, lr, beta, eps, wd;
+    int cin, cout, check;
+    rn__sweep sw;
+    if (!st || !cfg || !W || !G) return RN_ERR_NULL;
+    if (!st->B || !st->rn__part || !st->rn__part2 || !st->rn__rowinv || !st->rn__mu || !st->rn__nu ||
+        !st->rn__meanb || !st->rn__mem)
+        return RN_ERR_NULL;
+    rows = st->rows; cols = st->cols; nch = st->rn__nchunks;
+    ew = rn__extent(rows, cols, ldw);
+    eg = rn__extent(rows, cols, ldg);
+    if (!ew || !eg) return RN_ERR_SIZE;
+    if (step_out) { es = rn__extent(rows, cols, lds); if (!es) return RN_ERR_SIZE; }
+    lr = cfg->lr; beta = cfg->beta; eps = cfg->eps; wd = cfg->weight_decay; flags = cfg->flags;
+    if (!(lr >= 0.0 && lr <= DBL_MAX) || !(beta >= 0.0 && beta < 1.0) || !(eps >= 0.0 && eps <= DBL_MAX) ||
+        !(wd >= 0.0 && wd <= DBL_MAX) || !(lr * wd <= DBL_MAX) || (flags & ~31u))
+        return RN_ERR_DOMAIN;
+    nb = rn_rownorm_state_size(rows, cols); /* the whole state block: B and the scratch */
+    if (rn__overlap(W, ew * sizeof(float), G, eg * sizeof(float)) ||
+        rn__overlap(W, ew * sizeof(float), step_out, es * sizeof(float)) ||
+        rn__overlap(G, eg * sizeof(float), step_out, es * sizeof(float)) ||
+        rn__overlap(W, ew * sizeof(float), st->rn__mem, nb) || rn__overlap(G, eg * sizeof(float), st->rn__mem, nb) ||
+        rn__overlap(step_out, es * sizeof(float), st->rn__mem, nb))
+        return RN_ERR_ALIAS;
+    cin = !(flags & (RN_NO_CENTER_IN | RN_REFERENCE_COMPAT));
+    cout = !(flags & (RN_NO_CENTER_OUT | RN_REFERENCE_COMPAT));
+    check = !(flags & RN_SKIP_CHECKS);
+
+    /* pre-pass over G (read-only, so an error leaves everything untouched): the finiteness
+     * check and, with the inner P, the column sums of G */
+    if ((check || cin) && !rn__gpass(G, ldg, rows, cols, nch, check, cin ? st->rn__part : NULL))
+        return RN_ERR_NONFINITE;
+
+    /* bias correction: B-hat = B / bc; RN_eps(P B-hat) = RN_{eps bc}(P B), so B is never divided */
+    if ((flags & RN_NO_BIAS_CORRECTION) || beta == 0.0) bc = 1.0;
+    else bc = -expm1((double)(st->t + 1) * log(beta));
+
+    memset(&sw, 0, sizeof sw);
+    sw.B = st->B; sw.cols = cols;
+    sw.W = W; sw.ldw = ldw; sw.G = G; sw.ldg = ldg; sw.so = step_out; sw.lds = lds;
+    sw.beta = (float)beta; sw.omb = (float)(1.0 - beta);
+    sw.mu = st->rn__mu; sw.nu = st->rn__nu; sw.rowinv = st->rn__rowinv;
+    sw.epsb = eps * bc; sw.neglr = -lr; sw.decay = 1.0 - lr * wd;
+    memset(st->rn__nu, 0, cols * sizeof(double));
+
+    if (!cin && !cout) {
+        /* no projections: G and B read once, B and W written once (5 array passes) */
+        sw.plain = 1;
+        rn__sweep_all(&sw, rows, nch, NULL, NULL);
+        st->rn__meanb_ok = 0; /* the mean of B was not tracked */
+        st->t += 1;
+        return RN_OK;
+    }
+    if (cin) {
+        /* the inner centre: mean(B_new) = beta mean(B) + (1 - beta) mean(G), with mean(B) carried
+         * from the previous step (accumulated from the stored floats, so rounding never
+         * accumulates across steps) and mean(G) from the pre-pass */
+        if (!st->rn__meanb_ok) { rn__col_mean(st->B, rows, cols, cols, st->rn__meanb); st->rn__meanb_ok = 1; }
+        rn__combine(st->rn__part, nch, cols, rows, st->rn__mu);
+        for (k = 0; k < cols; k++)
+            st->rn__mu[k] = (double)sw.beta * st->rn__meanb[k] + (double)sw.omb * st->rn__mu[k];
+    } else {
+        memset(st->rn__mu, 0, cols * sizeof(double));
+    }
+    /* sweep A: update B (+ its column sums), centred norms, outer-mean sums (or, without the
+     * outer P, the write) */
+    sw.upd = 1; sw.colsum = 1; sw.norm = 1; sw.nuacc = cout; sw.write = !cout;
+    rn__sweep_all(&sw, rows, nch, st->rn__part, st->rn__part2);
+    rn__combine(st->rn__part, nch, cols, rows, st->rn__meanb);
+    st->rn__meanb_ok = 1;
+    if (cout) {
+        rn__combine(st->rn__part2, nch, cols, rows, st->rn__nu);
+        /* sweep B: the write */
+        sw.upd = 0; sw.colsum = 0; sw.norm = 0; sw.nuacc = 0; sw.write = 1;
+        rn__sweep_all(&sw, rows, nch, NULL, NULL);
+    }
+    st->t += 1;
+    return RN_OK;
+}
+
 #include "wip/rownorm_exact_impl.inc"
 
 #endif /* ROWNORM_IMPLEMENTATION_DONE */
 #endif /* ROWNORM_IMPLEMENTATION */
+
+/*
+------------------------------------------------------------------------------
+This software is available under 2 licenses -- choose whichever you prefer.
+------------------------------------------------------------------------------
+ALTERNATIVE A - MIT License
+Copyright (c) 2026 The rownorm authors
+Permission is hereby granted, free of charge, to any person obtaining a copy of
+this software and associated documentation files (the "Software"), to deal in
+the Software without restriction, including without limitation the rights to
+use, copy, modify, merge, publish, distribute, sublicense, and/or sell copies
+of the Software, and to permit persons to whom the Software is furnished to do
+so, subject to the following conditions:
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+------------------------------------------------------------------------------
+ALTERNATIVE B - Public Domain (www.unlicense.org)
+This is free and unencumbered software released into the public domain.
+Anyone is free to copy, modify, publish, use, compile, sell, or distribute this
+software, either in source code form or as a compiled binary, for any purpose,
+commercial or non-commercial, and by any means.
+In jurisdictions that recognize copyright laws, the author or authors of this
+software dedicate any and all copyright interest in the software to the public
+domain. We make this dedication for the benefit of the public at large and to
+the detriment of our heirs and successors. We intend this dedication to be an
+overt act of relinquishment in perpetuity of all present and future rights to
+this software under copyright law.
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER LIABILITY, WHETHER IN AN
+ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION
+WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
+------------------------------------------------------------------------------
+*/

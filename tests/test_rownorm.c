@@ -1,0 +1,1002 @@
+/* tests/test_rownorm.c - rownorm.h against float64 references written from SPEC.md section 1.
+ * Built by `make test` as C99 and C++ in every variant (scalar, AVX2, AVX-512, CBLAS, ASan+UBSan). */
+#include <stdlib.h>
+/* an allocator that can be made to fail (RN_ERR_NOMEM paths) */
+static int t_alloc_fail;
+#define RN_MALLOC(sz) (t_alloc_fail ? NULL : malloc(sz))
+#define RN_FREE(p) free(p)
+#define ROWNORM_IMPLEMENTATION
+#include "rownorm.h"
+#include "test.h"
+#include <float.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define NANF ((float)NAN)
+
+/* ---- helpers -------------------------------------------------------------------------- */
+
+/* rows x cols normal(0, sd) matrix with leading dimension ld; the padding past cols is NaN, so
+ * any read of it shows up as a non-finite error or a NaN result. */
+static float *mat_new(t_rng *r, size_t rows, size_t cols, size_t ld, double sd)
+{
+    float *m = (float *)malloc(rows * ld * sizeof(float));
+    size_t i, j;
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < ld; j++) m[i * ld + j] = j < cols ? (float)(sd * t_rng_normal(r)) : NANF;
+    return m;
+}
+
+static double *dmat(size_t n) { return (double *)calloc(n ? n : 1, sizeof(double)); }
+
+static double ref_dist2(const float *S, size_t ld, size_t cols, size_t i, size_t j)
+{
+    double s = 0.0;
+    size_t k;
+    for (k = 0; k < cols; k++) { double d = (double)S[i * ld + k] - (double)S[j * ld + k]; s += d * d; }
+    return s;
+}
+
+/* brute-force diameter in float64 */
+static double ref_diameter(const float *S, size_t rows, size_t cols, size_t ld)
+{
+    double best = 0.0;
+    size_t i, j;
+    for (i = 0; i < rows; i++)
+        for (j = i + 1; j < rows; j++) {
+            double d = ref_dist2(S, ld, cols, i, j);
+            if (d > best) best = d;
+        }
+    return sqrt(best);
+}
+
+/* float64 PRN_eps(A) (SPEC 1.4) into out (rows x cols, ld cols) */
+static void ref_prn(const double *A, size_t rows, size_t cols, double eps, double *out)
+{
+    double *mu = dmat(cols), *nu = dmat(cols);
+    size_t i, k;
+    for (i = 0; i < rows; i++) for (k = 0; k < cols; k++) mu[k] += A[i * cols + k] / (double)rows;
+    for (i = 0; i < rows; i++) {
+        double n = 0.0;
+        for (k = 0; k < cols; k++) { double d = A[i * cols + k] - mu[k]; n += d * d; }
+        n = sqrt(n) + eps;
+        for (k = 0; k < cols; k++) out[i * cols + k] = n > 0.0 ? (A[i * cols + k] - mu[k]) / n : 0.0;
+    }
+    for (i = 0; i < rows; i++) for (k = 0; k < cols; k++) nu[k] += out[i * cols + k] / (double)rows;
+    for (i = 0; i < rows; i++) for (k = 0; k < cols; k++) out[i * cols + k] -= nu[k];
+    free(mu); free(nu);
+}
+
+/* ---- 1.1 Hilbert distance ----------------------------------------------------------------- */
+
+static void test_status_strings(void)
+{
+    int a, b;
+    for (a = RN_OK; a <= RN_ERR_NOCONVERGE; a++) {
+        CHECK(rn_status_string((rn_status)a) != NULL);
+        for (b = a + 1; b <= RN_ERR_NOCONVERGE; b++)
+            CHECK(strcmp(rn_status_string((rn_status)a), rn_status_string((rn_status)b)) != 0);
+    }
+    CHECK(rn_status_string((rn_status)99) != NULL);
+}
+
+static void test_hilbert_logits(void)
+{
+    t_rng r = {1};
+    size_t n = 257, k;
+    float *z0 = mat_new(&r, 1, n, n, 3.0), *z1 = mat_new(&r, 1, n, n, 3.0), *z2 = mat_new(&r, 1, n, n, 1.0);
+    double d, d2, mx = -1e300, mn = 1e300, lse0 = 0, lse1 = 0, m0 = -1e300, m1 = -1e300, pmx = -1e300, pmn = 1e300;
+    CHECK(rn_hilbert_logits(z0, z1, n, &d) == RN_OK);
+    for (k = 0; k < n; k++) {
+        double t = (double)z1[k] - (double)z0[k];
+        mx = t > mx ? t : mx; mn = t < mn ? t : mn;
+        m0 = z0[k] > m0 ? z0[k] : m0; m1 = z1[k] > m1 ? z1[k] : m1;
+    }
+    CHECK_NEAR(d, mx - mn, 0, 1e-15);
+    /* the Hilbert identity: d_H(softmax z0, softmax z1) from log-probabilities */
+    for (k = 0; k < n; k++) { lse0 += exp(z0[k] - m0); lse1 += exp(z1[k] - m1); }
+    lse0 = m0 + log(lse0); lse1 = m1 + log(lse1);
+    for (k = 0; k < n; k++) {
+        double lr = ((double)z1[k] - lse1) - ((double)z0[k] - lse0);
+        pmx = lr > pmx ? lr : pmx; pmn = lr < pmn ? lr : pmn;
+    }
+    CHECK_NEAR(d, pmx - pmn, 1e-12, 1e-12);
+    /* shift invariance (softmax invariance): z1 + c */
+    for (k = 0; k < n; k++) z2[k] = z1[k] + 5.0f;
+    CHECK(rn_hilbert_logits(z0, z2, n, &d2) == RN_OK);
+    CHECK_NEAR(d2, d, 1e-5, 1e-6);
+    /* stable at |z| ~ 1e4: logits 1e4 + small */
+    for (k = 0; k < n; k++) { z0[k] = 1e4f + (float)(k % 7) * 0.25f; z1[k] = -1e4f + (float)(k % 5) * 0.5f; }
+    CHECK(rn_hilbert_logits(z0, z1, n, &d) == RN_OK);
+    CHECK_NEAR(d, 1.5 + 2.0, 0, 1e-15); /* max (2 - 0) - min(0 - 1.5) */
+    /* symmetric, zero on itself */
+    CHECK(rn_hilbert_logits(z1, z0, n, &d2) == RN_OK && d2 == d);
+    CHECK(rn_hilbert_logits(z0, z0, n, &d2) == RN_OK && d2 == 0.0);
+    free(z0); free(z1); free(z2);
+}
+
+static void test_hilbert_probs(void)
+{
+    t_rng r = {2};
+    size_t n = 100, k;
+    float p[100], q[100], p2[100];
+    double zp[100], zq[100], sp = 0, sq = 0, d, dl, tv = 0;
+    float fz0[100], fz1[100];
+    for (k = 0; k < n; k++) { zp[k] = 2 * t_rng_normal(&r); zq[k] = 2 * t_rng_normal(&r); sp += exp(zp[k]); sq += exp(zq[k]); }
+    for (k = 0; k < n; k++) {
+        p[k] = (float)(exp(zp[k]) / sp); q[k] = (float)(exp(zq[k]) / sq);
+        fz0[k] = (float)log((double)q[k]); fz1[k] = (float)log((double)p[k]);
+        p2[k] = p[k] * 1024.0f; /* unnormalised, same point of the simplex */
+        tv += 0.5 * fabs((double)p[k] / 1.0 - (double)q[k]);
+    }
+    CHECK(rn_hilbert_probs(p, q, n, &d) == RN_OK);
+    {
+        double mx = -1e300, mn = 1e300;
+        for (k = 0; k < n; k++) { double t = log((double)p[k]) - log((double)q[k]); mx = t > mx ? t : mx; mn = t < mn ? t : mn; }
+        CHECK_NEAR(d, mx - mn, 1e-12, 1e-12);
+    }
+    CHECK(rn_hilbert_logits(fz0, fz1, n, &dl) == RN_OK);
+    CHECK_NEAR(dl, d, 1e-5, 1e-6); /* the logits form agrees (float-rounded logs) */
+    CHECK(rn_hilbert_probs(p2, q, n, &dl) == RN_OK);
+    CHECK_NEAR(dl, d, 1e-12, 1e-12); /* scale-free */
+    /* TV bound: TV(p,q) <= tanh(d_H/4) (p, q normalised up to float rounding) */
+    CHECK(tv <= rn_tv_bound(d) + 1e-6);
+    CHECK(rn_tv_bound(0.0) == 0.0);
+    CHECK_NEAR(rn_tv_bound(4.0), tanh(1.0), 0, 1e-15);
+    CHECK(rn_tv_bound(-1.0) != rn_tv_bound(-1.0)); /* NaN */
+}
+
+static void test_hilbert_errors(void)
+{
+    float a[4] = {1, 2, 3, 4}, b[4] = {1, 1, 1, 1}, bad[4] = {1, NANF, 1, 1}, inf[4] = {1, 1, (float)HUGE_VAL, 1};
+    float neg[4] = {1, 0, 1, 1};
+    double out = 123.0;
+    CHECK(rn_hilbert_logits(NULL, b, 4, &out) == RN_ERR_NULL);
+    CHECK(rn_hilbert_logits(a, NULL, 4, &out) == RN_ERR_NULL);
+    CHECK(rn_hilbert_logits(a, b, 4, NULL) == RN_ERR_NULL);
+    CHECK(rn_hilbert_logits(a, b, 0, &out) == RN_ERR_SIZE);
+    CHECK(rn_hilbert_logits(a, bad, 4, &out) == RN_ERR_NONFINITE);
+    CHECK(rn_hilbert_logits(inf, b, 4, &out) == RN_ERR_NONFINITE);
+    CHECK(rn_hilbert_probs(a, neg, 4, &out) == RN_ERR_DOMAIN);
+    CHECK(rn_hilbert_probs(neg, a, 4, &out) == RN_ERR_DOMAIN);
+    CHECK(rn_hilbert_probs(a, bad, 4, &out) == RN_ERR_NONFINITE);
+    CHECK(rn_hilbert_probs(a, b, 0, &out) == RN_ERR_SIZE);
+    CHECK(rn_hilbert_probs(NULL, b, 4, &out) == RN_ERR_NULL);
+    CHECK(out == 123.0);
+}
+
+/* ---- 1.2 Diameter --------------------------------------------------------------------------- */
+
+static void check_diameter(const float *S, size_t rows, size_t cols, size_t ld, const char *what)
+{
+    double D = -1, want = ref_diameter(S, rows, cols, ld), lo = -1, hi = -1;
+    size_t i = 99, j = 99;
+    rn_status st = rn_row_diameter(S, rows, cols, ld, &D, &i, &j);
+    CHECK_MSG(st == RN_OK, "%s: status %d", what, (int)st);
+    CHECK_MSG(fabs(D - want) <= 1e-12 * want + 1e-300 || (want == 0.0 && D == 0.0), /* 1e-6 asked; exact to rounding */
+              "%s: D %.17g want %.17g", what, D, want);
+    if (rows > 1) {
+        CHECK_MSG(i < j && j < rows, "%s: pair %zu %zu", what, i, j);
+        if (i < j && j < rows) CHECK_NEAR(sqrt(ref_dist2(S, ld, cols, i, j)), D, 0, 1e-14);
+    } else {
+        CHECK(i == 0 && j == 0 && D == 0.0);
+    }
+    CHECK(rn_row_diameter_bounds(S, rows, cols, ld, &lo, &hi) == RN_OK);
+    CHECK_MSG(lo <= want * (1 + 1e-12) && want <= hi * (1 + 1e-12) && hi <= 2 * lo * (1 + 1e-12),
+              "%s: bracket lo %.17g D %.17g hi %.17g", what, lo, want, hi);
+}
+
+static void test_diameter_cases(void)
+{
+    t_rng r = {3};
+    size_t i, k;
+    { /* random, ld > cols with NaN padding */
+        float *S = mat_new(&r, 200, 37, 41, 1.0);
+        check_diameter(S, 200, 37, 41, "random");
+        free(S);
+    }
+    { /* common shift: S = 1 c^T + small */
+        size_t V = 150, d = 33;
+        float *S = mat_new(&r, V, d, d, 1e-3);
+        float c[33];
+        for (k = 0; k < d; k++) c[k] = (float)(1e4 * t_rng_normal(&r));
+        for (i = 0; i < V; i++) for (k = 0; k < d; k++) S[i * d + k] += c[k];
+        check_diameter(S, V, d, d, "common shift");
+        free(S);
+    }
+    { /* duplicate rows: all equal, then two distinct values repeated */
+        size_t V = 70, d = 9;
+        float *S = mat_new(&r, V, d, d, 1.0);
+        for (i = 1; i < V; i++) memcpy(S + i * d, S, d * sizeof(float));
+        check_diameter(S, V, d, d, "all equal");
+        for (i = 0; i < V; i += 3) S[i * d + 2] += 1.0f;
+        check_diameter(S, V, d, d, "two values");
+        free(S);
+    }
+    { /* sphere-like: every row the same norm (where pruning fails), several blocks */
+        size_t V = 333, d = 48;
+        float *S = mat_new(&r, V, d, d, 1.0);
+        for (i = 0; i < V; i++) {
+            double n = sqrt(ref_dist2(S, d, d, i, i) + 0.0), s = 0.0;
+            for (k = 0; k < d; k++) s += (double)S[i * d + k] * S[i * d + k];
+            n = sqrt(s);
+            for (k = 0; k < d; k++) S[i * d + k] = (float)(S[i * d + k] / n * 0.01);
+        }
+        check_diameter(S, V, d, d, "sphere");
+        free(S);
+    }
+    { /* gradient-like: heavy-tailed row norms */
+        size_t V = 700, d = 40;
+        float *S = mat_new(&r, V, d, d, 1.0);
+        for (i = 0; i < V; i++) {
+            double sc = exp(2.0 * t_rng_normal(&r));
+            for (k = 0; k < d; k++) S[i * d + k] = (float)(S[i * d + k] * sc);
+        }
+        check_diameter(S, V, d, d, "heavy tail");
+        free(S);
+    }
+    { /* V = 1, V = 2, cols = 1 */
+        float *S = mat_new(&r, 2, 5, 5, 1.0);
+        check_diameter(S, 1, 5, 5, "V=1");
+        check_diameter(S, 2, 5, 5, "V=2");
+        check_diameter(S, 2, 1, 5, "V=2 d=1");
+        free(S);
+    }
+    { /* near ties below the float32 resolution of the tiles: +-e_k (1 + 1e-7 k), plus a shift */
+        size_t V = 260, d = 100;
+        float *S = mat_new(&r, V, d, d, 0.0);
+        for (i = 0; i < V; i++) {
+            for (k = 0; k < d; k++) S[i * d + k] = 0.0f;
+            S[i * d + (i / 2) % d] = (float)((i % 2 ? -1.0 : 1.0) * (1.0 + 1e-7 * (double)i));
+        }
+        check_diameter(S, V, d, d, "near ties");
+        for (i = 0; i < V; i++) for (k = 0; k < d; k++) S[i * d + k] += 3.0f;
+        check_diameter(S, V, d, d, "near ties shifted");
+        free(S);
+    }
+    { /* two tight dense clusters at +-u: thousands of pairs within the float32 error of the
+       * tile products of the maximum, so only a sound margin finds the true pair */
+        size_t V = 200, d = 256;
+        float *S = mat_new(&r, V, d, d, 0.0);
+        double u[256], un = 0.0;
+        for (k = 0; k < d; k++) { u[k] = t_rng_normal(&r); un += u[k] * u[k]; }
+        for (i = 0; i < V; i++)
+            for (k = 0; k < d; k++)
+                S[i * d + k] = (float)((i % 2 ? -1.0 : 1.0) * u[k] / sqrt(un) + 1e-7 * t_rng_normal(&r));
+        check_diameter(S, V, d, d, "tight clusters");
+        free(S);
+    }
+    { /* four corners (+-1, +-1) plus 1e-4 noise: the float32 tile products cannot see the noise
+       * at all (it is below the spacing of the +-1 terms), so every opposite-corner pair looks
+       * the same to the tiles and only the error margin makes the verification find the max */
+        size_t V = 240, d = 32;
+        float *S = mat_new(&r, V, d, d, 1e-4);
+        for (i = 0; i < V; i++) {
+            S[i * d + 0] = (i % 2) ? 1.0f : -1.0f;
+            S[i * d + 1] = ((i / 2) % 2) ? 1.0f : -1.0f;
+        }
+        /* a decoy row of the largest radius, so that the farthest-point sweeps start away
+         * from the best pair and stop at a pair that is only locally farthest */
+        S[0] = 0.0f; S[1] = 0.0f; S[2] = 1.5f;
+        check_diameter(S, V, d, d, "corners");
+        free(S);
+    }
+    { /* wide rows (> 1024 columns: the bracket's centre is a row) */
+        float *S = mat_new(&r, 20, 1100, 1100, 1.0);
+        check_diameter(S, 20, 1100, 1100, "wide");
+        free(S);
+    }
+}
+
+/* SPEC 1.2 theorem: osc(S h*) = H D(S) at h* of the maximising pair, and no ||h|| <= H does more. */
+static void test_diameter_theorem(void)
+{
+    t_rng r = {4};
+    size_t V = 120, d = 24, i, j, a, k, trial;
+    float *S = mat_new(&r, V, d, d, 1.0), h[24];
+    double D, H = 2.5;
+    CHECK(rn_row_diameter(S, V, d, d, &D, &i, &j) == RN_OK);
+    CHECK(rn_worst_hidden_state(S, V, d, d, i, j, H, h) == RN_OK);
+    for (trial = 0; trial < 21; trial++) {
+        double mx = -1e300, mn = 1e300, hn = 0.0;
+        if (trial > 0) { /* random h of norm H */
+            for (k = 0; k < d; k++) { h[k] = (float)t_rng_normal(&r); hn += (double)h[k] * h[k]; }
+            for (k = 0; k < d; k++) h[k] = (float)(h[k] * H / sqrt(hn));
+        }
+        hn = 0.0;
+        for (k = 0; k < d; k++) hn += (double)h[k] * h[k];
+        for (a = 0; a < V; a++) {
+            double s = 0.0;
+            for (k = 0; k < d; k++) s += (double)S[a * d + k] * h[k];
+            mx = s > mx ? s : mx; mn = s < mn ? s : mn;
+        }
+        if (trial == 0) {
+            CHECK_NEAR(sqrt(hn), H, 0, 1e-6);
+            CHECK_NEAR(mx - mn, H * D, 0, 1e-6);
+        } else {
+            CHECK(mx - mn <= sqrt(hn) * D * (1 + 1e-6));
+        }
+    }
+    /* equal rows: h = 0 */
+    CHECK(rn_worst_hidden_state(S, V, d, d, 3, 3, H, h) == RN_OK && h[0] == 0.0f && h[d - 1] == 0.0f);
+    free(S);
+}
+
+static void test_diameter_ws_and_errors(void)
+{
+    t_rng r = {5};
+    size_t V = 50, d = 10, i = 7, j = 7, need;
+    float *S = mat_new(&r, V, d, d, 1.0);
+    double D = 42.0, D2, lo = 42.0, hi = 42.0;
+    void *ws;
+    float h[10];
+    need = rn_row_diameter_workspace_size(V, d);
+    CHECK(need > 0);
+    ws = malloc(need + 1);
+    CHECK(rn_row_diameter_ws(S, V, d, d, (char *)ws + 1, need, &D2, NULL, NULL) == RN_OK); /* unaligned ok */
+    CHECK_NEAR(D2, ref_diameter(S, V, d, d), 0, 1e-12);
+    CHECK(rn_row_diameter_ws(S, V, d, d, ws, need - 1, &D, &i, &j) == RN_ERR_SIZE);
+    CHECK(rn_row_diameter_ws(S, V, d, d, NULL, need, &D, &i, &j) == RN_ERR_NULL);
+    CHECK(rn_row_diameter_ws(S, 2, d, d, S, need, &D, &i, &j) == RN_ERR_ALIAS);
+    CHECK(rn_row_diameter(NULL, V, d, d, &D, &i, &j) == RN_ERR_NULL);
+    CHECK(rn_row_diameter(S, V, d, d, NULL, &i, &j) == RN_ERR_NULL);
+    CHECK(rn_row_diameter(S, 0, d, d, &D, &i, &j) == RN_ERR_SIZE);
+    CHECK(rn_row_diameter(S, V, 0, d, &D, &i, &j) == RN_ERR_SIZE);
+    CHECK(rn_row_diameter(S, V, d, d - 1, &D, &i, &j) == RN_ERR_SIZE);
+    CHECK(rn_row_diameter(S, (size_t)-1 / 8, d, d, &D, &i, &j) == RN_ERR_SIZE);
+    CHECK(rn_row_diameter_bounds(S, 0, d, d, &lo, &hi) == RN_ERR_SIZE);
+    CHECK(rn_row_diameter_bounds(S, V, d, d, NULL, &hi) == RN_ERR_NULL);
+    CHECK(rn_worst_hidden_state(S, V, d, d, V, 0, 1.0, h) == RN_ERR_DOMAIN);
+    CHECK(rn_worst_hidden_state(S, V, d, d, 0, 1, -1.0, h) == RN_ERR_DOMAIN);
+    CHECK(rn_worst_hidden_state(S, V, d, d, 0, 1, (double)NAN, h) == RN_ERR_DOMAIN);
+    CHECK(rn_worst_hidden_state(S, V, d, d, 0, 1, 1.0, NULL) == RN_ERR_NULL);
+    S[13 * d + 4] = NANF;
+    CHECK(rn_row_diameter(S, V, d, d, &D, &i, &j) == RN_ERR_NONFINITE);
+    CHECK(rn_row_diameter_bounds(S, V, d, d, &lo, &hi) == RN_ERR_NONFINITE);
+    S[13 * d + 4] = (float)HUGE_VAL;
+    CHECK(rn_row_diameter_ws(S, V, d, d, ws, need, &D, &i, &j) == RN_ERR_NONFINITE);
+    CHECK(D == 42.0 && i == 7 && j == 7 && lo == 42.0 && hi == 42.0);
+    free(ws); free(S);
+}
+
+/* ---- 1.3 Hilbert RMS -------------------------------------------------------------------------- */
+
+static double ref_rms(const float *S, size_t V, size_t d, size_t lds, const float *H, size_t N, size_t ldh)
+{
+    double acc = 0.0;
+    size_t l, i, k;
+    for (l = 0; l < N; l++) {
+        double mx = -1e300, mn = 1e300;
+        for (i = 0; i < V; i++) {
+            double s = 0.0;
+            for (k = 0; k < d; k++) s += (double)S[i * lds + k] * H[l * ldh + k];
+            mx = s > mx ? s : mx; mn = s < mn ? s : mn;
+        }
+        acc += (mx - mn) * (mx - mn);
+    }
+    return sqrt(acc / (double)N);
+}
+
+static void test_hilbert_rms(void)
+{
+    t_rng r = {6};
+    size_t V = 150, d = 45, N = 300, lds = 47, ldh = 50, i, k, l;
+    float *S = mat_new(&r, V, d, lds, 1e-2), *H = mat_new(&r, N, d, ldh, 1.0);
+    double rms = -1, want = ref_rms(S, V, d, lds, H, N, ldh);
+    double *mx = dmat(N), *mn = dmat(N), *mx2 = dmat(N), *mn2 = dmat(N), rms2 = -1;
+    size_t need = rn_hilbert_rms_workspace_size(d, N);
+    void *ws = malloc(need);
+    CHECK(rn_hilbert_rms(S, V, d, lds, H, N, ldh, &rms) == RN_OK);
+    CHECK_NEAR(rms, want, 0, 1e-5);
+    /* a vocabulary split in two shards, combined by max / min */
+    CHECK(rn_hilbert_rms_partial_ws(S, 61, d, lds, H, N, ldh, ws, need, mx, mn) == RN_OK);
+    CHECK(rn_hilbert_rms_partial_ws(S + 61 * lds, V - 61, d, lds, H, N, ldh, ws, need, mx2, mn2) == RN_OK);
+    for (l = 0; l < N; l++) { mx[l] = mx2[l] > mx[l] ? mx2[l] : mx[l]; mn[l] = mn2[l] < mn[l] ? mn2[l] : mn[l]; }
+    CHECK(rn_hilbert_rms_from_range(mx, mn, N, &rms2) == RN_OK);
+    CHECK_NEAR(rms2, want, 0, 1e-5);
+    /* common shift in S: the osc ignores it, and so must the precision */
+    {
+        float c[45];
+        for (k = 0; k < d; k++) c[k] = (float)(100.0 * t_rng_normal(&r));
+        for (i = 0; i < V; i++) for (k = 0; k < d; k++) S[i * lds + k] += c[k];
+        want = ref_rms(S, V, d, lds, H, N, ldh);
+        CHECK(rn_hilbert_rms(S, V, d, lds, H, N, ldh, &rms) == RN_OK);
+        CHECK_NEAR(rms, want, 0, 1e-4);
+    }
+    /* one row: every osc is 0 */
+    CHECK(rn_hilbert_rms(S, 1, d, lds, H, N, ldh, &rms) == RN_OK && rms == 0.0);
+    /* errors, output untouched */
+    rms = 7.0;
+    CHECK(rn_hilbert_rms(NULL, V, d, lds, H, N, ldh, &rms) == RN_ERR_NULL);
+    CHECK(rn_hilbert_rms(S, V, d, lds, H, 0, ldh, &rms) == RN_ERR_SIZE);
+    CHECK(rn_hilbert_rms(S, V, d, d - 1, H, N, ldh, &rms) == RN_ERR_SIZE);
+    CHECK(rn_hilbert_rms(S, V, d, lds, H, N, d - 1, &rms) == RN_ERR_SIZE);
+    CHECK(rn_hilbert_rms_partial_ws(S, V, d, lds, H, N, ldh, ws, need - 1, mx, mn) == RN_ERR_SIZE);
+    CHECK(rn_hilbert_rms_partial_ws(S, V, d, lds, H, N, ldh, ws, need, mx, mx) == RN_ERR_ALIAS);
+    H[7 * ldh + 3] = NANF;
+    CHECK(rn_hilbert_rms(S, V, d, lds, H, N, ldh, &rms) == RN_ERR_NONFINITE);
+    CHECK(rms == 7.0);
+    mx[0] = 0.0; mn[0] = 1.0;
+    CHECK(rn_hilbert_rms_from_range(mx, mn, N, &rms) == RN_ERR_DOMAIN);
+    CHECK(rms == 7.0);
+    free(S); free(H); free(mx); free(mn); free(mx2); free(mn2); free(ws);
+}
+
+/* ---- 1.4 Projected RowNorm ---------------------------------------------------------------------- */
+
+static void test_projected_rownorm(void)
+{
+    t_rng r = {7};
+    size_t V = 60, d = 21, lda = 23, ldo = 25, i, k;
+    float *A = mat_new(&r, V, d, lda, 1.0), *out = mat_new(&r, V, d, ldo, 0.0), *in = NULL;
+    double *Ad = dmat(V * d), *ref = dmat(V * d), *Gd = dmat(V * d), *P = dmat(V * d);
+    double colmax = 0.0, err = 0.0, D, dec = 0.0, want = 0.0, *mu = dmat(d);
+    for (i = 0; i < V; i++) for (k = 0; k < d; k++) { A[i * lda + k] += (float)(k * 0.3); Ad[i * d + k] = A[i * lda + k]; }
+    CHECK(rn_projected_rownorm(A, V, d, lda, 0.0f, out, ldo) == RN_OK);
+    ref_prn(Ad, V, d, 0.0, ref);
+    for (i = 0; i < V; i++) for (k = 0; k < d; k++) {
+        double e = fabs(out[i * ldo + k] - ref[i * d + k]);
+        err = e > err ? e : err;
+    }
+    CHECK_MSG(err <= 1e-6, "max err %g", err);
+    for (k = 0; k < d; k++) { /* 1^T PRN = 0 */
+        double s = 0.0;
+        for (i = 0; i < V; i++) s += out[i * ldo + k];
+        colmax = fabs(s) > colmax ? fabs(s) : colmax;
+    }
+    CHECK_MSG(colmax <= 1e-5, "column sum %g", colmax);
+    for (i = 0; i < V; i++) { /* padding untouched */
+        unsigned int u; memcpy(&u, out + i * ldo + d, 4);
+        CHECK(out[i * ldo + d] != out[i * ldo + d]);
+    }
+    /* D(S) <= 2 gamma for S = -gamma PRN (here gamma = 1), rows of RN have norm <= 1 */
+    D = ref_diameter(out, V, d, ldo);
+    CHECK(D <= 2.0 * (1 + 1e-6));
+    /* first-order decrease gamma * sum ||g_i|| when 1^T G = 0, eps = 0 */
+    for (k = 0; k < d; k++) { for (i = 0; i < V; i++) mu[k] += Ad[i * d + k] / (double)V; }
+    for (i = 0; i < V; i++) {
+        double n = 0.0;
+        for (k = 0; k < d; k++) { Gd[i * d + k] = Ad[i * d + k] - mu[k]; n += Gd[i * d + k] * Gd[i * d + k]; }
+        want += sqrt(n);
+    }
+    ref_prn(Gd, V, d, 0.0, P);
+    for (i = 0; i < V * d; i++) dec += Gd[i] * P[i];
+    CHECK_NEAR(dec, want, 0, 1e-12);
+    /* and for the float routine on A (not centred: PRN centres it) */
+    dec = 0.0;
+    for (i = 0; i < V; i++) for (k = 0; k < d; k++) dec += Gd[i * d + k] * out[i * ldo + k];
+    CHECK_NEAR(dec, want, 0, 1e-6);
+    /* in place (out == A, same ld) gives the same bytes */
+    in = (float *)malloc(V * lda * sizeof(float));
+    memcpy(in, A, V * lda * sizeof(float));
+    CHECK(rn_projected_rownorm(in, V, d, lda, 0.0f, in, lda) == RN_OK);
+    {
+        int same = 1;
+        for (i = 0; i < V; i++) for (k = 0; k < d; k++) same &= in[i * lda + k] == out[i * ldo + k];
+        CHECK(same);
+    }
+    /* eps > 0 matches the reference too */
+    CHECK(rn_projected_rownorm(A, V, d, lda, 0.5f, out, ldo) == RN_OK);
+    ref_prn(Ad, V, d, 0.5, ref);
+    err = 0.0;
+    for (i = 0; i < V; i++) for (k = 0; k < d; k++) { double e = fabs(out[i * ldo + k] - ref[i * d + k]); err = e > err ? e : err; }
+    CHECK(err <= 1e-6);
+    /* zero input gives zero output (no 0/0) */
+    memset(in, 0, V * lda * sizeof(float));
+    CHECK(rn_projected_rownorm(in, V, d, lda, 0.0f, out, ldo) == RN_OK && out[0] == 0.0f && out[5 * ldo + 3] == 0.0f);
+    free(A); free(out); free(in); free(Ad); free(ref); free(Gd); free(P); free(mu);
+}
+
+static void test_projected_rownorm_errors(void)
+{
+    t_rng r = {8};
+    size_t V = 10, d = 6;
+    float *A = mat_new(&r, V, d, d, 1.0), *out = mat_new(&r, V, d, d, 1.0), *copy = (float *)malloc(V * d * 4);
+    char ws[16];
+    memcpy(copy, out, V * d * 4);
+    CHECK(rn_projected_rownorm(NULL, V, d, d, 0.0f, out, d) == RN_ERR_NULL);
+    CHECK(rn_projected_rownorm(A, V, d, d, 0.0f, NULL, d) == RN_ERR_NULL);
+    CHECK(rn_projected_rownorm(A, 0, d, d, 0.0f, out, d) == RN_ERR_SIZE);
+    CHECK(rn_projected_rownorm(A, V, d, d, 0.0f, out, d - 1) == RN_ERR_SIZE);
+    CHECK(rn_projected_rownorm(A, V, d, d, -1.0f, out, d) == RN_ERR_DOMAIN);
+    CHECK(rn_projected_rownorm(A, V, d, d, NANF, out, d) == RN_ERR_DOMAIN);
+    CHECK(rn_projected_rownorm(A, V, d, d, 0.0f, A + 1, d) == RN_ERR_ALIAS);
+    CHECK(rn_projected_rownorm(A, V - 1, d, d, 0.0f, A, d - 1 + 1 + 0) == RN_OK); /* same ld in place */
+    CHECK(rn_projected_rownorm(A, V, d, d, 0.0f, out, d) == RN_OK);
+    memcpy(copy, out, V * d * 4);
+    CHECK(rn_projected_rownorm_ws(A, V, d, d, 0.0f, out, d, ws, sizeof ws) == RN_ERR_SIZE);
+    A[3] = (float)HUGE_VAL;
+    CHECK(rn_projected_rownorm(A, V, d, d, 0.0f, out, d) == RN_ERR_NONFINITE);
+    CHECK(memcmp(copy, out, V * d * 4) == 0);
+    free(A); free(out); free(copy);
+}
+
+/* ---- 1.5 RowNorm optimizer ------------------------------------------------------------------------ */
+
+/* float64 golden of SPEC 1.5: nsteps steps from B = 0 on W (double), with flags. */
+static void ref_rownorm(double *W, double *B, const float *const *Gs, size_t nsteps, size_t V, size_t d,
+                        double lr, double beta, double eps, double wd, int compat)
+{
+    double *Bh = dmat(V * d), *S = dmat(V * d);
+    size_t t, i, k;
+    for (t = 1; t <= nsteps; t++) {
+        double bc = 1.0 - pow(beta, (double)t);
+        for (i = 0; i < V * d; i++) B[i] = beta * B[i] + (1 - beta) * (double)Gs[t - 1][i];
+        if (compat) { /* authors' code: normalise B with eps (1 - beta^t), no projections */
+            for (i = 0; i < V; i++) {
+                double n = 0.0;
+                for (k = 0; k < d; k++) n += B[i * d + k] * B[i * d + k];
+                n = sqrt(n) + eps * bc;
+                for (k = 0; k < d; k++) S[i * d + k] = -lr * B[i * d + k] / n;
+            }
+        } else {
+            for (i = 0; i < V * d; i++) Bh[i] = B[i] / bc;
+            ref_prn(Bh, V, d, eps, S);
+            for (i = 0; i < V * d; i++) S[i] *= -lr;
+        }
+        for (i = 0; i < V * d; i++) W[i] = (1 - lr * wd) * W[i] + S[i];
+    }
+    free(Bh); free(S);
+}
+
+static void test_rownorm_step_t1(void)
+{
+    t_rng r = {9};
+    size_t V = 300, d = 19, i, k;
+    float *W = mat_new(&r, V, d, d, 1.0), *G = mat_new(&r, V, d, d, 1.0), *So = mat_new(&r, V, d, d, 0.0);
+    double *Gd = dmat(V * d), *P = dmat(V * d), err = 0.0;
+    rn_rownorm_state st;
+    rn_rownorm_config cfg = rn_rownorm_default();
+    cfg.lr = 0.01;
+    for (i = 0; i < V * d; i++) { G[i] += 0.2f; Gd[i] = G[i]; }
+    CHECK(rn_rownorm_init(&st, V, d) == RN_OK);
+    CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d, So, d) == RN_OK);
+    CHECK(st.t == 1);
+    ref_prn(Gd, V, d, 1e-8, P); /* at t = 1, B-hat = G */
+    for (i = 0; i < V; i++) for (k = 0; k < d; k++) {
+        double e = fabs((double)So[i * d + k] + cfg.lr * P[i * d + k]);
+        err = e > err ? e : err;
+    }
+    CHECK_MSG(err <= 1e-8, "err %g", err);
+    /* the diameter budget: D(S) <= 2 lr, 1^T S = 0 */
+    CHECK(ref_diameter(So, V, d, d) <= 2 * cfg.lr * (1 + 1e-6));
+    {
+        double s = 0.0;
+        for (i = 0; i < V; i++) s += So[i * d + 3];
+        CHECK(fabs(s) < 1e-6);
+    }
+    { /* without the outer P every row of S is -lr RN(P B-hat)_i: norm <= lr (= lr up to eps) */
+        double worst = 0.0, least = 1e300;
+        cfg.flags = RN_NO_CENTER_OUT;
+        CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d, So, d) == RN_OK);
+        for (i = 0; i < V; i++) {
+            double n2 = 0.0;
+            for (k = 0; k < d; k++) n2 += (double)So[i * d + k] * So[i * d + k];
+            worst = sqrt(n2) > worst ? sqrt(n2) : worst;
+            least = sqrt(n2) < least ? sqrt(n2) : least;
+        }
+        CHECK(worst <= cfg.lr * (1 + 1e-6) && least >= cfg.lr * (1 - 1e-5));
+    }
+    rn_rownorm_free(&st);
+    CHECK(st.B == NULL);
+    free(W); free(G); free(So); free(Gd); free(P);
+}
+
+static void run_golden_shape(int compat, unsigned flags, double wd, size_t V, size_t d, size_t ldw, size_t ldg)
+{
+    t_rng r = {10};
+    size_t i, k, t;
+    float *W = mat_new(&r, V, d, ldw, 1.0), *Gs[3];
+    double *Wd = dmat(V * d), *Bd = dmat(V * d), err = 0.0, berr = 0.0;
+    rn_rownorm_state st;
+    rn_rownorm_config cfg = rn_rownorm_default();
+    cfg.lr = 0.05; cfg.weight_decay = wd; cfg.flags = flags; cfg.eps = 1e-3; /* eps visible */
+    for (t = 0; t < 3; t++) {
+        float *g = mat_new(&r, V, d, ldg, 1.0);
+        Gs[t] = (float *)malloc(V * d * sizeof(float));
+        for (i = 0; i < V; i++) for (k = 0; k < d; k++) { g[i * ldg + k] += 0.5f; Gs[t][i * d + k] = g[i * ldg + k]; }
+        if (t == 0) {
+            for (i = 0; i < V; i++) for (k = 0; k < d; k++) Wd[i * d + k] = W[i * ldw + k];
+            CHECK(rn_rownorm_init(&st, V, d) == RN_OK);
+        }
+        CHECK(rn_rownorm_step(&st, &cfg, W, ldw, g, ldg, NULL, 0) == RN_OK);
+        if (ldw > d) for (i = 0; i < V; i++) CHECK(W[i * ldw + d] != W[i * ldw + d]); /* padding untouched */
+        free(g);
+    }
+    ref_rownorm(Wd, Bd, (const float *const *)Gs, 3, V, d, cfg.lr, cfg.beta, cfg.eps, wd, compat);
+    for (i = 0; i < V; i++) for (k = 0; k < d; k++) {
+        double e = fabs(W[i * ldw + k] - Wd[i * d + k]), eb = fabs(st.B[i * d + k] - Bd[i * d + k]);
+        err = e > err ? e : err;
+        berr = eb > berr ? eb : berr;
+    }
+    CHECK_MSG(err <= 2e-6, "golden compat=%d flags=%u: W err %g", compat, flags, err);
+    CHECK_MSG(berr <= 1e-6, "golden compat=%d: B err %g", compat, berr);
+    CHECK(st.t == 3);
+    rn_rownorm_free(&st);
+    for (t = 0; t < 3; t++) free(Gs[t]);
+    free(W); free(Wd); free(Bd);
+}
+
+static void run_golden(int compat, unsigned flags, double wd, size_t ldw, size_t ldg)
+{
+    run_golden_shape(compat, flags, wd, 37, 11, ldw, ldg);
+}
+
+static void test_rownorm_golden(void)
+{
+    /* degenerate shapes: one column, one row (P of one row is 0: S = 0), 257 rows (2 chunks) */
+    run_golden_shape(0, 0u, 0.1, 5, 1, 1, 2);
+    run_golden_shape(1, RN_REFERENCE_COMPAT, 0.1, 5, 1, 2, 1);
+    run_golden_shape(0, 0u, 0.0, 1, 6, 6, 6);
+    run_golden_shape(1, RN_REFERENCE_COMPAT, 0.0, 1, 6, 6, 6);
+    run_golden_shape(0, 0u, 0.01, 257, 3, 3, 3);
+    run_golden(0, 0u, 0.0, 11, 11);
+    run_golden(0, 0u, 0.1, 13, 12);
+    run_golden(1, RN_REFERENCE_COMPAT, 0.0, 11, 11);
+    run_golden(1, RN_NO_CENTER_IN | RN_NO_CENTER_OUT, 0.1, 12, 14); /* same rule as compat */
+    run_golden(0, RN_SKIP_CHECKS, 0.0, 11, 11);
+}
+
+static void test_rownorm_decay_and_step_out(void)
+{
+    t_rng r = {11};
+    size_t V = 40, d = 9, i;
+    float *W = mat_new(&r, V, d, d, 1.0), *W0 = (float *)malloc(V * d * 4), *G = mat_new(&r, V, d, d, 0.0);
+    float *So = mat_new(&r, V, d, d, 0.0);
+    rn_rownorm_state st;
+    rn_rownorm_config cfg = rn_rownorm_default();
+    double err = 0.0;
+    cfg.lr = 0.1; cfg.weight_decay = 0.5;
+    memcpy(W0, W, V * d * 4);
+    CHECK(rn_rownorm_init(&st, V, d) == RN_OK);
+    /* G = 0: S = 0, only the decay acts */
+    CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d, So, d) == RN_OK);
+    for (i = 0; i < V * d; i++) {
+        double e = fabs(W[i] - 0.95 * W0[i]);
+        err = e > err ? e : err;
+        CHECK(So[i] == 0.0f);
+    }
+    CHECK(err <= 1e-6);
+    /* non-zero G: W_new - (1 - lr wd) W_old = S (step_out) */
+    for (i = 0; i < V * d; i++) G[i] = (float)t_rng_normal(&r);
+    memcpy(W0, W, V * d * 4);
+    CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d, So, d) == RN_OK);
+    err = 0.0;
+    for (i = 0; i < V * d; i++) {
+        double e = fabs(((double)W[i] - 0.95 * (double)W0[i]) - (double)So[i]);
+        err = e > err ? e : err;
+    }
+    CHECK_MSG(err <= 2e-7, "err %g", err);
+    /* zeroed config (lr 0, beta 0, eps 0) is valid: W unchanged, B = G */
+    {
+        rn_rownorm_config z;
+        memset(&z, 0, sizeof z);
+        memcpy(W0, W, V * d * 4);
+        CHECK(rn_rownorm_step(&st, &z, W, d, G, d, NULL, 0) == RN_OK);
+        CHECK(memcmp(W0, W, V * d * 4) == 0);
+        CHECK(memcmp(st.B, G, V * d * 4) == 0);
+    }
+    rn_rownorm_free(&st);
+    free(W); free(W0); free(G); free(So);
+}
+
+static void test_rownorm_errors(void)
+{
+    t_rng r = {12};
+    size_t V = 20, d = 7, need;
+    float *W = mat_new(&r, V, d, d, 1.0), *G = mat_new(&r, V, d, d, 1.0), *So = mat_new(&r, V, d, d, 1.0);
+    float *Wc = (float *)malloc(V * d * 4), *Sc = (float *)malloc(V * d * 4), *Bc = (float *)malloc(V * d * 4);
+    rn_rownorm_state st, st0, un;
+    rn_rownorm_config cfg = rn_rownorm_default(), bad;
+    void *mem;
+    memset(&un, 0, sizeof un);
+    CHECK(rn_rownorm_init(NULL, V, d) == RN_ERR_NULL);
+    CHECK(rn_rownorm_init(&st, 0, d) == RN_ERR_SIZE);
+    CHECK(rn_rownorm_init(&st, V, 0) == RN_ERR_SIZE);
+    CHECK(rn_rownorm_init(&st, (size_t)-1 / 4, 8) == RN_ERR_SIZE);
+    CHECK(rn_rownorm_init(&st, V, d) == RN_OK);
+    CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d, NULL, 0) == RN_OK); /* a non-trivial B */
+    memcpy(Wc, W, V * d * 4); memcpy(Sc, So, V * d * 4); memcpy(Bc, st.B, V * d * 4);
+    st0 = st;
+#define SAME() (memcmp(Wc, W, V * d * 4) == 0 && memcmp(Sc, So, V * d * 4) == 0 && \
+                memcmp(Bc, st.B, V * d * 4) == 0 && st.t == st0.t)
+    CHECK(rn_rownorm_step(NULL, &cfg, W, d, G, d, So, d) == RN_ERR_NULL);
+    CHECK(rn_rownorm_step(&un, &cfg, W, d, G, d, So, d) == RN_ERR_NULL);
+    CHECK(rn_rownorm_step(&st, NULL, W, d, G, d, So, d) == RN_ERR_NULL);
+    CHECK(rn_rownorm_step(&st, &cfg, NULL, d, G, d, So, d) == RN_ERR_NULL);
+    CHECK(rn_rownorm_step(&st, &cfg, W, d, NULL, d, So, d) == RN_ERR_NULL);
+    CHECK(rn_rownorm_step(&st, &cfg, W, d - 1, G, d, So, d) == RN_ERR_SIZE);
+    CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d - 1, So, d) == RN_ERR_SIZE);
+    CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d, So, d - 1) == RN_ERR_SIZE);
+    bad = cfg; bad.beta = 1.0; CHECK(rn_rownorm_step(&st, &bad, W, d, G, d, So, d) == RN_ERR_DOMAIN);
+    bad = cfg; bad.beta = -0.1; CHECK(rn_rownorm_step(&st, &bad, W, d, G, d, So, d) == RN_ERR_DOMAIN);
+    bad = cfg; bad.lr = -1e-3; CHECK(rn_rownorm_step(&st, &bad, W, d, G, d, So, d) == RN_ERR_DOMAIN);
+    bad = cfg; bad.lr = (double)NAN; CHECK(rn_rownorm_step(&st, &bad, W, d, G, d, So, d) == RN_ERR_DOMAIN);
+    bad = cfg; bad.eps = -1.0; CHECK(rn_rownorm_step(&st, &bad, W, d, G, d, So, d) == RN_ERR_DOMAIN);
+    bad = cfg; bad.weight_decay = -1.0; CHECK(rn_rownorm_step(&st, &bad, W, d, G, d, So, d) == RN_ERR_DOMAIN);
+    bad = cfg; bad.weight_decay = (double)HUGE_VAL; CHECK(rn_rownorm_step(&st, &bad, W, d, G, d, So, d) == RN_ERR_DOMAIN);
+    bad = cfg; bad.flags = 1024u; CHECK(rn_rownorm_step(&st, &bad, W, d, G, d, So, d) == RN_ERR_DOMAIN);
+    CHECK(rn_rownorm_step(&st, &cfg, W, d, W, d, So, d) == RN_ERR_ALIAS);
+    CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d, W + 3, d) == RN_ERR_ALIAS);
+    CHECK(rn_rownorm_step(&st, &cfg, W, d, st.B, d, So, d) == RN_ERR_ALIAS);
+    CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d, (float *)(void *)st.rn__rowinv, d) == RN_ERR_ALIAS);
+    G[V * d - 1] = NANF;
+    CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d, So, d) == RN_ERR_NONFINITE);
+    G[V * d - 1] = (float)-HUGE_VAL;
+    CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d, So, d) == RN_ERR_NONFINITE);
+    CHECK(SAME());
+#undef SAME
+    rn_rownorm_free(&st);
+    rn_rownorm_free(NULL);
+    /* init_ws: caller memory, any alignment, too small is an error */
+    need = rn_rownorm_state_size(V, d);
+    CHECK(need > V * d * 4);
+    mem = malloc(need + 3);
+    CHECK(rn_rownorm_init_ws(&st, V, d, mem, need - 1) == RN_ERR_SIZE);
+    CHECK(rn_rownorm_init_ws(&st, V, d, NULL, need) == RN_ERR_NULL);
+    CHECK(rn_rownorm_init_ws(&st, V, d, (char *)mem + 3, need) == RN_OK);
+    G[V * d - 1] = 0.5f;
+    CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d, NULL, 0) == RN_OK && st.t == 1);
+    rn_rownorm_free(&st);
+    free(mem);
+    {
+        rn_rownorm_config c = rn_rownorm_default();
+        CHECK(c.beta == 0.95 && c.eps == 1e-8 && c.weight_decay == 0.0 && c.flags == 0u && c.lr > 0.0);
+    }
+    free(W); free(G); free(So); free(Wc); free(Sc); free(Bc);
+}
+
+/* Mixed modes and a B written by the caller: the tracked mean of B must follow (SPEC 1.5). */
+static void test_rownorm_mixed_and_sync(void)
+{
+    t_rng r = {17};
+    size_t V = 90, d = 13, i;
+    float *G1 = mat_new(&r, V, d, d, 1.0), *G2 = mat_new(&r, V, d, d, 1.0), *W = mat_new(&r, V, d, d, 1.0);
+    float *W2 = (float *)malloc(V * d * 4), *So = mat_new(&r, V, d, d, 0.0), *So2 = mat_new(&r, V, d, d, 0.0);
+    double *Bd = dmat(V * d), *P = dmat(V * d), err = 0.0, beta = 0.9;
+    rn_rownorm_state a, b;
+    rn_rownorm_config cfg = rn_rownorm_default();
+    cfg.beta = beta; cfg.lr = 0.02;
+    for (i = 0; i < V * d; i++) { G1[i] += 0.7f; G2[i] -= 0.4f; } /* large column means */
+    memcpy(W2, W, V * d * 4);
+    CHECK(rn_rownorm_init(&a, V, d) == RN_OK && rn_rownorm_init(&b, V, d) == RN_OK);
+    /* step 1 without projections, step 2 with both */
+    cfg.flags = RN_REFERENCE_COMPAT;
+    CHECK(rn_rownorm_step(&a, &cfg, W, d, G1, d, NULL, 0) == RN_OK);
+    cfg.flags = 0;
+    CHECK(rn_rownorm_step(&a, &cfg, W, d, G2, d, So, d) == RN_OK);
+    for (i = 0; i < V * d; i++) Bd[i] = (beta * (1 - beta) * G1[i] + (1 - beta) * G2[i]) / (1 - beta * beta);
+    ref_prn(Bd, V, d, cfg.eps, P);
+    for (i = 0; i < V * d; i++) { double e = fabs(So[i] + cfg.lr * P[i]); err = e > err ? e : err; }
+    CHECK_MSG(err <= 1e-8, "mixed: err %g", err);
+    /* state b: B written directly (a checkpoint of a after step 1), then sync */
+    {
+        rn_rownorm_state c;
+        CHECK(rn_rownorm_init(&c, V, d) == RN_OK);
+        CHECK(rn_rownorm_step(&c, &cfg, W2, d, G1, d, NULL, 0) == RN_OK); /* default mode: mean tracked */
+        memcpy(b.B, c.B, V * d * 4);
+        b.t = 1;
+        rn_rownorm_sync(&b);
+        memcpy(W2, W, V * d * 4);
+        CHECK(rn_rownorm_step(&b, &cfg, W2, d, G2, d, So2, d) == RN_OK);
+        err = 0.0;
+        for (i = 0; i < V * d; i++) { double e = fabs(So2[i] + cfg.lr * P[i]); err = e > err ? e : err; }
+        CHECK_MSG(err <= 1e-8, "sync: err %g", err);
+        rn_rownorm_free(&c);
+    }
+    rn_rownorm_free(&a); rn_rownorm_free(&b);
+    free(G1); free(G2); free(W); free(W2); free(So); free(So2); free(Bd); free(P);
+}
+
+/* The paper's check (SPEC 1.5): the final step diameters equal about 2 x the learning rate. */
+static void test_rownorm_diameter_budget(void)
+{
+    t_rng r = {13};
+    size_t V = 200, d = 16, t, i;
+    float *W = mat_new(&r, V, d, d, 0.02), *G = mat_new(&r, V, d, d, 1.0), *So = mat_new(&r, V, d, d, 0.0);
+    rn_rownorm_state st;
+    rn_rownorm_config cfg = rn_rownorm_default();
+    double D;
+    cfg.lr = 0.1 * 3.2e-3;
+    CHECK(rn_rownorm_init(&st, V, d) == RN_OK);
+    for (t = 0; t < 5; t++) {
+        for (i = 0; i < V * d; i++) G[i] = (float)t_rng_normal(&r);
+        CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d, So, d) == RN_OK);
+    }
+    CHECK(rn_row_diameter(So, V, d, d, &D, NULL, NULL) == RN_OK);
+    CHECK(D <= 2 * cfg.lr * (1 + 1e-6) && D >= 1.5 * cfg.lr);
+    rn_rownorm_free(&st);
+    free(W); free(G); free(So);
+}
+
+#ifdef _OPENMP
+static void test_rownorm_threads_deterministic(void)
+{
+    t_rng r = {14};
+    size_t V = 1000, d = 33;
+    float *W1 = mat_new(&r, V, d, d, 1.0), *W2 = (float *)malloc(V * d * 4), *G = mat_new(&r, V, d, d, 1.0);
+    rn_rownorm_state s1, s2;
+    rn_rownorm_config cfg = rn_rownorm_default();
+    int nt = omp_get_max_threads();
+    memcpy(W2, W1, V * d * 4);
+    CHECK(rn_rownorm_init(&s1, V, d) == RN_OK && rn_rownorm_init(&s2, V, d) == RN_OK);
+    omp_set_num_threads(1);
+    CHECK(rn_rownorm_step(&s1, &cfg, W1, d, G, d, NULL, 0) == RN_OK);
+    omp_set_num_threads(3);
+    CHECK(rn_rownorm_step(&s2, &cfg, W2, d, G, d, NULL, 0) == RN_OK);
+    omp_set_num_threads(nt);
+    CHECK(memcmp(W1, W2, V * d * 4) == 0);
+    { /* diameter: same D and pair for 1 and 3 threads, on sphere-like rows with exact ties */
+        double D1, D2;
+        size_t i1, j1, i2, j2, i, k;
+        for (i = 0; i < V; i++) {
+            double n = 0.0;
+            for (k = 0; k < d; k++) n += (double)G[i * d + k] * G[i * d + k];
+            for (k = 0; k < d; k++) G[i * d + k] = (float)(G[i * d + k] / sqrt(n));
+        }
+        memcpy(G + 500 * d, G + 7 * d, d * sizeof(float)); /* duplicate rows make tied pairs */
+        memcpy(G + 900 * d, G + 3 * d, d * sizeof(float));
+        omp_set_num_threads(1);
+        CHECK(rn_row_diameter(G, V, d, d, &D1, &i1, &j1) == RN_OK);
+        omp_set_num_threads(3);
+        CHECK(rn_row_diameter(G, V, d, d, &D2, &i2, &j2) == RN_OK);
+        omp_set_num_threads(nt);
+        CHECK(D1 == D2 && i1 == i2 && j1 == j2);
+        CHECK_NEAR(D1, ref_diameter(G, V, d, d), 0, 1e-12);
+    }
+    rn_rownorm_free(&s1); rn_rownorm_free(&s2);
+    free(W1); free(W2); free(G);
+}
+#endif
+
+/* ---- every SIMD kernel against its scalar reference -------------------------------------------- */
+
+static void test_kernels_vs_scalar(void)
+{
+    t_rng r = {15};
+    size_t lens[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100};
+    size_t li, k, n;
+    for (li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        float x[100], y[100], b1[100], b2[100], w1[100], w2[100], s1[100], s2[100];
+        double mu[100], a1[100], a2[100], c1[100], c2[100], v1, v2;
+        n = lens[li];
+        for (k = 0; k < n; k++) {
+            x[k] = (float)t_rng_normal(&r); y[k] = (float)t_rng_normal(&r);
+            mu[k] = t_rng_normal(&r); a1[k] = a2[k] = t_rng_normal(&r); c1[k] = c2[k] = 0.5;
+            w1[k] = w2[k] = (float)t_rng_normal(&r);
+        }
+        CHECK(rn__all_finite(x, n) == rn__all_finite_scalar(x, n) && rn__all_finite(x, n));
+        for (k = 0; k < n; k++) { /* a non-finite value in each position, the tail included */
+            float keep = x[k];
+            x[k] = (k & 1) ? NANF : (float)-HUGE_VAL;
+            CHECK(rn__all_finite(x, n) == 0 && rn__all_finite_scalar(x, n) == 0);
+            x[k] = keep;
+        }
+        v1 = rn__sumsq_fd(x, mu, n); v2 = rn__sumsq_fd_scalar(x, mu, n);
+        CHECK_NEAR(v1, v2, 0, 1e-13);
+        v1 = rn__sumsq_fd(x, NULL, n); v2 = rn__sumsq_fd_scalar(x, NULL, n);
+        CHECK_NEAR(v1, v2, 0, 1e-13);
+        v1 = rn__sumsq_ff(x, y, n); v2 = rn__sumsq_ff_scalar(x, y, n);
+        CHECK_NEAR(v1, v2, 0, 1e-13);
+        memcpy(b1, y, n * 4); memcpy(b2, y, n * 4);
+        rn__row_ema(b1, x, n, 0.9f, 0.1f, c1);
+        rn__row_ema_scalar(b2, x, n, 0.9f, 0.1f, c2);
+        for (k = 0; k < n; k++) { CHECK_NEAR(b1[k], b2[k], 1e-7, 1e-6); CHECK_NEAR(c1[k], c2[k], 1e-7, 1e-6); }
+        memcpy(b1, y, n * 4); memcpy(b2, y, n * 4);
+        v1 = rn__row_ema_sq(b1, x, n, 0.9f, 0.1f);
+        v2 = rn__row_ema_sq_scalar(b2, x, n, 0.9f, 0.1f);
+        CHECK_NEAR(v1, v2, 1e-12, 1e-6);
+        for (k = 0; k < n; k++) CHECK_NEAR(b1[k], b2[k], 1e-7, 1e-6);
+        memcpy(w2, w1, n * 4);
+        rn__row_axpby(x, -0.25f, 0.9f, w1, s1, n);
+        rn__row_axpby_scalar(x, -0.25f, 0.9f, w2, s2, n);
+        for (k = 0; k < n; k++) { CHECK_NEAR(w1[k], w2[k], 1e-7, 1e-6); CHECK(s1[k] == s2[k]); }
+        memcpy(w2, w1, n * 4);
+        rn__row_axpby(x, -0.25f, 0.9f, w1, NULL, n);
+        rn__row_axpby_scalar(x, -0.25f, 0.9f, w2, NULL, n);
+        for (k = 0; k < n; k++) CHECK_NEAR(w1[k], w2[k], 1e-7, 1e-6);
+        memcpy(b1, y, n * 4); memcpy(b2, y, n * 4);
+        for (k = 0; k < n; k++) c1[k] = c2[k] = 0.25;
+        v1 = rn__row_ema_stats(b1, x, n, 0.9f, 0.1f, mu, c1);
+        v2 = rn__row_ema_stats_scalar(b2, x, n, 0.9f, 0.1f, mu, c2);
+        CHECK_NEAR(v1, v2, 1e-12, 1e-6);
+        for (k = 0; k < n; k++) { CHECK_NEAR(b1[k], b2[k], 1e-7, 1e-6); CHECK_NEAR(c1[k], c2[k], 1e-7, 1e-6); }
+        CHECK(rn__row_gsum(x, n, c1) == 1 && rn__row_gsum_scalar(x, n, c2) == 1);
+        for (k = 0; k < n; k++) CHECK_NEAR(c1[k], c2[k], 1e-7, 1e-6);
+        {
+            float keep = x[n - 1];
+            x[n - 1] = NANF;
+            CHECK(rn__row_gsum(x, n, c1) == 0 && rn__row_gsum_scalar(x, n, c2) == 0);
+            x[n - 1] = keep;
+            keep = x[0];
+            x[0] = (float)HUGE_VAL;
+            CHECK(rn__row_gsum(x, n, c1) == 0 && rn__row_gsum_scalar(x, n, c2) == 0);
+            x[0] = keep;
+        }
+        rn__row_nu(x, mu, 0.7, a1, n);
+        rn__row_nu_scalar(x, mu, 0.7, a2, n);
+        for (k = 0; k < n; k++) CHECK_NEAR(a1[k], a2[k], 1e-14, 1e-14);
+        rn__row_write(x, mu, 0.7, a1, -0.3, 0.99, w1, s1, n);
+        rn__row_write_scalar(x, mu, 0.7, a1, -0.3, 0.99, w2, s2, n);
+        for (k = 0; k < n; k++) { CHECK_NEAR(w1[k], w2[k], 1e-7, 1e-6); CHECK_NEAR(s1[k], s2[k], 1e-7, 1e-6); }
+        rn__row_write(x, mu, 0.7, a1, -0.3, 0.99, w1, NULL, n);
+        rn__row_write_scalar(x, mu, 0.7, a1, -0.3, 0.99, w2, NULL, n);
+        for (k = 0; k < n; k++) CHECK_NEAR(w1[k], w2[k], 1e-7, 1e-6);
+    }
+    { /* the panel tile (64 x 64 product of packed panels), several k incl. chunk edges */
+        size_t ks[] = {1, 5, 16, 17, 127, 128, 129, 300};
+        size_t ki, i, j, l;
+        float *Pa = (float *)malloc(300 * 64 * 4), *Pb = (float *)malloc(300 * 64 * 4);
+        float *C1 = (float *)malloc(64 * 64 * 4), *C2 = (float *)malloc(64 * 64 * 4);
+        for (ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+            size_t kk = ks[ki];
+            int ok = 1;
+            for (i = 0; i < kk * 64; i++) { Pa[i] = (float)t_rng_normal(&r); Pb[i] = (float)t_rng_normal(&r); }
+            rn__panel_tile(Pa, Pb, kk, C1);
+            rn__panel_tile_scalar(Pa, Pb, kk, C2);
+            for (i = 0; i < 64; i++) for (j = 0; j < 64; j++) {
+                double bound = 0.0, exact = 0.0;
+                for (l = 0; l < kk; l++) {
+                    bound += fabs((double)Pa[l * 64 + i] * Pb[l * 64 + j]);
+                    exact += (double)Pa[l * 64 + i] * Pb[l * 64 + j];
+                }
+                bound *= (double)(kk + 16) * ldexp(1.0, -24); /* the gamma_k bound the pruning uses */
+                ok &= fabs((double)C1[i * 64 + j] - exact) <= bound + 1e-30;
+                ok &= fabs((double)C2[i * 64 + j] - exact) <= bound + 1e-30;
+            }
+            CHECK_MSG(ok, "panel tile k=%zu", kk);
+        }
+        free(Pa); free(Pb); free(C1); free(C2);
+    }
+}
+
+static void test_nomem(void)
+{
+    t_rng r = {16};
+    size_t V = 30, d = 8, i = 5, j = 6;
+    float *S = mat_new(&r, V, d, d, 1.0), *out = mat_new(&r, V, d, d, 1.0), *copy = (float *)malloc(V * d * 4);
+    double D = 3.0, rms = 4.0;
+    rn_rownorm_state st;
+    memset(&st, 0xab, sizeof st);
+    memcpy(copy, out, V * d * 4);
+    t_alloc_fail = 1;
+    CHECK(rn_row_diameter(S, V, d, d, &D, &i, &j) == RN_ERR_NOMEM);
+    CHECK(rn_hilbert_rms(S, V, d, d, out, V, d, &rms) == RN_ERR_NOMEM);
+    CHECK(rn_projected_rownorm(S, V, d, d, 0.0f, out, d) == RN_ERR_NOMEM);
+    CHECK(rn_rownorm_init(&st, V, d) == RN_ERR_NOMEM);
+    t_alloc_fail = 0;
+    CHECK(D == 3.0 && i == 5 && j == 6 && rms == 4.0 && memcmp(copy, out, V * d * 4) == 0);
+    {
+        unsigned char pat[sizeof st];
+        memset(pat, 0xab, sizeof pat);
+        CHECK(memcmp(&st, pat, sizeof st) == 0);
+    }
+    free(S); free(out); free(copy);
+}
+
+int main(void)
+{
+    RUN(test_status_strings);
+    RUN(test_hilbert_logits);
+    RUN(test_hilbert_probs);
+    RUN(test_hilbert_errors);
+    RUN(test_diameter_cases);
+    RUN(test_diameter_theorem);
+    RUN(test_diameter_ws_and_errors);
+    RUN(test_hilbert_rms);
+    RUN(test_projected_rownorm);
+    RUN(test_projected_rownorm_errors);
+    RUN(test_rownorm_step_t1);
+    RUN(test_rownorm_golden);
+    RUN(test_rownorm_decay_and_step_out);
+    RUN(test_rownorm_errors);
+    RUN(test_rownorm_mixed_and_sync);
+    RUN(test_rownorm_diameter_budget);
+#ifdef _OPENMP
+    RUN(test_rownorm_threads_deterministic);
+#endif
+    RUN(test_nomem);
+    RUN(test_kernels_vs_scalar);
+    return TEST_REPORT();
+}
