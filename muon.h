@@ -128,7 +128,7 @@ MUONDEF muon_status muon_ssyrk(muon_transpose ta, size_t n, size_t k, float alph
 /* Bytes of packing workspace the _ws forms need to run on up to `threads` threads (threads <= 0:
  * the OpenMP maximum, or 1). The _ws forms never allocate: with a smaller buffer they use fewer
  * threads; if it cannot hold one thread's buffers they return MUON_ERR_SIZE; ws == NULL is
- * MUON_ERR_NULL. */
+ * MUON_ERR_NULL; [ws, ws + ws_bytes) overlapping the span of A, B or C is MUON_ERR_ALIAS. */
 MUONDEF size_t muon_gemm_workspace_size(int threads);
 MUONDEF muon_status muon_sgemm_ws(muon_transpose ta, muon_transpose tb, size_t m, size_t n, size_t k,
                                   float alpha, const float *A, size_t lda, const float *B, size_t ldb,
@@ -171,8 +171,12 @@ typedef struct muon_ns_config {
     double coeffs[MUON_NS_MAX_TRIPLES][3];
 } muon_ns_config;
 
-/* The preset `kind`; steps <= 0: the preset's own count. An unknown kind returns a config that
- * every function rejects with MUON_ERR_DOMAIN (count = -1). */
+/* The preset `kind`; steps <= 0: the preset's own step count (the K of the enum comments), which
+ * is not always its number of triples: Polar Express holds 8 triples but defaults to 5 steps (the
+ * "PE x 5" of SPEC 2.1's facts; pass steps = 8 to use every triple once). steps is stored as
+ * given otherwise: above MUON_NS_MAX_STEPS the config is not clamped, and every function rejects
+ * it with MUON_ERR_DOMAIN. An unknown kind returns a config that every function rejects with
+ * MUON_ERR_DOMAIN (count = -1). */
 MUONDEF muon_ns_config muon_ns_preset(muon_ns_kind kind, int steps);
 
 /* NS orthogonalisation of G (rows x cols, ld ldg) into out (rows x cols, ld ldo), SPEC 2.1:
@@ -321,8 +325,12 @@ MUONDEF size_t muon_workspace_size(size_t rows, size_t cols, const muon_config *
 /* One Muon step on W (rows x cols, ld ldw) with gradient G (ld ldg), SPEC 2.2:
  *     u = Nesterov/plain momentum of G (cfg->momentum_form);  O = NS(u) per row chunk
  *     D = -lr * scale(chunk) * O;  spectral cap on D if cfg->cap (SPEC 2.4)
- *     W <- W (1 - lr*weight_decay) + D;   B and step committed last.
- * G is never modified and must not overlap W (ALIAS). Statuses: NULL (incl. an uninitialised
+ *     W <- W - lr*weight_decay*W + D;   B and step committed last.
+ * The cap acts on the increment D only: the decay term -lr*lambda*W (which shrinks sigma_1) is
+ * never capped, so W_new - (1 - lr*lambda) W = D_capped. The decay is computed in double as
+ * w - (lr*lambda)*w, so it is not lost to rounding however small lr*lambda is.
+ * G is never modified and must not overlap W (ALIAS); neither W, G nor ws may overlap the
+ * state's buffers (momentum, cap_u, cap_v; ALIAS). Statuses: NULL (incl. an uninitialised
  * state, or muon_step on a state without workspace), SIZE (ld < cols, split_rows not dividing
  * rows, workspace too small), DOMAIN (cfg out of range), ALIAS, NONFINITE (NaN/Inf in G).
  * No allocation. */
@@ -343,7 +351,9 @@ MUONDEF void muon_free(muon_state *st);
 /* iters >= 1 power iterations on W (rows x cols): v <- W^T u / ||.||, u <- W v / ||.||, sums in
  * double. v (cols) is the warm start; an all-zero v starts from a fixed pseudo-random vector.
  * Writes unit u (rows), unit v (cols) and sigma = ||W v||, the sigma_1 estimate. W == 0: sigma 0,
- * u zero, v the normalised start. Statuses: NULL, SIZE, DOMAIN (iters < 1 or non-finite v), NONFINITE. */
+ * u zero, v the normalised start. Statuses: NULL, SIZE, DOMAIN (iters < 1 or non-finite v),
+ * ALIAS (u, v and W's span must not overlap one another), NONFINITE; u, v, sigma untouched on
+ * every error. */
 MUONDEF muon_status muon_top_singular_pair(const float *W, size_t rows, size_t cols, size_t ld, int iters,
                                            double *u, double *v, double *sigma);
 /* c = u^T D v, sigma_1's first-order growth under W -> W + D (unit u, v: the top pair of W).
@@ -393,7 +403,8 @@ MUONDEF muown_config muown_default(void);
 typedef struct muown_state {
     size_t rows, cols;
     long long step;
-    double *g;          /* row magnitudes (rows); ||W_i|| = g_i after every step when lambda = 0 */
+    double *g;          /* row magnitudes (rows), signed: W_i = g_i v_i/||v_i||, and
+                           ||W_i|| = |g_i| after every step when lambda = 0 */
     double *vnorm;      /* ||v_i|| (rows) */
     double *mag_m, *mag_v; /* magnitude optimiser moments (rows) */
     float *momentum;    /* Muon momentum of grad_v, rows x cols, ld = cols */
@@ -406,10 +417,20 @@ typedef struct muown_state {
  * undefined), NONFINITE, NULL, SIZE, NOMEM. Allocates the state and a muown_step workspace. */
 MUONDEF muon_status muown_init(muown_state *st, const float *W, size_t rows, size_t cols, size_t ldw);
 MUONDEF size_t muown_workspace_size(size_t rows, size_t cols, const muown_config *cfg);
-/* u = W/||W_i|| (rows), grad_g_i = <G_i, u_i>, grad_v = (g/||v||) o (G - u o grad_g) (rows
- * orthogonal to u); v_new = ||v|| u - lr*scale*NS(momentum of grad_v); g <- magnitude rule;
+/* u = W/g (row-wise, signed: a row whose g_i has gone negative has u_i = -W_i/||W_i||, the
+ * direction of v_i; computed as sign(g_i) W_i/||W_i||, equal under the invariant and exactly
+ * unit), grad_g_i = <G_i, u_i>, grad_v = (g/||v||) o (G - u o grad_g) (rows orthogonal to u);
+ * v_new = ||v|| u - lr*scale*NS(momentum of grad_v); g <- magnitude rule;
  * W = g o v_new/||v_new||; ||v|| <- ||v_new||; with weight_decay lambda != 0:
- * W <- W - lr*lambda*W_old, then g <- row norms of W. Statuses as muon_step_ws. No allocation. */
+ * W <- W - lr*lambda*W_old (the decay term in double), then g <- +-row norms of W, the sign
+ * that keeps u = W/g along v_new (the positive row norms while g > 0).
+ * Zero rows: g_i landing exactly on 0 (lambda = 0) makes W_i = 0, which erases the row's
+ * direction (v is not stored apart from W). A zero row has u_i = 0, grad_g_i = 0 and
+ * grad_v_i = 0; it takes the direction of its next nonzero v_new row (from the momentum), and
+ * until then stays W_i = 0 with g_i = 0. (g_i = 0 with W_i != 0 only arises from a state edited
+ * by hand: u_i = W_i/||W_i||.)
+ * Statuses as muon_step_ws, plus NONFINITE for NaN/Inf in W (W is read: it carries the
+ * directions); ws, W and G may not overlap the state's buffers (ALIAS). No allocation. */
 MUONDEF muon_status muown_step(muown_state *st, const muown_config *cfg, float *W, size_t ldw,
                                const float *G, size_t ldg);
 MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, float *W, size_t ldw,
@@ -418,7 +439,8 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
  * (rows x cols, ld ldv). For tests and diagnostics. NULL, SIZE, NONFINITE. */
 MUONDEF muon_status muown_gradients(const muown_state *st, const float *W, size_t ldw, const float *G,
                                     size_t ldg, double *grad_g, float *grad_v, size_t ldv);
-/* Re-reads g from W's row norms (after the caller changed W); ||v|| is kept. */
+/* Re-reads g from W's row norms (after the caller changed W), keeping each g_i's sign (the
+ * orientation of v_i); ||v|| is kept. NULL, SIZE, NONFINITE. */
 MUONDEF muon_status muown_resync(muown_state *st, const float *W, size_t ldw);
 MUONDEF void muown_free(muown_state *st);
 
@@ -440,9 +462,10 @@ typedef struct muon_adamw_state {
 } muon_adamw_state;
 /* Allocates 2*size floats (MUON_MALLOC), zeroed. NULL, SIZE, NOMEM. */
 MUONDEF muon_status muon_adamw_init(muon_adamw_state *st, size_t size);
-/* t <- t+1; p <- p (1 - lr wd); m, v EMA of g, g^2; p <- p - lr m_hat / (sqrt(v_hat) + eps) with
- * bias corrections 1 - beta^t computed as -expm1(t log beta). NULL, DOMAIN, NONFINITE (in grad),
- * ALIAS (param overlaps grad). No allocation. */
+/* t <- t+1; p <- p - (lr wd) p (in double: never lost to rounding); m, v EMA of g, g^2;
+ * p <- p - lr m_hat / (sqrt(v_hat) + eps) with bias corrections 1 - beta^t computed as
+ * -expm1(t log beta). NULL, DOMAIN, NONFINITE (in grad), ALIAS (param overlaps grad, or param
+ * or grad overlaps st->m or st->v). No allocation. */
 MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_config *cfg, float *param,
                                     const float *grad);
 MUONDEF void muon_adamw_free(muon_adamw_state *st);
@@ -1255,6 +1278,25 @@ static muon_status muon__gemm_check(const muon__gemm_problem *g, const void *ws,
     return MUON_OK;
 }
 
+/* The _ws forms: does [ws, ws + ws_bytes) overlap the span of A, B or C? (problem validated) */
+static int muon__gemm_ws_overlaps(const muon__gemm_problem *g, const void *ws, size_t ws_bytes)
+{
+    size_t ar = g->ta == MUON_NO_TRANS ? g->m : g->k, ac = g->ta == MUON_NO_TRANS ? g->k : g->m;
+    size_t br = g->tb == MUON_NO_TRANS ? g->k : g->n, bc = g->tb == MUON_NO_TRANS ? g->n : g->k;
+    uintptr_t wb = (uintptr_t)ws, we = ws_bytes > UINTPTR_MAX - wb ? UINTPTR_MAX : wb + ws_bytes;
+    const float *p[3];
+    size_t r[3], c[3], ld[3], i;
+    p[0] = g->A; r[0] = ar; c[0] = ac; ld[0] = g->lda;
+    p[1] = g->B; r[1] = br; c[1] = bc; ld[1] = g->ldb;
+    p[2] = g->C; r[2] = g->m; c[2] = g->n; ld[2] = g->ldc;
+    if (!ws_bytes) return 0;
+    for (i = 0; i < 3; i++) {
+        uintptr_t xb = (uintptr_t)p[i], xe = xb + ((r[i] - 1) * ld[i] + c[i]) * sizeof(float);
+        if (xb < we && wb < xe) return 1;
+    }
+    return 0;
+}
+
 static muon__gemm_problem muon__gemm_make(int syrk, muon_transpose ta, muon_transpose tb, size_t m, size_t n,
                                           size_t k, float alpha, const float *A, size_t lda, const float *B,
                                           size_t ldb, float beta, float *C, size_t ldc)
@@ -1356,6 +1398,7 @@ MUONDEF muon_status muon_sgemm_ws(muon_transpose ta, muon_transpose tb, size_t m
         muon__gemm_kernel kr = muon__gemm_pick_kernel(0);
         muon__gemm_blocks bl = muon__gemm_blocking(&kr, m, n, k);
         if (muon__gemm_ws_need(&bl, 1) > ws_bytes) return MUON_ERR_SIZE;
+        if (muon__gemm_ws_overlaps(&g, ws, ws_bytes)) return MUON_ERR_ALIAS;
     }
     return MUON__GEMM_EXEC(&g, ws, ws_bytes);
 }
@@ -1380,6 +1423,7 @@ MUONDEF muon_status muon_ssyrk_ws(muon_transpose ta, size_t n, size_t k, float a
         muon__gemm_kernel kr = muon__gemm_pick_kernel(0);
         muon__gemm_blocks bl = muon__gemm_blocking(&kr, n, n, k);
         if (muon__gemm_ws_need(&bl, 1) > ws_bytes) return MUON_ERR_SIZE;
+        if (muon__gemm_ws_overlaps(&g, ws, ws_bytes)) return MUON_ERR_ALIAS;
     }
     return MUON__GEMM_EXEC(&g, ws, ws_bytes);
 }
@@ -2114,7 +2158,10 @@ MUONDEF muon_status muon_top_singular_pair(const float *W, size_t rows, size_t c
     if (iters < 1) return MUON_ERR_DOMAIN;
     for (j = 0; j < cols; j++)
         if (!muon__u_isfinite(v[j])) return MUON_ERR_DOMAIN;
-    if (muon__u_overlap(u, rows * sizeof(double), v, cols * sizeof(double))) return MUON_ERR_ALIAS;
+    if (muon__u_overlap(u, rows * sizeof(double), v, cols * sizeof(double)) ||
+        muon__u_overlap(u, rows * sizeof(double), W, muon__u_extent(rows, cols, ld) * sizeof(float)) ||
+        muon__u_overlap(v, cols * sizeof(double), W, muon__u_extent(rows, cols, ld) * sizeof(float)))
+        return MUON_ERR_ALIAS;
     if (!muon__u_finite_matrix(W, rows, cols, ld)) return MUON_ERR_NONFINITE;
     sg = muon__power(W, rows, cols, ld, iters, u, v);
     *sigma = sg;
@@ -2425,13 +2472,15 @@ static muon_status muon__ns_chunks_scaled(float *U, size_t rows, size_t cols, co
     return MUON_OK;
 }
 
-/* validation shared by muon_step_ws and muown_step_ws */
+/* validation shared by muon_step_ws and muown_step_ws; the nreg state buffers reg[k] (reg_bytes[k]
+ * bytes each) may overlap none of W, G and ws */
 static muon_status muon__step_check(size_t rows, size_t cols, const float *W, size_t ldw, const float *G,
                                     size_t ldg, const muon_config *c, void *ws, size_t ws_bytes,
-                                    size_t extra_doubles, const void *state_mem, size_t state_bytes)
+                                    size_t extra_doubles, const void *const *reg, const size_t *reg_bytes,
+                                    size_t nreg)
 {
     muon_status s;
-    size_t need;
+    size_t need, k;
     if ((s = muon__u_check_shape(rows, cols, ldw)) != MUON_OK) return s;
     if ((s = muon__u_check_shape(rows, cols, ldg)) != MUON_OK) return s;
     if (rows % c->split_rows != 0) return MUON_ERR_SIZE;
@@ -2443,9 +2492,11 @@ static muon_status muon__step_check(size_t rows, size_t cols, const float *W, si
     if (muon__u_overlap(ws, ws_bytes, W, muon__u_extent(rows, cols, ldw) * sizeof(float)) ||
         muon__u_overlap(ws, ws_bytes, G, muon__u_extent(rows, cols, ldg) * sizeof(float)))
         return MUON_ERR_ALIAS;
-    if (state_mem && (muon__u_overlap(state_mem, state_bytes, W, muon__u_extent(rows, cols, ldw) * sizeof(float)) ||
-                      muon__u_overlap(state_mem, state_bytes, G, muon__u_extent(rows, cols, ldg) * sizeof(float))))
-        return MUON_ERR_ALIAS;
+    for (k = 0; k < nreg; k++)
+        if (muon__u_overlap(reg[k], reg_bytes[k], W, muon__u_extent(rows, cols, ldw) * sizeof(float)) ||
+            muon__u_overlap(reg[k], reg_bytes[k], G, muon__u_extent(rows, cols, ldg) * sizeof(float)) ||
+            muon__u_overlap(reg[k], reg_bytes[k], ws, ws_bytes))
+            return MUON_ERR_ALIAS;
     if (!muon__u_finite_matrix(G, rows, cols, ldg)) return MUON_ERR_NONFINITE;
     return MUON_OK;
 }
@@ -2457,15 +2508,23 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
     muon_status s;
     size_t rows, cols, ub, i;
     unsigned char *base;
-    float *U, decay;
+    float *U;
+    double lrwd;
+    const void *reg[3];
+    size_t reg_bytes[3];
     if (!st || !cfg || !W || !G || !ws) return MUON_ERR_NULL;
     if (!st->momentum || !st->cap_u || !st->cap_v) return MUON_ERR_NULL;
     /* the config first: split_rows is needed by the shape checks */
     if ((s = muon__cfg_resolve(cfg, &c)) != MUON_OK) return s;
     rows = st->rows;
     cols = st->cols;
-    s = muon__step_check(rows, cols, W, ldw, G, ldg, &c, ws, ws_bytes, 0, st->momentum,
-                         rows * cols * sizeof(float));
+    reg[0] = st->momentum;
+    reg_bytes[0] = rows * cols * sizeof(float);
+    reg[1] = st->cap_u;
+    reg_bytes[1] = rows * sizeof(double);
+    reg[2] = st->cap_v;
+    reg_bytes[2] = cols * sizeof(double);
+    s = muon__step_check(rows, cols, W, ldw, G, ldg, &c, ws, ws_bytes, 0, reg, reg_bytes, 3);
     if (s != MUON_OK) return s;
 
     base = muon__u_align_ptr(ws);
@@ -2485,16 +2544,18 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
             if (c.cap == MUON_CAP_ALWAYS || g > 0.0) muon__cap_remove(U, rows, cols, cols, st->cap_u, st->cap_v, g);
         }
     }
-    /* commit: momentum, then W <- W (1 - lr lambda) + D */
+    /* commit: momentum, then W <- W - lr lambda W + D (the cap saw D only, never the decay).
+     * The decay is formed as w - (lr lambda) w in double, not as w * (float)(1 - lr lambda),
+     * which rounds to 1.0f (no decay at all) once lr lambda < 2^-25. */
     muon__mom_commit(st->momentum, G, ldg, rows, cols, &c);
-    decay = (float)(1.0 - c.lr * c.weight_decay);
+    lrwd = c.lr * c.weight_decay;
     MUON__OMP(omp parallel for schedule(static) if ((double)rows * (double)cols >= MUON__PAR_MIN))
     for (i = 0; i < rows; i++) {
         float *w = W + i * ldw;
         const float *d = U + i * cols;
         size_t j;
-        if (decay != 1.0f)
-            for (j = 0; j < cols; j++) w[j] = w[j] * decay + d[j];
+        if (lrwd != 0.0)
+            for (j = 0; j < cols; j++) w[j] = (float)(((double)w[j] - lrwd * (double)w[j]) + (double)d[j]);
         else
             for (j = 0; j < cols; j++) w[j] += d[j];
     }
@@ -2599,20 +2660,34 @@ MUONDEF void muown_free(muown_state *st)
     memset(st, 0, sizeof *st);
 }
 
-/* one row: unit direction u (written to urow), grad_g, and grad_v (written to gv) */
-static double muon__muown_row(const float *w, const float *gr, size_t cols, double g, double vnorm,
-                              double *urow_norm_out, float *gv)
+/* u_i = W_i / g_i as a multiple of W_i: u = us * W_i with us = sign(g_i) / ||W_i|| (sign(0) = +1).
+ * SPEC 2.3's u = W/g is signed: once g_i < 0, W_i = g_i v_i/||v_i|| points against v_i and u_i
+ * must be v_i/||v_i||, not W_i/||W_i||. Dividing by ||W_i|| rather than |g_i| gives the same
+ * vector while ||W_i|| = |g_i| (the invariant) and keeps u exactly unit in floating point.
+ * A zero row (g_i reached exactly 0, which erases the direction W_i held) has none: us = 0. */
+static double muon__muown_uscale(const float *w, size_t cols, double g)
 {
-    double wn = 0.0, gg = 0.0, inv, f;
+    double wn = 0.0;
     size_t j;
     for (j = 0; j < cols; j++) wn += (double)w[j] * (double)w[j];
     wn = sqrt(wn);
-    inv = wn > 0.0 ? 1.0 / wn : 0.0;
-    for (j = 0; j < cols; j++) gg += (double)gr[j] * ((double)w[j] * inv);
+    return wn > 0.0 ? (g < 0.0 ? -1.0 : 1.0) / wn : 0.0;
+}
+
+/* one row: grad_g = <G_i, u_i> (returned), grad_v = (g/||v||) (G_i - u_i grad_g) (written to gv
+ * if not NULL) and u's scale (see muon__muown_uscale) in *uscale_out. A zero row of W gives
+ * u = 0 and grad_g = 0; g_i = 0 (or ||v_i|| = 0) gives grad_v = 0. */
+static double muon__muown_row(const float *w, const float *gr, size_t cols, double g, double vnorm,
+                              double *uscale_out, float *gv)
+{
+    double gg = 0.0, us, f;
+    size_t j;
+    us = muon__muown_uscale(w, cols, g);
+    for (j = 0; j < cols; j++) gg += (double)gr[j] * ((double)w[j] * us);
     f = vnorm > 0.0 ? g / vnorm : 0.0;
     if (gv)
-        for (j = 0; j < cols; j++) gv[j] = (float)(f * ((double)gr[j] - (double)w[j] * inv * gg));
-    *urow_norm_out = wn;
+        for (j = 0; j < cols; j++) gv[j] = (float)(f * ((double)gr[j] - (double)w[j] * us * gg));
+    *uscale_out = us;
     return gg;
 }
 
@@ -2629,8 +2704,8 @@ MUONDEF muon_status muown_gradients(const muown_state *st, const float *W, size_
     if (!muon__u_finite_matrix(G, st->rows, st->cols, ldg) || !muon__u_finite_matrix(W, st->rows, st->cols, ldw))
         return MUON_ERR_NONFINITE;
     for (i = 0; i < st->rows; i++) {
-        double wn;
-        grad_g[i] = muon__muown_row(W + i * ldw, G + i * ldg, st->cols, st->g[i], st->vnorm[i], &wn,
+        double us;
+        grad_g[i] = muon__muown_row(W + i * ldw, G + i * ldg, st->cols, st->g[i], st->vnorm[i], &us,
                                     grad_v + i * ldv);
     }
     return MUON_OK;
@@ -2649,7 +2724,7 @@ MUONDEF muon_status muown_resync(muown_state *st, const float *W, size_t ldw)
         double acc = 0.0;
         size_t j;
         for (j = 0; j < st->cols; j++) acc += (double)w[j] * (double)w[j];
-        st->g[i] = sqrt(acc);
+        st->g[i] = st->g[i] < 0.0 ? -sqrt(acc) : sqrt(acc); /* keeps v's orientation */
     }
     return MUON_OK;
 }
@@ -2664,8 +2739,10 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     float *U;
     double *gg, lrwd, bc1 = 1.0, bc2 = 1.0;
     long long t;
+    const void *reg[5];
+    size_t reg_bytes[5], k;
     if (!st || !cfg || !W || !G || !ws) return MUON_ERR_NULL;
-    if (!st->g || !st->momentum) return MUON_ERR_NULL;
+    if (!st->g || !st->vnorm || !st->mag_m || !st->mag_v || !st->momentum) return MUON_ERR_NULL;
     if ((s = muon__cfg_resolve(&cfg->muon, &c)) != MUON_OK) return s;
     if (cfg->magnitude != MUOWN_MAG_ADAM && cfg->magnitude != MUOWN_MAG_SIGNUM && cfg->magnitude != MUOWN_MAG_FIXED)
         return MUON_ERR_DOMAIN;
@@ -2675,9 +2752,17 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     if (!muon__u_isfinite(cfg->mag_eps) || !(cfg->mag_eps > 0.0)) return MUON_ERR_DOMAIN;
     rows = st->rows;
     cols = st->cols;
-    s = muon__step_check(rows, cols, W, ldw, G, ldg, &c, ws, ws_bytes, rows, st->momentum,
-                         rows * cols * sizeof(float));
+    reg[0] = st->momentum;
+    reg_bytes[0] = rows * cols * sizeof(float);
+    reg[1] = st->g;
+    reg[2] = st->vnorm;
+    reg[3] = st->mag_m;
+    reg[4] = st->mag_v;
+    for (k = 1; k < 5; k++) reg_bytes[k] = rows * sizeof(double);
+    s = muon__step_check(rows, cols, W, ldw, G, ldg, &c, ws, ws_bytes, rows, reg, reg_bytes, 5);
     if (s != MUON_OK) return s;
+    /* W is read too (its rows carry the directions): NaN/Inf there would enter g and ||v|| */
+    if (!muon__u_finite_matrix(W, rows, cols, ldw)) return MUON_ERR_NONFINITE;
 
     base = muon__u_align_ptr(ws);
     ub = muon__u_round(rows * cols * sizeof(float));
@@ -2688,10 +2773,10 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     for (i = 0; i < rows; i++) {
         float *u = U + i * cols;
         const float *b = st->momentum + i * cols;
-        double wn;
+        double us;
         size_t j;
         float nb;
-        gg[i] = muon__muown_row(W + i * ldw, G + i * ldg, cols, st->g[i], st->vnorm[i], &wn, u);
+        gg[i] = muon__muown_row(W + i * ldw, G + i * ldg, cols, st->g[i], st->vnorm[i], &us, u);
         for (j = 0; j < cols; j++) u[j] = muon__mom_dir(b[j], u[j], c.momentum, c.nesterov, c.momentum_form, &nb);
     }
     s = muon__ns_chunks_scaled(U, rows, cols, &c, base + ub + muon__u_round(rows * sizeof(double)),
@@ -2710,18 +2795,16 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     for (i = 0; i < rows; i++) {
         float *w = W + i * ldw, *d = U + i * cols, *b = st->momentum + i * cols;
         const float *gr = G + i * ldg;
-        double wn = 0.0, inv, f, gi = gg[i], nv = 0.0, gn = st->g[i], scale;
+        double us, f, gi = gg[i], nv = 0.0, gn = st->g[i], scale;
         size_t j;
-        for (j = 0; j < cols; j++) wn += (double)w[j] * (double)w[j];
-        wn = sqrt(wn);
-        inv = wn > 0.0 ? 1.0 / wn : 0.0;
+        us = muon__muown_uscale(w, cols, st->g[i]); /* u = W/g (signed), as in pass 1 */
         f = st->vnorm[i] > 0.0 ? st->g[i] / st->vnorm[i] : 0.0;
         for (j = 0; j < cols; j++) {
-            float gv = (float)(f * ((double)gr[j] - (double)w[j] * inv * gi)), nb;
+            float gv = (float)(f * ((double)gr[j] - (double)w[j] * us * gi)), nb;
             double vn;
             (void)muon__mom_dir(b[j], gv, c.momentum, c.nesterov, c.momentum_form, &nb);
             b[j] = nb;
-            vn = st->vnorm[i] * ((double)w[j] * inv) + (double)d[j]; /* v_new = v - lr*scale*O */
+            vn = st->vnorm[i] * ((double)w[j] * us) + (double)d[j]; /* v_new = v - lr*scale*O */
             d[j] = (float)vn;
             nv += vn * vn;
         }
@@ -2741,18 +2824,22 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
         if (nv > 0.0) {
             scale = gn / nv;
             st->vnorm[i] = nv;
-        } else { /* degenerate: keep the old direction */
-            scale = gn * inv;
-            for (j = 0; j < cols; j++) d[j] = w[j];
+        } else { /* degenerate v_new = 0: keep the old direction u (a zero row has none: it stays 0) */
+            scale = gn;
+            for (j = 0; j < cols; j++) d[j] = (float)((double)w[j] * us);
+            if (us == 0.0) gn = 0.0; /* W_i stays 0, so ||W_i|| = |g_i| keeps holding */
         }
         if (lrwd != 0.0) {
-            double acc = 0.0;
+            double acc = 0.0, dot = 0.0;
             for (j = 0; j < cols; j++) {
                 float x = (float)(scale * (double)d[j] - lrwd * (double)w[j]);
                 w[j] = x;
                 acc += (double)x * (double)x;
+                dot += (double)x * (double)d[j];
             }
-            st->g[i] = sqrt(acc); /* weight-decay resync */
+            /* weight-decay resync: g = +-||W_i||, the sign that keeps u = W/g along v_new (so the
+             * momentum, which lives in v's coordinates, stays consistent when g < 0) */
+            st->g[i] = dot < 0.0 ? -sqrt(acc) : sqrt(acc);
         } else {
             for (j = 0; j < cols; j++) w[j] = (float)(scale * (double)d[j]);
             st->g[i] = gn;
@@ -2811,8 +2898,7 @@ MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_confi
 {
     size_t n, i;
     long long t;
-    double bc1, bc2, lr, b1, b2, eps;
-    float decay;
+    double bc1, bc2, lr, b1, b2, eps, lrwd;
     if (!st || !cfg || !param || !grad) return MUON_ERR_NULL;
     if (!st->m || !st->v) return MUON_ERR_NULL;
     n = st->size;
@@ -2820,7 +2906,12 @@ MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_confi
     if (!(cfg->beta1 >= 0.0 && cfg->beta1 < 1.0) || !(cfg->beta2 >= 0.0 && cfg->beta2 < 1.0)) return MUON_ERR_DOMAIN;
     if (!muon__u_isfinite(cfg->eps) || !(cfg->eps > 0.0)) return MUON_ERR_DOMAIN;
     if (!muon__u_isfinite(cfg->weight_decay) || cfg->weight_decay < 0.0) return MUON_ERR_DOMAIN;
-    if (muon__u_overlap(param, n * sizeof(float), grad, n * sizeof(float))) return MUON_ERR_ALIAS;
+    if (muon__u_overlap(param, n * sizeof(float), grad, n * sizeof(float)) ||
+        muon__u_overlap(param, n * sizeof(float), st->m, n * sizeof(float)) ||
+        muon__u_overlap(param, n * sizeof(float), st->v, n * sizeof(float)) ||
+        muon__u_overlap(grad, n * sizeof(float), st->m, n * sizeof(float)) ||
+        muon__u_overlap(grad, n * sizeof(float), st->v, n * sizeof(float)))
+        return MUON_ERR_ALIAS;
     if (!muon__u_finite_matrix(grad, 1, n, n)) return MUON_ERR_NONFINITE;
     t = st->step + 1;
     b1 = cfg->beta1;
@@ -2829,15 +2920,15 @@ MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_confi
     lr = cfg->lr;
     bc1 = -expm1((double)t * log(b1)); /* 1 - beta1^t, exact for beta near 1 */
     bc2 = -expm1((double)t * log(b2));
-    decay = (float)(1.0 - lr * cfg->weight_decay);
+    lrwd = lr * cfg->weight_decay; /* p - (lr wd) p in double: (float)(1 - lr wd) would round to 1 */
     MUON__OMP(omp parallel for schedule(static) if ((double)n >= MUON__PAR_MIN))
     for (i = 0; i < n; i++) {
-        double g = (double)grad[i];
+        double g = (double)grad[i], p = (double)param[i];
         double m = b1 * (double)st->m[i] + (1.0 - b1) * g;
         double v = b2 * (double)st->v[i] + (1.0 - b2) * g * g;
         st->m[i] = (float)m;
         st->v[i] = (float)v;
-        param[i] = (float)((double)(param[i] * decay) - lr * (m / bc1) / (sqrt(v / bc2) + eps));
+        param[i] = (float)((p - lrwd * p) - lr * (m / bc1) / (sqrt(v / bc2) + eps));
     }
     st->step = t;
     return MUON_OK;

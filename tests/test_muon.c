@@ -205,6 +205,29 @@ static void test_presets(void)
     CHECK(d.coeffs[8][0] == 2.0 && d.coeffs[9][1] == -1.5 && d.coeffs[9][2] == 0.5);
     CHECK(c.count == 1 && c.coeffs[0][0] == 1.5 && c.coeffs[0][1] == -0.5 && c.coeffs[0][2] == 0.0);
     CHECK(muon_ns_preset(MUON_NS_JORDAN, 7).steps == 7);
+    CHECK(muon_ns_preset(MUON_NS_POLAR_EXPRESS, -2).steps == 5); /* PE x 5 by default, 8 triples */
+    CHECK(muon_ns_preset(MUON_NS_POLAR_EXPRESS, 8).steps == 8);
+    { /* past MUON_NS_MAX_STEPS: stored as given (not clamped) and rejected everywhere */
+        muon_ns_config big = muon_ns_preset(MUON_NS_JORDAN, MUON_NS_MAX_STEPS + 1);
+        muon_config mc = muon_default();
+        float keep[6];
+        CHECK(big.steps == MUON_NS_MAX_STEPS + 1);
+        memset(out, 0x5A, sizeof out);
+        memcpy(keep, out, sizeof out);
+        CHECK(muon_orthogonalize(G, 2, 3, 3, &big, out, 3) == MUON_ERR_DOMAIN);
+        CHECK(memcmp(out, keep, sizeof out) == 0);
+        CHECK(muon_ns_transfer(&big, 0.3) != muon_ns_transfer(&big, 0.3));
+        mc.ns = big;
+        {
+            muon_state st;
+            float W[6] = {1, 0, 0, 0, 1, 0}, Wk[6];
+            memcpy(Wk, W, sizeof W);
+            CHECK(muon_init(&st, 2, 3) == MUON_OK);
+            CHECK(muon_step(&st, &mc, W, 3, G, 3) == MUON_ERR_DOMAIN);
+            CHECK(memcmp(W, Wk, sizeof W) == 0 && st.step == 0);
+            muon_free(&st);
+        }
+    }
     /* zeroed config == Jordan x 5; NULL == Jordan x 5 */
     memset(&z, 0, sizeof z);
     CHECK(muon_ns_transfer(&z, 0.3) == muon_ns_transfer(&j, 0.3));
@@ -1044,14 +1067,16 @@ static void test_muown_gradients_fd(void)
     for (i = 0; i < 20; i++) G[i] = (float)(C[i] + W[i]); /* dL/dW */
     CHECK(muown_init(&st, W, rows, cols, cols) == MUON_OK);
     st.vnorm[1] = 2.5; /* ||v|| need not equal g: exercise the g/||v|| factor */
+    st.g[2] = -st.g[2]; /* a negative magnitude: W_2 = g_2 v_2/||v_2|| with v_2 against W_2 */
+    st.vnorm[2] = 0.7;
     CHECK(muown_gradients(&st, W, cols, G, cols, gg, gv, cols) == MUON_OK);
     for (i = 0; i < rows; i++) {
         double wn = 0.0, dot = 0.0, gn = 0.0;
         for (j = 0; j < cols; j++) wn += (double)W[i * cols + j] * W[i * cols + j];
         wn = sqrt(wn);
         g[i] = st.g[i];
-        CHECK_NEAR(g[i], wn, 0, 1e-12);
-        for (j = 0; j < cols; j++) v[i * cols + j] = st.vnorm[i] * W[i * cols + j] / wn;
+        CHECK_NEAR(fabs(g[i]), wn, 0, 1e-12);
+        for (j = 0; j < cols; j++) v[i * cols + j] = st.vnorm[i] * W[i * cols + j] / g[i]; /* SPEC: v = ||v|| W/g */
         for (j = 0; j < cols; j++) {
             dot += (double)gv[i * cols + j] * W[i * cols + j] / wn;
             gn += (double)gv[i * cols + j] * gv[i * cols + j];
@@ -1127,6 +1152,436 @@ static void test_muown_invariants(void)
         CHECK(st.step == 6);
         muown_free(&st);
     }
+}
+
+/* SPEC 2.3 in float64, v held explicitly (muon.h keeps only ||v|| and recovers v's direction as
+ * ||v|| W/g). One step of every row; rule 0 Adam, 1 Signum, 2 fixed; t is the 1-based step. */
+typedef struct ref_muown {
+    double *W, *v, *g, *vn, *mm, *mv, *B; /* W, v, B: rows x cols */
+    int sign_disagree;                     /* Signum: some row had sign(EMA) != sign(grad_g) */
+} ref_muown;
+
+static void ref_muown_step(ref_muown *s, const double *G, size_t rows, size_t cols, double lr, double beta,
+                           double wd, int rule, double mag_lr, double b1, double b2, double eps, int t)
+{
+    const size_t n = rows * cols;
+    double *u = dalloc(n), *gv = dalloc(n), *dir = dalloc(n), *O = dalloc(n), *Wold = dalloc(n);
+    double scale = sqrt(rows > cols ? (double)rows / (double)cols : 1.0);
+    size_t i, j;
+    memcpy(Wold, s->W, n * sizeof(double));
+    for (i = 0; i < rows; i++) {
+        double gg = 0.0;
+        for (j = 0; j < cols; j++) u[i * cols + j] = s->W[i * cols + j] / s->g[i]; /* u = W/g, signed */
+        for (j = 0; j < cols; j++) gg += G[i * cols + j] * u[i * cols + j];
+        for (j = 0; j < cols; j++)
+            gv[i * cols + j] = s->g[i] / s->vn[i] * (G[i * cols + j] - u[i * cols + j] * gg);
+        switch (rule) {
+        case 0:
+            s->mm[i] = b1 * s->mm[i] + (1 - b1) * gg;
+            s->mv[i] = b2 * s->mv[i] + (1 - b2) * gg * gg;
+            s->g[i] -= mag_lr * (s->mm[i] / (1 - pow(b1, t))) / (sqrt(s->mv[i] / (1 - pow(b2, t))) + eps);
+            break;
+        case 1:
+            s->mm[i] = b1 * s->mm[i] + (1 - b1) * gg;
+            if ((s->mm[i] > 0) != (gg > 0)) s->sign_disagree = 1;
+            s->g[i] -= mag_lr * (s->mm[i] > 0 ? 1.0 : -1.0);
+            break;
+        default: break;
+        }
+    }
+    for (i = 0; i < n; i++) { /* EMA momentum, Nesterov */
+        s->B[i] = beta * s->B[i] + (1 - beta) * gv[i];
+        dir[i] = (1 - beta) * gv[i] + beta * s->B[i];
+    }
+    ref_ns(dir, rows, cols, JORDAN, 1, 5, 1.0, 1e-7, O);
+    for (i = 0; i < rows; i++) {
+        double nv = 0.0, nw = 0.0, dot = 0.0;
+        for (j = 0; j < cols; j++) {
+            s->v[i * cols + j] -= lr * scale * O[i * cols + j];
+            nv += s->v[i * cols + j] * s->v[i * cols + j];
+        }
+        nv = sqrt(nv);
+        s->vn[i] = nv;
+        for (j = 0; j < cols; j++) s->W[i * cols + j] = s->g[i] * s->v[i * cols + j] / nv;
+        if (wd == 0.0) continue;
+        for (j = 0; j < cols; j++) {
+            s->W[i * cols + j] -= lr * wd * Wold[i * cols + j];
+            nw += s->W[i * cols + j] * s->W[i * cols + j];
+            dot += s->W[i * cols + j] * s->v[i * cols + j];
+        }
+        s->g[i] = dot < 0 ? -sqrt(nw) : sqrt(nw); /* the row norm, oriented along v */
+    }
+    free(u); free(gv); free(dir); free(O); free(Wold);
+}
+
+/* Three Muown steps against ref_muown_step for each magnitude rule: beta 0.9, Nesterov, lambda
+ * on the last step only. Row 0 starts small and is pushed down, so its g crosses zero. */
+static void test_muown_golden_3_steps(void)
+{
+    enum { R = 6, C = 5, N = R * C };
+    int rule;
+    for (rule = 0; rule < 3; rule++) {
+        t_rng r = {170};
+        float W[N], G[N];
+        double Wd[N], v[N], g[R], vn[R], mm[R], mv[R], B[N], Gd[N], Gprev[N] = {0};
+        ref_muown ref;
+        muown_state st;
+        muown_config cfg = muown_default();
+        int step;
+        size_t i, j;
+        cfg.muon.lr = 0.05;
+        cfg.muon.momentum = 0.9;
+        cfg.magnitude = (muown_magnitude_rule)rule;
+        cfg.mag_lr = 0.05;
+        rand_fill(&r, W, N, 1.0);
+        {
+            double n0 = 0.0;
+            for (j = 0; j < C; j++) n0 += (double)W[j] * W[j];
+            for (j = 0; j < C; j++) W[j] = (float)(W[j] * 0.07 / sqrt(n0)); /* ||W_0|| = 0.07 */
+        }
+        CHECK(muown_init(&st, W, R, C, C) == MUON_OK);
+        for (i = 0; i < N; i++) {
+            Wd[i] = W[i];
+            v[i] = W[i];
+            B[i] = 0.0;
+        }
+        for (i = 0; i < R; i++) {
+            double acc = 0.0;
+            for (j = 0; j < C; j++) acc += Wd[i * C + j] * Wd[i * C + j];
+            g[i] = vn[i] = sqrt(acc);
+            mm[i] = mv[i] = 0.0;
+        }
+        ref.W = Wd; ref.v = v; ref.g = g; ref.vn = vn; ref.mm = mm; ref.mv = mv; ref.B = B;
+        ref.sign_disagree = 0;
+        for (step = 0; step < 3; step++) {
+            for (i = 0; i < N; i++) { /* step 1 mostly reverses step 0 (Signum's EMA then disagrees) */
+                double x = t_rng_normal(&r);
+                Gd[i] = step == 1 ? -0.4 * Gprev[i] + 0.05 * x : x;
+            }
+            for (j = 0; j < C; j++) Gd[j] += 3.0 * Wd[j] / g[j / C]; /* grad_g_0 > 0: g_0 goes down */
+            for (i = 0; i < N; i++) {
+                G[i] = (float)Gd[i];
+                Gd[i] = G[i];
+                Gprev[i] = Gd[i];
+            }
+            if (step == 2) cfg.muon.weight_decay = 0.5;
+            CHECK(muown_step(&st, &cfg, W, C, G, C) == MUON_OK);
+            ref_muown_step(&ref, Gd, R, C, 0.05, 0.9, cfg.muon.weight_decay, rule, 0.05, 0.9, 0.95, 1e-8, step + 1);
+        }
+        CHECK(st.step == 3);
+        if (rule != MUOWN_MAG_FIXED) CHECK_MSG(g[0] < 0.0, "rule %d: g_0 = %g did not cross zero", rule, g[0]);
+        if (rule == MUOWN_MAG_SIGNUM) CHECK(ref.sign_disagree); /* the case where EMA and raw differ */
+        CHECK_MSG(max_abs_diff_fd(W, Wd, N) < 2e-5, "rule %d: W diff %g", rule, max_abs_diff_fd(W, Wd, N));
+        CHECK_MSG(max_abs_diff_fd(st.momentum, B, N) < 1e-5, "rule %d: momentum diff %g", rule,
+                  max_abs_diff_fd(st.momentum, B, N));
+        for (i = 0; i < R; i++) {
+            CHECK_NEAR(st.g[i], g[i], 2e-5, 0);
+            CHECK_NEAR(st.vnorm[i], vn[i], 2e-5, 0);
+            CHECK_NEAR(st.mag_m[i], mm[i], 1e-6, 1e-5);
+            CHECK_NEAR(st.mag_v[i], mv[i], 1e-6, 1e-5);
+        }
+        muown_free(&st);
+    }
+}
+
+/* A magnitude driven through zero (the signed u = W/g of SPEC 2.3): L = <G, W> with G = e_0,
+ * direction frozen (lr 0), Signum with beta1 0: dL/dg = <e_0, v/||v||> = +1 at every step, so g
+ * and W_00 go down by mag_lr each step, through zero, and keep going (the loss keeps falling). */
+static void test_muown_negative_magnitude(void)
+{
+    float W[8] = {0.5f, 0, 0, 0, 0, -0.45f, 0, 0}, G[8] = {1, 0, 0, 0, 0, 1, 0, 0}, gv[8];
+    muown_state st;
+    muown_config cfg = muown_default();
+    int k;
+    cfg.muon.lr = 0.0;
+    cfg.magnitude = MUOWN_MAG_SIGNUM;
+    cfg.mag_lr = 0.3;
+    cfg.mag_beta1 = 0.0;
+    CHECK(muown_init(&st, W, 2, 4, 4) == MUON_OK);
+    for (k = 1; k <= 6; k++) {
+        double gg[2];
+        CHECK(muown_gradients(&st, W, 4, G, 4, gg, gv, 4) == MUON_OK);
+        CHECK_NEAR(gg[0], 1.0, 1e-12, 0); /* dL/dg_0 = +1 whatever the sign of g_0 */
+        CHECK_NEAR(gg[1], -1.0, 1e-12, 0); /* row 1: W_11 = -g_1 (v_1 = -e_1): dL/dg_1 = -1 */
+        CHECK(muown_step(&st, &cfg, W, 4, G, 4) == MUON_OK);
+        CHECK_NEAR(st.g[0], 0.5 - 0.3 * k, 1e-12, 0);
+        CHECK_NEAR(W[0], 0.5 - 0.3 * k, 1e-6, 0);
+        CHECK_NEAR(st.g[1], (double)0.45f + 0.3 * k, 1e-12, 0);
+        CHECK_NEAR(W[5], -((double)0.45f + 0.3 * k), 1e-6, 0);
+        CHECK(W[1] == 0.0f && W[2] == 0.0f && W[3] == 0.0f && W[4] == 0.0f && W[6] == 0.0f && W[7] == 0.0f);
+    }
+    /* weight decay keeps the orientation: g stays negative, W = g v/||v|| - lr lambda W_old */
+    cfg.muon.lr = 0.1;
+    cfg.muon.weight_decay = 0.5;
+    cfg.mag_lr = 0.0;
+    {
+        double g0 = st.g[0];
+        float w0 = W[0];
+        CHECK(muown_step(&st, &cfg, W, 4, G, 4) == MUON_OK);
+        CHECK_NEAR(W[0], g0 - 0.05 * w0, 1e-6, 0); /* grad_v = 0 and no momentum: v unchanged */
+        CHECK_NEAR(st.g[0], W[0], 1e-7, 0);
+        CHECK(st.g[0] < 0.0);
+        CHECK(muown_resync(&st, W, 4) == MUON_OK && st.g[0] < 0.0); /* resync keeps the sign too */
+        CHECK_NEAR(st.g[0], W[0], 1e-7, 0);
+    }
+    muown_free(&st);
+    { /* g landing exactly on 0: the row becomes 0, has no direction, and stays 0 with g = 0 */
+        float Z[4] = {0.6f, 0, 0, 0}, GZ[4] = {1, 0, 0, 0};
+        double gg;
+        cfg = muown_default();
+        cfg.muon.lr = 0.0;
+        cfg.magnitude = MUOWN_MAG_SIGNUM;
+        cfg.mag_beta1 = 0.0;
+        CHECK(muown_init(&st, Z, 1, 4, 4) == MUON_OK);
+        cfg.mag_lr = st.g[0] / 2; /* exactly representable halves */
+        CHECK(muown_step(&st, &cfg, Z, 4, GZ, 4) == MUON_OK);
+        CHECK(muown_step(&st, &cfg, Z, 4, GZ, 4) == MUON_OK);
+        CHECK(st.g[0] == 0.0 && Z[0] == 0.0f);
+        CHECK(muown_gradients(&st, Z, 4, GZ, 4, &gg, gv, 4) == MUON_OK && gg == 0.0 && gv[0] == 0.0f);
+        CHECK(muown_step(&st, &cfg, Z, 4, GZ, 4) == MUON_OK);
+        CHECK(st.g[0] == 0.0 && Z[0] == 0.0f && Z[1] == 0.0f && Z[2] == 0.0f && Z[3] == 0.0f);
+        muown_free(&st);
+    }
+}
+
+/* The cap inside muon_step (SPEC 2.4) acts on the increment D only:
+ * ALWAYS: u1^T (W_new - (1 - lr lambda) W_old) v1 = 0 for the state's pair, and D_capped equals
+ * the uncapped D minus c u1 v1^T; GROWTH with c < 0: the step is the uncapped one, bit for bit. */
+static void test_cap_step_increment(void)
+{
+    enum { R = 10, C = 8, N = R * C };
+    const double lr = 0.05, wd = 0.1;
+    t_rng r = {180};
+    double U[R * R], V[C * C], s[C] = {4.0, 1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4}, M[N], Wd[N], uref[R], vref[C];
+    float W[N], Wo[N], G[N];
+    muon_state sc, so;
+    muon_config cc = muon_default(), co;
+    int k, sgn;
+    size_t i, j;
+    rand_orth(&r, R, U);
+    rand_orth(&r, C, V);
+    build_usv(R, C, U, s, V, M);
+    cc.lr = lr;
+    cc.weight_decay = wd;
+    co = cc;
+    co.cap = MUON_CAP_OFF;
+    for (sgn = 0; sgn < 2; sgn++) { /* sgn 0: ALWAYS on growing steps; sgn 1: GROWTH on shrinking ones */
+        cc.cap = sgn == 0 ? MUON_CAP_ALWAYS : MUON_CAP_GROWTH;
+        to_float(M, W, N);
+        memcpy(Wo, W, sizeof W);
+        CHECK(muon_init(&sc, R, C) == MUON_OK && muon_init(&so, R, C) == MUON_OK);
+        for (k = 0; k < 4; k++) {
+            double c_off = 0.0, c_cap = 0.0, dmax = 0.0, lw = lr * wd;
+            for (i = 0; i < N; i++) /* along -u1 v1^T plain Muon grows sigma_1; along +u1 v1^T it shrinks it */
+                G[i] = (float)((sgn == 0 ? -0.5 : 0.5) * U[(i / C) * R] * V[(i % C) * C] + 0.1 * t_rng_normal(&r));
+            if (sgn == 0) { /* uncapped step from the capped run's state */
+                memcpy(Wo, W, sizeof W);
+                memcpy(so.momentum, sc.momentum, N * sizeof(float));
+            }
+            for (i = 0; i < N; i++) Wd[i] = W[i];
+            CHECK(muon_step(&sc, &cc, W, C, G, C) == MUON_OK);
+            CHECK(muon_step(&so, &co, Wo, C, G, C) == MUON_OK);
+            if (k == 0) { /* the cold pair is the top pair of W_old */
+                double du = 0.0, dv = 0.0;
+                ref_sigma1(Wd, R, C, uref, vref);
+                for (i = 0; i < R; i++) du += sc.cap_u[i] * uref[i];
+                for (j = 0; j < C; j++) dv += sc.cap_v[j] * vref[j];
+                CHECK_NEAR(fabs(du), 1.0, 1e-9, 0);
+                CHECK_NEAR(fabs(dv), 1.0, 1e-9, 0);
+                CHECK_NEAR(sc.cap_sigma, ref_sigma1(Wd, R, C, NULL, NULL), 0, 1e-9);
+            }
+            /* c of both increments against the pair the step used (the state's) */
+            for (i = 0; i < R; i++)
+                for (j = 0; j < C; j++) {
+                    double dc = (double)W[i * C + j] - (1.0 - lw) * Wd[i * C + j];
+                    double doff = (double)Wo[i * C + j] - (1.0 - lw) * Wd[i * C + j];
+                    c_cap += sc.cap_u[i] * dc * sc.cap_v[j];
+                    c_off += sc.cap_u[i] * doff * sc.cap_v[j];
+                }
+            if (sgn == 0) {
+                CHECK_MSG(c_off > 1e-3, "step %d: uncapped growth %g not positive", k, c_off);
+                CHECK_MSG(fabs(c_cap) <= 1e-4 * fabs(c_off), "step %d: capped growth %g (uncapped %g)", k, c_cap, c_off);
+                for (i = 0; i < R; i++)
+                    for (j = 0; j < C; j++) {
+                        double want = (double)Wo[i * C + j] - c_off * sc.cap_u[i] * sc.cap_v[j];
+                        double d = fabs((double)W[i * C + j] - want);
+                        if (d > dmax) dmax = d;
+                    }
+                CHECK_MSG(dmax < 1e-6, "step %d: D_cap vs D - c u v^T: %g", k, dmax);
+            } else {
+                CHECK_MSG(c_off < -1e-3, "step %d: growth %g not negative", k, c_off);
+                CHECK(memcmp(W, Wo, sizeof W) == 0); /* growth-only leaves a shrinking step alone */
+                CHECK(memcmp(sc.momentum, so.momentum, N * sizeof(float)) == 0);
+            }
+        }
+        muon_free(&sc);
+        muon_free(&so);
+    }
+}
+
+/* ldw, ldg != cols: the padding (NaN) is never read or written, and the results are bitwise those
+ * of the compact layout (Muon with split, cap and decay; Muown; the Muown gradients). */
+static void test_step_leading_dims(void)
+{
+    enum { R = 12, C = 7, LW = 10, LG = 9, LV = 11 };
+    t_rng r = {190};
+    float W1[R * C], G1[R * C], W2[R * LW], G2[R * LG], W2k[R * LW], G2k[R * LG];
+    muon_state a, b;
+    muown_state oa, ob;
+    muon_config cfg = muon_default();
+    muown_config oc = muown_default();
+    int k;
+    size_t i, j;
+    cfg.weight_decay = 0.1;
+    cfg.cap = MUON_CAP_GROWTH;
+    cfg.split_rows = 3;
+    for (k = 0; k < 2; k++) { /* k 0: Muon; k 1: Muown */
+        int step;
+        rand_fill(&r, W1, R * C, 1.0);
+        for (i = 0; i < R; i++)
+            for (j = 0; j < LW; j++) W2[i * LW + j] = j < C ? W1[i * C + j] : NAN;
+        if (k == 0) CHECK(muon_init(&a, R, C) == MUON_OK && muon_init(&b, R, C) == MUON_OK);
+        else CHECK(muown_init(&oa, W1, R, C, C) == MUON_OK && muown_init(&ob, W2, R, C, LW) == MUON_OK);
+        for (step = 0; step < 4; step++) {
+            rand_fill(&r, G1, R * C, 1.0);
+            for (i = 0; i < R; i++)
+                for (j = 0; j < LG; j++) G2[i * LG + j] = j < C ? G1[i * C + j] : NAN;
+            memcpy(G2k, G2, sizeof G2);
+            if (k == 0) {
+                CHECK(muon_step(&a, &cfg, W1, C, G1, C) == MUON_OK);
+                CHECK(muon_step(&b, &cfg, W2, LW, G2, LG) == MUON_OK);
+            } else {
+                oc.muon.weight_decay = step == 3 ? 0.1 : 0.0;
+                CHECK(muown_step(&oa, &oc, W1, C, G1, C) == MUON_OK);
+                CHECK(muown_step(&ob, &oc, W2, LW, G2, LG) == MUON_OK);
+            }
+            CHECK(memcmp(G2, G2k, sizeof G2) == 0);
+        }
+        for (i = 0; i < R; i++) {
+            CHECK(memcmp(W1 + i * C, W2 + i * LW, C * sizeof(float)) == 0);
+            for (j = C; j < LW; j++) CHECK(W2[i * LW + j] != W2[i * LW + j]); /* still NaN */
+        }
+        if (k == 0) {
+            CHECK(memcmp(a.momentum, b.momentum, R * C * sizeof(float)) == 0);
+            muon_free(&a);
+            muon_free(&b);
+        } else {
+            double gga[R], ggb[R];
+            float gva[R * C], gvb[R * LV];
+            CHECK(memcmp(oa.g, ob.g, R * sizeof(double)) == 0);
+            CHECK(memcmp(oa.vnorm, ob.vnorm, R * sizeof(double)) == 0);
+            CHECK(memcmp(oa.momentum, ob.momentum, R * C * sizeof(float)) == 0);
+            for (i = 0; i < R * LV; i++) gvb[i] = NAN;
+            memcpy(W2k, W2, sizeof W2);
+            CHECK(muown_gradients(&oa, W1, C, G1, C, gga, gva, C) == MUON_OK);
+            CHECK(muown_gradients(&ob, W2, LW, G2, LG, ggb, gvb, LV) == MUON_OK);
+            CHECK(memcmp(gga, ggb, sizeof gga) == 0);
+            for (i = 0; i < R; i++) {
+                CHECK(memcmp(gva + i * C, gvb + i * LV, C * sizeof(float)) == 0);
+                for (j = C; j < LV; j++) CHECK(gvb[i * LV + j] != gvb[i * LV + j]);
+            }
+            CHECK(memcmp(W2, W2k, sizeof W2) == 0);
+            muown_free(&oa);
+            muown_free(&ob);
+        }
+    }
+}
+
+/* The decay term is not lost to rounding: with lr*lambda = 1e-8 (where (float)(1 - lr*lambda)
+ * is 1.0f) W - lr*lambda*W + D is rounded once, so over many elements the decayed run sits
+ * below the undecayed one by lr*lambda*|W| on average (SPEC 2.2 / 2.3 / 2.6 decoupled decay);
+ * and with lr*lambda = 2.5e-7 and a zero gradient each element is w - lr*lambda*w rounded once. */
+static double decay_shift_ratio(const float *W0, const float *Wa, const float *Wb, size_t n, double lw)
+{
+    double got = 0.0, want = 0.0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        double sg = W0[i] < 0 ? -1.0 : 1.0;
+        got += sg * ((double)Wb[i] - (double)Wa[i]);
+        want -= lw * fabs((double)W0[i]);
+    }
+    return got / want;
+}
+
+static void test_decay_rounding(void)
+{
+    enum { R = 64, C = 96, N = R * C };
+    t_rng r = {200};
+    float *W0 = falloc(N), *Wa = falloc(N), *Wb = falloc(N), *G = falloc(N);
+    size_t i;
+    rand_fill(&r, W0, N, 1.0);
+    rand_fill(&r, G, N, 1.0);
+    { /* Muon */
+        muon_state sa, sb;
+        muon_config ca = muon_default(), cb;
+        double q;
+        ca.lr = 0.01;
+        cb = ca;
+        cb.weight_decay = 1e-6;
+        memcpy(Wa, W0, N * sizeof(float));
+        memcpy(Wb, W0, N * sizeof(float));
+        CHECK(muon_init(&sa, R, C) == MUON_OK && muon_init(&sb, R, C) == MUON_OK);
+        CHECK(muon_step(&sa, &ca, Wa, C, G, C) == MUON_OK && muon_step(&sb, &cb, Wb, C, G, C) == MUON_OK);
+        q = decay_shift_ratio(W0, Wa, Wb, N, 0.01 * 1e-6);
+        CHECK_MSG(q > 0.8 && q < 1.2, "Muon: decay realised %g of lr*lambda*|W|", q);
+        /* zero gradient from zero momentum: W <- W - lr*lambda*W, rounded once */
+        {
+            float *Z = falloc(N);
+            int bad = 0;
+            cb.lr = 0.025;
+            cb.weight_decay = 1e-5;
+            muon_free(&sb);
+            CHECK(muon_init(&sb, R, C) == MUON_OK);
+            memcpy(Wb, W0, N * sizeof(float));
+            CHECK(muon_step(&sb, &cb, Wb, C, Z, C) == MUON_OK);
+            for (i = 0; i < N; i++) bad += Wb[i] != (float)((double)W0[i] - 0.025 * 1e-5 * (double)W0[i]);
+            CHECK_MSG(bad == 0, "Muon: %d of %d decayed elements not w - lr*lambda*w rounded once", bad, N);
+            free(Z);
+        }
+        muon_free(&sa);
+        muon_free(&sb);
+    }
+    { /* Muown */
+        muown_state sa, sb;
+        muown_config ca = muown_default(), cb;
+        double q;
+        ca.muon.lr = 0.01;
+        ca.magnitude = MUOWN_MAG_FIXED;
+        cb = ca;
+        cb.muon.weight_decay = 1e-6;
+        memcpy(Wa, W0, N * sizeof(float));
+        memcpy(Wb, W0, N * sizeof(float));
+        CHECK(muown_init(&sa, W0, R, C, C) == MUON_OK && muown_init(&sb, W0, R, C, C) == MUON_OK);
+        CHECK(muown_step(&sa, &ca, Wa, C, G, C) == MUON_OK && muown_step(&sb, &cb, Wb, C, G, C) == MUON_OK);
+        q = decay_shift_ratio(W0, Wa, Wb, N, 0.01 * 1e-6);
+        CHECK_MSG(q > 0.8 && q < 1.2, "Muown: decay realised %g of lr*lambda*|W|", q);
+        muown_free(&sa);
+        muown_free(&sb);
+    }
+    { /* AdamW */
+        muon_adamw_state sa, sb;
+        muon_adamw_config ca = muon_adamw_default(), cb;
+        double q;
+        ca.weight_decay = 0.0;
+        cb = ca;
+        cb.weight_decay = 1e-5; /* lr 1e-3: lr*wd = 1e-8 */
+        float *P1 = falloc(N);
+        memcpy(Wa, W0, N * sizeof(float));
+        memcpy(Wb, W0, N * sizeof(float));
+        CHECK(muon_adamw_init(&sa, N) == MUON_OK && muon_adamw_init(&sb, N) == MUON_OK);
+        /* a common first step (its update is +-lr for every element, the same offset within each
+         * binade: no test of rounding), then the second step with and without decay */
+        CHECK(muon_adamw_step(&sa, &ca, Wa, G) == MUON_OK && muon_adamw_step(&sb, &ca, Wb, G) == MUON_OK);
+        memcpy(P1, Wa, N * sizeof(float));
+        rand_fill(&r, G, N, 1.0);
+        CHECK(muon_adamw_step(&sa, &ca, Wa, G) == MUON_OK && muon_adamw_step(&sb, &cb, Wb, G) == MUON_OK);
+        q = decay_shift_ratio(P1, Wa, Wb, N, 1e-3 * 1e-5);
+        free(P1);
+        CHECK_MSG(q > 0.8 && q < 1.2, "AdamW: decay realised %g of lr*wd*|p|", q);
+        muon_adamw_free(&sa);
+        muon_adamw_free(&sb);
+    }
+    free(W0); free(Wa); free(Wb); free(G);
 }
 
 /* ---------------------------------------------------------------- AdamW and clipping */
@@ -1209,6 +1664,179 @@ static void test_clip(void)
 }
 
 /* ---------------------------------------------------------------- every error status */
+
+/* The overlap and finiteness checks added after the audit: every call is rejected before it
+ * writes anything (buffers compared byte for byte). Overlapping buffers live in one malloc'd
+ * block, so a missing check would write valid memory and be caught by the comparison. */
+static void test_alias_statuses(void)
+{
+    t_rng r = {210};
+    { /* GEMM _ws: the workspace may not overlap A, B or C */
+        const size_t m = 6, n = 5, k = 4, need = muon_gemm_workspace_size(1), nf = need / sizeof(float) + 64;
+        float *buf = falloc(nf), *keep = falloc(nf), *A = falloc(m * k), *B = falloc(k * n), *Cm = falloc(m * n);
+        float *ck = falloc(m * n);
+        rand_fill(&r, buf, nf, 1.0);
+        rand_fill(&r, A, m * k, 1.0);
+        rand_fill(&r, B, k * n, 1.0);
+        rand_fill(&r, Cm, m * n, 1.0);
+        memcpy(keep, buf, nf * sizeof(float));
+        memcpy(ck, Cm, m * n * sizeof(float));
+        CHECK(muon_sgemm_ws(MUON_NO_TRANS, MUON_NO_TRANS, m, n, k, 1.0f, buf + 8, k, B, n, 0.0f, Cm, n, buf, need) ==
+              MUON_ERR_ALIAS);
+        CHECK(muon_sgemm_ws(MUON_NO_TRANS, MUON_TRANS, m, n, k, 1.0f, A, k, buf + nf - 64 - 8, k, 0.0f, Cm, n, buf,
+                            need) == MUON_ERR_ALIAS);
+        CHECK(muon_sgemm_ws(MUON_NO_TRANS, MUON_NO_TRANS, m, n, k, 1.0f, A, k, B, n, 1.0f, buf + 16, n, buf, need) ==
+              MUON_ERR_ALIAS);
+        /* the workspace starting inside C's span */
+        CHECK(muon_sgemm_ws(MUON_NO_TRANS, MUON_NO_TRANS, m, n, k, 1.0f, A, k, B, n, 0.0f, buf, n, buf + m * n - 1,
+                            need) == MUON_ERR_ALIAS);
+        CHECK(muon_ssyrk_ws(MUON_NO_TRANS, m, k, 1.0f, buf + 4, k, 0.0f, Cm, m, buf, need) == MUON_ERR_ALIAS);
+        CHECK(muon_ssyrk_ws(MUON_TRANS, m, k, 1.0f, A, m, 0.0f, buf + 40, m, buf, need) == MUON_ERR_ALIAS);
+        CHECK(memcmp(buf, keep, nf * sizeof(float)) == 0 && memcmp(Cm, ck, m * n * sizeof(float)) == 0);
+        /* adjacent but disjoint is fine */
+        CHECK(muon_sgemm_ws(MUON_NO_TRANS, MUON_NO_TRANS, m, n, k, 1.0f, A, k, B, n, 0.0f, buf, n, buf + m * n,
+                            need) == MUON_OK);
+        free(buf); free(keep); free(A); free(B); free(Cm); free(ck);
+    }
+    { /* muon_step_ws: ws, W and G may not overlap the momentum or the cap pair */
+        enum { R = 4, C = 5, N = R * C };
+        muon_state st, fake, fk;
+        muon_config cfg = muon_default();
+        float W[N], G[N], Wk[N];
+        size_t need = muon_workspace_size(R, C, &cfg), total = need + 1024;
+        unsigned char *blk = (unsigned char *)malloc(total), *keep = (unsigned char *)malloc(total);
+        float *Wb = falloc(N + 2 * C);
+        int which;
+        rand_fill(&r, W, N, 1.0);
+        rand_fill(&r, G, N, 1.0);
+        cfg.cap = MUON_CAP_GROWTH;
+        CHECK(muon_init(&st, R, C) == MUON_OK);
+        CHECK(muon_step(&st, &cfg, W, C, G, C) == MUON_OK); /* a non-trivial state */
+        memcpy(Wk, W, sizeof W);
+        for (which = 0; which < 5; which++) {
+            float *w = W;
+            size_t i;
+            for (i = 0; i < total; i++) blk[i] = (unsigned char)(t_rng_u64(&r) >> 56);
+            memcpy(&fake, &st, sizeof st);
+            switch (which) {
+            case 0: fake.momentum = (float *)(blk + 64); memcpy(fake.momentum, st.momentum, N * sizeof(float)); break;
+            case 1: fake.cap_u = (double *)(blk + 256); break;
+            case 2: fake.cap_v = (double *)(blk + need - 16); break; /* its end inside ws */
+            case 3: /* W overlapping cap_v */
+                memcpy(Wb, W, sizeof W);
+                w = Wb;
+                fake.cap_v = (double *)(void *)(Wb + N - 2);
+                break;
+            default: fake.momentum = (float *)G; break; /* G overlapping the momentum */
+            }
+            memcpy(keep, blk, total);
+            memcpy(&fk, &fake, sizeof fake);
+            CHECK_MSG(muon_step_ws(&fake, &cfg, w, C, G, C, blk, need) == MUON_ERR_ALIAS, "case %d", which);
+            CHECK(memcmp(blk, keep, total) == 0 && memcmp(&fake, &fk, sizeof fake) == 0);
+            CHECK(memcmp(W, Wk, sizeof W) == 0);
+            if (which == 3) CHECK(memcmp(Wb, Wk, sizeof W) == 0);
+        }
+        muon_free(&st);
+        free(blk); free(keep); free(Wb);
+    }
+    { /* muown_step_ws: ws, W, G vs g, ||v||, the magnitude moments and the momentum; NaN in W */
+        enum { R = 4, C = 5, N = R * C };
+        muown_state st, fake, fk;
+        muown_config cfg = muown_default();
+        float W[N], *G = falloc(N), Wk[N];
+        size_t need = muown_workspace_size(R, C, &cfg), total = need + 1024;
+        unsigned char *blk = (unsigned char *)malloc(total), *keep = (unsigned char *)malloc(total);
+        float *Wb = falloc(N + 2 * C);
+        double gk[R];
+        int which;
+        rand_fill(&r, W, N, 1.0);
+        rand_fill(&r, G, N, 1.0);
+        CHECK(muown_init(&st, W, R, C, C) == MUON_OK);
+        CHECK(muown_step(&st, &cfg, W, C, G, C) == MUON_OK);
+        memcpy(Wk, W, sizeof W);
+        memcpy(gk, st.g, sizeof gk);
+        for (which = 0; which < 7; which++) {
+            float *w = W;
+            size_t i;
+            for (i = 0; i < total; i++) blk[i] = (unsigned char)(t_rng_u64(&r) >> 56);
+            memcpy(&fake, &st, sizeof st);
+            switch (which) {
+            case 0: fake.g = (double *)(blk + 128); memcpy(fake.g, st.g, R * sizeof(double)); break;
+            case 1: fake.vnorm = (double *)(blk + 64); break;
+            case 2: fake.mag_m = (double *)(blk + need - 8); break;
+            case 3: fake.mag_v = (double *)(blk + 512); break;
+            case 4: fake.momentum = (float *)(blk + need - 4); break;
+            case 5: /* W overlapping g */
+                memcpy(Wb, W, sizeof W);
+                w = Wb;
+                fake.g = (double *)(void *)(Wb + 4);
+                break;
+            default: fake.vnorm = (double *)(void *)(G + 2); break; /* G overlapping ||v|| */
+            }
+            memcpy(keep, blk, total);
+            memcpy(&fk, &fake, sizeof fake);
+            CHECK_MSG(muown_step_ws(&fake, &cfg, w, C, G, C, blk, need) == MUON_ERR_ALIAS, "case %d", which);
+            CHECK(memcmp(blk, keep, total) == 0 && memcmp(&fake, &fk, sizeof fake) == 0);
+            CHECK(memcmp(W, Wk, sizeof W) == 0);
+            if (which == 5) CHECK(memcmp(Wb, Wk, sizeof W) == 0);
+        }
+        { /* NaN / Inf in W would enter g and ||v||: NONFINITE, nothing written */
+            double vk[R], mk[R];
+            float Bk[N];
+            memcpy(vk, st.vnorm, sizeof vk);
+            memcpy(mk, st.mag_m, sizeof mk);
+            memcpy(Bk, st.momentum, sizeof Bk);
+            W[7] = NAN;
+            memcpy(Wk, W, sizeof W);
+            CHECK(muown_step(&st, &cfg, W, C, G, C) == MUON_ERR_NONFINITE);
+            W[7] = Wk[7] = INFINITY;
+            CHECK(muown_step(&st, &cfg, W, C, G, C) == MUON_ERR_NONFINITE);
+            CHECK(memcmp(W, Wk, sizeof W) == 0 && memcmp(st.g, gk, sizeof gk) == 0);
+            CHECK(memcmp(st.vnorm, vk, sizeof vk) == 0 && memcmp(st.mag_m, mk, sizeof mk) == 0);
+            CHECK(memcmp(st.momentum, Bk, sizeof Bk) == 0 && st.step == 1);
+        }
+        muown_free(&st);
+        free(blk); free(keep); free(Wb); free(G);
+    }
+    { /* AdamW: param or grad overlapping the moments */
+        muon_adamw_state as;
+        muon_adamw_config ac = muon_adamw_default();
+        float p[20], g[20], pk[20], mk[20], vk[20];
+        rand_fill(&r, p, 20, 1.0);
+        rand_fill(&r, g, 20, 1.0);
+        CHECK(muon_adamw_init(&as, 20) == MUON_OK);
+        CHECK(muon_adamw_step(&as, &ac, p, g) == MUON_OK);
+        memcpy(pk, p, sizeof p);
+        memcpy(mk, as.m, sizeof mk);
+        memcpy(vk, as.v, sizeof vk);
+        CHECK(muon_adamw_step(&as, &ac, as.m, g) == MUON_ERR_ALIAS);
+        CHECK(muon_adamw_step(&as, &ac, as.m + 5, g) == MUON_ERR_ALIAS);
+        CHECK(muon_adamw_step(&as, &ac, p, as.m + 3) == MUON_ERR_ALIAS);
+        CHECK(muon_adamw_step(&as, &ac, p, as.v) == MUON_ERR_ALIAS);
+        CHECK(memcmp(p, pk, sizeof p) == 0 && memcmp(as.m, mk, sizeof mk) == 0 && memcmp(as.v, vk, sizeof vk) == 0);
+        CHECK(as.step == 1);
+        muon_adamw_free(&as);
+    }
+    { /* top singular pair: u and v may not overlap W */
+        enum { R = 4, C = 6 };
+        double *blk = dalloc(R * C), *keep = dalloc(R * C), u[R], v[C], uk[R], vk[C], sg = 7.0;
+        float *W = (float *)(void *)blk; /* R x C floats in the first half */
+        size_t i;
+        rand_fill(&r, W, R * C, 1.0);
+        for (i = 0; i < R; i++) u[i] = 3.0;
+        for (i = 0; i < C; i++) v[i] = 1.0;
+        memcpy(uk, u, sizeof u);
+        memcpy(vk, v, sizeof v);
+        memcpy(keep, blk, R * C * sizeof(double));
+        CHECK(muon_top_singular_pair(W, R, C, C, 3, blk + 2, v, &sg) == MUON_ERR_ALIAS);
+        CHECK(muon_top_singular_pair(W, R, C, C, 3, u, blk + R * C / 2 - 1, &sg) == MUON_ERR_ALIAS);
+        CHECK(memcmp(blk, keep, R * C * sizeof(double)) == 0 && sg == 7.0);
+        CHECK(memcmp(u, uk, sizeof u) == 0 && memcmp(v, vk, sizeof v) == 0);
+        CHECK(muon_top_singular_pair(W, R, C, C, 3, u, blk + R * C / 2, &sg) == MUON_OK); /* just past W */
+        free(blk); free(keep);
+    }
+}
+
 
 static void test_error_statuses(void)
 {
@@ -1464,44 +2092,76 @@ static void test_nomem(void)
     CHECK(memcmp(&as, &ask, sizeof as) == 0);
 }
 
-/* same inputs, same bits: across runs, and across OpenMP thread counts where built with OpenMP */
-static void run_muon_series(float *W, int with_cap)
+/* same inputs, same bits: across runs, and across OpenMP thread counts where built with OpenMP.
+ * Under OpenMP the shape is above both parallel thresholds (every NS product has
+ * m*m*n = 21M >= MUON_GEMM_PARALLEL_MIN multiply-adds, and 81920 elements >= the elementwise
+ * passes' 65536), so the 1-thread and the many-thread runs really take different paths. */
+#ifdef _OPENMP
+#define DET_R 256
+#define DET_C 320
+#else
+#define DET_R 96
+#define DET_C 160
+#endif
+
+/* kind 0: Muon; 1: Muon with the growth cap; 2: Muown (decay on the second step) */
+static void run_series(float *W, int kind)
 {
-    const size_t rows = 96, cols = 160;
+    const size_t rows = DET_R, cols = DET_C;
     t_rng r = {160};
-    muon_state st;
-    muon_config cfg = muon_default();
     float *G = falloc(rows * cols);
     int k;
-    if (with_cap) cfg.cap = MUON_CAP_GROWTH;
     rand_fill(&r, W, rows * cols, 0.05);
-    CHECK(muon_init(&st, rows, cols) == MUON_OK);
-    for (k = 0; k < 3; k++) {
-        rand_fill(&r, G, rows * cols, 1.0);
-        CHECK(muon_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+    if (kind < 2) {
+        muon_state st;
+        muon_config cfg = muon_default();
+        if (kind == 1) cfg.cap = MUON_CAP_GROWTH;
+        cfg.weight_decay = 0.1;
+        cfg.ns.steps = 2; /* every product still runs threaded; keeps the test short */
+        CHECK(muon_init(&st, rows, cols) == MUON_OK);
+        for (k = 0; k < 2; k++) {
+            rand_fill(&r, G, rows * cols, 1.0);
+            CHECK(muon_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+        }
+        muon_free(&st);
+    } else {
+        muown_state st;
+        muown_config cfg = muown_default();
+        cfg.muon.ns.steps = 2;
+        CHECK(muown_init(&st, W, rows, cols, cols) == MUON_OK);
+        for (k = 0; k < 2; k++) {
+            rand_fill(&r, G, rows * cols, 1.0);
+            cfg.muon.weight_decay = k == 1 ? 0.1 : 0.0;
+            CHECK(muown_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+        }
+        muown_free(&st);
     }
-    muon_free(&st);
     free(G);
 }
 
 static void test_determinism(void)
 {
-    const size_t n = 96 * 160;
+    const size_t n = DET_R * DET_C;
     float *a = falloc(n), *b = falloc(n);
-    int cap;
-    for (cap = 0; cap < 2; cap++) {
+    int kind;
+#ifdef _OPENMP
+    CHECK_MSG((double)DET_R * DET_R * DET_C >= (double)MUON_GEMM_PARALLEL_MIN, "below the GEMM threshold");
+    CHECK_MSG((double)DET_R * DET_C >= MUON__PAR_MIN, "below the elementwise threshold");
+#endif
+    for (kind = 0; kind < 3; kind++) {
 #ifdef _OPENMP
         int t0 = omp_get_max_threads();
         omp_set_num_threads(1);
-        run_muon_series(a, cap);
+        run_series(a, kind);
         omp_set_num_threads(t0 > 1 ? t0 : 2);
-        run_muon_series(b, cap);
+        CHECK(omp_get_max_threads() >= 2);
+        run_series(b, kind);
         omp_set_num_threads(t0);
 #else
-        run_muon_series(a, cap);
-        run_muon_series(b, cap);
+        run_series(a, kind);
+        run_series(b, kind);
 #endif
-        CHECK(memcmp(a, b, n * sizeof(float)) == 0);
+        CHECK_MSG(memcmp(a, b, n * sizeof(float)) == 0, "series %d differs across thread counts", kind);
     }
     { /* a state sized at one thread keeps working when the thread count grows */
         muon_state st;
@@ -1511,13 +2171,13 @@ static void test_determinism(void)
         int t0 = omp_get_max_threads();
         omp_set_num_threads(1);
 #endif
-        CHECK(muon_init(&st, 96, 160) == MUON_OK);
+        CHECK(muon_init(&st, DET_R, DET_C) == MUON_OK);
 #ifdef _OPENMP
         omp_set_num_threads(t0 > 1 ? t0 : 2);
 #endif
         rand_fill(&r, a, n, 1.0);
         rand_fill(&r, b, n, 1.0);
-        CHECK(muon_step(&st, &cfg, a, 160, b, 160) == MUON_OK);
+        CHECK(muon_step(&st, &cfg, a, DET_C, b, DET_C) == MUON_OK);
 #ifdef _OPENMP
         omp_set_num_threads(t0);
 #endif
@@ -1552,9 +2212,15 @@ int main(void)
     RUN(test_decomposition);
     RUN(test_muown_gradients_fd);
     RUN(test_muown_invariants);
+    RUN(test_muown_golden_3_steps);
+    RUN(test_muown_negative_magnitude);
+    RUN(test_cap_step_increment);
+    RUN(test_step_leading_dims);
+    RUN(test_decay_rounding);
     RUN(test_adamw);
     RUN(test_clip);
     RUN(test_error_statuses);
+    RUN(test_alias_statuses);
     RUN(test_nomem);
     RUN(test_determinism);
     return TEST_REPORT();
