@@ -3,6 +3,7 @@
 #   make install PREFIX=/usr/local
 # The headers need nothing from this file: copy them and #define X_IMPLEMENTATION once.
 
+.DEFAULT_GOAL := all
 CC      ?= cc
 CXX     ?= c++
 PREFIX  ?= /usr/local
