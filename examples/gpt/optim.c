@@ -1,0 +1,490 @@
+/* optim.c - the trainer's optimizer set (see optim.h). */
+#include "optim.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+optim_recipe optim_default(optim_head_kind head)
+{
+    optim_recipe r;
+    memset(&r, 0, sizeof r);
+    r.head = head;
+    r.block = OPTIM_BLOCK_MUON;
+    r.cap = MUON_CAP_OFF;
+    r.ns_steps = 5;
+    /* The paper's backbone rate is 8e-3 at 190M parameters; the tiny demo models (d = 64..128)
+     * train faster at muon.h's default 0.02 (measured on the demo config, see README.md). */
+    r.muon_lr = 0.02;
+    r.muon_beta = 0.95;
+    r.muon_wd = 0.1;
+    r.embed_lr = 4e-3;
+    r.embed_beta1 = 0.9;
+    r.embed_beta2 = 0.95;
+    r.embed_eps = 1e-10;
+    r.embed_wd = 0.0;
+    switch (head) {
+    case OPTIM_HEAD_ROWNORM: /* SPEC §1.5: beta 0.95, eps 1e-8, lambda 0, lr 3.2e-3 */
+        r.head_lr = 3.2e-3, r.head_beta1 = 0.95, r.head_beta2 = 0.0, r.head_eps = 1e-8, r.head_wd = 0.0;
+        break;
+    case OPTIM_HEAD_MUON:
+        r.head_lr = r.muon_lr, r.head_beta1 = 0.95, r.head_beta2 = 0.0, r.head_eps = 0.0, r.head_wd = 0.1;
+        break;
+    case OPTIM_HEAD_ADAMW:
+    default: /* SPEC §1.6: betas (0.9, 0.999), eps 1e-10, wd 0.1, lr 4e-3 */
+        r.head = OPTIM_HEAD_ADAMW;
+        r.head_lr = 4e-3, r.head_beta1 = 0.9, r.head_beta2 = 0.999, r.head_eps = 1e-10, r.head_wd = 0.1;
+        break;
+    }
+    r.warmup_frac = 0.1;
+    r.final_frac = 0.1;
+    r.clip = 1.0;
+    return r;
+}
+
+const char *optim_head_name(optim_head_kind k)
+{
+    return k == OPTIM_HEAD_ROWNORM ? "rownorm" : k == OPTIM_HEAD_MUON ? "muon" : "adamw";
+}
+
+int optim_head_parse(const char *s, optim_head_kind *out)
+{
+    if (strcmp(s, "adamw") == 0) *out = OPTIM_HEAD_ADAMW;
+    else if (strcmp(s, "rownorm") == 0) *out = OPTIM_HEAD_ROWNORM;
+    else if (strcmp(s, "muon") == 0) *out = OPTIM_HEAD_MUON;
+    else return 0;
+    return 1;
+}
+
+double optim_lr_factor(const optim_recipe *r, long step, long total)
+{
+    const double pi = 3.14159265358979323846;
+    long warm, span;
+    double p;
+    if (total < 1) return 1.0;
+    warm = (long)ceil(r->warmup_frac * (double)total);
+    if (step < warm) return (double)(step + 1) / (double)warm;
+    span = total - 1 - warm;
+    p = span > 0 ? (double)(step - warm) / (double)span : 1.0;
+    if (p > 1.0) p = 1.0;
+    return r->final_frac + (1.0 - r->final_frac) * 0.5 * (1.0 + cos(pi * p));
+}
+
+/* ---- creation ----------------------------------------------------------------------------- */
+
+static muon_config block_muon_config(const optim_recipe *r, double lr, double beta, double wd, muon_cap_mode cap)
+{
+    muon_config c = muon_default();
+    c.lr = lr;
+    c.momentum = beta;
+    c.weight_decay = wd;
+    c.nesterov = 1;
+    c.momentum_form = MUON_MOMENTUM_EMA;
+    c.scale = MUON_SCALE_ORIGINAL;
+    c.ns = muon_ns_preset(MUON_NS_JORDAN, r->ns_steps);
+    c.cap = cap;
+    return c;
+}
+
+int optim_create(optim_set *o, const optim_recipe *r, const gpt_config *model, const float *params,
+                 char *err, size_t errlen)
+{
+    gpt_layout lay = gpt_layout_of(model);
+    int i;
+    memset(o, 0, sizeof *o);
+    o->recipe = *r;
+    o->model = *model;
+    o->n_slots = lay.n_tensors;
+    o->slots = (optim_slot *)calloc((size_t)lay.n_tensors, sizeof *o->slots);
+    o->grad_ptrs = (float **)calloc((size_t)lay.n_tensors, sizeof *o->grad_ptrs);
+    o->grad_sizes = (size_t *)calloc((size_t)lay.n_tensors, sizeof *o->grad_sizes);
+    o->head_step = (float *)calloc(lay.n_params - lay.lm_head, sizeof(float));
+    if (!o->slots || !o->grad_ptrs || !o->grad_sizes || !o->head_step) goto nomem;
+    if (r->head == OPTIM_HEAD_MUON) {
+        o->head_before = (float *)malloc((lay.n_params - lay.lm_head) * sizeof(float));
+        if (!o->head_before) goto nomem;
+    }
+    for (i = 0; i < lay.n_tensors; i++) {
+        optim_slot *s = &o->slots[i];
+        size_t n;
+        int rc = 0;
+        gpt_tensor_info(model, i, &s->t);
+        n = s->t.rows * s->t.cols;
+        o->grad_sizes[i] = n;
+        if (s->t.kind == GPT_TENSOR_EMBEDDING) {
+            s->kind = OPTIM_ADAMW;
+            s->peak_lr = r->embed_lr;
+            s->adamw_cfg.beta1 = r->embed_beta1, s->adamw_cfg.beta2 = r->embed_beta2;
+            s->adamw_cfg.eps = r->embed_eps, s->adamw_cfg.weight_decay = r->embed_wd;
+        } else if (s->t.kind == GPT_TENSOR_BLOCK_MATRIX) {
+            s->peak_lr = r->muon_lr;
+            s->muon_cfg = block_muon_config(r, r->muon_lr, r->muon_beta, r->muon_wd, r->cap);
+            if (r->block == OPTIM_BLOCK_MUOWN) {
+                s->kind = OPTIM_MUOWN;
+                s->muown_cfg = muown_default();
+                s->muown_cfg.muon = s->muon_cfg;
+                s->muown_cfg.muon.cap = MUON_CAP_OFF;
+                s->muown_cfg.mag_lr = r->muon_lr;
+            } else {
+                s->kind = OPTIM_MUON;
+            }
+        } else {
+            o->head_slot = i;
+            s->peak_lr = r->head_lr;
+            if (r->head == OPTIM_HEAD_ROWNORM) {
+                s->kind = OPTIM_ROWNORM;
+                s->rownorm_cfg = rn_rownorm_default();
+                s->rownorm_cfg.beta = r->head_beta1;
+                s->rownorm_cfg.eps = r->head_eps;
+                s->rownorm_cfg.weight_decay = r->head_wd;
+            } else if (r->head == OPTIM_HEAD_MUON) {
+                s->kind = OPTIM_MUON;
+                s->muon_cfg = block_muon_config(r, r->head_lr, r->head_beta1, r->head_wd, MUON_CAP_OFF);
+            } else {
+                s->kind = OPTIM_ADAMW;
+                s->adamw_cfg.beta1 = r->head_beta1, s->adamw_cfg.beta2 = r->head_beta2;
+                s->adamw_cfg.eps = r->head_eps, s->adamw_cfg.weight_decay = r->head_wd;
+            }
+        }
+        switch (s->kind) {
+        case OPTIM_ADAMW: rc = muon_adamw_init(&s->adamw, n) != MUON_OK; break;
+        case OPTIM_MUON: rc = muon_init(&s->muon, s->t.rows, s->t.cols) != MUON_OK; break;
+        case OPTIM_MUOWN:
+            rc = muown_init(&s->muown, params + s->t.offset, s->t.rows, s->t.cols, s->t.cols) != MUON_OK;
+            break;
+        case OPTIM_ROWNORM: rc = rn_rownorm_init(&s->rownorm, s->t.rows, s->t.cols) != RN_OK; break;
+        }
+        if (rc) {
+            optim_free(o);
+            return fail(err, errlen, "optimizer: cannot create the state of %s (out of memory, or a zero row "
+                                     "for Muown)", s->t.name);
+        }
+    }
+    return 0;
+nomem:
+    optim_free(o);
+    return fail(err, errlen, "optimizer: out of memory");
+}
+
+void optim_free(optim_set *o)
+{
+    int i;
+    if (!o) return;
+    for (i = 0; o->slots && i < o->n_slots; i++) {
+        muon_adamw_free(&o->slots[i].adamw);
+        muon_free(&o->slots[i].muon);
+        muown_free(&o->slots[i].muown);
+        rn_rownorm_free(&o->slots[i].rownorm);
+    }
+    free(o->slots);
+    free(o->grad_ptrs);
+    free(o->grad_sizes);
+    free(o->head_step);
+    free(o->head_before);
+    memset(o, 0, sizeof *o);
+}
+
+/* ---- the step ----------------------------------------------------------------------------- */
+
+int optim_first_nonfinite(const gpt_config *model, const float *block)
+{
+    gpt_layout lay = gpt_layout_of(model);
+    int i;
+    for (i = 0; i < lay.n_tensors; i++) {
+        gpt_tensor t;
+        size_t k, n;
+        gpt_tensor_info(model, i, &t);
+        n = t.rows * t.cols;
+        for (k = 0; k < n; k++)
+            if (!isfinite(block[t.offset + k])) return i;
+    }
+    return -1;
+}
+
+/* S = -lr m_hat / (sqrt(v_hat) + eps) from the moments after the step (SPEC §1.6). */
+static void adamw_head_step(const optim_slot *s, double lr, float *S)
+{
+    const muon_adamw_state *st = &s->adamw;
+    double t = (double)st->step;
+    double bc1 = -expm1(t * log(s->adamw_cfg.beta1)), bc2 = -expm1(t * log(s->adamw_cfg.beta2));
+    size_t i;
+    for (i = 0; i < st->size; i++)
+        S[i] = (float)(-lr * ((double)st->m[i] / bc1) / (sqrt((double)st->v[i] / bc2) + s->adamw_cfg.eps));
+}
+
+int optim_step(optim_set *o, float *params, float *grads, long step, long total, char *err, size_t errlen)
+{
+    double factor = optim_lr_factor(&o->recipe, step, total), norm = 0.0;
+    muon_status ms;
+    int i;
+    for (i = 0; i < o->n_slots; i++) o->grad_ptrs[i] = grads + o->slots[i].t.offset;
+    /* clip gradients (never the orthogonalised updates: SPEC §4); with clipping off the norm is
+     * still measured for the log */
+    ms = muon_clip_grad_norm(o->grad_ptrs, o->grad_sizes, (size_t)o->n_slots,
+                             o->recipe.clip > 0.0 ? o->recipe.clip : HUGE_VAL, &norm);
+    if (ms == MUON_ERR_NONFINITE) {
+        int bad = optim_first_nonfinite(&o->model, grads);
+        return fail(err, errlen, "non-finite gradient in tensor %s", bad >= 0 ? o->slots[bad].t.name : "?");
+    }
+    if (ms != MUON_OK) return fail(err, errlen, "gradient clipping failed: %s", muon_status_string(ms));
+    o->last_grad_norm = norm;
+    o->last_lr_factor = factor;
+    for (i = 0; i < o->n_slots; i++) {
+        optim_slot *s = &o->slots[i];
+        float *W = params + s->t.offset;
+        const float *G = grads + s->t.offset;
+        double lr = s->peak_lr * factor;
+        size_t ld = s->t.cols;
+        int is_head = i == o->head_slot;
+        const char *what = NULL;
+        rn_status rs = RN_OK;
+        ms = MUON_OK;
+        if (is_head && o->head_before) memcpy(o->head_before, W, s->t.rows * s->t.cols * sizeof(float));
+        switch (s->kind) {
+        case OPTIM_ADAMW:
+            s->adamw_cfg.lr = lr;
+            ms = muon_adamw_step(&s->adamw, &s->adamw_cfg, W, G);
+            what = "AdamW";
+            if (ms == MUON_OK && is_head) adamw_head_step(s, lr, o->head_step);
+            break;
+        case OPTIM_MUON:
+            s->muon_cfg.lr = lr;
+            ms = muon_step(&s->muon, &s->muon_cfg, W, ld, G, ld);
+            what = "Muon";
+            if (ms == MUON_OK && is_head) {
+                float decay = (float)(1.0 - lr * s->muon_cfg.weight_decay);
+                size_t k, n = s->t.rows * s->t.cols;
+                for (k = 0; k < n; k++) o->head_step[k] = W[k] - o->head_before[k] * decay;
+            }
+            break;
+        case OPTIM_MUOWN:
+            s->muown_cfg.muon.lr = lr;
+            s->muown_cfg.mag_lr = lr;
+            ms = muown_step(&s->muown, &s->muown_cfg, W, ld, G, ld);
+            what = "Muown";
+            break;
+        case OPTIM_ROWNORM:
+            s->rownorm_cfg.lr = lr;
+            rs = rn_rownorm_step(&s->rownorm, &s->rownorm_cfg, W, ld, G, ld, o->head_step, ld);
+            what = "RowNorm";
+            break;
+        }
+        if (ms != MUON_OK) return fail(err, errlen, "%s step on %s failed: %s", what, s->t.name, muon_status_string(ms));
+        if (rs != RN_OK) return fail(err, errlen, "%s step on %s failed: %s", what, s->t.name, rn_status_string(rs));
+    }
+    return 0;
+}
+
+int optim_momentum_spectrum(const optim_set *o, int slot, optim_spectrum *out)
+{
+    const optim_slot *s = &o->slots[slot];
+    const float *M = s->kind == OPTIM_MUON ? s->muon.momentum : s->kind == OPTIM_MUOWN ? s->muown.momentum : NULL;
+    size_t k = s->t.rows < s->t.cols ? s->t.rows : s->t.cols, i;
+    double *sv, ss = 0.0;
+    muon_ns_config jordan = muon_ns_preset(MUON_NS_JORDAN, 5);
+    int rc = 0;
+    if (!M) return 1;
+    sv = (double *)malloc(k * sizeof *sv);
+    if (!sv) return -1;
+    if (muon_singular_values(M, s->t.rows, s->t.cols, s->t.cols, sv) != MUON_OK) {
+        free(sv);
+        return -1;
+    }
+    for (i = 0; i < k; i++) ss += sv[i] * sv[i];
+    if (!(ss > 0.0)) {
+        free(sv);
+        return 1;
+    }
+    for (i = 0; i < k; i++) sv[i] /= sqrt(ss);
+    if (muon_sv_quantile(sv, k, 0.1, &out->q10) != MUON_OK || muon_sv_quantile(sv, k, 0.5, &out->q50) != MUON_OK ||
+        muon_sv_quantile(sv, k, 0.9, &out->q90) != MUON_OK)
+        rc = -1;
+    else
+        out->ns_steps_q50 = muon_ns_min_steps(&jordan, out->q50, 0.7, 100);
+    free(sv);
+    return rc;
+}
+
+/* ---- checkpoint fields -------------------------------------------------------------------- */
+
+void optim_recipe_save(const optim_recipe *r, ckpt_writer *w)
+{
+    ckpt_put_u64_1(w, "recipe.head", (uint64_t)r->head);
+    ckpt_put_u64_1(w, "recipe.block", (uint64_t)r->block);
+    ckpt_put_u64_1(w, "recipe.cap", (uint64_t)r->cap);
+    ckpt_put_u64_1(w, "recipe.ns_steps", (uint64_t)r->ns_steps);
+    ckpt_put_f64_1(w, "recipe.muon_lr", r->muon_lr);
+    ckpt_put_f64_1(w, "recipe.muon_beta", r->muon_beta);
+    ckpt_put_f64_1(w, "recipe.muon_wd", r->muon_wd);
+    ckpt_put_f64_1(w, "recipe.embed_lr", r->embed_lr);
+    ckpt_put_f64_1(w, "recipe.embed_beta1", r->embed_beta1);
+    ckpt_put_f64_1(w, "recipe.embed_beta2", r->embed_beta2);
+    ckpt_put_f64_1(w, "recipe.embed_eps", r->embed_eps);
+    ckpt_put_f64_1(w, "recipe.embed_wd", r->embed_wd);
+    ckpt_put_f64_1(w, "recipe.head_lr", r->head_lr);
+    ckpt_put_f64_1(w, "recipe.head_beta1", r->head_beta1);
+    ckpt_put_f64_1(w, "recipe.head_beta2", r->head_beta2);
+    ckpt_put_f64_1(w, "recipe.head_eps", r->head_eps);
+    ckpt_put_f64_1(w, "recipe.head_wd", r->head_wd);
+    ckpt_put_f64_1(w, "recipe.warmup_frac", r->warmup_frac);
+    ckpt_put_f64_1(w, "recipe.final_frac", r->final_frac);
+    ckpt_put_f64_1(w, "recipe.clip", r->clip);
+}
+
+int optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, size_t errlen)
+{
+    uint64_t u[4];
+    double *d[16];
+    static const char *const dn[16] = {"recipe.muon_lr",     "recipe.muon_beta",  "recipe.muon_wd",
+                                       "recipe.embed_lr",    "recipe.embed_beta1", "recipe.embed_beta2",
+                                       "recipe.embed_eps",   "recipe.embed_wd",   "recipe.head_lr",
+                                       "recipe.head_beta1",  "recipe.head_beta2", "recipe.head_eps",
+                                       "recipe.head_wd",     "recipe.warmup_frac", "recipe.final_frac",
+                                       "recipe.clip"};
+    optim_recipe t = *r;
+    int k;
+    d[0] = &t.muon_lr, d[1] = &t.muon_beta, d[2] = &t.muon_wd, d[3] = &t.embed_lr, d[4] = &t.embed_beta1;
+    d[5] = &t.embed_beta2, d[6] = &t.embed_eps, d[7] = &t.embed_wd, d[8] = &t.head_lr, d[9] = &t.head_beta1;
+    d[10] = &t.head_beta2, d[11] = &t.head_eps, d[12] = &t.head_wd, d[13] = &t.warmup_frac;
+    d[14] = &t.final_frac, d[15] = &t.clip;
+    if (ckpt_get_u64(rd, "recipe.head", &u[0], 1, err, errlen) || ckpt_get_u64(rd, "recipe.block", &u[1], 1, err, errlen) ||
+        ckpt_get_u64(rd, "recipe.cap", &u[2], 1, err, errlen) || ckpt_get_u64(rd, "recipe.ns_steps", &u[3], 1, err, errlen))
+        return -1;
+    if (u[0] > OPTIM_HEAD_MUON || u[1] > OPTIM_BLOCK_MUOWN || u[2] > MUON_CAP_ALWAYS || u[3] < 1 || u[3] > MUON_NS_MAX_STEPS)
+        return fail(err, errlen, "%s: recipe field out of range", rd->file);
+    t.head = (optim_head_kind)u[0];
+    t.block = (optim_block_kind)u[1];
+    t.cap = (muon_cap_mode)u[2];
+    t.ns_steps = (int)u[3];
+    for (k = 0; k < 16; k++)
+        if (ckpt_get_f64(rd, dn[k], d[k], 1, err, errlen)) return -1;
+    *r = t;
+    return 0;
+}
+
+static void field(char *out, size_t cap, const optim_slot *s, const char *what)
+{
+    snprintf(out, cap, "opt.%s.%s", s->t.name, what);
+}
+
+void optim_save(const optim_set *o, ckpt_writer *w)
+{
+    char name[96];
+    int i;
+    for (i = 0; i < o->n_slots; i++) {
+        const optim_slot *s = &o->slots[i];
+        size_t n = s->t.rows * s->t.cols;
+        field(name, sizeof name, s, "kind");
+        ckpt_put_u64_1(w, name, (uint64_t)s->kind);
+        switch (s->kind) {
+        case OPTIM_ADAMW:
+            field(name, sizeof name, s, "step"), ckpt_put_u64_1(w, name, (uint64_t)s->adamw.step);
+            field(name, sizeof name, s, "m"), ckpt_put_f32(w, name, s->adamw.m, n);
+            field(name, sizeof name, s, "v"), ckpt_put_f32(w, name, s->adamw.v, n);
+            break;
+        case OPTIM_MUON: {
+            double cap[2];
+            cap[0] = s->muon.cap_sigma, cap[1] = (double)s->muon.cap_valid;
+            field(name, sizeof name, s, "step"), ckpt_put_u64_1(w, name, (uint64_t)s->muon.step);
+            field(name, sizeof name, s, "momentum"), ckpt_put_f32(w, name, s->muon.momentum, n);
+            field(name, sizeof name, s, "cap_u"), ckpt_put_f64(w, name, s->muon.cap_u, s->t.rows);
+            field(name, sizeof name, s, "cap_v"), ckpt_put_f64(w, name, s->muon.cap_v, s->t.cols);
+            field(name, sizeof name, s, "cap"), ckpt_put_f64(w, name, cap, 2);
+            break;
+        }
+        case OPTIM_MUOWN:
+            field(name, sizeof name, s, "step"), ckpt_put_u64_1(w, name, (uint64_t)s->muown.step);
+            field(name, sizeof name, s, "g"), ckpt_put_f64(w, name, s->muown.g, s->t.rows);
+            field(name, sizeof name, s, "vnorm"), ckpt_put_f64(w, name, s->muown.vnorm, s->t.rows);
+            field(name, sizeof name, s, "mag_m"), ckpt_put_f64(w, name, s->muown.mag_m, s->t.rows);
+            field(name, sizeof name, s, "mag_v"), ckpt_put_f64(w, name, s->muown.mag_v, s->t.rows);
+            field(name, sizeof name, s, "momentum"), ckpt_put_f32(w, name, s->muown.momentum, n);
+            break;
+        case OPTIM_ROWNORM:
+            field(name, sizeof name, s, "step"), ckpt_put_u64_1(w, name, (uint64_t)s->rownorm.t);
+            field(name, sizeof name, s, "B"), ckpt_put_f32(w, name, s->rownorm.B, n);
+            break;
+        }
+    }
+    ckpt_put_f32(w, "opt.head_step", o->head_step, o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols);
+}
+
+int optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errlen)
+{
+    char name[96];
+    int i;
+    /* every field is checked by ckpt_get_* before it is copied; a failure part-way leaves the set
+     * partly loaded, which the caller treats as fatal */
+    for (i = 0; i < o->n_slots; i++) {
+        optim_slot *s = &o->slots[i];
+        size_t n = s->t.rows * s->t.cols;
+        uint64_t kind, step;
+        field(name, sizeof name, s, "kind");
+        if (ckpt_get_u64(r, name, &kind, 1, err, errlen)) return -1;
+        if (kind != (uint64_t)s->kind)
+            return fail(err, errlen, "%s: tensor %s was trained with another optimizer (kind %llu, this run %d)",
+                        r->file, s->t.name, (unsigned long long)kind, (int)s->kind);
+        field(name, sizeof name, s, "step");
+        if (ckpt_get_u64(r, name, &step, 1, err, errlen)) return -1;
+        switch (s->kind) {
+        case OPTIM_ADAMW:
+            s->adamw.step = (long long)step;
+            field(name, sizeof name, s, "m");
+            if (ckpt_get_f32(r, name, s->adamw.m, n, err, errlen)) return -1;
+            field(name, sizeof name, s, "v");
+            if (ckpt_get_f32(r, name, s->adamw.v, n, err, errlen)) return -1;
+            break;
+        case OPTIM_MUON: {
+            double cap[2];
+            s->muon.step = (long long)step;
+            field(name, sizeof name, s, "momentum");
+            if (ckpt_get_f32(r, name, s->muon.momentum, n, err, errlen)) return -1;
+            field(name, sizeof name, s, "cap_u");
+            if (ckpt_get_f64(r, name, s->muon.cap_u, s->t.rows, err, errlen)) return -1;
+            field(name, sizeof name, s, "cap_v");
+            if (ckpt_get_f64(r, name, s->muon.cap_v, s->t.cols, err, errlen)) return -1;
+            field(name, sizeof name, s, "cap");
+            if (ckpt_get_f64(r, name, cap, 2, err, errlen)) return -1;
+            s->muon.cap_sigma = cap[0];
+            s->muon.cap_valid = cap[1] != 0.0;
+            break;
+        }
+        case OPTIM_MUOWN:
+            s->muown.step = (long long)step;
+            field(name, sizeof name, s, "g");
+            if (ckpt_get_f64(r, name, s->muown.g, s->t.rows, err, errlen)) return -1;
+            field(name, sizeof name, s, "vnorm");
+            if (ckpt_get_f64(r, name, s->muown.vnorm, s->t.rows, err, errlen)) return -1;
+            field(name, sizeof name, s, "mag_m");
+            if (ckpt_get_f64(r, name, s->muown.mag_m, s->t.rows, err, errlen)) return -1;
+            field(name, sizeof name, s, "mag_v");
+            if (ckpt_get_f64(r, name, s->muown.mag_v, s->t.rows, err, errlen)) return -1;
+            field(name, sizeof name, s, "momentum");
+            if (ckpt_get_f32(r, name, s->muown.momentum, n, err, errlen)) return -1;
+            break;
+        case OPTIM_ROWNORM:
+            s->rownorm.t = (unsigned long long)step;
+            field(name, sizeof name, s, "B");
+            if (ckpt_get_f32(r, name, s->rownorm.B, n, err, errlen)) return -1;
+            rn_rownorm_sync(&s->rownorm); /* B was written directly: re-derive what the step tracks */
+            break;
+        }
+    }
+    return ckpt_get_f32(r, "opt.head_step", o->head_step,
+                        o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols, err, errlen)
+               ? -1
+               : 0;
+}

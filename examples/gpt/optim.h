@@ -1,0 +1,139 @@
+/* optim.h - the trainer's optimizer set: one optimizer per tensor, the learning-rate schedule,
+ * gradient clipping and the LM-head step S used by the diagnostics (SPEC.md §3, §1.5, §1.6, §2.2).
+ *
+ * Assignment (SPEC §3), by the tensor kinds of model.h:
+ *   block matrices   Muon (muon.h; Nesterov, EMA momentum 0.95, Jordan x 5, scale sqrt(max(1, m/n)),
+ *                    decoupled weight decay 0.1), or Muown (--block muown), optionally with the
+ *                    spectral cap (--cap growth|always; SPEC §2.4, reconstructed from the abstract)
+ *   embedding        AdamW (muon.h)
+ *   LM head          AdamW (arm A), RowNorm (arm B, rownorm.h) or Muon
+ * Every tensor's peak rate is multiplied by the same schedule factor (optim_lr_factor).
+ *
+ * The head step S (V x d) is the signed change of the head made by the step, excluding decoupled
+ * weight decay: RowNorm writes it itself (step_out); for AdamW it is -lr m_hat/(sqrt(v_hat) + eps)
+ * (SPEC §1.6), evaluated from the optimizer's moments after the step; for Muon it is
+ * W_after - (1 - lr lambda) W_before, from a copy of the head taken before the step.
+ *
+ * Nothing here allocates inside optim_step; optim_create allocates every state and buffer.
+ */
+#ifndef GPT_OPTIM_H
+#define GPT_OPTIM_H
+
+#include "checkpoint.h"
+#include "model.h"
+
+#include "muon.h"
+#include "rownorm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { OPTIM_HEAD_ADAMW = 0, OPTIM_HEAD_ROWNORM = 1, OPTIM_HEAD_MUON = 2 } optim_head_kind;
+typedef enum { OPTIM_BLOCK_MUON = 0, OPTIM_BLOCK_MUOWN = 1 } optim_block_kind;
+
+/* Everything that decides the optimizer's arithmetic (stored in checkpoints). */
+typedef struct optim_recipe {
+    optim_head_kind head;
+    optim_block_kind block;
+    muon_cap_mode cap;     /* spectral cap on block matrices (Muon only) */
+    int ns_steps;          /* Newton-Schulz steps (Jordan schedule) */
+    double muon_lr;        /* block matrices, peak */
+    double muon_beta;
+    double muon_wd;
+    double embed_lr, embed_beta1, embed_beta2, embed_eps, embed_wd;
+    double head_lr;        /* peak rate of the head, whatever its optimizer */
+    double head_beta1;     /* AdamW beta1, RowNorm beta, Muon momentum */
+    double head_beta2;     /* AdamW only */
+    double head_eps;       /* AdamW eps, RowNorm eps */
+    double head_wd;
+    double warmup_frac;    /* linear warm-up over this share of the updates */
+    double final_frac;     /* cosine decay to this share of the peak */
+    double clip;           /* global gradient-norm clip (<= 0: off) */
+} optim_recipe;
+
+/* The defaults for a head arm (documented in README.md):
+ *   Muon (blocks): lr 0.02, beta 0.95 Nesterov, wd 0.1, Jordan x 5, scale sqrt(max(1, m/n))
+ *   AdamW (embedding): lr 4e-3, betas (0.9, 0.95), eps 1e-10, wd 0
+ *   head AdamW: lr 4e-3, betas (0.9, 0.999), eps 1e-10, wd 0.1   (paper, SPEC §1.6)
+ *   head RowNorm: lr 3.2e-3, beta 0.95, eps 1e-8, wd 0            (paper, SPEC §1.5)
+ *   head Muon: lr = the block rate, beta 0.95, wd 0.1
+ *   schedule: warm-up 10 %, cosine to 10 % of peak; clip 1.0 */
+optim_recipe optim_default(optim_head_kind head);
+
+const char *optim_head_name(optim_head_kind k);   /* "adamw", "rownorm", "muon" */
+int optim_head_parse(const char *s, optim_head_kind *out); /* 1 on success */
+
+/* Schedule factor of update `step` (0-based) out of `total`: (step+1)/W for step < W =
+ * ceil(warmup_frac * total); then final + (1 - final) (1 + cos(pi p))/2 with p going from 0 at
+ * step W to 1 at the last update (so the last update runs at final_frac of the peak). */
+double optim_lr_factor(const optim_recipe *r, long step, long total);
+
+typedef enum { OPTIM_ADAMW = 0, OPTIM_MUON, OPTIM_MUOWN, OPTIM_ROWNORM } optim_kind;
+
+typedef struct optim_slot {
+    gpt_tensor t;
+    optim_kind kind;
+    double peak_lr;
+    muon_adamw_state adamw;
+    muon_adamw_config adamw_cfg;
+    muon_state muon;
+    muown_state muown;
+    muon_config muon_cfg;
+    muown_config muown_cfg;
+    rn_rownorm_state rownorm;
+    rn_rownorm_config rownorm_cfg;
+} optim_slot;
+
+typedef struct optim_set {
+    optim_recipe recipe;
+    gpt_config model;
+    int n_slots;
+    optim_slot *slots;
+    int head_slot;         /* index of lm_head */
+    float *head_step;      /* S of the last step, V x d (zero before the first step) */
+    float *head_before;    /* Muon head: copy of the head before the step */
+    float **grad_ptrs;     /* for clipping */
+    size_t *grad_sizes;
+    double last_grad_norm; /* before clipping */
+    double last_lr_factor;
+} optim_set;
+
+/* Allocates every state for the tensors of `model` (resolved) with weights `params` (Muown reads
+ * the initial row norms). Returns 0 on success, else writes a message into err. */
+int optim_create(optim_set *o, const optim_recipe *r, const gpt_config *model, const float *params,
+                 char *err, size_t errlen);
+void optim_free(optim_set *o);
+
+/* One update, `step` of `total` (0-based): clip the gradient block by its global norm, then every
+ * tensor's optimizer at peak * optim_lr_factor, and the head step S into o->head_step.
+ * grads is modified by clipping. Returns 0, or -1 with a message (e.g. non-finite gradient: then
+ * nothing was updated). */
+int optim_step(optim_set *o, float *params, float *grads, long step, long total, char *err, size_t errlen);
+
+/* Checkpoint fields "recipe.*" (every field of the recipe). load returns 0 or -1 with a message. */
+void optim_recipe_save(const optim_recipe *r, ckpt_writer *w);
+int optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, size_t errlen);
+
+/* Checkpoint fields "opt.<tensor>.*" and "opt.head_step". load returns 0 or -1 with a message. */
+void optim_save(const optim_set *o, ckpt_writer *w);
+int optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errlen);
+
+/* SPEC §2.5 diagnostic: singular values of the Frobenius-normalised momentum buffer of slot i
+ * (Muon / Muown tensors), their 10/50/90 % quantiles, and the least number of Jordan steps K with
+ * f_K(sigma_50) >= 0.7 (-1 if none within 100). Allocates (muon_singular_values): for evaluations,
+ * not for every step. Returns 0, 1 when the slot has no momentum or it is still zero, -1 on error. */
+typedef struct optim_spectrum {
+    double q10, q50, q90;
+    int ns_steps_q50;
+} optim_spectrum;
+int optim_momentum_spectrum(const optim_set *o, int slot, optim_spectrum *out);
+
+/* First tensor of the block (params or grads layout) holding a NaN/Inf: its index in [0,
+ * n_tensors), or -1 if all are finite. */
+int optim_first_nonfinite(const gpt_config *model, const float *block);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPT_OPTIM_H */

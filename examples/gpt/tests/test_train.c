@@ -1,0 +1,517 @@
+/* test_train.c - the training loop: exact resume, logs, the experiment table against its logs,
+ * bad input files, NaN stop, SIGINT, the schedule and the head step S. Tiny models only. */
+#define _POSIX_C_SOURCE 200809L
+#include "tests/test.h"
+
+#include "checkpoint.h"
+#include "data.h"
+#include "experiment.h"
+#include "optim.h"
+#include "tokenizer.h"
+#include "train.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include <signal.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char g_dir[64];      /* temp directory of this test run */
+static char g_data[128];    /* g_dir/data: tokenizer.bin, train.bin, val.bin */
+
+static void path_in(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s", g_dir, name); }
+
+/* A small corpus with structure (random sentences over a few words), its tokenizer and splits. */
+static int make_data(const char *dir)
+{
+    static const char *const words[] = {"the", "head", "row", "norm", "muon", "step", "loss", "token", "model",
+                                        "update", "diameter", "of", "and", "a", "is", "small"};
+    size_t cap = 60000, n = 0, n_ids = 0, i;
+    char *text = (char *)malloc(cap), path[256];
+    uint32_t *ids = (uint32_t *)malloc(cap * sizeof *ids);
+    tok_tokenizer tok;
+    t_rng rng = {7};
+    int ok = 1;
+    if (!text || !ids) return 0;
+    mkdir(dir, 0777);
+    while (n + 40 < cap) {
+        int w = (int)(t_rng_u64(&rng) % 16), len = (int)(t_rng_u64(&rng) % 6) + 3, k;
+        for (k = 0; k < len && n + 20 < cap; k++) n += (size_t)sprintf(text + n, "%s%s", k ? " " : "", words[(w + k * 3) % 16]);
+        n += (size_t)sprintf(text + n, ".\n");
+    }
+    ok &= tok_train(&tok, (const unsigned char *)text, n, 300, NULL, 0) == TOK_OK;
+    ok &= tok_encode(&tok, (const unsigned char *)text, n, ids, cap, &n_ids) == TOK_OK;
+    snprintf(path, sizeof path, "%s/tokenizer.bin", dir);
+    ok &= tok_save(&tok, path, NULL, 0) == TOK_OK;
+    i = n_ids * 9 / 10;
+    snprintf(path, sizeof path, "%s/train.bin", dir);
+    ok &= data_tokens_write(path, ids, i, tok.vocab_size, NULL, 0) == DATA_OK;
+    snprintf(path, sizeof path, "%s/val.bin", dir);
+    ok &= data_tokens_write(path, ids + i, n_ids - i, tok.vocab_size, NULL, 0) == DATA_OK;
+    tok_free(&tok);
+    free(text);
+    free(ids);
+    return ok;
+}
+
+static train_options tiny(void)
+{
+    train_options o = train_default_options();
+    o.data_dir = g_data;
+    o.model.n_layers = 1;
+    o.model.d_model = 16;
+    o.model.n_heads = 2;
+    o.batch = 2;
+    o.seq = 16;
+    o.steps = 12;
+    o.eval_every = 4;
+    o.eval_batches = 2;
+    o.panel_seqs = 2;
+    o.diam_every = 3;
+    o.log_every = 0;
+    o.progress = 0;
+    return o;
+}
+
+static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+/* Uninterrupted run vs (stop at k, resume): identical losses, finals and logged losses. */
+static void resume_case(optim_head_kind head, optim_block_kind block, muon_cap_mode cap, int accum, long stop_at)
+{
+    train_options o = tiny();
+    train_result full, part, rest;
+    char ck[160], log_full[160], log_res[160];
+    exp_log lf, lr;
+    int k, all = 1;
+    memset(&lf, 0, sizeof lf);
+    memset(&lr, 0, sizeof lr);
+    o.recipe = optim_default(head);
+    o.recipe.block = block;
+    o.recipe.cap = cap;
+    o.accum = accum;
+    path_in(log_full, sizeof log_full, "full.csv");
+    path_in(log_res, sizeof log_res, "resumed.csv");
+    path_in(ck, sizeof ck, "ck.bin");
+    o.log_path = log_full;
+    CHECK(train_run(&o, &full) == TRAIN_DONE);
+    o.log_path = log_res;
+    o.ckpt_path = ck;
+    o.stop_at = stop_at;
+    CHECK(train_run(&o, &part) == TRAIN_STOPPED);
+    CHECK(part.last_step == stop_at);
+    /* resume with different flags: the checkpoint's settings win */
+    o = tiny();
+    o.batch = 5, o.seq = 9, o.steps = 99;
+    o.log_path = log_res;
+    o.ckpt_path = ck;
+    o.resume = ck;
+    CHECK(train_run(&o, &rest) == TRAIN_DONE);
+    CHECK_MSG(rest.outcome == TRAIN_DONE, "%s", rest.error);
+    CHECK(rest.first_step == stop_at && rest.n_steps == 12 - stop_at && full.n_steps == 12);
+    for (k = 0; k < rest.n_steps && full.n_steps == 12; k++) {
+        const train_step_rec *a = &full.steps[stop_at + k], *b = &rest.steps[k];
+        all &= a->step == b->step && same_bits(a->loss, b->loss) && same_bits(a->grad_norm, b->grad_norm) &&
+               same_bits(a->d_lo, b->d_lo) && same_bits(a->d_hi, b->d_hi);
+    }
+    CHECK_MSG(all, "losses after resume differ (head %s, accum %d)", optim_head_name(head), accum);
+    CHECK(same_bits(full.final_val_loss, rest.final_val_loss));
+    CHECK(same_bits(full.final_diameter, rest.final_diameter));
+    CHECK(same_bits(full.final_hilbert_rms, rest.final_hilbert_rms));
+    /* the resumed log reads like the uninterrupted one */
+    CHECK(exp_log_read(log_full, &lf, NULL, 0) == 0);
+    CHECK(exp_log_read(log_res, &lr, NULL, 0) == 0);
+    CHECK(lf.n_train == 12 && lr.n_train == 12 && lf.n_eval == lr.n_eval && lf.has_final && lr.has_final);
+    all = lf.n_train == lr.n_train;
+    for (k = 0; all && k < (int)lf.n_train; k++)
+        all &= same_bits(lf.train_loss[k], lr.train_loss[k]) && same_bits(lf.train_loss[k], full.steps[k].loss);
+    CHECK(all);
+    CHECK(same_bits(lf.final_val_loss, full.final_val_loss) && same_bits(lr.final_diameter, full.final_diameter));
+    exp_log_free(&lf);
+    exp_log_free(&lr);
+    train_result_free(&full);
+    train_result_free(&part);
+    train_result_free(&rest);
+}
+
+static void test_resume_adamw_head(void) { resume_case(OPTIM_HEAD_ADAMW, OPTIM_BLOCK_MUON, MUON_CAP_OFF, 1, 5); }
+static void test_resume_rownorm_head_accum(void) { resume_case(OPTIM_HEAD_ROWNORM, OPTIM_BLOCK_MUON, MUON_CAP_OFF, 2, 7); }
+static void test_resume_muon_head_muown_cap(void) { resume_case(OPTIM_HEAD_MUON, OPTIM_BLOCK_MUOWN, MUON_CAP_OFF, 1, 4); }
+static void test_resume_cap(void) { resume_case(OPTIM_HEAD_ROWNORM, OPTIM_BLOCK_MUON, MUON_CAP_GROWTH, 1, 6); }
+
+/* SIGINT: the loop saves a checkpoint and stops; resuming finishes the identical run. */
+static void test_sigint_saves_and_resumes(void)
+{
+    train_options o = tiny();
+    train_result full, part, rest;
+    char ck[160];
+    path_in(ck, sizeof ck, "sigint.bin");
+    CHECK(train_run(&o, &full) == TRAIN_DONE);
+    o.ckpt_path = ck;
+    train_install_sigint();
+    raise(SIGINT);
+    CHECK(train_run(&o, &part) == TRAIN_INTERRUPTED);
+    CHECK(part.last_step == 1);
+    train_install_sigint(); /* clears the request */
+    signal(SIGINT, SIG_DFL);
+    o.resume = ck;
+    CHECK(train_run(&o, &rest) == TRAIN_DONE);
+    CHECK(rest.n_steps == 11 && same_bits(rest.steps[10].loss, full.steps[11].loss));
+    CHECK(same_bits(rest.final_val_loss, full.final_val_loss));
+    train_result_free(&full);
+    train_result_free(&part);
+    train_result_free(&rest);
+}
+
+/* The per-step record: losses fall, diagnostics are consistent. */
+static void test_run_records(void)
+{
+    train_options o = tiny();
+    train_result r;
+    int k, bracket_ok = 1, exact_at = 0;
+    o.recipe = optim_default(OPTIM_HEAD_ROWNORM);
+    o.steps = 20;
+    CHECK(train_run(&o, &r) == TRAIN_DONE);
+    CHECK(r.n_steps == 20 && r.n_evals == 6); /* steps 0, 4, 8, 12, 16, 20 */
+    CHECK(r.evals[5].val_loss < r.evals[0].val_loss);
+    CHECK(r.evals[0].hilbert_rms != r.evals[0].hilbert_rms && r.evals[1].hilbert_rms > 0);
+    for (k = 0; k < r.n_steps; k++) {
+        const train_step_rec *s = &r.steps[k];
+        bracket_ok &= s->d_lo <= s->d_hi && s->d_hi <= 2 * s->d_lo * (1 + 1e-12);
+        if (s->d_exact == s->d_exact) {
+            exact_at++;
+            bracket_ok &= s->d_lo <= s->d_exact * (1 + 1e-9) && s->d_exact <= s->d_hi * (1 + 1e-9);
+        }
+        /* RowNorm: every row moves at most lr, so D <= 2 lr (SPEC 1.4) */
+        bracket_ok &= s->d_lo <= 2.0 * o.recipe.head_lr * s->lr / o.recipe.muon_lr * (1 + 1e-5);
+    }
+    CHECK(bracket_ok);
+    CHECK(exact_at == 7); /* 3, 6, ..., 18 and the last step 20 */
+    CHECK(same_bits(r.final_diameter, r.steps[19].d_exact));
+    /* paper check: the final RowNorm diameter is about 2 x the final head rate */
+    CHECK_NEAR(r.final_diameter, 2 * 0.1 * o.recipe.head_lr, 0, 0.05);
+    train_result_free(&r);
+}
+
+/* Paired experiment on the tiny config: table.md holds exactly the numbers the logs say. */
+static void test_experiment_table_equals_logs(void)
+{
+    train_cli cli;
+    char out[160], path[256], *table = NULL, want[64];
+    unsigned char *buf;
+    size_t n;
+    double v[2][2][3]; /* [arm][seed][loss, D, RMS] */
+    double ratio[2], delta[2], m, sd;
+    int arm, s, q;
+    memset(&cli, 0, sizeof cli);
+    cli.opt = tiny();
+    cli.opt.seed = 11;
+    cli.seeds = 2;
+    path_in(out, sizeof out, "exp");
+    mkdir(out, 0777);
+    cli.out_dir = out;
+    CHECK(experiment_main(&cli) == 0);
+    /* read the final rows with a parser of our own */
+    for (arm = 0; arm < 2; arm++)
+        for (s = 0; s < 2; s++) {
+            char *p, *line;
+            int col;
+            snprintf(path, sizeof path, "%s/%s_seed%d.csv", out, arm ? "rownorm" : "adamw", 11 + s);
+            v[arm][s][0] = v[arm][s][1] = v[arm][s][2] = NAN;
+            if (data_read_file(path, &buf, &n, NULL, 0) != DATA_OK) continue;
+            buf[n ? n - 1 : 0] = 0;
+            line = strstr((char *)buf, "\nfinal,");
+            CHECK(line != NULL);
+            if (line) {
+                for (p = line + 1, col = 0; col < 14 && p; col++) {
+                    if (col == 11) v[arm][s][1] = strtod(p, NULL);
+                    if (col == 12) v[arm][s][0] = strtod(p, NULL);
+                    if (col == 13) v[arm][s][2] = strtod(p, NULL);
+                    p = strchr(p, ',');
+                    if (p) p++;
+                }
+            }
+            free(buf);
+        }
+    snprintf(path, sizeof path, "%s/table.md", out);
+    CHECK(data_read_file(path, &buf, &n, NULL, 0) == DATA_OK);
+    table = (char *)buf;
+    for (arm = 0; arm < 2; arm++)
+        for (q = 0; q < 3; q++) {
+            double x[2];
+            char fm[32];
+            x[0] = v[arm][0][q], x[1] = v[arm][1][q];
+            m = (x[0] + x[1]) / 2, sd = fabs(x[0] - x[1]) / sqrt(2.0);
+            snprintf(fm, sizeof fm, "%s ± %s", q ? "%.3e" : "%.4f", q ? "%.3e" : "%.4f");
+            snprintf(want, sizeof want, fm, m, sd);
+            CHECK_MSG(strstr(table, want) != NULL, "table lacks '%s'", want);
+        }
+    for (s = 0; s < 2; s++) delta[s] = v[1][s][0] - v[0][s][0];
+    snprintf(want, sizeof want, "Δ %+.4f ± %.4f", (delta[0] + delta[1]) / 2, fabs(delta[0] - delta[1]) / sqrt(2.0));
+    CHECK_MSG(strstr(table, want) != NULL, "table lacks '%s'", want);
+    for (q = 1; q < 3; q++) {
+        for (s = 0; s < 2; s++) ratio[s] = v[0][s][q] / v[1][s][q];
+        snprintf(want, sizeof want, "| %.1f ± %.1f× smaller |", (ratio[0] + ratio[1]) / 2,
+                 fabs(ratio[0] - ratio[1]) / sqrt(2.0));
+        CHECK_MSG(strstr(table, want) != NULL, "table lacks '%s'", want);
+    }
+    /* the per-seed row of seed 12 */
+    snprintf(want, sizeof want, "| 12 | %.4f | %.4f | %+.4f |", v[0][1][0], v[1][1][0], delta[1]);
+    CHECK_MSG(strstr(table, want) != NULL, "table lacks '%s'", want);
+    /* the head geometry of the paper: RowNorm's step is much smaller */
+    CHECK(v[0][0][1] > v[1][0][1] && v[0][0][2] > v[1][0][2]);
+    free(table);
+    snprintf(path, sizeof path, "%s/diameter.svg", out);
+    CHECK(access(path, R_OK) == 0);
+    snprintf(path, sizeof path, "%s/loss.svg", out);
+    CHECK(access(path, R_OK) == 0);
+    snprintf(path, sizeof path, "%s/hilbert_rms.svg", out);
+    CHECK(access(path, R_OK) == 0);
+}
+
+/* Copies a file with its first `keep` bytes (or all) and optional byte patches. */
+static void copy_damaged(const char *from, const char *to, size_t keep, size_t at, const void *patch, size_t plen)
+{
+    unsigned char *buf;
+    size_t n;
+    if (data_read_file(from, &buf, &n, NULL, 0) != DATA_OK) return;
+    if (keep > n) keep = n;
+    if (patch && at + plen <= keep) memcpy(buf + at, patch, plen);
+    data_write_file_atomic(to, buf, keep, NULL, 0);
+    free(buf);
+}
+
+static void expect_failure(const train_options *o, const char *w1, const char *w2)
+{
+    train_result r;
+    CHECK(train_run(o, &r) == TRAIN_FAILED);
+    CHECK_MSG(strstr(r.error, w1) != NULL && strstr(r.error, w2) != NULL, "error '%s' lacks '%s' / '%s'", r.error, w1, w2);
+    train_result_free(&r);
+}
+
+static void test_bad_files_give_clear_errors(void)
+{
+    char bad[160], from[256], to[256], ck[160];
+    train_options o = tiny();
+    train_result r;
+    uint32_t v9 = 9;
+    unsigned char v9le[4];
+    const char *files[3] = {"tokenizer.bin", "train.bin", "val.bin"};
+    int f;
+    path_in(bad, sizeof bad, "bad");
+    mkdir(bad, 0777);
+    for (f = 0; f < 3; f++) {
+        int g;
+        for (g = 0; g < 3; g++) { /* start from good copies */
+            snprintf(from, sizeof from, "%s/%s", g_data, files[g]);
+            snprintf(to, sizeof to, "%s/%s", bad, files[g]);
+            copy_damaged(from, to, (size_t)-1, 0, NULL, 0);
+        }
+        snprintf(from, sizeof from, "%s/%s", g_data, files[f]);
+        snprintf(to, sizeof to, "%s/%s", bad, files[f]);
+        o.data_dir = bad;
+        copy_damaged(from, to, 30, 0, NULL, 0);
+        expect_failure(&o, files[f], "truncated");
+        copy_damaged(from, to, (size_t)-1, 0, "XXXX", 4);
+        expect_failure(&o, files[f], "magic");
+        data_put_u32le(v9le, v9);
+        copy_damaged(from, to, (size_t)-1, 4, v9le, 4);
+        expect_failure(&o, files[f], "version");
+        copy_damaged(from, to, (size_t)-1, 0, NULL, 0);
+    }
+    /* a missing data directory */
+    o.data_dir = "/nonexistent/dir";
+    expect_failure(&o, "tokenizer", "prepare");
+    /* checkpoints */
+    o = tiny();
+    path_in(ck, sizeof ck, "good.ck");
+    o.ckpt_path = ck;
+    o.steps = 3;
+    CHECK(train_run(&o, &r) == TRAIN_DONE);
+    train_result_free(&r);
+    path_in(bad, sizeof bad, "bad.ck");
+    o = tiny();
+    o.resume = bad;
+    copy_damaged(ck, bad, 100, 0, NULL, 0);
+    expect_failure(&o, "bad.ck", "truncated");
+    copy_damaged(ck, bad, (size_t)-1, 0, "RNTD", 4);
+    expect_failure(&o, "bad.ck", "magic");
+    copy_damaged(ck, bad, (size_t)-1, 4, v9le, 4);
+    expect_failure(&o, "bad.ck", "version 9");
+    copy_damaged(ck, bad, (size_t)-1, 200, "\x01\x02", 2);
+    expect_failure(&o, "bad.ck", "checksum");
+    path_in(bad, sizeof bad, "missing.ck");
+    o.resume = bad;
+    expect_failure(&o, "missing.ck", "resume");
+}
+
+/* Same losses and diagnostics on 1 and 2 OpenMP threads (and from run to run). */
+static void test_thread_count_does_not_change_results(void)
+{
+    train_options o = tiny();
+    train_result a, b;
+    int k, all = 1;
+    o.recipe = optim_default(OPTIM_HEAD_ROWNORM);
+#ifdef _OPENMP
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+#endif
+    CHECK(train_run(&o, &a) == TRAIN_DONE);
+#ifdef _OPENMP
+    omp_set_num_threads(2);
+#endif
+    CHECK(train_run(&o, &b) == TRAIN_DONE);
+#ifdef _OPENMP
+    omp_set_num_threads(saved);
+#endif
+    for (k = 0; k < a.n_steps && a.n_steps == b.n_steps; k++)
+        all &= same_bits(a.steps[k].loss, b.steps[k].loss) && same_bits(a.steps[k].d_hi, b.steps[k].d_hi);
+    CHECK(all && a.n_steps == 12);
+    CHECK(same_bits(a.final_val_loss, b.final_val_loss) && same_bits(a.final_hilbert_rms, b.final_hilbert_rms));
+    train_result_free(&a);
+    train_result_free(&b);
+}
+
+/* A checkpoint at the end of its schedule trains nothing and samples from a prompt. */
+static void test_sample_from_finished_checkpoint(void)
+{
+    train_options o = tiny();
+    train_result r;
+    char ck[160];
+    path_in(ck, sizeof ck, "finished.ck");
+    o.steps = 4;
+    o.ckpt_path = ck;
+    CHECK(train_run(&o, &r) == TRAIN_DONE);
+    train_result_free(&r);
+    o = tiny();
+    o.resume = ck;
+    o.ckpt_path = NULL;
+    o.sample_tokens = 8;
+    o.prompt = "the head";
+    CHECK(train_run(&o, &r) == TRAIN_DONE);
+    CHECK(r.n_steps == 0 && r.first_step == 4 && r.last_step == 4);
+    CHECK(r.final_val_loss == r.final_val_loss && r.final_diameter > 0);
+    train_result_free(&r);
+    o.temperature = 0.0; /* greedy, and an empty prompt starts from end-of-text */
+    o.prompt = NULL;
+    CHECK(train_run(&o, &r) == TRAIN_DONE);
+    train_result_free(&r);
+}
+
+/* A diverging run stops naming the step and a tensor. */
+static void test_nonfinite_loss_stops(void)
+{
+    train_options o = tiny();
+    train_result r;
+    o.recipe.head_lr = 1e30;
+    o.recipe.head_wd = 1.0;
+    o.recipe.clip = 0.0;
+    o.recipe.warmup_frac = 0.0;
+    CHECK(train_run(&o, &r) == TRAIN_FAILED);
+    CHECK_MSG(strstr(r.error, "step ") != NULL && (strstr(r.error, "lm_head") != NULL || strstr(r.error, "non-finite") != NULL),
+              "error: %s", r.error);
+    CHECK(r.last_step < 12);
+    train_result_free(&r);
+}
+
+static void test_schedule(void)
+{
+    optim_recipe rc = optim_default(OPTIM_HEAD_ADAMW);
+    CHECK_NEAR(optim_lr_factor(&rc, 0, 100), 0.1, 1e-15, 0);  /* (0+1)/10 */
+    CHECK_NEAR(optim_lr_factor(&rc, 9, 100), 1.0, 1e-15, 0);  /* end of warm-up */
+    CHECK_NEAR(optim_lr_factor(&rc, 10, 100), 1.0, 1e-15, 0); /* cosine starts at the peak */
+    CHECK_NEAR(optim_lr_factor(&rc, 99, 100), 0.1, 1e-15, 0); /* last update at 10 % */
+    CHECK_NEAR(optim_lr_factor(&rc, 10 + 89 / 2, 100), 0.55, 0.02, 0);
+    CHECK(optim_lr_factor(&rc, 50, 100) > optim_lr_factor(&rc, 51, 100));
+}
+
+/* The AdamW head step S (SPEC 1.6) equals the change of the head minus the decay. */
+static void test_adamw_head_step(void)
+{
+    gpt_config cfg;
+    optim_set os;
+    optim_recipe rc = optim_default(OPTIM_HEAD_ADAMW);
+    gpt_layout lay;
+    float *p, *g, *before;
+    t_rng rng = {3};
+    size_t i, V, d;
+    double worst = 0.0, lr, decay;
+    int ok = 1;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.n_layers = 1, cfg.d_model = 16, cfg.n_heads = 2, cfg.seq_len = 8, cfg.vocab_size = 50;
+    CHECK(gpt_config_resolve(&cfg) == GPT_OK);
+    lay = gpt_layout_of(&cfg);
+    p = (float *)malloc(lay.n_params * sizeof *p);
+    g = (float *)malloc(lay.n_params * sizeof *g);
+    before = (float *)malloc(lay.n_params * sizeof *before);
+    gpt_init_params(&cfg, p, 5);
+    CHECK(optim_create(&os, &rc, &cfg, p, NULL, 0) == 0);
+    V = (size_t)cfg.vocab_size, d = (size_t)cfg.d_model;
+    for (i = 0; i < 3 && ok; i++) {
+        size_t k;
+        for (k = 0; k < lay.n_params; k++) g[k] = (float)(1e-3 * t_rng_normal(&rng));
+        memcpy(before, p, lay.n_params * sizeof *p);
+        ok &= optim_step(&os, p, g, (long)i, 10, NULL, 0) == 0;
+        lr = rc.head_lr * os.last_lr_factor;
+        decay = 1.0 - lr * rc.head_wd;
+        for (k = 0; k < V * d; k++) {
+            double want = (double)p[lay.lm_head + k] - decay * (double)before[lay.lm_head + k];
+            double e = fabs((double)os.head_step[k] - want);
+            worst = e > worst ? e : worst;
+        }
+    }
+    CHECK(ok);
+    CHECK_MSG(worst < 1e-8, "worst |S - (W_after - (1 - lr wd) W_before)| = %g", worst);
+    optim_free(&os);
+    free(p), free(g), free(before);
+}
+
+static void test_flags(void)
+{
+    train_cli cli;
+    char *ok_argv[] = {"train", "--head", "rownorm", "--steps", "7", "--lr-muon", "0.01", "--accum", "2", "--cap", "growth",
+                       "--block", "muown", "--seed", "5", "--no-progress"};
+    char *bad_argv[] = {"train", "--steps", "x"};
+    char *unknown_argv[] = {"train", "--frobnicate", "1"};
+    memset(&cli, 0, sizeof cli);
+    cli.opt = train_default_options();
+    CHECK(train_parse_args(&cli, 16, ok_argv) == 0);
+    CHECK(cli.opt.recipe.head == OPTIM_HEAD_ROWNORM && cli.opt.recipe.head_lr == 3.2e-3 && cli.opt.steps == 7);
+    CHECK(cli.opt.recipe.muon_lr == 0.01 && cli.opt.accum == 2 && cli.opt.recipe.cap == MUON_CAP_GROWTH);
+    CHECK(cli.opt.recipe.block == OPTIM_BLOCK_MUOWN && cli.opt.seed == 5 && cli.opt.progress == 0);
+    fprintf(stderr, "(two flag errors expected below)\n");
+    CHECK(train_parse_args(&cli, 3, bad_argv) == -1);
+    CHECK(train_parse_args(&cli, 3, unknown_argv) == -1);
+}
+
+int main(void)
+{
+    snprintf(g_dir, sizeof g_dir, "/tmp/test_train_XXXXXX");
+    if (!mkdtemp(g_dir)) return 1;
+    snprintf(g_data, sizeof g_data, "%s/data", g_dir);
+    if (!make_data(g_data)) {
+        fprintf(stderr, "cannot build the test corpus\n");
+        return 1;
+    }
+    RUN(test_schedule);
+    RUN(test_flags);
+    RUN(test_adamw_head_step);
+    RUN(test_run_records);
+    RUN(test_resume_adamw_head);
+    RUN(test_resume_rownorm_head_accum);
+    RUN(test_resume_muon_head_muown_cap);
+    RUN(test_resume_cap);
+    RUN(test_sigint_saves_and_resumes);
+    RUN(test_experiment_table_equals_logs);
+    RUN(test_bad_files_give_clear_errors);
+    RUN(test_nonfinite_loss_stops);
+    RUN(test_sample_from_finished_checkpoint);
+    RUN(test_thread_count_does_not_change_results);
+    {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    }
+    return TEST_REPORT();
+}

@@ -1,0 +1,1091 @@
+/* train.c - the example trainer: flags, the one training loop for any backend, evaluation,
+ * diagnostics, logging, checkpoints and sampling (train.h); experiment mode is experiment.c.
+ *
+ *   build/gpt/train [flags]                      one run (see train_usage or README.md)
+ *   build/gpt/train --experiment --seeds 3       paired AdamW-head vs RowNorm-head runs
+ *
+ * Compile with -DTRAIN_NO_MAIN to link the loop into a test.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "train.h"
+
+#include "checkpoint.h"
+#include "data.h"
+#include "experiment.h"
+#include "tokenizer.h"
+#ifdef GPT_WITH_CUDA
+#include "cuda_backend.h" /* --backend cuda (build/gpt/train_cuda, cuda.mk) */
+#endif
+
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+static volatile sig_atomic_t train__sigint;
+
+static void on_sigint(int sig)
+{
+    if (train__sigint) signal(sig, SIG_DFL); /* a second Ctrl-C kills at once */
+    train__sigint = 1;
+}
+
+void train_install_sigint(void)
+{
+    train__sigint = 0;
+    signal(SIGINT, on_sigint);
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int set_error(train_result *res, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(res->error, sizeof res->error, fmt, ap);
+    va_end(ap);
+    res->outcome = TRAIN_FAILED;
+    return -1;
+}
+
+train_options train_default_options(void)
+{
+    train_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = &gpt_cpu_backend;
+    o.data_dir = "build/gpt/data";
+    o.model.n_layers = 2;
+    o.model.d_model = 128;
+    o.model.n_heads = 2;
+    o.batch = 8;
+    o.seq = 64;
+    o.accum = 1;
+    o.steps = 200;
+    o.seed = 1;
+    o.recipe = optim_default(OPTIM_HEAD_ADAMW);
+    o.eval_every = 50;
+    o.eval_batches = 8;
+    o.panel_seqs = 8;
+    o.diam_every = 10;
+    o.log_every = 1;
+    o.progress = -1;
+    o.temperature = 0.8;
+    o.sample_seed = 1;
+    o.sample_tokens = 0;
+    return o;
+}
+
+void train_result_free(train_result *res)
+{
+    if (!res) return;
+    free(res->steps);
+    free(res->evals);
+    res->steps = NULL;
+    res->evals = NULL;
+    res->n_steps = res->n_evals = 0;
+}
+
+/* ---- the run's state ---------------------------------------------------------------------- */
+
+typedef struct run {
+    train_options o;           /* resolved options (a resume overrides the recipe etc.) */
+    train_result *res;
+    tok_tokenizer tok;
+    int have_tok;
+    data_tokens train, val;
+    gpt_backend *be;
+    optim_set opt;
+    int have_opt;
+    data_sampler sampler;
+    long step;                 /* updates done */
+    long tokens_per_update;
+    int *inputs, *targets;     /* one micro-batch */
+    int panel_n;               /* sequences in the Hilbert panel */
+    int *panel_tokens;
+    float *panel_h;            /* panel_n * seq x d head inputs */
+    void *diam_ws;
+    size_t diam_ws_bytes;
+    FILE *log;
+    FILE *sv_log;
+#ifdef GPT_WITH_CUDA
+    gpt_cuda_optim *dopt;      /* the optimizer set on the device (CUDA backend), or NULL */
+#endif
+    int bar_shown;             /* a progress bar is on the current console line */
+    double t_start;
+    double last_val_loss, last_hilbert, last_d_exact;
+} run;
+
+static uint64_t data_seed(uint64_t seed) { return seed ^ 0xD1B54A32D192ED03ULL; }
+
+/* Host copies of the optimizer states are current (the CUDA backend keeps them on the device and
+ * refreshes the host only when they are read: checkpoints, spectra). */
+static int sync_optimizer_to_host(run *r);
+
+static void clear_bar(run *r)
+{
+    if (r->bar_shown) {
+        fputs("\r\033[K", stdout);
+        r->bar_shown = 0;
+    }
+}
+
+static void console(run *r, const char *fmt, ...)
+{
+    va_list ap;
+    clear_bar(r);
+    if (r->o.run_name) printf("[%s] ", r->o.run_name);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+}
+
+static void draw_bar(run *r, double elapsed, long done_here)
+{
+    char bar[41];
+    long total = r->o.steps, k;
+    double frac = total > 0 ? (double)r->step / (double)total : 1.0;
+    double eta = done_here > 0 ? elapsed / (double)done_here * (double)(total - r->step) : 0.0;
+    int filled = (int)(frac * 40.0 + 0.5), i;
+    for (i = 0; i < 40; i++) bar[i] = i < filled ? '#' : '.';
+    bar[40] = 0;
+    k = (long)(eta + 0.5);
+    clear_bar(r);
+    printf("[%s] %3d%% %ld/%ld ETA %ld:%02ld", bar, (int)(frac * 100.0 + 0.5), r->step, total, k / 60, k % 60);
+    fflush(stdout);
+    r->bar_shown = 1;
+}
+
+/* ---- data --------------------------------------------------------------------------------- */
+
+static int load_data(run *r)
+{
+    char path[1024], err[512];
+    snprintf(path, sizeof path, "%s/tokenizer.bin", r->o.data_dir);
+    if (tok_load(&r->tok, path, err, sizeof err) != TOK_OK)
+        return set_error(r->res, "tokenizer: %s (run build/gpt/prepare first)", err);
+    r->have_tok = 1;
+    snprintf(path, sizeof path, "%s/train.bin", r->o.data_dir);
+    if (data_tokens_read(&r->train, path, err, sizeof err) != DATA_OK) return set_error(r->res, "training data: %s", err);
+    snprintf(path, sizeof path, "%s/val.bin", r->o.data_dir);
+    if (data_tokens_read(&r->val, path, err, sizeof err) != DATA_OK) return set_error(r->res, "validation data: %s", err);
+    if (r->train.vocab_size != r->tok.vocab_size || r->val.vocab_size != r->tok.vocab_size)
+        return set_error(r->res, "%s: token files have vocab %u (train) / %u (val) but the tokenizer has %u",
+                         r->o.data_dir, (unsigned)r->train.vocab_size, (unsigned)r->val.vocab_size,
+                         (unsigned)r->tok.vocab_size);
+    if (r->train.n_tokens < (size_t)r->o.seq + 1)
+        return set_error(r->res, "training data: %zu tokens, fewer than one sequence of %d + 1", r->train.n_tokens, r->o.seq);
+    if (data_sequential_batches(&r->val, r->o.batch, r->o.seq) < 1)
+        return set_error(r->res, "validation data: %zu tokens, fewer than one batch of %d x %d + 1", r->val.n_tokens,
+                         r->o.batch, r->o.seq);
+    return 0;
+}
+
+/* ---- checkpoints -------------------------------------------------------------------------- */
+
+static void config_words(const gpt_config *c, uint64_t w[6])
+{
+    w[0] = (uint64_t)c->n_layers, w[1] = (uint64_t)c->d_model, w[2] = (uint64_t)c->n_heads;
+    w[3] = (uint64_t)c->seq_len, w[4] = (uint64_t)c->vocab_size, w[5] = (uint64_t)c->mlp_hidden;
+}
+
+static int save_checkpoint(run *r)
+{
+    const gpt_config *cfg = &r->be->config;
+    ckpt_writer w;
+    uint64_t words[6], sampler[2];
+    char err[512];
+    int i;
+    if (!r->o.ckpt_path) return 0;
+    if (r->log) fflush(r->log); /* the log holds every row up to the checkpoint before it exists */
+    if (r->be->ops->pull_params(r->be) != GPT_OK) return set_error(r->res, "backend: cannot read the parameters back");
+    if (sync_optimizer_to_host(r)) return -1;
+    ckpt_writer_init(&w);
+    config_words(cfg, words);
+    ckpt_put_u64(&w, "model.config", words, 6);
+    ckpt_put_u64_1(&w, "train.step", (uint64_t)r->step);
+    ckpt_put_u64_1(&w, "train.steps", (uint64_t)r->o.steps);
+    ckpt_put_u64_1(&w, "train.batch", (uint64_t)r->o.batch);
+    ckpt_put_u64_1(&w, "train.seq", (uint64_t)r->o.seq);
+    ckpt_put_u64_1(&w, "train.accum", (uint64_t)r->o.accum);
+    ckpt_put_u64_1(&w, "train.seed", r->o.seed);
+    sampler[0] = r->sampler.rng, sampler[1] = r->sampler.pos;
+    ckpt_put_u64(&w, "train.sampler", sampler, 2);
+    ckpt_put_u64_1(&w, "data.train_tokens", (uint64_t)r->train.n_tokens);
+    ckpt_put_u64_1(&w, "data.vocab", (uint64_t)r->tok.vocab_size);
+    optim_recipe_save(&r->opt.recipe, &w);
+    for (i = 0; i < r->be->layout.n_tensors; i++) {
+        gpt_tensor t;
+        char name[64];
+        gpt_tensor_info(cfg, i, &t);
+        snprintf(name, sizeof name, "param.%s", t.name);
+        ckpt_put_f32(&w, name, r->be->ops->params(r->be) + t.offset, t.rows * t.cols);
+    }
+    optim_save(&r->opt, &w);
+    if (ckpt_write_file(&w, r->o.ckpt_path, err, sizeof err) != CKPT_OK) {
+        ckpt_writer_free(&w);
+        return set_error(r->res, "checkpoint: %s", err);
+    }
+    ckpt_writer_free(&w);
+    return 0;
+}
+
+/* Reads the run settings of a checkpoint into r->o (before the backend exists). */
+static int read_checkpoint_settings(run *r, const ckpt_reader *ck)
+{
+    uint64_t words[6], v[5];
+    char err[512];
+    if (ckpt_get_u64(ck, "model.config", words, 6, err, sizeof err) ||
+        ckpt_get_u64(ck, "train.steps", &v[0], 1, err, sizeof err) ||
+        ckpt_get_u64(ck, "train.batch", &v[1], 1, err, sizeof err) ||
+        ckpt_get_u64(ck, "train.seq", &v[2], 1, err, sizeof err) ||
+        ckpt_get_u64(ck, "train.accum", &v[3], 1, err, sizeof err) ||
+        ckpt_get_u64(ck, "train.seed", &v[4], 1, err, sizeof err))
+        return set_error(r->res, "resume: %s", err);
+    if (words[0] > 1u << 20 || words[1] > 1u << 20 || words[2] > 1u << 20 || words[3] > 1u << 20 ||
+        words[4] > 1u << 20 || words[5] > 1u << 20 || v[0] > 1u << 30 || v[1] > 1u << 20 || v[2] > 1u << 20 ||
+        v[3] > 1u << 20)
+        return set_error(r->res, "resume: %s: settings out of range", ck->file);
+    r->o.model.n_layers = (int)words[0], r->o.model.d_model = (int)words[1], r->o.model.n_heads = (int)words[2];
+    r->o.model.seq_len = (int)words[3], r->o.model.vocab_size = (int)words[4], r->o.model.mlp_hidden = (int)words[5];
+    r->o.steps = (long)v[0], r->o.batch = (int)v[1], r->o.seq = (int)v[2], r->o.accum = (int)v[3];
+    r->o.seed = v[4];
+    if (optim_recipe_load(&r->o.recipe, ck, err, sizeof err)) return set_error(r->res, "resume: %s", err);
+    return 0;
+}
+
+/* Loads step, sampler, parameters and optimizer state (after the backend and optimizer exist). */
+static int read_checkpoint_state(run *r, const ckpt_reader *ck)
+{
+    uint64_t step, sampler[2], ntrain, vocab;
+    char err[512];
+    float *params = r->be->ops->params(r->be);
+    int i;
+    if (ckpt_get_u64(ck, "train.step", &step, 1, err, sizeof err) ||
+        ckpt_get_u64(ck, "train.sampler", sampler, 2, err, sizeof err) ||
+        ckpt_get_u64(ck, "data.train_tokens", &ntrain, 1, err, sizeof err) ||
+        ckpt_get_u64(ck, "data.vocab", &vocab, 1, err, sizeof err))
+        return set_error(r->res, "resume: %s", err);
+    if (ntrain != (uint64_t)r->train.n_tokens || vocab != (uint64_t)r->tok.vocab_size)
+        return set_error(r->res, "resume: %s was trained on other data (%llu training tokens, vocab %llu; now %zu, %u)",
+                         ck->file, (unsigned long long)ntrain, (unsigned long long)vocab, r->train.n_tokens,
+                         (unsigned)r->tok.vocab_size);
+    if (step > (uint64_t)r->o.steps) return set_error(r->res, "resume: %s: step %llu beyond the schedule", ck->file, (unsigned long long)step);
+    for (i = 0; i < r->be->layout.n_tensors; i++) {
+        gpt_tensor t;
+        char name[64];
+        gpt_tensor_info(&r->be->config, i, &t);
+        snprintf(name, sizeof name, "param.%s", t.name);
+        if (ckpt_get_f32(ck, name, params + t.offset, t.rows * t.cols, err, sizeof err))
+            return set_error(r->res, "resume: %s", err);
+    }
+    if (r->be->ops->push_params(r->be) != GPT_OK) return set_error(r->res, "backend: cannot upload the parameters");
+    if (optim_load(&r->opt, ck, err, sizeof err)) return set_error(r->res, "resume: %s", err);
+    r->step = (long)step;
+    r->sampler.rng = sampler[0];
+    r->sampler.pos = sampler[1];
+    return 0;
+}
+
+/* ---- the CSV log -------------------------------------------------------------------------- */
+
+static const char *log_header = "kind,step,tokens,loss,lr,ms,tok_per_s,gflops,grad_norm,d_lo,d_hi,d_exact,val_loss,hilbert_rms\n";
+
+/* "%.17g", or an empty cell for NaN. */
+static void cell(FILE *f, double v) { if (v == v) fprintf(f, ",%.17g", v); else fputs(",", f); }
+
+/* On resume the log keeps its header and the rows up to the checkpoint's step (rows written
+ * after the checkpoint by an interrupted process are dropped), then grows from there. */
+static int open_log(run *r, int resuming)
+{
+    unsigned char *old = NULL;
+    size_t n = 0;
+    if (!r->o.log_path) return 0;
+    if (resuming && data_read_file(r->o.log_path, &old, &n, NULL, 0) != DATA_OK) old = NULL;
+    r->log = fopen(r->o.log_path, "w");
+    if (!r->log) {
+        free(old);
+        return set_error(r->res, "%s: cannot open the log for writing", r->o.log_path);
+    }
+    fputs(log_header, r->log);
+    if (old) {
+        size_t i = 0;
+        while (i < n) {
+            size_t j = i;
+            char line[1024];
+            while (j < n && old[j] != '\n') j++;
+            if (j - i < sizeof line) {
+                char kind[16];
+                long step;
+                memcpy(line, old + i, j - i);
+                line[j - i] = 0;
+                if (sscanf(line, "%15[a-z],%ld", kind, &step) == 2 && strcmp(kind, "final") != 0 && step <= r->step)
+                    fprintf(r->log, "%s\n", line);
+            }
+            i = j + 1;
+        }
+        free(old);
+    }
+    fflush(r->log);
+    return 0;
+}
+
+static void log_train(run *r, const train_step_rec *s, double tok_s, double gflops)
+{
+    if (!r->log) return;
+    fprintf(r->log, "train,%ld", s->step);
+    cell(r->log, s->tokens), cell(r->log, s->loss), cell(r->log, s->lr), cell(r->log, s->ms);
+    cell(r->log, tok_s), cell(r->log, gflops), cell(r->log, s->grad_norm), cell(r->log, s->d_lo);
+    cell(r->log, s->d_hi), cell(r->log, s->d_exact), cell(r->log, NAN), cell(r->log, NAN);
+    fputc('\n', r->log);
+}
+
+static void log_eval(run *r, const char *kind, long step, double tokens, double d_exact, double val, double hrms)
+{
+    int k;
+    if (!r->log) return;
+    fprintf(r->log, "%s,%ld", kind, step);
+    cell(r->log, tokens);
+    for (k = 0; k < 8; k++) cell(r->log, NAN); /* loss .. d_hi */
+    cell(r->log, d_exact), cell(r->log, val), cell(r->log, hrms);
+    fputc('\n', r->log);
+    fflush(r->log);
+}
+
+/* ---- evaluation and diagnostics ----------------------------------------------------------- */
+
+static int evaluate(run *r, double *val_loss, double *hilbert_rms)
+{
+    const gpt_config *cfg = &r->be->config;
+    data_sampler seq;
+    size_t n = data_sequential_batches(&r->val, r->o.batch, r->o.seq), b;
+    double sum = 0.0;
+    rn_status rs;
+    gpt_status gs;
+    if (r->o.eval_batches > 0 && (size_t)r->o.eval_batches < n) n = (size_t)r->o.eval_batches;
+    seq.rng = 0, seq.pos = 0;
+    for (b = 0; b < n; b++) {
+        float loss;
+        data_batch_sequential(&r->val, &seq, r->o.batch, r->o.seq, r->inputs, r->targets);
+        gs = r->be->ops->forward(r->be, r->inputs, r->targets, &loss);
+        if (gs != GPT_OK) return set_error(r->res, "evaluation: forward failed: %s", gpt_status_string(gs));
+        sum += (double)loss;
+    }
+    *val_loss = sum / (double)n;
+    *hilbert_rms = NAN;
+    if (r->step > 0 && r->panel_n > 0) {
+        size_t V = (size_t)cfg->vocab_size, d = (size_t)cfg->d_model, N = (size_t)r->panel_n * (size_t)r->o.seq;
+        gs = r->be->ops->head_inputs(r->be, r->panel_tokens, r->panel_n, r->panel_h);
+        if (gs != GPT_OK) return set_error(r->res, "evaluation: head inputs failed: %s", gpt_status_string(gs));
+        rs = rn_hilbert_rms(r->opt.head_step, V, d, d, r->panel_h, N, d, hilbert_rms);
+        if (rs != RN_OK) return set_error(r->res, "evaluation: Hilbert RMS failed: %s", rn_status_string(rs));
+    }
+    return 0;
+}
+
+static int exact_diameter(run *r, double *D)
+{
+    const gpt_config *cfg = &r->be->config;
+    rn_status rs = rn_row_diameter_ws(r->opt.head_step, (size_t)cfg->vocab_size, (size_t)cfg->d_model,
+                                      (size_t)cfg->d_model, r->diam_ws, r->diam_ws_bytes, D, NULL, NULL);
+    if (rs != RN_OK) return set_error(r->res, "step %ld: exact row diameter failed: %s", r->step, rn_status_string(rs));
+    return 0;
+}
+
+/* 1 if tensor `name` is in the comma-separated list (or the list is "all"). */
+static int name_listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    const char *p = list;
+    if (strcmp(list, "all") == 0) return 1;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        p += len + (e ? 1 : 0);
+    }
+    return 0;
+}
+
+static int log_spectra(run *r)
+{
+    int i;
+    if (!r->o.sv_tensors || r->step == 0) return 0;
+    if (sync_optimizer_to_host(r)) return -1;
+    for (i = 0; i < r->opt.n_slots; i++) {
+        optim_spectrum sp;
+        int rc;
+        if (!name_listed(r->o.sv_tensors, r->opt.slots[i].t.name)) continue;
+        rc = optim_momentum_spectrum(&r->opt, i, &sp);
+        if (rc < 0) return set_error(r->res, "step %ld: singular values of %s failed", r->step, r->opt.slots[i].t.name);
+        if (rc > 0) continue; /* no momentum buffer (AdamW / RowNorm) or still zero */
+        if (r->o.log_every > 0)
+            console(r, "spectrum step %ld %s: sigma/||M||_F q10 %.3e q50 %.3e q90 %.3e; Jordan steps for f(q50) >= 0.7: %d\n",
+                    r->step, r->opt.slots[i].t.name, sp.q10, sp.q50, sp.q90, sp.ns_steps_q50);
+        if (r->sv_log)
+            fprintf(r->sv_log, "%ld,%s,%.17g,%.17g,%.17g,%d\n", r->step, r->opt.slots[i].t.name, sp.q10, sp.q50,
+                    sp.q90, sp.ns_steps_q50);
+    }
+    if (r->sv_log) fflush(r->sv_log);
+    return 0;
+}
+
+static int do_eval(run *r, int is_final)
+{
+    double tokens = (double)r->step * (double)r->tokens_per_update;
+    if (evaluate(r, &r->last_val_loss, &r->last_hilbert)) return -1;
+    if (r->res->n_evals % 64 == 0) {
+        train_eval_rec *e = (train_eval_rec *)realloc(r->res->evals, (size_t)(r->res->n_evals + 64) * sizeof *e);
+        if (!e) return set_error(r->res, "out of memory");
+        r->res->evals = e;
+    }
+    r->res->evals[r->res->n_evals].step = r->step;
+    r->res->evals[r->res->n_evals].tokens = tokens;
+    r->res->evals[r->res->n_evals].val_loss = r->last_val_loss;
+    r->res->evals[r->res->n_evals].hilbert_rms = r->last_hilbert;
+    r->res->n_evals++;
+    log_eval(r, "eval", r->step, tokens, NAN, r->last_val_loss, r->last_hilbert);
+    if (r->o.log_every > 0 || is_final) {
+        if (r->last_hilbert == r->last_hilbert)
+            console(r, "eval step %ld: val loss %.4f | Hilbert RMS %.4e\n", r->step, r->last_val_loss, r->last_hilbert);
+        else
+            console(r, "eval step %ld: val loss %.4f\n", r->step, r->last_val_loss);
+    }
+    return log_spectra(r);
+}
+
+/* Names the first non-finite tensor (parameters, then gradients) after a bad loss. */
+static int report_nonfinite(run *r, float loss)
+{
+    const gpt_config *cfg = &r->be->config;
+    int bad;
+    gpt_tensor t;
+    r->be->ops->pull_params(r->be);
+    bad = optim_first_nonfinite(cfg, r->be->ops->params(r->be));
+    if (bad >= 0) {
+        gpt_tensor_info(cfg, bad, &t);
+        return set_error(r->res, "step %ld: loss is %g; first non-finite tensor: parameter %s", r->step + 1,
+                         (double)loss, t.name);
+    }
+    return set_error(r->res, "step %ld: loss is %g; every parameter is finite (the activations overflowed)",
+                     r->step + 1, (double)loss);
+}
+
+/* ---- sampling ----------------------------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static int sample_text(run *r)
+{
+    const gpt_config *cfg = &r->be->config;
+    size_t plen = r->o.prompt ? strlen(r->o.prompt) : 0, n_ids = 0, i;
+    int V = cfg->vocab_size, T = r->o.seq, k, ctx_len;
+    uint32_t *ids = (uint32_t *)malloc((plen + (size_t)r->o.sample_tokens + 1) * sizeof *ids);
+    int *ctx = (int *)malloc((size_t)T * sizeof *ctx);
+    float *logits = (float *)malloc((size_t)V * sizeof *logits);
+    uint64_t rng = r->o.sample_seed;
+    if (!ids || !ctx || !logits) {
+        free(ids), free(ctx), free(logits);
+        return set_error(r->res, "sampling: out of memory");
+    }
+    if (plen) tok_encode(&r->tok, (const unsigned char *)r->o.prompt, plen, ids, plen + 1, &n_ids);
+    if (n_ids == 0) ids[n_ids++] = r->tok.eot; /* an empty prompt starts a new document */
+    printf("--- sample (%d tokens, temperature %.2f) ---\n%s", r->o.sample_tokens, r->o.temperature,
+           r->o.prompt ? r->o.prompt : "");
+    for (k = 0; k < r->o.sample_tokens; k++) {
+        size_t start = n_ids > (size_t)T ? n_ids - (size_t)T : 0, len;
+        int next = 0;
+        gpt_status gs;
+        const unsigned char *bytes;
+        ctx_len = (int)(n_ids - start);
+        for (i = 0; i < (size_t)ctx_len; i++) ctx[i] = (int)ids[start + i];
+        gs = r->be->ops->last_logits(r->be, ctx, ctx_len, logits);
+        if (gs != GPT_OK) {
+            free(ids), free(ctx), free(logits);
+            return set_error(r->res, "sampling: %s", gpt_status_string(gs));
+        }
+        if (r->o.temperature <= 0.0) {
+            for (i = 1; i < (size_t)V; i++)
+                if (logits[i] > logits[next]) next = (int)i;
+        } else {
+            double mx = logits[0], sum = 0.0, u, acc = 0.0;
+            for (i = 1; i < (size_t)V; i++) mx = logits[i] > mx ? logits[i] : mx;
+            for (i = 0; i < (size_t)V; i++) sum += exp(((double)logits[i] - mx) / r->o.temperature);
+            u = (double)(splitmix64(&rng) >> 11) * (1.0 / 9007199254740992.0) * sum;
+            for (i = 0; i < (size_t)V; i++) {
+                acc += exp(((double)logits[i] - mx) / r->o.temperature);
+                next = (int)i;
+                if (acc > u) break;
+            }
+        }
+        ids[n_ids++] = (uint32_t)next;
+        bytes = tok_token_bytes(&r->tok, (uint32_t)next, &len);
+        if (bytes && len) fwrite(bytes, 1, len, stdout);
+    }
+    printf("\n--- end of sample ---\n");
+    fflush(stdout);
+    free(ids), free(ctx), free(logits);
+    return 0;
+}
+
+/* ---- the loop ----------------------------------------------------------------------------- */
+
+#ifdef GPT_WITH_CUDA
+/* With the CUDA backend the optimizer set runs on the device (cuda_backend.h, docs/cuda.md):
+ * created after optim_create / optim_load from the host states, stepped in place of
+ * pull_grads + optim_step + push_params; the head step S comes back every update for the O(Vd)
+ * bracket. Muown and the spectral cap exist on the host only: those runs keep the host path. */
+static void start_device_optimizer(run *r)
+{
+    char err[512];
+    if (r->be->ops != &gpt_cuda_backend || r->o.host_optim) return;
+    if (gpt_cuda_optim_create(r->be, &r->opt, &r->dopt, err, sizeof err)) {
+        console(r, "note: optimizer on the host (%s)\n", err);
+        r->dopt = NULL;
+        return;
+    }
+    if (gpt_cuda_optim_upload(r->dopt, &r->opt) != GPT_OK) {
+        console(r, "note: optimizer on the host (cannot upload its state)\n");
+        gpt_cuda_optim_free(r->dopt);
+        r->dopt = NULL;
+    }
+}
+
+static int sync_optimizer_to_host(run *r)
+{
+    if (r->dopt && gpt_cuda_optim_download(r->dopt, &r->opt) != GPT_OK)
+        return set_error(r->res, "step %ld: cannot download the optimizer state", r->step);
+    return 0;
+}
+#else
+static int sync_optimizer_to_host(run *r)
+{
+    (void)r;
+    return 0;
+}
+#endif
+
+static int setup(run *r)
+{
+    const gpt_config *cfg;
+    gpt_status gs;
+    ckpt_reader ck;
+    int have_ck = 0;
+    char err[512];
+    size_t N, i;
+    if (r->o.resume) {
+        if (ckpt_read_file(&ck, r->o.resume, err, sizeof err) != CKPT_OK) return set_error(r->res, "resume: %s", err);
+        have_ck = 1;
+        if (read_checkpoint_settings(r, &ck)) goto done;
+    }
+    if (r->o.batch < 1 || r->o.seq < 1 || r->o.accum < 1 || r->o.steps < 1) {
+        set_error(r->res, "batch, seq, accum and steps must be >= 1");
+        goto done;
+    }
+    if (load_data(r)) goto done;
+    if (have_ck && r->o.model.vocab_size != (int)r->tok.vocab_size) {
+        set_error(r->res, "resume: %s has a vocabulary of %d, the tokenizer %u", r->o.resume, r->o.model.vocab_size,
+                  (unsigned)r->tok.vocab_size);
+        goto done;
+    }
+    r->o.model.vocab_size = (int)r->tok.vocab_size;
+    r->o.model.seq_len = r->o.seq;
+    gs = r->o.backend->create(&r->o.model, r->o.batch, r->o.seq, r->o.seed, &r->be);
+    if (gs != GPT_OK) {
+        set_error(r->res, "backend %s: cannot create the model: %s", r->o.backend->name, gpt_status_string(gs));
+        goto done;
+    }
+    cfg = &r->be->config;
+    if (optim_create(&r->opt, &r->o.recipe, cfg, r->be->ops->params(r->be), err, sizeof err)) {
+        set_error(r->res, "%s", err);
+        goto done;
+    }
+    r->have_opt = 1;
+    data_sampler_init(&r->sampler, data_seed(r->o.seed));
+    if (have_ck && read_checkpoint_state(r, &ck)) goto done;
+#ifdef GPT_WITH_CUDA
+    start_device_optimizer(r);
+#endif
+    r->tokens_per_update = (long)r->o.batch * r->o.seq * r->o.accum;
+    r->inputs = (int *)malloc((size_t)r->o.batch * (size_t)r->o.seq * sizeof(int));
+    r->targets = (int *)malloc((size_t)r->o.batch * (size_t)r->o.seq * sizeof(int));
+    r->panel_n = r->o.panel_seqs;
+    if ((size_t)r->panel_n > r->val.n_tokens / (size_t)r->o.seq) r->panel_n = (int)(r->val.n_tokens / (size_t)r->o.seq);
+    N = (size_t)r->panel_n * (size_t)r->o.seq;
+    r->panel_tokens = (int *)malloc((N ? N : 1) * sizeof(int));
+    r->panel_h = (float *)malloc((N ? N : 1) * (size_t)cfg->d_model * sizeof(float));
+    r->diam_ws_bytes = rn_row_diameter_workspace_size((size_t)cfg->vocab_size, (size_t)cfg->d_model);
+    r->diam_ws = malloc(r->diam_ws_bytes ? r->diam_ws_bytes : 1);
+    if (!r->inputs || !r->targets || !r->panel_tokens || !r->panel_h || !r->diam_ws) {
+        set_error(r->res, "out of memory");
+        goto done;
+    }
+    for (i = 0; i < N; i++) r->panel_tokens[i] = (int)r->val.tokens[i]; /* the first panel_n sequences */
+    if (r->step < r->o.steps && open_log(r, have_ck)) goto done;
+    if (r->o.sv_tensors && r->o.sv_log) {
+        r->sv_log = fopen(r->o.sv_log, have_ck ? "a" : "w");
+        if (!r->sv_log) {
+            set_error(r->res, "%s: cannot open the spectra log", r->o.sv_log);
+            goto done;
+        }
+        if (!have_ck) fputs("step,tensor,q10,q50,q90,jordan_steps_q50\n", r->sv_log);
+    }
+done: /* every failure above has set r->res->outcome = TRAIN_FAILED */
+    if (have_ck) ckpt_reader_free(&ck);
+    return r->res->outcome == TRAIN_FAILED ? -1 : 0;
+}
+
+static void teardown(run *r)
+{
+    if (r->log) fclose(r->log);
+    if (r->sv_log) fclose(r->sv_log);
+#ifdef GPT_WITH_CUDA
+    if (r->dopt) gpt_cuda_optim_free(r->dopt);
+#endif
+    if (r->have_opt) optim_free(&r->opt);
+    if (r->be) r->be->ops->destroy(r->be);
+    if (r->have_tok) tok_free(&r->tok);
+    data_tokens_free(&r->train);
+    data_tokens_free(&r->val);
+    free(r->inputs), free(r->targets), free(r->panel_tokens), free(r->panel_h), free(r->diam_ws);
+}
+
+/* One update: accum micro-batches of forward + backward, then the optimizer. */
+static int update(run *r, train_step_rec *rec)
+{
+    gpt_backend *be = r->be;
+    const gpt_config *cfg = &be->config;
+    double loss_sum = 0.0, t0 = now_seconds();
+    char err[512];
+    gpt_status gs;
+    rn_status rs;
+    int a;
+    float *grads;
+    if ((gs = be->ops->zero_grad(be)) != GPT_OK) return set_error(r->res, "zero_grad: %s", gpt_status_string(gs));
+    for (a = 0; a < r->o.accum; a++) {
+        float loss;
+        data_status ds = data_batch_random(&r->train, &r->sampler, r->o.batch, r->o.seq, r->inputs, r->targets);
+        if (ds != DATA_OK) return set_error(r->res, "training batch: %s", data_status_string(ds));
+        gs = be->ops->forward(be, r->inputs, r->targets, &loss);
+        if (gs != GPT_OK) return set_error(r->res, "step %ld: forward failed: %s", r->step + 1, gpt_status_string(gs));
+        if (!isfinite(loss)) return report_nonfinite(r, loss);
+        gs = be->ops->backward(be);
+        if (gs != GPT_OK) return set_error(r->res, "step %ld: backward failed: %s", r->step + 1, gpt_status_string(gs));
+        loss_sum += (double)loss;
+    }
+#ifdef GPT_WITH_CUDA
+    if (r->dopt) { /* the same sequence on the device: average, clip, step, S */
+        size_t S_bytes = (size_t)cfg->vocab_size * (size_t)cfg->d_model * sizeof(float);
+        if (r->o.accum > 1 &&
+            gpt_cuda_scale(be, gpt_cuda_device_grads(be), be->layout.n_params, 1.0 / r->o.accum) != GPT_OK)
+            return set_error(r->res, "step %ld: cannot scale the gradients", r->step + 1);
+        if (gpt_cuda_optim_step(r->dopt, &r->opt, r->step, r->o.steps, err, sizeof err))
+            return set_error(r->res, "step %ld: %s", r->step + 1, err);
+        if (gpt_cuda_download(r->opt.head_step, gpt_cuda_optim_head_step(r->dopt), S_bytes) != GPT_OK)
+            return set_error(r->res, "step %ld: cannot download the head step", r->step + 1);
+        goto stepped;
+    }
+#endif
+    if ((gs = be->ops->pull_grads(be)) != GPT_OK) return set_error(r->res, "pull_grads: %s", gpt_status_string(gs));
+    grads = be->ops->grads(be);
+    if (r->o.accum > 1) { /* the backward passes summed micro-batch means: average them */
+        float inv = (float)(1.0 / r->o.accum);
+        size_t i, n = be->layout.n_params;
+        for (i = 0; i < n; i++) grads[i] *= inv;
+    }
+    if (optim_step(&r->opt, be->ops->params(be), grads, r->step, r->o.steps, err, sizeof err))
+        return set_error(r->res, "step %ld: %s", r->step + 1, err);
+    if ((gs = be->ops->push_params(be)) != GPT_OK) return set_error(r->res, "push_params: %s", gpt_status_string(gs));
+#ifdef GPT_WITH_CUDA
+stepped:
+#endif
+    r->step++;
+    rec->step = r->step;
+    rec->tokens = (double)r->step * (double)r->tokens_per_update;
+    rec->loss = loss_sum / r->o.accum;
+    rec->lr = r->opt.recipe.muon_lr * r->opt.last_lr_factor;
+    rec->grad_norm = r->opt.last_grad_norm;
+    rs = rn_row_diameter_bounds(r->opt.head_step, (size_t)cfg->vocab_size, (size_t)cfg->d_model,
+                                (size_t)cfg->d_model, &rec->d_lo, &rec->d_hi);
+    if (rs != RN_OK) return set_error(r->res, "step %ld: diameter bounds failed: %s", r->step, rn_status_string(rs));
+    rec->ms = 1e3 * (now_seconds() - t0); /* the bracket is part of every update */
+    rec->d_exact = NAN;
+    if ((r->o.diam_every > 0 && r->step % r->o.diam_every == 0) || r->step == r->o.steps) {
+        if (exact_diameter(r, &rec->d_exact)) return -1;
+        r->last_d_exact = rec->d_exact;
+    }
+    return 0;
+}
+
+train_outcome train_run(const train_options *opt, train_result *res)
+{
+    run r;
+    long done_here = 0;
+    double flops_per_token;
+    memset(res, 0, sizeof *res);
+    res->final_val_loss = res->final_diameter = res->final_hilbert_rms = NAN;
+    memset(&r, 0, sizeof r);
+    r.o = *opt;
+    if (!r.o.backend) r.o.backend = &gpt_cpu_backend;
+    if (!r.o.data_dir) r.o.data_dir = "build/gpt/data";
+    if (r.o.progress < 0) r.o.progress = isatty(STDOUT_FILENO);
+    r.res = res;
+    r.last_d_exact = r.last_val_loss = r.last_hilbert = NAN;
+    res->seconds = now_seconds();
+    if (setup(&r)) goto out;
+    res->first_step = r.step;
+    flops_per_token = gpt_flops_per_token(&r.be->config);
+    if (r.step == 0) {
+        const gpt_config *c = &r.be->config;
+        console(&r, "model: %d layers, d %d, %d heads, mlp %d, vocab %d, T %d: %.2fM parameters; %s head, %s blocks; "
+                    "B %d x accum %d, %ld steps, seed %llu\n",
+                c->n_layers, c->d_model, c->n_heads, c->mlp_hidden, c->vocab_size, c->seq_len,
+                (double)r.be->layout.n_params / 1e6, optim_head_name(r.opt.recipe.head),
+                r.opt.recipe.block == OPTIM_BLOCK_MUOWN ? "Muown" : "Muon", r.o.batch, r.o.accum, r.o.steps,
+                (unsigned long long)r.o.seed);
+        if (do_eval(&r, 0)) goto out;
+    } else {
+        console(&r, "resumed from %s at step %ld of %ld\n", r.o.resume, r.step, r.o.steps);
+    }
+    r.t_start = now_seconds();
+    while (r.step < r.o.steps) {
+        train_step_rec rec;
+        if (res->n_steps % 256 == 0) {
+            train_step_rec *s = (train_step_rec *)realloc(res->steps, (size_t)(res->n_steps + 256) * sizeof *s);
+            if (!s) {
+                set_error(res, "out of memory");
+                goto out;
+            }
+            res->steps = s;
+        }
+        if (update(&r, &rec)) goto out;
+        res->steps[res->n_steps++] = rec;
+        done_here++;
+        {
+            double tok_s = (double)r.tokens_per_update / (rec.ms * 1e-3);
+            double gflops = flops_per_token * tok_s * 1e-9;
+            log_train(&r, &rec, tok_s, gflops);
+            if (r.o.log_every > 0 && (r.step % r.o.log_every == 0 || r.step == r.o.steps)) {
+                char dx[48] = "";
+                if (rec.d_exact == rec.d_exact) snprintf(dx, sizeof dx, " D %.3e", rec.d_exact);
+                console(&r, "step %5ld/%ld | loss %.4f | lr %.2e | %7.1f ms | %6.0f tok/s | %6.2f GFLOP/s | "
+                            "D in [%.3e, %.3e]%s\n",
+                        r.step, r.o.steps, rec.loss, rec.lr, rec.ms, tok_s, gflops, rec.d_lo, rec.d_hi, dx);
+            }
+        }
+        if (r.o.eval_every > 0 && r.step % r.o.eval_every == 0 && r.step != r.o.steps)
+            if (do_eval(&r, 0)) goto out;
+        if (r.step == r.o.steps) break;
+        if (train__sigint || (r.o.stop_at > 0 && r.step >= r.o.stop_at) ||
+            (r.o.ckpt_every > 0 && r.step % r.o.ckpt_every == 0)) {
+            if (save_checkpoint(&r)) goto out;
+            if (train__sigint || (r.o.stop_at > 0 && r.step >= r.o.stop_at)) {
+                res->outcome = train__sigint ? TRAIN_INTERRUPTED : TRAIN_STOPPED;
+                console(&r, "%s at step %ld: checkpoint %s\n", train__sigint ? "interrupted" : "stopped", r.step,
+                        r.o.ckpt_path ? r.o.ckpt_path : "(none: no --ckpt given)");
+                goto out;
+            }
+        }
+        if (r.o.progress) draw_bar(&r, now_seconds() - r.t_start, done_here);
+    }
+    /* the end of the schedule: final evaluation, exact D of the last step, checkpoint */
+    if (done_here > 0) {
+        if (do_eval(&r, 1)) goto out;
+    } else if (evaluate(&r, &r.last_val_loss, &r.last_hilbert)) { /* resumed at the end: not logged */
+        goto out;
+    }
+    if (!(r.last_d_exact == r.last_d_exact) && exact_diameter(&r, &r.last_d_exact)) goto out;
+    res->final_val_loss = r.last_val_loss;
+    res->final_hilbert_rms = r.last_hilbert;
+    res->final_diameter = r.last_d_exact;
+    if (done_here > 0) {
+        log_eval(&r, "final", r.step, (double)r.step * (double)r.tokens_per_update, r.last_d_exact, r.last_val_loss,
+                 r.last_hilbert);
+        if (save_checkpoint(&r)) goto out;
+    }
+    console(&r, "done: %ld steps, final val loss %.4f, D(S) %.4e, Hilbert RMS %.4e, %.1f s\n", r.step,
+            res->final_val_loss, res->final_diameter, res->final_hilbert_rms, now_seconds() - res->seconds);
+    res->outcome = TRAIN_DONE;
+    if (r.o.sample_tokens > 0 && sample_text(&r)) goto out;
+out:
+    clear_bar(&r);
+    res->last_step = r.step;
+    res->seconds = now_seconds() - res->seconds;
+    teardown(&r);
+    return res->outcome;
+}
+
+/* ---- command line ------------------------------------------------------------------------- */
+
+void train_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: train [flags]                 one training run\n"
+            "       train --experiment [flags]    paired AdamW-head vs RowNorm-head runs over --seeds seeds\n"
+            "data and model:\n"
+            "  --data DIR           tokenizer.bin, train.bin, val.bin from build/gpt/prepare (build/gpt/data)\n"
+            "  --layers N --d-model N --heads N --mlp N   model shape (2, 128, 2, 8/3 d)\n"
+            "  --batch B --seq T --accum K                micro-batch B x T, K micro-batches per update (8, 64, 1)\n"
+            "  --steps N            updates in the schedule (200); --stop-at N: save and stop after N updates\n"
+            "  --seed S             initialisation and data order (1)\n"
+            "optimizers (SPEC 3; defaults in README.md):\n"
+            "  --head adamw|rownorm|muon   head optimizer (adamw); embeddings AdamW, block matrices Muon\n"
+            "  --block muon|muown          block-matrix optimizer (muon); --cap off|growth|always spectral cap\n"
+            "  --ns-steps K                Newton-Schulz steps, Jordan schedule (5)\n"
+            "  --lr-muon X --lr-embed X --lr-head X    peak rates (0.02, 4e-3, per head: 4e-3 / 3.2e-3 / 0.02)\n"
+            "  --wd-muon X --wd-head X --wd-embed X    decoupled weight decay (0.1, per head: 0.1 / 0 / 0.1, 0)\n"
+            "  --warmup F --final-lr F --clip X        warm-up share (0.1), final share of peak (0.1), clip (1.0)\n"
+            "evaluation, diagnostics, logs:\n"
+            "  --eval-every N --eval-batches N         (50, 8; 0 batches = whole validation split)\n"
+            "  --panel N            validation sequences in the Hilbert RMS panel (8)\n"
+            "  --diam-every N       exact D of the head step every N updates (10)\n"
+            "  --log FILE           CSV log (default OUT/train.csv; 'none' for no log)\n"
+            "  --log-every N        a console line every N updates (1; 0 = quiet)\n"
+            "  --sv LIST            momentum spectra at each evaluation: tensor names, comma-separated, or all\n"
+            "  --sv-log FILE        CSV of those spectra (default OUT/spectra.csv when --sv is given)\n"
+            "  --progress / --no-progress   progress bar and ETA (default: when stdout is a terminal)\n"
+            "checkpoints and sampling:\n"
+            "  --ckpt FILE          checkpoint path (default OUT/ckpt.bin; 'none' for none)\n"
+            "  --ckpt-every N       also save every N updates (0)\n"
+            "  --resume FILE        resume (model, batch, schedule and recipe come from the checkpoint)\n"
+            "  --sample N --prompt TEXT --temperature X --sample-seed S   sample N tokens after training\n"
+            "outputs:\n"
+            "  --out DIR            output directory (build/gpt/run; experiment: build/gpt/experiment)\n"
+            "  --experiment --seeds N   paired runs with seeds S..S+N-1 (3); writes table.md and SVG plots\n"
+            "  --lr-head-adamw X --lr-head-rownorm X   experiment head rates (paper: 4e-3, 3.2e-3)\n"
+            "  --name NAME          prefix of console lines\n"
+            "  --backend cpu|cuda   compute backend (cpu; cuda only in build/gpt/train_cuda)\n"
+            "  --host-optim         with --backend cuda: run the optimizer on the host (default: on the device)\n");
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_double(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (!*s || *end || !(v == v) || v < 0.0 || v > 1e30) return 0;
+    *out = v;
+    return 1;
+}
+
+int train_parse_args(train_cli *cli, int argc, char **argv)
+{
+    train_options *o = &cli->opt;
+    int i, head_given = 0;
+    optim_head_kind head = o->recipe.head;
+    /* pass 0: flags that choose defaults for others (--head) */
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--head") == 0 && i + 1 < argc) {
+            if (!optim_head_parse(argv[i + 1], &head)) {
+                fprintf(stderr, "train: --head must be adamw, rownorm or muon (got '%s')\n", argv[i + 1]);
+                return -1;
+            }
+            head_given = 1;
+        }
+    }
+    if (head_given) {
+        optim_recipe d = optim_default(head);
+        o->recipe.head = head;
+        o->recipe.head_lr = d.head_lr, o->recipe.head_beta1 = d.head_beta1, o->recipe.head_beta2 = d.head_beta2;
+        o->recipe.head_eps = d.head_eps, o->recipe.head_wd = d.head_wd;
+    }
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long n;
+        double x;
+        int ok = 1, takes = 1;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            train_usage(stdout);
+            return 1;
+        } else if (strcmp(a, "--experiment") == 0) {
+            cli->experiment = 1, takes = 0;
+        } else if (strcmp(a, "--progress") == 0) {
+            o->progress = 1, takes = 0;
+        } else if (strcmp(a, "--no-progress") == 0) {
+            o->progress = 0, takes = 0;
+        } else if (strcmp(a, "--host-optim") == 0) {
+            o->host_optim = 1, takes = 0;
+        } else if (!v) {
+            fprintf(stderr, "train: unknown flag or missing value: %s (see --help)\n", a);
+            return -1;
+        } else if (strcmp(a, "--head") == 0) {
+            /* handled in pass 0 */
+        } else if (strcmp(a, "--data") == 0) {
+            o->data_dir = v;
+        } else if (strcmp(a, "--out") == 0) {
+            cli->out_dir = v;
+        } else if (strcmp(a, "--log") == 0) {
+            o->log_path = v;
+        } else if (strcmp(a, "--sv") == 0) {
+            o->sv_tensors = v;
+        } else if (strcmp(a, "--sv-log") == 0) {
+            o->sv_log = v;
+        } else if (strcmp(a, "--ckpt") == 0) {
+            o->ckpt_path = v;
+        } else if (strcmp(a, "--resume") == 0) {
+            o->resume = v;
+        } else if (strcmp(a, "--prompt") == 0) {
+            o->prompt = v;
+        } else if (strcmp(a, "--name") == 0) {
+            o->run_name = v;
+        } else if (strcmp(a, "--backend") == 0) {
+            ok = 1;
+            if (strcmp(v, "cpu") == 0) o->backend = &gpt_cpu_backend;
+#ifdef GPT_WITH_CUDA
+            else if (strcmp(v, "cuda") == 0) o->backend = &gpt_cuda_backend;
+#endif
+            else ok = 0;
+        } else if (strcmp(a, "--block") == 0) {
+            ok = strcmp(v, "muon") == 0 || strcmp(v, "muown") == 0;
+            o->recipe.block = strcmp(v, "muown") == 0 ? OPTIM_BLOCK_MUOWN : OPTIM_BLOCK_MUON;
+        } else if (strcmp(a, "--cap") == 0) {
+            ok = strcmp(v, "off") == 0 || strcmp(v, "growth") == 0 || strcmp(v, "always") == 0;
+            o->recipe.cap = strcmp(v, "growth") == 0 ? MUON_CAP_GROWTH : strcmp(v, "always") == 0 ? MUON_CAP_ALWAYS : MUON_CAP_OFF;
+        } else if (strcmp(a, "--layers") == 0) {
+            if ((ok = parse_long(v, 1, 1 << 16, &n))) o->model.n_layers = (int)n;
+        } else if (strcmp(a, "--d-model") == 0) {
+            if ((ok = parse_long(v, 2, 1 << 16, &n))) o->model.d_model = (int)n;
+        } else if (strcmp(a, "--heads") == 0) {
+            if ((ok = parse_long(v, 1, 1 << 16, &n))) o->model.n_heads = (int)n;
+        } else if (strcmp(a, "--mlp") == 0) {
+            if ((ok = parse_long(v, 1, 1 << 20, &n))) o->model.mlp_hidden = (int)n;
+        } else if (strcmp(a, "--batch") == 0) {
+            if ((ok = parse_long(v, 1, 1 << 16, &n))) o->batch = (int)n;
+        } else if (strcmp(a, "--seq") == 0) {
+            if ((ok = parse_long(v, 1, 1 << 16, &n))) o->seq = (int)n;
+        } else if (strcmp(a, "--accum") == 0) {
+            if ((ok = parse_long(v, 1, 1 << 16, &n))) o->accum = (int)n;
+        } else if (strcmp(a, "--steps") == 0) {
+            if ((ok = parse_long(v, 1, 1L << 30, &n))) o->steps = n;
+        } else if (strcmp(a, "--stop-at") == 0) {
+            if ((ok = parse_long(v, 0, 1L << 30, &n))) o->stop_at = n;
+        } else if (strcmp(a, "--seed") == 0) {
+            if ((ok = parse_long(v, 0, 0x7fffffffL, &n))) o->seed = (uint64_t)n;
+        } else if (strcmp(a, "--seeds") == 0) {
+            if ((ok = parse_long(v, 1, 100, &n))) cli->seeds = (int)n;
+        } else if (strcmp(a, "--ns-steps") == 0) {
+            if ((ok = parse_long(v, 1, 100, &n))) o->recipe.ns_steps = (int)n;
+        } else if (strcmp(a, "--eval-every") == 0) {
+            if ((ok = parse_long(v, 0, 1L << 30, &n))) o->eval_every = (int)n;
+        } else if (strcmp(a, "--eval-batches") == 0) {
+            if ((ok = parse_long(v, 0, 1L << 30, &n))) o->eval_batches = (int)n;
+        } else if (strcmp(a, "--panel") == 0) {
+            if ((ok = parse_long(v, 0, 1 << 20, &n))) o->panel_seqs = (int)n;
+        } else if (strcmp(a, "--diam-every") == 0) {
+            if ((ok = parse_long(v, 0, 1L << 30, &n))) o->diam_every = (int)n;
+        } else if (strcmp(a, "--ckpt-every") == 0) {
+            if ((ok = parse_long(v, 0, 1L << 30, &n))) o->ckpt_every = (int)n;
+        } else if (strcmp(a, "--log-every") == 0) {
+            if ((ok = parse_long(v, 0, 1L << 30, &n))) o->log_every = (int)n;
+        } else if (strcmp(a, "--sample") == 0) {
+            if ((ok = parse_long(v, 0, 1 << 20, &n))) o->sample_tokens = (int)n;
+        } else if (strcmp(a, "--sample-seed") == 0) {
+            if ((ok = parse_long(v, 0, 0x7fffffffL, &n))) o->sample_seed = (uint64_t)n;
+        } else if (strcmp(a, "--temperature") == 0) {
+            ok = parse_double(v, &o->temperature);
+        } else if (strcmp(a, "--lr-muon") == 0) {
+            ok = parse_double(v, &o->recipe.muon_lr);
+        } else if (strcmp(a, "--lr-embed") == 0) {
+            ok = parse_double(v, &o->recipe.embed_lr);
+        } else if (strcmp(a, "--lr-head") == 0) {
+            ok = parse_double(v, &o->recipe.head_lr);
+        } else if (strcmp(a, "--lr-head-adamw") == 0) {
+            ok = parse_double(v, &cli->exp_head_lr[0]);
+        } else if (strcmp(a, "--lr-head-rownorm") == 0) {
+            ok = parse_double(v, &cli->exp_head_lr[1]);
+        } else if (strcmp(a, "--wd-muon") == 0) {
+            ok = parse_double(v, &o->recipe.muon_wd);
+        } else if (strcmp(a, "--wd-head") == 0) {
+            ok = parse_double(v, &o->recipe.head_wd);
+        } else if (strcmp(a, "--wd-embed") == 0) {
+            ok = parse_double(v, &o->recipe.embed_wd);
+        } else if (strcmp(a, "--warmup") == 0) {
+            ok = parse_double(v, &x) && x <= 1.0, o->recipe.warmup_frac = x;
+        } else if (strcmp(a, "--final-lr") == 0) {
+            ok = parse_double(v, &x) && x <= 1.0, o->recipe.final_frac = x;
+        } else if (strcmp(a, "--clip") == 0) {
+            ok = parse_double(v, &o->recipe.clip);
+        } else {
+            fprintf(stderr, "train: unknown flag %s (see --help)\n", a);
+            return -1;
+        }
+        if (!ok) {
+            fprintf(stderr, "train: bad value '%s' for %s\n", v ? v : "", a);
+            return -1;
+        }
+        i += takes;
+    }
+    return 0;
+}
+
+#ifndef TRAIN_NO_MAIN
+#include <sys/stat.h>
+
+static void make_dir(const char *dir)
+{
+    char path[1024];
+    size_t i, n = strlen(dir);
+    if (n == 0 || n >= sizeof path) return;
+    memcpy(path, dir, n + 1);
+    for (i = 1; i <= n; i++)
+        if (path[i] == '/' || path[i] == 0) {
+            char c = path[i];
+            path[i] = 0;
+            mkdir(path, 0777);
+            path[i] = c;
+        }
+}
+
+int main(int argc, char **argv)
+{
+    train_cli cli;
+    train_result res;
+    char log_path[1100], ckpt_path[1100], sv_path[1100];
+    int rc;
+    memset(&cli, 0, sizeof cli);
+    cli.opt = train_default_options();
+    cli.seeds = 3;
+    rc = train_parse_args(&cli, argc, argv);
+    if (rc) return rc > 0 ? 0 : 2;
+    train_install_sigint();
+    if (!cli.out_dir) cli.out_dir = cli.experiment ? "build/gpt/experiment" : "build/gpt/run";
+    make_dir(cli.out_dir);
+    if (cli.experiment) return experiment_main(&cli);
+    if (!cli.opt.log_path) snprintf(log_path, sizeof log_path, "%s/train.csv", cli.out_dir), cli.opt.log_path = log_path;
+    if (!cli.opt.ckpt_path) snprintf(ckpt_path, sizeof ckpt_path, "%s/ckpt.bin", cli.out_dir), cli.opt.ckpt_path = ckpt_path;
+    if (cli.opt.sv_tensors && !cli.opt.sv_log)
+        snprintf(sv_path, sizeof sv_path, "%s/spectra.csv", cli.out_dir), cli.opt.sv_log = sv_path;
+    if (strcmp(cli.opt.log_path, "none") == 0) cli.opt.log_path = NULL;
+    if (strcmp(cli.opt.ckpt_path, "none") == 0) cli.opt.ckpt_path = NULL;
+    train_run(&cli.opt, &res);
+    if (res.outcome == TRAIN_FAILED) fprintf(stderr, "train: error: %s\n", res.error);
+    rc = res.outcome == TRAIN_FAILED ? 1 : res.outcome == TRAIN_INTERRUPTED ? 130 : 0;
+    train_result_free(&res);
+    return rc;
+}
+#endif

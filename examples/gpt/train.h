@@ -1,0 +1,132 @@
+/* train.h - the training loop of the example trainer, usable from main() (train.c) and tests.
+ *
+ * One loop for any backend (backend.h): micro-batches of B x T tokens accumulated `accum` times,
+ * global-norm clipping, the optimizer set of optim.h with the warm-up + cosine schedule, the
+ * head-geometry diagnostics of rownorm.h, evaluation on the validation split, a CSV log,
+ * checkpoints (checkpoint.h) with exact resume, SIGINT handling and a NaN/Inf stop.
+ *
+ * Diagnostics (SPEC §1.2, §1.3, §3), all on the head step S of the latest update:
+ *   every update          the O(Vd) bracket lo <= D(S) <= hi (rn_row_diameter_bounds)
+ *   every diam_every      the exact D(S) (rn_row_diameter_ws, workspace allocated once), and
+ *   and the last update   always at the last update
+ *   every evaluation      the Hilbert RMS of S on a fixed validation panel: the head inputs of the
+ *                         first panel_seqs validation sequences (be->ops->head_inputs), N x d
+ *
+ * CSV log (one header line, then one row per event; empty cells are values not measured):
+ *   kind,step,tokens,loss,lr,ms,tok_per_s,gflops,grad_norm,d_lo,d_hi,d_exact,val_loss,hilbert_rms
+ *   kind "train": one per update (step = updates done, tokens = tokens trained on so far,
+ *                 loss = mean of the micro-batch losses, lr = the block-matrix (Muon) rate)
+ *   kind "eval":  one per evaluation (val_loss; hilbert_rms empty at step 0)
+ *   kind "final": the run's final numbers: val_loss and hilbert_rms of the last evaluation and
+ *                 the exact D of the last update's head step (d_exact)
+ * Numbers are printed with %.17g, so they read back exactly.
+ *
+ * Optional (sv_tensors): at every evaluation after step 0, the singular-value quantiles of the
+ * chosen tensors' Muon momentum buffers (SPEC §2.5, optim_momentum_spectrum), on the console and
+ * in sv_log: step,tensor,q10,q50,q90,jordan_steps_q50 (sigma of M/||M||_F; least K of Jordan's
+ * schedule with f_K(q50) >= 0.7).
+ */
+#ifndef GPT_TRAIN_H
+#define GPT_TRAIN_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "backend.h"
+#include "optim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct train_options {
+    const gpt_backend_ops *backend; /* NULL: the CPU backend */
+    const char *data_dir;           /* tokenizer.bin, train.bin, val.bin (default build/gpt/data) */
+    gpt_config model;               /* vocab_size comes from the tokenizer; seq_len = seq */
+    int batch, seq, accum;          /* micro-batch B x T, accumulated accum times per update */
+    long steps;                     /* updates in the schedule */
+    long stop_at;                   /* > 0: stop (saving a checkpoint) after this many updates */
+    uint64_t seed;                  /* initialisation and training-data order */
+    optim_recipe recipe;
+    int eval_every;                 /* evaluate every N updates (and at step 0 and the end) */
+    int eval_batches;               /* validation batches per evaluation (0: the whole split) */
+    int panel_seqs;                 /* sequences in the Hilbert RMS panel */
+    int diam_every;                 /* exact D every N updates (and at the end) */
+    const char *log_path;           /* CSV log (NULL: none) */
+    const char *sv_tensors;         /* momentum spectra at every evaluation: comma-separated tensor
+                                       names ("layers.0.wq,lm_head") or "all" (NULL: none) */
+    const char *sv_log;             /* CSV of those spectra (NULL: console only) */
+    const char *ckpt_path;          /* checkpoint written at ckpt_every, at the end, on SIGINT */
+    int ckpt_every;                 /* 0: only at the end / on stop / on SIGINT */
+    const char *resume;             /* checkpoint to resume from (NULL: fresh run) */
+    int log_every;                  /* a console line every N updates (0: none) */
+    int progress;                   /* progress bar + ETA: 1 on, 0 off, -1 when stdout is a tty */
+    const char *run_name;           /* prefix of console lines (NULL: none) */
+    int host_optim;                 /* CUDA backend: keep the optimizer on the host (default: device) */
+    /* sampling after training (sample_tokens > 0) */
+    const char *prompt;
+    int sample_tokens;
+    double temperature;             /* 0: greedy */
+    uint64_t sample_seed;
+} train_options;
+
+/* Defaults: data build/gpt/data, model 2 layers x d 128 x 2 heads, B 8, T 64, accum 1, 200
+ * steps, seed 1, head AdamW recipe, eval every 50 updates on 8 batches, panel 8 sequences,
+ * exact D every 10 updates, console line every update. */
+train_options train_default_options(void);
+
+typedef struct train_step_rec {
+    long step;
+    double tokens, loss, lr, ms, grad_norm, d_lo, d_hi, d_exact; /* d_exact NaN when not computed */
+} train_step_rec;
+
+typedef struct train_eval_rec {
+    long step;
+    double tokens, val_loss, hilbert_rms; /* hilbert_rms NaN at step 0 */
+} train_eval_rec;
+
+typedef enum {
+    TRAIN_DONE = 0,        /* ran to the end of the schedule */
+    TRAIN_STOPPED = 1,     /* stop_at reached (checkpoint saved) */
+    TRAIN_INTERRUPTED = 2, /* SIGINT (checkpoint saved) */
+    TRAIN_FAILED = 3       /* error: message in train_result.error */
+} train_outcome;
+
+typedef struct train_result {
+    train_outcome outcome;
+    char error[512];
+    long first_step;       /* updates already done when this process started (resume) */
+    long last_step;        /* updates done at the end */
+    int n_steps, n_evals;
+    train_step_rec *steps; /* updates run by this call, in order */
+    train_eval_rec *evals;
+    double final_val_loss, final_diameter, final_hilbert_rms; /* NaN unless outcome is DONE */
+    double seconds;
+} train_result;
+
+/* Runs (or resumes) one training run. Always fills *res (free it with train_result_free);
+ * returns res->outcome. */
+train_outcome train_run(const train_options *opt, train_result *res);
+void train_result_free(train_result *res);
+
+/* Installs a SIGINT handler that asks running loops to save a checkpoint and stop (a second
+ * SIGINT kills). Also clears a pending request. */
+void train_install_sigint(void);
+
+/* Parses the command line into *opt (starting from its current values) and the experiment
+ * settings. Returns 0 on success, 1 for --help (usage printed), -1 on a bad flag (message on
+ * stderr). */
+typedef struct train_cli {
+    train_options opt;
+    int experiment;        /* --experiment: paired AdamW vs RowNorm runs */
+    int seeds;             /* experiment: number of seeds (seed, seed+1, ...) */
+    const char *out_dir;   /* experiment / default outputs (default build/gpt/run) */
+    double exp_head_lr[2]; /* experiment: head rates of the AdamW / RowNorm arms (0: the paper's) */
+} train_cli;
+int train_parse_args(train_cli *cli, int argc, char **argv);
+void train_usage(FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPT_TRAIN_H */

@@ -1,0 +1,41 @@
+# examples/gpt/train.mk: the training loop, checkpoints, optimizer set and experiment mode
+# (included from gpt.mk).
+#   make build/gpt/train       the trainer binary (build/gpt/train --help)
+#   make demo                  paired AdamW-head vs RowNorm-head experiment on the default corpus
+GPT_TRAIN_SRCS := $(GPT_DIR)/train.c $(GPT_DIR)/optim.c $(GPT_DIR)/checkpoint.c $(GPT_DIR)/experiment.c \
+                  $(GPT_DIR)/libs_rownorm.c
+GPT_TRAIN_HDRS := $(GPT_DIR)/train.h $(GPT_DIR)/optim.h $(GPT_DIR)/checkpoint.h $(GPT_DIR)/experiment.h rownorm.h \
+                  $(wildcard wip/rownorm_*.inc)
+GPT_TRAIN_ALL  := $(GPT_TRAIN_SRCS) $(GPT_MODEL_SRCS) $(GPT_DATA_SRCS)
+GPT_TRAIN_DEPS := $(GPT_TRAIN_ALL) $(GPT_TRAIN_HDRS) $(GPT_MODEL_DEPS) $(GPT_DATA_HDRS)
+GPT_TRAIN      := $(GPT_B)/train
+GPT_TRAIN_ASAN := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+
+$(GPT_TRAIN): $(GPT_TRAIN_DEPS) | $(GPT_B)
+	$(CC) $(GPT_CFLAGS) -o $@ $(GPT_TRAIN_ALL) $(LDLIBS)
+
+# Tests: the loop is linked with -DTRAIN_NO_MAIN (train.c's main() left out).
+GPT_TRAIN_TEST_SRCS := $(filter-out $(GPT_DIR)/train.c,$(GPT_TRAIN_ALL))
+
+$(GPT_B)/test_checkpoint: $(GPT_DIR)/tests/test_checkpoint.c $(GPT_DIR)/checkpoint.c $(GPT_DIR)/checkpoint.h \
+                          $(GPT_DIR)/data.c $(GPT_DIR)/data.h tests/test.h | $(GPT_B)
+	$(CC) $(GPT_CFLAGS) $(GPT_TRAIN_ASAN) -DTEST_VARIANT='"gpt_asan"' -o $@ $< $(GPT_DIR)/checkpoint.c $(GPT_DIR)/data.c $(LDLIBS)
+
+$(GPT_B)/test_train: $(GPT_DIR)/tests/test_train.c $(GPT_TRAIN_DEPS) tests/test.h | $(GPT_B)
+	$(CC) $(GPT_CFLAGS) -DTRAIN_NO_MAIN -DTEST_VARIANT='"gpt"' -o $@ $< $(GPT_TRAIN_ALL) $(LDLIBS)
+
+$(GPT_B)/test_train_asan: $(GPT_DIR)/tests/test_train.c $(GPT_TRAIN_DEPS) tests/test.h | $(GPT_B)
+	$(CC) $(GPT_CFLAGS) $(GPT_TRAIN_ASAN) -DTRAIN_NO_MAIN -DTEST_VARIANT='"gpt_asan"' -o $@ $< $(GPT_TRAIN_ALL) $(LDLIBS)
+
+GPT_TEST_BINS += $(GPT_B)/test_checkpoint $(GPT_B)/test_train $(GPT_B)/test_train_asan
+
+# The demo: prepare the default corpus if needed, then the paired experiment (sized to finish
+# in under 5 minutes on 2 cores; README.md has the measured time). Override DEMO_FLAGS to resize.
+DEMO_OUT   ?= $(GPT_B)/demo
+DEMO_FLAGS ?= --seeds 3 --steps 500 --layers 2 --d-model 64 --heads 2 --batch 8 --seq 64 --eval-every 50 \
+              --eval-batches 8 --panel 8 --log-every 50
+.PHONY: demo
+demo: config $(GPT_TRAIN) $(GPT_PREPARE)
+	@test -f $(GPT_B)/data/val.bin || $(GPT_PREPARE) --out $(GPT_B)/data
+	@echo "demo: trainer built with: openmp=$(if $(HAVE_OMP),yes,no) blas=$(if $(HAVE_BLAS),found (not linked: the trainer uses muon_sgemm),no)"
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(GPT_TRAIN) --experiment --data $(GPT_B)/data --out $(DEMO_OUT) $(DEMO_FLAGS)
