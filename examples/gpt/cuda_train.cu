@@ -1,0 +1,279 @@
+/* cuda_train.cu - the training loop's optimizer set (optim.h) on the device: device copies of
+ * every optimizer state and optim_step's sequence (clip, schedule, per-tensor step, head step S)
+ * on the CUDA backend's parameter and gradient blocks (cuda_backend.h, gpt_cuda_optim_*).
+ * The per-tensor steps are cuda_optim.cu's; the element math is gpu_math.h's. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.cuh"
+#include "optim.h"
+
+#define GS_LOOP(i, n) for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+                           i += (size_t)gridDim.x * blockDim.x)
+
+typedef struct cuda_slot {
+    float *m, *v;   /* AdamW */
+    float *mom;     /* Muon */
+    float *B;       /* RowNorm */
+} cuda_slot;
+
+struct gpt_cuda_optim {
+    gpt_backend *be;
+    int n_slots;
+    cuda_slot *slots;
+    float *head_step;   /* S, V x d */
+    float *head_before; /* Muon head: W before the step */
+    float *muon_ws;
+    double *rn_ws;
+};
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    if (err && errlen) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+__global__ void k_adamw_head_step(float *S, const float *m, const float *v, size_t n, double lr, double eps,
+                                  double bc1, double bc2)
+{
+    GS_LOOP(i, n) S[i] = gm_adamw_head_step(m[i], v[i], lr, eps, bc1, bc2);
+}
+
+/* optim.c's Muon head step: S = W - W_before * (float)(1 - lr lambda) */
+__global__ void k_muon_head_step(float *S, const float *W, const float *Wb, size_t n, float decay)
+{
+    GS_LOOP(i, n) S[i] = W[i] - Wb[i] * decay;
+}
+
+static float *dalloc(size_t floats)
+{
+    return (float *)gpt_cuda_malloc((floats ? floats : 1) * sizeof(float));
+}
+
+void gpt_cuda_optim_free(gpt_cuda_optim *d)
+{
+    int i;
+    if (!d) return;
+    for (i = 0; d->slots && i < d->n_slots; i++) {
+        gpt_cuda_free(d->slots[i].m), gpt_cuda_free(d->slots[i].v);
+        gpt_cuda_free(d->slots[i].mom), gpt_cuda_free(d->slots[i].B);
+    }
+    gpt_cuda_free(d->head_step), gpt_cuda_free(d->head_before), gpt_cuda_free(d->muon_ws), gpt_cuda_free(d->rn_ws);
+    free(d->slots);
+    free(d);
+}
+
+static gpt_status up(float *dst, const float *src, size_t n)
+{
+    return n && src ? gpt_cuda_upload(dst, src, n * sizeof(float)) : GPT_OK;
+}
+
+gpt_status gpt_cuda_optim_upload(gpt_cuda_optim *d, const struct optim_set *o)
+{
+    int i;
+    gpt_status st = GPT_OK;
+    if (!d || !o) return GPT_ERR_NULL;
+    for (i = 0; i < o->n_slots && st == GPT_OK; i++) {
+        const optim_slot *s = &o->slots[i];
+        size_t n = s->t.rows * s->t.cols;
+        if (s->kind == OPTIM_ADAMW) {
+            st = up(d->slots[i].m, s->adamw.m, n);
+            if (st == GPT_OK) st = up(d->slots[i].v, s->adamw.v, n);
+        } else if (s->kind == OPTIM_MUON) {
+            st = up(d->slots[i].mom, s->muon.momentum, n);
+        } else if (s->kind == OPTIM_ROWNORM) {
+            st = up(d->slots[i].B, s->rownorm.B, n);
+        }
+    }
+    if (st == GPT_OK && o->head_step && o->head_slot >= 0)
+        st = up(d->head_step, o->head_step, o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols);
+    return st;
+}
+
+int gpt_cuda_optim_create(gpt_backend *be, const struct optim_set *o, gpt_cuda_optim **out, char *err, size_t errlen)
+{
+    gpt_cuda_optim *d;
+    size_t muon_ws = 0, rn_ws = 0, head_n;
+    int i;
+    if (!out) return fail(err, errlen, "gpt_cuda_optim_create: NULL output");
+    *out = NULL;
+    if (!gpt_cuda__ctx(be) || !o) return fail(err, errlen, "gpt_cuda_optim_create: needs a CUDA backend and an optimizer set");
+    d = (gpt_cuda_optim *)calloc(1, sizeof *d);
+    if (!d) return fail(err, errlen, "out of memory");
+    d->be = be;
+    d->n_slots = o->n_slots;
+    d->slots = (cuda_slot *)calloc((size_t)o->n_slots, sizeof *d->slots);
+    if (!d->slots) {
+        gpt_cuda_optim_free(d);
+        return fail(err, errlen, "out of memory");
+    }
+    for (i = 0; i < o->n_slots; i++) {
+        const optim_slot *s = &o->slots[i];
+        size_t n = s->t.rows * s->t.cols, w;
+        int ok = 1;
+        switch (s->kind) {
+        case OPTIM_ADAMW:
+            ok = (d->slots[i].m = dalloc(n)) != NULL && (d->slots[i].v = dalloc(n)) != NULL;
+            break;
+        case OPTIM_MUON:
+            if (s->muon_cfg.cap != MUON_CAP_OFF) {
+                gpt_cuda_optim_free(d);
+                return fail(err, errlen, "%s: the spectral cap has no CUDA version (use the CPU backend)", s->t.name);
+            }
+            ok = (d->slots[i].mom = dalloc(n)) != NULL;
+            w = gpt_cuda_muon_workspace_floats(s->t.rows, s->t.cols);
+            muon_ws = w > muon_ws ? w : muon_ws;
+            break;
+        case OPTIM_ROWNORM:
+            ok = (d->slots[i].B = dalloc(n)) != NULL;
+            w = gpt_cuda_rownorm_workspace_doubles(s->t.rows, s->t.cols);
+            rn_ws = w > rn_ws ? w : rn_ws;
+            break;
+        case OPTIM_MUOWN:
+            gpt_cuda_optim_free(d);
+            return fail(err, errlen, "%s: Muown has no CUDA version (use the CPU backend)", s->t.name);
+        }
+        if (!ok) {
+            gpt_cuda_optim_free(d);
+            return fail(err, errlen, "out of device memory for the state of %s", s->t.name);
+        }
+    }
+    head_n = o->head_slot >= 0 ? o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols : 0;
+    d->head_step = dalloc(head_n);
+    d->head_before = o->head_before ? dalloc(head_n) : NULL;
+    d->muon_ws = muon_ws ? dalloc(muon_ws) : NULL;
+    d->rn_ws = rn_ws ? (double *)gpt_cuda_malloc(rn_ws * sizeof(double)) : NULL;
+    if (!d->head_step || (o->head_before && !d->head_before) || (muon_ws && !d->muon_ws) || (rn_ws && !d->rn_ws)) {
+        gpt_cuda_optim_free(d);
+        return fail(err, errlen, "out of device memory for the optimizer workspaces");
+    }
+    if (gpt_cuda_optim_upload(d, o) != GPT_OK) {
+        gpt_cuda_optim_free(d);
+        return fail(err, errlen, "cannot upload the optimizer state");
+    }
+    *out = d;
+    return 0;
+}
+
+int gpt_cuda_optim_step(gpt_cuda_optim *d, struct optim_set *o, long step, long total, char *err, size_t errlen)
+{
+    gpt_backend *be;
+    gpt_cuda_ctx *c;
+    float *P, *G;
+    double factor, ss = 0.0, norm, clip;
+    int i;
+    if (!d || !o) return fail(err, errlen, "gpt_cuda_optim_step: NULL");
+    be = d->be;
+    c = gpt_cuda__ctx(be);
+    P = gpt_cuda_device_params(be), G = gpt_cuda_device_grads(be);
+    factor = optim_lr_factor(&o->recipe, step, total);
+    /* clip by the global norm of the whole gradient block (the slots tile it) */
+    if (gpt_cuda_sumsq(be, G, be->layout.n_params, &ss) != GPT_OK) return fail(err, errlen, "gradient norm failed");
+    norm = sqrt(ss);
+    if (!isfinite(norm)) {
+        int bad;
+        if (be->ops->pull_grads(be) != GPT_OK) return fail(err, errlen, "non-finite gradient");
+        bad = optim_first_nonfinite(&o->model, be->ops->grads(be));
+        return fail(err, errlen, "non-finite gradient in tensor %s", bad >= 0 ? o->slots[bad].t.name : "?");
+    }
+    clip = o->recipe.clip > 0.0 ? o->recipe.clip : HUGE_VAL;
+    if (norm > clip && gpt_cuda_scale(be, G, be->layout.n_params, clip / norm) != GPT_OK)
+        return fail(err, errlen, "gradient clipping failed");
+    o->last_grad_norm = norm;
+    o->last_lr_factor = factor;
+    for (i = 0; i < o->n_slots; i++) {
+        optim_slot *s = &o->slots[i];
+        cuda_slot *ds = &d->slots[i];
+        float *W = P + s->t.offset;
+        const float *Gs = G + s->t.offset;
+        double lr = s->peak_lr * factor;
+        size_t n = s->t.rows * s->t.cols;
+        int is_head = i == o->head_slot;
+        gpt_status st = GPT_OK;
+        if (is_head && d->head_before &&
+            !CU_OK(cudaMemcpyAsync(d->head_before, W, n * sizeof(float), cudaMemcpyDeviceToDevice, c->stream)))
+            return fail(err, errlen, "head copy failed");
+        switch (s->kind) {
+        case OPTIM_ADAMW: {
+            muon_adamw_config ac = s->adamw_cfg;
+            long long t = s->adamw.step + 1;
+            ac.lr = lr;
+            st = gpt_cuda_adamw_step(be, W, Gs, ds->m, ds->v, n, &ac, t);
+            if (st == GPT_OK) s->adamw.step = t;
+            if (st == GPT_OK && is_head) {
+                k_adamw_head_step<<<gpt_blocks(n, 256), 256, 0, c->stream>>>(
+                    d->head_step, ds->m, ds->v, n, lr, ac.eps, gm_bias_correction(ac.beta1, (double)t),
+                    gm_bias_correction(ac.beta2, (double)t));
+                if (!LAUNCH_OK()) st = GPT_ERR_BACKEND;
+            }
+            break;
+        }
+        case OPTIM_MUON: {
+            muon_config mc = s->muon_cfg;
+            mc.lr = lr;
+            st = gpt_cuda_muon_step(be, W, Gs, ds->mom, s->t.rows, s->t.cols, &mc, d->muon_ws);
+            if (st == GPT_OK) s->muon.step++;
+            if (st == GPT_OK && is_head) {
+                k_muon_head_step<<<gpt_blocks(n, 256), 256, 0, c->stream>>>(
+                    d->head_step, W, d->head_before, n, (float)(1.0 - lr * mc.weight_decay));
+                if (!LAUNCH_OK()) st = GPT_ERR_BACKEND;
+            }
+            break;
+        }
+        case OPTIM_ROWNORM: {
+            rn_rownorm_config rc = s->rownorm_cfg;
+            rc.lr = lr;
+            st = gpt_cuda_rownorm_step(be, W, Gs, ds->B, s->t.rows, s->t.cols, &rc, s->rownorm.t,
+                                       is_head ? d->head_step : NULL, d->rn_ws);
+            if (st == GPT_OK) s->rownorm.t++;
+            break;
+        }
+        case OPTIM_MUOWN:
+            st = GPT_ERR_CONFIG;
+            break;
+        }
+        if (st != GPT_OK) return fail(err, errlen, "device step on %s failed: %s", s->t.name, gpt_status_string(st));
+    }
+    return CU_OK(cudaStreamSynchronize(c->stream)) ? 0 : fail(err, errlen, "device optimizer step failed");
+}
+
+static gpt_status dn(float *dst, const float *src, size_t n)
+{
+    return n && dst ? gpt_cuda_download(dst, src, n * sizeof(float)) : GPT_OK;
+}
+
+gpt_status gpt_cuda_optim_download(gpt_cuda_optim *d, struct optim_set *o)
+{
+    int i;
+    gpt_status st = GPT_OK;
+    if (!d || !o) return GPT_ERR_NULL;
+    for (i = 0; i < o->n_slots && st == GPT_OK; i++) {
+        optim_slot *s = &o->slots[i];
+        size_t n = s->t.rows * s->t.cols;
+        if (s->kind == OPTIM_ADAMW) {
+            st = dn(s->adamw.m, d->slots[i].m, n);
+            if (st == GPT_OK) st = dn(s->adamw.v, d->slots[i].v, n);
+        } else if (s->kind == OPTIM_MUON) {
+            st = dn(s->muon.momentum, d->slots[i].mom, n);
+        } else if (s->kind == OPTIM_ROWNORM) {
+            st = dn(s->rownorm.B, d->slots[i].B, n);
+            rn_rownorm_sync(&s->rownorm); /* B was written directly */
+        }
+    }
+    if (st == GPT_OK && o->head_step && o->head_slot >= 0)
+        st = dn(o->head_step, d->head_step, o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols);
+    return st;
+}
+
+const float *gpt_cuda_optim_head_step(const gpt_cuda_optim *d)
+{
+    return d ? d->head_step : NULL;
+}
