@@ -108,7 +108,9 @@ RNDEF double rn_tv_bound(double hilbert_distance);
  * farther (relative 1e-12 beyond double rounding); ties go to the lexicographically smallest
  * pair. Rows are centred in double; pruning (radius, block and farthest-point bounds) is sound
  * with a margin from the float32 error bound of the tile products, and candidates are verified
- * in double from S itself. `i`, `j` may be NULL. Allocates rn_row_diameter_workspace_size bytes
+ * in double from S itself. Any finite S works (spreads from subnormal to near FLT_MAX): the
+ * tiles see the centred rows scaled by a power of two, so their float32 products neither
+ * overflow nor underflow. `i`, `j` may be NULL. Allocates rn_row_diameter_workspace_size bytes
  * through RN_MALLOC (RN_ERR_NOMEM); rn_row_diameter_ws takes caller memory instead. */
 RNDEF rn_status rn_row_diameter(const float *S, size_t rows, size_t cols, size_t ld,
                                 double *diameter, size_t *i, size_t *j);
@@ -121,14 +123,18 @@ RNDEF rn_status rn_row_diameter_ws(const float *S, size_t rows, size_t cols, siz
                                    double *diameter, size_t *i, size_t *j);
 
 /* O(rows*cols) bracket lo <= D(S) <= hi <= 2 lo: lo from farthest-point sweeps (an attained
- * distance), hi = min(2 max_i ||s_i - c||, 2 lo) with c the mean row. No allocation. */
+ * distance), hi = min(2 max_i ||s_i - c||, 2 lo) with c the mean row for cols <= 1024, and
+ * c = s_0 (the first row) for cols > 1024 (the mean would need cols doubles of memory); the
+ * guarantee hi <= 2 lo holds either way. No allocation. */
 RNDEF rn_status rn_row_diameter_bounds(const float *S, size_t rows, size_t cols, size_t ld,
                                        double *lo, double *hi);
 
 /* The worst-case hidden state of SPEC 1.2: h = radius (s_i - s_j)/||s_i - s_j|| (cols floats),
  * which attains sup_{||h|| <= radius} osc(S h) = radius * D(S) when (i, j) is a maximising
  * pair. If s_i == s_j (or i == j) every h attains 0 and h = 0 is written.
- * RN_ERR_DOMAIN for i or j >= rows or radius < 0 / non-finite. */
+ * RN_ERR_DOMAIN for i or j >= rows, radius < 0, NaN or above FLT_MAX (so every entry of h is
+ * a finite float); RN_ERR_ALIAS if h overlaps S (its whole extent, (rows-1)*ld + cols floats).
+ * No allocation. */
 RNDEF rn_status rn_worst_hidden_state(const float *S, size_t rows, size_t cols, size_t ld,
                                       size_t i, size_t j, double radius, float *h);
 
@@ -136,12 +142,16 @@ RNDEF rn_status rn_worst_hidden_state(const float *S, size_t rows, size_t cols, 
 
 /* RMS = sqrt((1/N) sum_l osc(S h_l)^2) over the N = tokens hidden states h_l (rows of H,
  * cols wide each). Streams vocabulary tiles against panels of H (GEMM-shaped, float32 products
- * of rows centred in double; squares summed in double); never a rows x tokens buffer.
+ * of rows centred in double; squares summed in double); never a rows x tokens buffer. Any
+ * finite magnitudes of S and H: each token row and each block of 64 vocabulary rows is packed
+ * scaled by a power of two (undone in double), so the float32 products never overflow or
+ * underflow.
  * Allocates rn_hilbert_rms_workspace_size(cols, tokens) + 2 tokens doubles through RN_MALLOC
  * (H packed once: about tokens*cols floats). */
 RNDEF rn_status rn_hilbert_rms(const float *S, size_t rows, size_t cols, size_t lds,
                                const float *H, size_t tokens, size_t ldh, double *rms);
-/* Bytes of workspace rn_hilbert_rms_partial_ws needs (0 if the size overflows). */
+/* Bytes of workspace rn_hilbert_rms_partial_ws needs (0 if the size overflows, tokens near
+ * SIZE_MAX included). */
 RNDEF size_t rn_hilbert_rms_workspace_size(size_t cols, size_t tokens);
 /* Per-token range of the logit change for a vocabulary shard: tok_max[l] = max_i s_i.h_l and
  * tok_min[l] = min_i s_i.h_l over the rows given (double arrays of `tokens`). A vocabulary split
@@ -231,7 +241,18 @@ RNDEF rn_status rn_rownorm_init_ws(rn_rownorm_state *st, size_t rows, size_t col
  * sweep {B,W -> W (,S)} = 1 + 3 + 3 = 7; no projections: {G,B -> B, norm, W -> W} = 5 (+1 for
  * the check). The inner centre is the column mean of B, tracked as beta mean(B_{t-1}) +
  * (1 - beta) mean(G) in double (mean(B_{t-1}) re-accumulated from the stored floats at every
- * step, so rounding does not build up); call rn_rownorm_sync after writing B directly. */
+ * step, so rounding does not build up); call rn_rownorm_sync after writing B directly.
+ * Accuracy of that centre: it differs from the mean of the stored (float-rounded) B_t by about
+ * u |mean B| per column (u = 2^-24, the rounding of the EMA update), so S carries a relative
+ * error of about u |mean B| / (spread of the rows of B about their mean): negligible unless
+ * the rows share a common component far larger than their spread (common/spread = 1e4 gives
+ * about 1e-4 relative in S). It does not accumulate across steps, and rn_rownorm_sync does not
+ * change it (sync only matters after B was written directly). On any error (NaN/Inf in G
+ * included) W, step_out, the struct and the whole state block (B and the private scratch,
+ * every byte of the init_ws memory) are as before the call. Weight decay keeps its accuracy
+ * for tiny lr weight_decay (1e-8 and below) in every mode: with projections w (1 - lr wd) + s
+ * is formed in double and rounded once; without, as w + fl(c w + s) with c = -lr wd as a
+ * float (never the float 1 - lr wd, which is off by up to 60% of lr wd near 1e-7). */
 RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *cfg, float *W, size_t ldw,
                                 const float *G, size_t ldg, float *step_out, size_t lds);
 /* Call after writing st->B directly (e.g. restoring a checkpoint): the column mean of B that
@@ -327,7 +348,7 @@ RNDEF const char *rn_status_string(rn_status s)
 RN__FN size_t rn__extent(size_t rows, size_t cols, size_t ld)
 {
     size_t e;
-    if (rows == 0 || cols == 0 || ld < cols) return 0;
+    if (rows == 0 || cols == 0 || ld < cols || cols > (size_t)-1 / sizeof(float)) return 0;
     if (rows - 1 > ((size_t)-1 / sizeof(float)) / ld) return 0;
     e = (rows - 1) * ld;
     if (e > (size_t)-1 / sizeof(float) - cols) return 0;
@@ -426,19 +447,20 @@ RN__FN double rn__row_ema_sq_scalar(float *b, const float *g, size_t n, float be
     return s;
 }
 
-/* s = alpha b; w <- w decay + s; sout (may be NULL) = s; in float (no centring to protect). */
-RN__FN void rn__row_axpby_scalar(const float *b, float alpha, float decay, float *w, float *sout, size_t n)
+/* s = alpha b (float); w <- w + fl(c w + s) with c = float(decay - 1) = -lr wd (the decay
+ * amount as its own float: decay = 1 - lr wd itself rounded to float would be off by up to
+ * 60% of lr wd near lr wd = 1e-7); sout (may be NULL) = s. */
+RN__FN void rn__row_axpby_scalar(const float *b, float alpha, double decay, float *w, float *sout, size_t n)
 {
+    float c = (float)(decay - 1.0); /* exact difference in double */
     size_t k;
     for (k = 0; k < n; k++) {
         float s = alpha * b[k];
-        w[k] = w[k] * decay + s;
+        w[k] = w[k] + fmaf(c, w[k], s);
         if (sout) sout[k] = s;
     }
 }
 
-/* b <- beta b + omb g (float); colacc += b_new (double); returns sum (b_new - mu)^2 (double):
- * the update, the column sums and the centred norm in one visit of the row. */
 RN__FN double rn__row_ema_stats_scalar(float *b, const float *g, size_t n, float beta, float omb,
                                        const double *mu, double *colacc)
 {
@@ -609,19 +631,19 @@ RN__FN double rn__row_ema_sq_avx512(float *b, const float *g, size_t n, float be
     }
     return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
 }
-RN__FN void rn__row_axpby_avx512(const float *b, float alpha, float decay, float *w, float *sout, size_t n)
+RN__FN void rn__row_axpby_avx512(const float *b, float alpha, double decay, float *w, float *sout, size_t n)
 {
-    __m512 va = _mm512_set1_ps(alpha), vd = _mm512_set1_ps(decay);
+    __m512 va = _mm512_set1_ps(alpha), vc = _mm512_set1_ps((float)(decay - 1.0));
     size_t k = 0, nv = n - n % 16;
     for (; k < nv; k += 16) {
-        __m512 sv = _mm512_mul_ps(va, _mm512_loadu_ps(b + k));
-        _mm512_storeu_ps(w + k, _mm512_fmadd_ps(_mm512_loadu_ps(w + k), vd, sv));
+        __m512 sv = _mm512_mul_ps(va, _mm512_loadu_ps(b + k)), wv = _mm512_loadu_ps(w + k);
+        _mm512_storeu_ps(w + k, _mm512_add_ps(wv, _mm512_fmadd_ps(vc, wv, sv)));
         if (sout) _mm512_storeu_ps(sout + k, sv);
     }
     if (k < n) {
         __mmask16 t = (__mmask16)((1u << (n - k)) - 1u);
-        __m512 sv = _mm512_mul_ps(va, _mm512_maskz_loadu_ps(t, b + k));
-        _mm512_mask_storeu_ps(w + k, t, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(t, w + k), vd, sv));
+        __m512 sv = _mm512_mul_ps(va, _mm512_maskz_loadu_ps(t, b + k)), wv = _mm512_maskz_loadu_ps(t, w + k);
+        _mm512_mask_storeu_ps(w + k, t, _mm512_add_ps(wv, _mm512_fmadd_ps(vc, wv, sv)));
         if (sout) _mm512_mask_storeu_ps(sout + k, t, sv);
     }
 }
@@ -834,18 +856,19 @@ RN__FN double rn__row_ema_sq_avx2(float *b, const float *g, size_t n, float beta
     }
     return s;
 }
-RN__FN void rn__row_axpby_avx2(const float *b, float alpha, float decay, float *w, float *sout, size_t n)
+RN__FN void rn__row_axpby_avx2(const float *b, float alpha, double decay, float *w, float *sout, size_t n)
 {
-    __m256 va = _mm256_set1_ps(alpha), vd = _mm256_set1_ps(decay);
+    float c = (float)(decay - 1.0);
+    __m256 va = _mm256_set1_ps(alpha), vc = _mm256_set1_ps(c);
     size_t k = 0, nv = n - n % 8;
     for (; k < nv; k += 8) {
-        __m256 sv = _mm256_mul_ps(va, _mm256_loadu_ps(b + k));
-        _mm256_storeu_ps(w + k, _mm256_fmadd_ps(_mm256_loadu_ps(w + k), vd, sv));
+        __m256 sv = _mm256_mul_ps(va, _mm256_loadu_ps(b + k)), wv = _mm256_loadu_ps(w + k);
+        _mm256_storeu_ps(w + k, _mm256_add_ps(wv, _mm256_fmadd_ps(vc, wv, sv)));
         if (sout) _mm256_storeu_ps(sout + k, sv);
     }
     for (; k < n; k++) {
         float sv = alpha * b[k];
-        w[k] = fmaf(w[k], decay, sv);
+        w[k] = w[k] + fmaf(c, w[k], sv);
         if (sout) sout[k] = sv;
     }
 }
@@ -1022,18 +1045,19 @@ RN__FN double rn__row_ema_sq_neon(float *b, const float *g, size_t n, float beta
     }
     return s;
 }
-RN__FN void rn__row_axpby_neon(const float *b, float alpha, float decay, float *w, float *sout, size_t n)
+RN__FN void rn__row_axpby_neon(const float *b, float alpha, double decay, float *w, float *sout, size_t n)
 {
-    float32x4_t vd = vdupq_n_f32(decay);
+    float c = (float)(decay - 1.0);
+    float32x4_t vc = vdupq_n_f32(c);
     size_t k = 0, nv = n - n % 4;
     for (; k < nv; k += 4) {
-        float32x4_t sv = vmulq_n_f32(vld1q_f32(b + k), alpha);
-        vst1q_f32(w + k, vfmaq_f32(sv, vld1q_f32(w + k), vd));
+        float32x4_t sv = vmulq_n_f32(vld1q_f32(b + k), alpha), wv = vld1q_f32(w + k);
+        vst1q_f32(w + k, vaddq_f32(wv, vfmaq_f32(sv, vc, wv)));
         if (sout) vst1q_f32(sout + k, sv);
     }
     for (; k < n; k++) {
         float sv = alpha * b[k];
-        w[k] = fmaf(w[k], decay, sv);
+        w[k] = w[k] + fmaf(c, w[k], sv);
         if (sout) sout[k] = sv;
     }
 }
@@ -1197,7 +1221,7 @@ RN__FN double rn__row_ema_sq(float *b, const float *g, size_t n, float beta, flo
     return rn__row_ema_sq_scalar(b, g, n, beta, omb);
 #endif
 }
-RN__FN void rn__row_axpby(const float *b, float alpha, float decay, float *w, float *sout, size_t n)
+RN__FN void rn__row_axpby(const float *b, float alpha, double decay, float *w, float *sout, size_t n)
 {
 #if defined(RN__AVX512)
     rn__row_axpby_avx512(b, alpha, decay, w, sout, n);
@@ -1274,14 +1298,16 @@ RN__FN void rn__panel_tile(const float *Pa, const float *Pb, size_t k, float *C)
 #endif
 }
 
-/* Pack one row into column r of a panel (k x 64): P[l*64 + r] = float(row_l - mu_l) with the
- * subtraction in double (mu may be NULL); returns the squared norm of the stored floats. */
-RN__FN double rn__pack_row(const float *row, const double *mu, size_t k, float *P, size_t r)
+/* Pack one row into column r of a panel (k x 64): P[l*64 + r] = float((row_l - mu_l) sc) with
+ * the subtraction and the scaling in double, rounded once (mu may be NULL; sc is a power of two,
+ * chosen by the caller so that the packed values and their products stay far from float32
+ * overflow and underflow); returns the squared norm of the stored floats. */
+RN__FN double rn__pack_row(const float *row, const double *mu, double sc, size_t k, float *P, size_t r)
 {
     double s = 0.0;
     size_t l;
     for (l = 0; l < k; l++) {
-        float v = (float)((double)row[l] - (mu ? mu[l] : 0.0));
+        float v = (float)(((double)row[l] - (mu ? mu[l] : 0.0)) * sc);
         P[l * 64 + r] = v;
         s += (double)v * (double)v;
     }
@@ -1291,6 +1317,13 @@ RN__FN void rn__pack_zero(size_t k, float *P, size_t r)
 {
     size_t l;
     for (l = 0; l < k; l++) P[l * 64 + r] = 0.0f;
+}
+
+/* The exponent e with 2^e <= x < 2^(e+1) (x > 0 finite), 0 otherwise: a panel scaled by 2^-e
+ * has norms in [1, 2), so float32 products of such panels neither overflow nor underflow. */
+RN__FN int rn__exp2_of(double x)
+{
+    return (x > 0.0 && x <= DBL_MAX) ? ilogb(x) : 0;
 }
 
 /* Matrix finite check, row by row (columns past cols never read). */
@@ -1494,26 +1527,39 @@ RNDEF size_t rn_row_diameter_workspace_size(size_t rows, size_t cols)
     return s == (size_t)-1 ? 0 : s;
 }
 
-/* Shared read-only data of the diameter's tile scan. */
+/* Shared read-only data of the diameter's tile scan. Units: LB, the radii brad[2P+1] and the
+ * returned distances are those of S; the packed panels X, their squared norms sqn, the block
+ * centres bcen and block radii brad[2P], Rf, M and dabs are in scaled units (times sc = 2^-e). */
 typedef struct rn__diam_ctx {
     const float *S, *X;
     const rn__radidx *ord;
     const double *sqn, *bcen, *brad;
     size_t ld, cols, rows;
-    double M, up, Rf;
+    double M, up, Rf, sc, dabs;
 } rn__diam_ctx;
 
-/* Block row p of the tile scan (blocks q <= p), improving *best (see the bounds above). */
-RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best)
+/* Work counters of one diameter call: tiles met (float32 products or the fallback) and pairs
+ * verified in double (internal: the tests hold the pruning's effectiveness to them). */
+typedef struct rn__diam_stats { size_t tiles, verified; } rn__diam_stats;
+
+/* Verify one candidate pair (positions pa, qb in radius order) in double. */
+RN__FN void rn__diam_verify(const rn__diam_ctx *c, size_t pa, size_t qb, rn__best *best, rn__diam_stats *cnt)
 {
-    const float *S = c->S, *X = c->X;
-    const rn__radidx *ord = c->ord;
+    size_t ia = c->ord[pa].idx, ib = c->ord[qb].idx;
+    cnt->verified++;
+    rn__best_offer(best, rn__sumsq_ff(c->S + ia * c->ld, c->S + ib * c->ld, c->cols), ia, ib);
+}
+
+/* Block row p of the tile scan (blocks q <= p), improving *best (see the bounds above). */
+RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__diam_stats *cnt)
+{
+    const float *X = c->X;
     const double *sqn = c->sqn, *bcen = c->bcen, *brad = c->brad;
-    size_t ld = c->ld, cols = c->cols, rows = c->rows, q;
-    double M = c->M, up = c->up, Rf = c->Rf;
+    size_t cols = c->cols, rows = c->rows, q;
+    double M = c->M, up = c->up, Rf = c->Rf, sc = c->sc;
     float C[RN__BS * RN__BS];
     size_t p0 = p * RN__BS, pm = (p0 + RN__BS < rows ? p0 + RN__BS : rows) - p0;
-    double LB = sqrt(best->d2 > 0.0 ? best->d2 : 0.0);
+    double LB = sqrt(best->d2 > 0.0 ? best->d2 : 0.0), LBs;
     /* radii sorted descending: the best partner block is block 0 */
     if ((brad[2 * p + 1] + brad[1]) * (1.0 + 1e-12) < LB) return;
     for (q = 0; q <= p; q++) {
@@ -1529,9 +1575,19 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best)
                 double d = bcen[p * cols + kk] - bcen[q * cols + kk];
                 s2 += d * d;
             }
-            if ((sqrt(s2) + brad[2 * p] + brad[2 * q] + up * 2.0 * Rf) * (1.0 + 1e-12) < LB) continue;
+            if ((sqrt(s2) + brad[2 * p] + brad[2 * q] + up * 2.0 * Rf + c->dabs) * (1.0 + 1e-12) < LB * sc) continue;
+        }
+        if (M == HUGE_VAL) {
+            /* no usable float32 error bound: every pair of the tile is verified in double */
+            for (a = 0; a < pm; a++) {
+                size_t bend = (p == q) ? a : qm;
+                for (b = 0; b < bend; b++) rn__diam_verify(c, p0 + a, q0 + b, best, cnt);
+            }
+            cnt->tiles++;
+            continue;
         }
         rn__panel_tile(X + p * cols * RN__BS, X + q * cols * RN__BS, cols, C);
+        cnt->tiles++;
         for (a = 0; a < pm; a++) {
             size_t bend = (p == q) ? a : qm;
             for (b = 0; b < bend; b++) {
@@ -1540,26 +1596,23 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best)
             }
         }
         if (emax == -HUGE_VAL) continue;
-        thr = LB * LB * (1.0 - 1e-12) - M - 1e-300;
+        LBs = LB * sc;
+        thr = LBs * LBs * (1.0 - 1e-12) - M - 1e-300;
         if (emax < thr) continue;
         /* verify the tile's best estimate first: it raises LB and tightens the rest */
-        {
-            size_t ia = ord[p0 + bi].idx, ib = ord[q0 + bj].idx;
-            rn__best_offer(best, rn__sumsq_ff(S + ia * ld, S + ib * ld, cols), ia, ib);
-        }
-        LB = sqrt(best->d2 > 0.0 ? best->d2 : 0.0);
-        thr = LB * LB * (1.0 - 1e-12) - M - 1e-300;
+        rn__diam_verify(c, p0 + bi, q0 + bj, best, cnt);
+        LBs = sqrt(best->d2 > 0.0 ? best->d2 : 0.0) * sc;
+        thr = LBs * LBs * (1.0 - 1e-12) - M - 1e-300;
         for (a = 0; a < pm; a++) {
             size_t bend = (p == q) ? a : qm;
             for (b = 0; b < bend; b++) {
                 double e = sqn[p0 + a] + sqn[q0 + b] - 2.0 * (double)C[a * RN__BS + b];
                 if (e >= thr && !(a == bi && b == bj)) {
-                    size_t ia = ord[p0 + a].idx, ib = ord[q0 + b].idx;
-                    double d2 = rn__sumsq_ff(S + ia * ld, S + ib * ld, cols);
-                    rn__best_offer(best, d2, ia, ib);
-                    if (d2 >= best->d2) {
-                        LB = sqrt(best->d2);
-                        thr = LB * LB * (1.0 - 1e-12) - M - 1e-300;
+                    double d2o = best->d2;
+                    rn__diam_verify(c, p0 + a, q0 + b, best, cnt);
+                    if (best->d2 > d2o) {
+                        LBs = sqrt(best->d2) * sc;
+                        thr = LBs * LBs * (1.0 - 1e-12) - M - 1e-300;
                     }
                 }
             }
@@ -1568,28 +1621,40 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best)
 }
 
 /* Exact diameter (SPEC 1.2). Soundness of the pruning, with x_i = s_i - mu (mu the double mean;
- * any common shift leaves distances unchanged), r_i = ||x_i|| (double), R = max r_i, and
- * xf_i = float32(x_i) (|xf_il - x_il| <= u' |x_il|, u' = 2^-24 (1 + 2^-28)):
- *  - radius bound: ||x_i - x_j|| <= r_i + r_j, so a block pair whose largest radii sum below
- *    the current lower bound LB cannot contain a better pair (rows are sorted by radius);
+ * any common shift leaves distances unchanged), r_i = ||x_i|| (double), R = max r_i. The rows
+ * are packed scaled by the power of two sc = 2^-e, e = ilogb(R) (exact in double), so that the
+ * packed rows have norms in [1, 2) whatever the magnitude of S and float32 tile products
+ * neither overflow nor (except for entries tiny against R) underflow; everything below is in
+ * these scaled units, y_i = sc x_i, LB_s = sc LB. xf_i = float32(y_i), with
+ * |xf_il - y_il| <= u' |y_il| + tau (u' = 2^-24 (1 + 2^-28); tau = 2^-126 covers subnormal
+ * rounding and flush-to-zero):
+ *  - radius bound (unscaled, double): ||x_i - x_j|| <= r_i + r_j, so a block pair whose largest
+ *    radii sum below the current lower bound LB cannot contain a better pair (rows are sorted
+ *    by radius);
  *  - block bound: ||xf_i - xf_j|| <= ||c_P - c_Q|| + rho_P + rho_Q (block centres c, radii rho
- *    of the float rows), and ||x_i - x_j|| <= ||xf_i - xf_j|| + u'(r_i + r_j);
+ *    of the float rows), and ||y_i - y_j|| <= ||xf_i - xf_j|| + 2 u' Rf + dabs,
+ *    dabs = 2 sqrt(cols) tau;
  *  - tile estimate E_ij = n_i + n_j - 2 fl(xf_i . xf_j) with n_i = ||xf_i||^2 in double:
- *    |fl(xf_i . xf_j) - xf_i . xf_j| <= gamma_k ||xf_i|| ||xf_j|| (any summation order,
- *    gamma_k = k u/(1 - k u), k = cols + 16), so |E - ||x_i - x_j||^2| <= M with
- *    M = (2 gamma_k + 8.2 u') Rf^2 (Rf = max(R, max ||xf_i||) (1 + 1e-6)) + double rounding.
- *    A pair is verified (distance recomputed in double from S) when E >= LB^2 - M; all
- *    comparisons carry a relative slack of 1e-12 for the double rounding of the bounds.
+ *    |fl(xf_i . xf_j) - xf_i . xf_j| <= gamma_k ||xf_i|| ||xf_j|| + 2.5 k tau (any summation
+ *    order, with or without FMA, gradual underflow or flush-to-zero; gamma_k = k u/(1 - k u),
+ *    k = cols + 16), so |E - ||y_i - y_j||^2| <= M with
+ *    M = (2 gamma_k + 8.2 u' + 1e-12) Rf^2 + (6 k + 32 sqrt(cols) + 64) tau
+ *    (Rf = max(R sc, max ||xf_i||) (1 + 1e-6) <= ~2) + double rounding. A pair is verified
+ *    (distance recomputed in double from S) when E >= LB_s^2 - M; all comparisons carry a
+ *    relative slack of 1e-12 for the double rounding of the bounds.
+ *  - fallback: if the bound is unusable (cols ~ 2^22 and beyond, or non-finite scaled data)
+ *    M = HUGE_VAL and the tiles that survive the radius and block bounds are verified pair by
+ *    pair in double, without float32 products.
  * Every pair whose true distance can reach LB is thus verified, so the result is the maximum
- * of the double distances. */
-RNDEF rn_status rn_row_diameter_ws(const float *S, size_t rows, size_t cols, size_t ld,
-                                   void *ws, size_t ws_bytes,
-                                   double *diameter, size_t *oi, size_t *oj)
+ * of the double distances. stats (may be NULL) receives the work counters. */
+RN__FN rn_status rn__row_diameter_core(const float *S, size_t rows, size_t cols, size_t ld,
+                                       void *ws, size_t ws_bytes,
+                                       double *diameter, size_t *oi, size_t *oj, rn__diam_stats *stats)
 {
     char *cur, *end;
     float *X;
     rn__radidx *ord;
-    double *sqn, *mu, *bcen, *brad, R, Rf, M, gk, up;
+    double *sqn, *mu, *bcen, *brad, R, Rf, M, gk, up, sc, tau;
     size_t need, nb, nbact, p, r, k;
     rn__best best;
     if (!S || !diameter || !ws) return RN_ERR_NULL;
@@ -1611,6 +1676,7 @@ RNDEF rn_status rn_row_diameter_ws(const float *S, size_t rows, size_t cols, siz
     RN_ASSERT(X && ord && sqn && mu && bcen && brad);
     /* the finiteness check and the mean row in one read of S (only the workspace is written) */
     if (!rn__col_mean_finite(S, rows, cols, ld, mu)) return RN_ERR_NONFINITE;
+    if (stats) { stats->tiles = 0; stats->verified = 0; }
     if (rows == 1) {
         *diameter = 0.0;
         if (oi) *oi = 0;
@@ -1639,13 +1705,15 @@ RNDEF rn_status rn_row_diameter_ws(const float *S, size_t rows, size_t cols, siz
         nbact = 0;
         while (nbact < nb && !((ord[nbact * RN__BS].r + R) * (1.0 + 1e-12) < LB0)) nbact++;
     }
-    /* centred float rows in radius order, packed as panels of RN__BS rows. The float rows have
-     * norms <= R (1 + 2^-23): Rf below bounds them with room to spare. */
-    Rf = R;
+    /* centred float rows in radius order, scaled by sc = 2^-ilogb(R) (norms in [1, 2)), packed
+     * as panels of RN__BS rows. The float rows have norms <= R sc (1 + 2^-23) + dabs/2: Rf below
+     * bounds them with room to spare. */
+    sc = ldexp(1.0, -rn__exp2_of(R));
+    Rf = R * sc;
     for (p = 0; p < nbact * RN__BS; p++) {
         float *P = X + (p / RN__BS) * cols * RN__BS;
         if (p < rows) {
-            sqn[p] = rn__pack_row(S + ord[p].idx * ld, mu, cols, P, p % RN__BS);
+            sqn[p] = rn__pack_row(S + ord[p].idx * ld, mu, sc, cols, P, p % RN__BS);
             if (sqrt(sqn[p]) > Rf) Rf = sqrt(sqn[p]);
         } else {
             rn__pack_zero(cols, P, p % RN__BS);
@@ -1668,27 +1736,37 @@ RNDEF rn_status rn_row_diameter_ws(const float *S, size_t rows, size_t cols, siz
         brad[2 * p + 1] = ord[r0].r;
     }
     up = ldexp(1.0, -24) * (1.0 + ldexp(1.0, -28));
+    tau = ldexp(1.0, -126);
     gk = ((double)cols + 16.0) * ldexp(1.0, -24);
     gk = gk / (1.0 - gk);
     Rf *= 1.0 + 1e-6;
-    M = (2.0 * gk + 8.2 * up) * Rf * Rf + 1e-12 * Rf * Rf;
-    if (!(gk < 0.25)) M = HUGE_VAL; /* cols ~ 2^22 and beyond: no useful float bound, verify all */
+    M = (2.0 * gk + 8.2 * up + 1e-12) * Rf * Rf
+        + (6.0 * ((double)cols + 16.0) + 32.0 * sqrt((double)cols) + 64.0) * tau;
+    /* cols ~ 2^22 and beyond (no useful float bound) or scaled data that float32 cannot hold
+     * (not expected: the packed values are below 2 in magnitude): verify without tiles */
+    if (!(gk < 0.25) || !(M <= DBL_MAX)) M = HUGE_VAL;
 
     {
         rn__diam_ctx ctx;
         long pl, nbl = (long)nbact;
         ctx.S = S; ctx.X = X; ctx.ord = ord; ctx.sqn = sqn; ctx.bcen = bcen; ctx.brad = brad;
         ctx.ld = ld; ctx.cols = cols; ctx.rows = rows; ctx.M = M; ctx.up = up; ctx.Rf = Rf;
+        ctx.sc = sc; ctx.dabs = 2.0 * sqrt((double)cols) * tau;
         if (R > 0.0) {
             /* each thread keeps its own best (sound: it is a lower bound of D); the tie rule makes
              * the combined result independent of the thread count */
             RN__OMP(omp parallel)
             {
                 rn__best mine = best;
+                rn__diam_stats cnt;
+                cnt.tiles = 0; cnt.verified = 0;
                 RN__OMP(omp for schedule(dynamic, 1))
-                for (pl = 0; pl < nbl; pl++) rn__diam_row(&ctx, (size_t)pl, &mine);
+                for (pl = 0; pl < nbl; pl++) rn__diam_row(&ctx, (size_t)pl, &mine, &cnt);
                 RN__OMP(omp critical(rn__diam_best))
-                rn__best_offer(&best, mine.d2, mine.i, mine.j);
+                {
+                    rn__best_offer(&best, mine.d2, mine.i, mine.j);
+                    if (stats) { stats->tiles += cnt.tiles; stats->verified += cnt.verified; }
+                }
             }
         }
     }
@@ -1697,6 +1775,13 @@ RNDEF rn_status rn_row_diameter_ws(const float *S, size_t rows, size_t cols, siz
     if (oi) *oi = best.i;
     if (oj) *oj = best.j;
     return RN_OK;
+}
+
+RNDEF rn_status rn_row_diameter_ws(const float *S, size_t rows, size_t cols, size_t ld,
+                                   void *ws, size_t ws_bytes,
+                                   double *diameter, size_t *oi, size_t *oj)
+{
+    return rn__row_diameter_core(S, rows, cols, ld, ws, ws_bytes, diameter, oi, oj, NULL);
 }
 
 RNDEF rn_status rn_row_diameter(const float *S, size_t rows, size_t cols, size_t ld,
@@ -1723,7 +1808,8 @@ RNDEF rn_status rn_worst_hidden_state(const float *S, size_t rows, size_t cols, 
     size_t k;
     if (!S || !h) return RN_ERR_NULL;
     if (!rn__extent(rows, cols, ld)) return RN_ERR_SIZE;
-    if (i >= rows || j >= rows || !(radius >= 0.0) || radius > DBL_MAX) return RN_ERR_DOMAIN;
+    if (i >= rows || j >= rows || !(radius >= 0.0) || radius > (double)FLT_MAX) return RN_ERR_DOMAIN;
+    if (rn__overlap(h, cols * sizeof(float), S, rn__extent(rows, cols, ld) * sizeof(float))) return RN_ERR_ALIAS;
     if (!rn__all_finite(S + i * ld, cols) || !rn__all_finite(S + j * ld, cols)) return RN_ERR_NONFINITE;
     n2 = rn__sumsq_ff(S + i * ld, S + j * ld, cols);
     sc = n2 > 0.0 ? radius / sqrt(n2) : 0.0;
@@ -1737,18 +1823,30 @@ RNDEF rn_status rn_worst_hidden_state(const float *S, size_t rows, size_t cols, 
 RNDEF size_t rn_hilbert_rms_workspace_size(size_t cols, size_t tokens)
 {
     size_t s;
-    if (cols == 0 || tokens == 0) return 0;
+    if (cols == 0 || tokens == 0 || tokens > (size_t)-1 - (RN__BS - 1)) return 0;
     s = rn__mul(rn__mul(rn__mul((tokens + RN__BS - 1) / RN__BS + 1, RN__BS), cols), sizeof(float));
     s = rn__add(s, rn__mul(cols, sizeof(double)));
     s = rn__add(s, 3 * 64);
     return s == (size_t)-1 ? 0 : s;
 }
 
+/* e_l of a token row h_l: ilogb ||h_l|| (0 for h_l = 0), the same value at packing and at the end. */
+RN__FN int rn__rms_token_exp(const float *h, size_t cols)
+{
+    return rn__exp2_of(sqrt(rn__sumsq_fd(h, NULL, cols)));
+}
+
 /* Validated core: per-token max/min of s_i . h_l into tmax/tmin (tokens). H is packed once
  * (panels of RN__BS tokens); each vocabulary block of RN__BS rows is packed once, centred, and
  * met with every token panel, so the packing is O((rows + tokens) cols) against
  * 2 rows tokens cols flops. Token panels are independent: OpenMP splits them, and each
- * token's range has one owner (deterministic). */
+ * token's range has one owner (deterministic).
+ * Range: every token row h_l is packed scaled by 2^-e_l (e_l = ilogb ||h_l||) and every
+ * vocabulary block by 2^-f (f = ilogb of its largest centred row norm), both exact powers of
+ * two, so the float32 tile products have magnitude <= 4 and neither overflow nor underflow
+ * whatever the magnitudes of S and H; the block's 2^f is undone in double on the tile's
+ * max/min, and the token's 2^e_l at the end (the range of a token row that is tiny against
+ * the vocabulary block's rows keeps its relative accuracy too: the scales are per token). */
 RN__FN void rn__rms_range(const float *S, size_t rows, size_t cols, size_t lds,
                           const float *H, size_t tokens, size_t ldh, float *Hp, float *Sp, double *mu,
                           double *tmax, double *tmin)
@@ -1757,15 +1855,23 @@ RN__FN void rn__rms_range(const float *S, size_t rows, size_t cols, size_t lds,
     long tp, ntpl = (long)ntp;
     for (t = 0; t < ntp * RN__BS; t++) {
         float *P = Hp + (t / RN__BS) * cols * RN__BS;
-        if (t < tokens) rn__pack_row(H + t * ldh, NULL, cols, P, t % RN__BS);
+        if (t < tokens) rn__pack_row(H + t * ldh, NULL, ldexp(1.0, -rn__rms_token_exp(H + t * ldh, cols)), cols, P, t % RN__BS);
         else rn__pack_zero(cols, P, t % RN__BS);
     }
     rn__col_mean(S, rows, cols, lds, mu);
     for (l = 0; l < tokens; l++) { tmax[l] = -HUGE_VAL; tmin[l] = HUGE_VAL; }
     for (r0 = 0; r0 < rows; r0 += RN__BS) {
         size_t rm = rows - r0 < RN__BS ? rows - r0 : RN__BS, a;
+        double nmax = 0.0, unscale;
+        int f;
+        for (a = 0; a < rm; a++) {
+            double n2 = rn__sumsq_fd(S + (r0 + a) * lds, mu, cols);
+            nmax = n2 > nmax ? n2 : nmax;
+        }
+        f = rn__exp2_of(sqrt(nmax));
+        unscale = ldexp(1.0, f);
         for (a = 0; a < RN__BS; a++) {
-            if (a < rm) rn__pack_row(S + (r0 + a) * lds, mu, cols, Sp, a);
+            if (a < rm) rn__pack_row(S + (r0 + a) * lds, mu, ldexp(1.0, -f), cols, Sp, a);
             else rn__pack_zero(cols, Sp, a);
         }
         RN__OMP(omp parallel for schedule(static))
@@ -1776,17 +1882,22 @@ RN__FN void rn__rms_range(const float *S, size_t rows, size_t cols, size_t lds,
             for (b = 0; b < tm; b++) {
                 const float *c = C + b * RN__BS;
                 float mx = c[0], mn = c[0];
+                double dmx, dmn;
                 for (i = 1; i < rm; i++) { mx = c[i] > mx ? c[i] : mx; mn = c[i] < mn ? c[i] : mn; }
-                if ((double)mx > tmax[t0 + b]) tmax[t0 + b] = (double)mx;
-                if ((double)mn < tmin[t0 + b]) tmin[t0 + b] = (double)mn;
+                dmx = (double)mx * unscale; /* exact: a power of two, far inside double range */
+                dmn = (double)mn * unscale;
+                if (dmx > tmax[t0 + b]) tmax[t0 + b] = dmx;
+                if (dmn < tmin[t0 + b]) tmin[t0 + b] = dmn;
             }
         }
     }
-    /* restore the common shift: s_i . h = (s_i - mu) . h + mu . h (double) */
+    /* undo the token scale and restore the common shift: s_i . h = (s_i - mu) . h + mu . h */
     for (l = 0; l < tokens; l++) {
         const float *h = H + l * ldh;
-        double sh = 0.0;
+        double sh = 0.0, te = ldexp(1.0, rn__rms_token_exp(h, cols));
         for (k = 0; k < cols; k++) sh += mu[k] * (double)h[k];
+        tmax[l] *= te;
+        tmin[l] *= te;
         tmax[l] += sh;
         tmin[l] += sh;
     }
@@ -2007,6 +2118,7 @@ RNDEF rn_status rn_rownorm_init_ws(rn_rownorm_state *st, size_t rows, size_t col
     RN_ASSERT(s.B && s.rn__part && s.rn__part2 && s.rn__rowinv && s.rn__mu && s.rn__nu && s.rn__meanb);
     memset(s.B, 0, rows * cols * sizeof(float));
     memset(s.rn__meanb, 0, cols * sizeof(double));
+    memset(s.rn__part, 0, nch * cols * sizeof(double)); /* kept zero between steps (see the step) */
     s.rows = rows; s.cols = cols; s.t = 0; s.rn__nchunks = nch;
     s.rn__meanb_ok = 1; /* B = 0: its mean is 0 */
     s.rn__mem = mem; s.rn__owns = 0;
@@ -2061,12 +2173,12 @@ RN__FN void rn__sweep_chunk(const rn__sweep *w, size_t r0, size_t r1, double *ac
 {
     size_t r, k, n = w->cols;
     if (w->plain) {
-        /* no projections: one visit per row, float write (nothing to centre) */
+        /* no projections: one visit per row; s = alpha b and w + fl(-lr wd w + s) in float */
         for (r = r0; r < r1; r++) {
             float *b = w->B + r * n;
             double nr = sqrt(rn__row_ema_sq(b, w->G + r * w->ldg, n, w->beta, w->omb)) + w->epsb;
             double inv = nr > 0.0 ? 1.0 / nr : 0.0; /* a zero row (eps 0) stays zero */
-            rn__row_axpby(b, (float)(w->neglr * inv), (float)w->decay, w->W + r * w->ldw,
+            rn__row_axpby(b, (float)(w->neglr * inv), w->decay, w->W + r * w->ldw,
                           w->so ? w->so + r * w->lds : NULL, n);
         }
         return;
@@ -2174,10 +2286,15 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
     cout = !(flags & (RN_NO_CENTER_OUT | RN_REFERENCE_COMPAT));
     check = !(flags & RN_SKIP_CHECKS);
 
-    /* pre-pass over G (read-only, so an error leaves everything untouched): the finiteness
-     * check and, with the inner P, the column sums of G */
-    if ((check || cin) && !rn__gpass(G, ldg, rows, cols, nch, check, cin ? st->rn__part : NULL))
+    /* pre-pass over G (read-only on G, W and step_out): the finiteness check and, with the
+     * inner P, the per-chunk column sums of G into rn__part. rn__part is all zeros between
+     * steps (zeroed at init and at the end of every step that used it), so a rejected step
+     * restores it by zeroing: the whole state block is then byte-identical to before the call
+     * (without an extra read of G to validate it first). */
+    if ((check || cin) && !rn__gpass(G, ldg, rows, cols, nch, check, cin ? st->rn__part : NULL)) {
+        if (cin) memset(st->rn__part, 0, nch * cols * sizeof(double));
         return RN_ERR_NONFINITE;
+    }
 
     /* bias correction: B-hat = B / bc; RN_eps(P B-hat) = RN_{eps bc}(P B), so B is never divided */
     if ((flags & RN_NO_BIAS_CORRECTION) || beta == 0.0) bc = 1.0;
@@ -2215,6 +2332,7 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
     sw.upd = 1; sw.colsum = 1; sw.norm = 1; sw.nuacc = cout; sw.write = !cout;
     rn__sweep_all(&sw, rows, nch, st->rn__part, st->rn__part2);
     rn__combine(st->rn__part, nch, cols, rows, st->rn__meanb);
+    memset(st->rn__part, 0, nch * cols * sizeof(double)); /* the invariant (1/128 of B's bytes) */
     st->rn__meanb_ok = 1;
     if (cout) {
         rn__combine(st->rn__part2, nch, cols, rows, st->rn__nu);

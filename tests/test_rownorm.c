@@ -360,6 +360,180 @@ static void test_diameter_ws_and_errors(void)
     free(ws); free(S);
 }
 
+/* brute-force diameter in float64 with the documented tie rule: the first maximising pair in
+ * (i, j) lexicographic order */
+static double ref_diameter_pair(const float *S, size_t rows, size_t cols, size_t ld, size_t *bi, size_t *bj)
+{
+    double best = -1.0;
+    size_t i, j;
+    *bi = 0; *bj = rows > 1 ? 1 : 0;
+    for (i = 0; i < rows; i++)
+        for (j = i + 1; j < rows; j++) {
+            double d = ref_dist2(S, ld, cols, i, j);
+            if (d > best) { best = d; *bi = i; *bj = j; }
+        }
+    return sqrt(best > 0.0 ? best : 0.0);
+}
+
+/* 1 if rn_row_diameter returns the float64 brute-force D (relative 1e-12) and, with
+ * check_pair, exactly the lexicographically smallest maximising pair. */
+static int diam_agrees(const float *S, size_t rows, size_t cols, size_t ld, int check_pair)
+{
+    size_t bi, bj, a = 99, b = 99;
+    double want = ref_diameter_pair(S, rows, cols, ld, &bi, &bj), D = -1.0;
+    if (rn_row_diameter(S, rows, cols, ld, &D, &a, &b) != RN_OK) return 0;
+    if (!(fabs(D - want) <= 1e-12 * want) && !(want == 0.0 && D == 0.0)) return 0;
+    if (check_pair && (a != bi || b != bj)) return 0;
+    return a < b && b < rows;
+}
+
+/* Rows spread so far that float32 products of the raw centred rows overflow (1e20, 1e30) or
+ * fall into the subnormal range (1e-23, 1e-30): the tiles work on rows scaled by a power of
+ * two, so D and the pair stay exact. Small random sets, and the corners + decoy configuration
+ * (the farthest-point sweeps stop at a pair that is only locally farthest). */
+static void test_diameter_extreme_scales(void)
+{
+    static const double scales[] = {1e20, 1e-23, 1e-30, 1e30, 1e-38};
+    t_rng r = {21};
+    size_t si, t, i, k;
+    float *S = (float *)malloc(240 * 32 * sizeof(float));
+    for (si = 0; si < sizeof scales / sizeof scales[0]; si++) {
+        double sc = scales[si];
+        int bad = 0, ntr = si < 4 ? 700 : 100;
+        for (t = 0; t < (size_t)ntr; t++) {
+            size_t V = 3 + (size_t)(t_rng_uniform(&r) * 60), d = 1 + (size_t)(t_rng_uniform(&r) * 4);
+            for (i = 0; i < V * d; i++) S[i] = (float)(sc * t_rng_normal(&r));
+            bad += !diam_agrees(S, V, d, d, 0);
+        }
+        CHECK_MSG(bad == 0, "scale %g: %d of %d random sets wrong", sc, bad, ntr);
+        { /* corners (+-1, +-1) + noise + a decoy row of the largest radius, times sc */
+            size_t V = 240, d = 32;
+            for (i = 0; i < V; i++)
+                for (k = 0; k < d; k++) S[i * d + k] = (float)(sc * 1e-4 * (t_rng_uniform(&r) - 0.5));
+            for (i = 0; i < V; i++) {
+                S[i * d + 0] = (float)(sc * ((i % 2) ? 1.0 : -1.0));
+                S[i * d + 1] = (float)(sc * (((i / 2) % 2) ? 1.0 : -1.0));
+            }
+            S[0] = 0.0f; S[1] = 0.0f; S[2] = (float)(1.5 * sc);
+            CHECK_MSG(diam_agrees(S, V, d, d, 0), "scale %g: corners + decoy", sc);
+        }
+    }
+    free(S);
+}
+
+/* Normal-scale fuzz of the pruning: several 64-row blocks, d = 2..6, heavy-tailed or
+ * sphere-like row norms, or a decoy row of the largest radius. */
+static void test_diameter_fuzz(void)
+{
+    t_rng r = {22};
+    size_t t, i, k;
+    int bad = 0, ntr = 150;
+    float *S = (float *)malloc(400 * 6 * sizeof(float));
+    for (t = 0; t < (size_t)ntr; t++) {
+        size_t V = 65 + (size_t)(t_rng_uniform(&r) * 335), d = 2 + (size_t)(t_rng_uniform(&r) * 5);
+        int kind = (int)(t % 3);
+        for (i = 0; i < V; i++) {
+            double sc = kind == 0 ? exp(1.5 * t_rng_normal(&r)) : 1.0, n = 0.0;
+            for (k = 0; k < d; k++) { double v = t_rng_normal(&r); S[i * d + k] = (float)v; n += v * v; }
+            if (kind == 1) sc = (1.0 + 0.01 * t_rng_uniform(&r)) / sqrt(n);
+            for (k = 0; k < d; k++) S[i * d + k] = (float)(S[i * d + k] * sc);
+        }
+        if (kind == 2) { for (k = 0; k < d; k++) S[k] = 0.0f; S[d - 1] = 3.0f; }
+        bad += !diam_agrees(S, V, d, d, 0);
+    }
+    CHECK_MSG(bad == 0, "%d of %d wrong", bad, ntr);
+    free(S);
+}
+
+/* Exact ties (small integer coordinates, many duplicate rows, optional common offset): D and
+ * the documented tie rule (the lexicographically smallest maximising pair). */
+static void test_diameter_ties(void)
+{
+    t_rng r = {23};
+    size_t t, i;
+    int bad = 0, ntr = 150;
+    float *S = (float *)malloc(400 * 5 * sizeof(float));
+    for (t = 0; t < (size_t)ntr; t++) {
+        size_t V = 2 + (size_t)(t_rng_uniform(&r) * 398), d = 1 + (size_t)(t_rng_uniform(&r) * 5);
+        int range = 1 + (int)(t_rng_uniform(&r) * 4);
+        double off = t_rng_uniform(&r) < 0.5 ? 0.0 : 1000.0 * (t_rng_uniform(&r) - 0.5);
+        for (i = 0; i < V * d; i++) S[i] = (float)((int)(t_rng_uniform(&r) * (2 * range + 1)) - range + off);
+        bad += !diam_agrees(S, V, d, d, 1);
+    }
+    CHECK_MSG(bad == 0, "%d of %d wrong (D or tie rule)", bad, ntr);
+    free(S);
+}
+
+/* Where the error margin M of the tile threshold decides: hypercube-corner clusters with
+ * coordinates that round in float32, sub-resolution noise, and a decoy of the largest radius.
+ * Also the corners + decoy case with noise below the tiles' resolution (1e-5, 1e-6), once with
+ * ld > cols and NaN padding (the verification must use ld). */
+static void test_diameter_margin(void)
+{
+    t_rng r = {24};
+    size_t V = 192, d = 64, i, k, rep;
+    int bad = 0, nrep = 40;
+    float *S = (float *)malloc(192 * 64 * sizeof(float)); /* >= 240 x 36 */
+    for (rep = 0; rep < (size_t)nrep; rep++) {
+        double noise = pow(10.0, -4.0 - 3.0 * t_rng_uniform(&r));
+        size_t nc = 2 + (size_t)(t_rng_uniform(&r) * 6);
+        for (i = 0; i < V; i++)
+            for (k = 0; k < d; k++) {
+                double base = k < nc ? (((i >> (k % 8)) & 1) ? 1.0 : -1.0) * (1.0 + 0.37 * (double)k / (double)nc) : 0.0;
+                S[i * d + k] = (float)(base + noise * t_rng_normal(&r));
+            }
+        for (k = 0; k < d; k++) S[k] = 0.0f;
+        S[nc] = (float)(1.05 * sqrt((double)nc) * 1.3);
+        bad += !diam_agrees(S, V, d, d, 0);
+    }
+    CHECK_MSG(bad == 0, "clusters: %d of %d wrong", bad, nrep);
+    {
+        static const double noises[] = {1e-5, 1e-6, 1e-6};
+        size_t q, Vc = 240, dc = 32;
+        for (q = 0; q < 3; q++) {
+            size_t ld = q == 2 ? dc + 4 : dc;
+            for (i = 0; i < Vc; i++)
+                for (k = 0; k < ld; k++) S[i * ld + k] = k < dc ? (float)(noises[q] * t_rng_normal(&r)) : NANF;
+            for (i = 0; i < Vc; i++) {
+                S[i * ld + 0] = (i % 2) ? 1.0f : -1.0f;
+                S[i * ld + 1] = ((i / 2) % 2) ? 1.0f : -1.0f;
+            }
+            S[0] = 0.0f; S[1] = 0.0f; S[2] = 1.5f;
+            CHECK_MSG(diam_agrees(S, Vc, dc, ld, 0), "corners noise %g ld %zu", noises[q], ld);
+        }
+    }
+    free(S);
+}
+
+/* Pruning effectiveness, from the internal work counters: rows sharing a common component
+ * 1e5 times their spread (the centring keeps the tile error bound small), heavy-tailed row
+ * norms (the radius bound leaves a tile or two) and sphere-like rows (every tile is met, but
+ * the error margin lets only a few pairs through to the double verification). */
+static void test_diameter_pruning_work(void)
+{
+    t_rng r = {29};
+    size_t V = 1024, d = 24, i, k, a, b, need = rn_row_diameter_workspace_size(V, d);
+    float *S = (float *)malloc(V * d * sizeof(float));
+    void *ws = malloc(need);
+    double c[24], v[24], D;
+    int kind;
+    for (kind = 0; kind < 2; kind++) {
+        rn__diam_stats st;
+        for (k = 0; k < d; k++) c[k] = 1e5 * t_rng_normal(&r);
+        for (i = 0; i < V; i++) {
+            double sc = exp(1.5 * t_rng_normal(&r)), n = 0.0;
+            for (k = 0; k < d; k++) { v[k] = t_rng_normal(&r); n += v[k] * v[k]; }
+            if (kind == 1) sc = 1.0 / sqrt(n);
+            for (k = 0; k < d; k++) S[i * d + k] = (float)(c[k] + sc * v[k]);
+        }
+        CHECK(rn__row_diameter_core(S, V, d, d, ws, need, &D, &a, &b, &st) == RN_OK);
+        CHECK_NEAR(D, ref_diameter(S, V, d, d), 0, 1e-12);
+        if (kind == 0) CHECK_MSG(st.tiles <= 8 && st.verified <= 64, "heavy tail: %zu tiles, %zu verified", st.tiles, st.verified);
+        else CHECK_MSG(st.tiles == 136 && st.verified <= V, "sphere: %zu tiles, %zu verified", st.tiles, st.verified);
+    }
+    free(S); free(ws);
+}
+
 /* ---- 1.3 Hilbert RMS -------------------------------------------------------------------------- */
 
 static double ref_rms(const float *S, size_t V, size_t d, size_t lds, const float *H, size_t N, size_t ldh)
@@ -421,6 +595,44 @@ static void test_hilbert_rms(void)
     CHECK(rn_hilbert_rms_from_range(mx, mn, N, &rms) == RN_ERR_DOMAIN);
     CHECK(rms == 7.0);
     free(S); free(H); free(mx); free(mn); free(mx2); free(mn2); free(ws);
+}
+
+/* Magnitudes whose float32 products overflow (|S|, |h| ~ 1e19) or underflow (1e-20, 1e-22),
+ * and mixed ones: the panels are scaled by powers of two, undone in double. */
+static void test_hilbert_rms_extreme_scales(void)
+{
+    static const double ss[] = {1e19, 1e-20, 1e-22, 1e19, 1e-30}, hs[] = {1e19, 1e-20, 1e-22, 1e-22, 1e25};
+    t_rng r = {25};
+    size_t V = 100, d = 16, N = 70, q, i, l, need = rn_hilbert_rms_workspace_size(d, N);
+    float *S = (float *)malloc(V * d * sizeof(float)), *H = (float *)malloc(N * d * sizeof(float));
+    double *mx = dmat(N), *mn = dmat(N);
+    void *ws = malloc(need);
+    for (q = 0; q < sizeof ss / sizeof ss[0]; q++) {
+        double rms = -1.0, want, err = 0.0;
+        rn_status st;
+        for (i = 0; i < V * d; i++) S[i] = (float)(ss[q] * t_rng_normal(&r));
+        for (i = 0; i < N * d; i++) H[i] = (float)(hs[q] * (t_rng_normal(&r) + (i % d == 3 ? 5.0 : 0.0)));
+        for (i = 0; i < d; i++) H[5 * d + i] = (float)(H[5 * d + i] * 1e-6); /* a much shorter token */
+        want = ref_rms(S, V, d, d, H, N, d);
+        st = rn_hilbert_rms(S, V, d, d, H, N, d, &rms);
+        CHECK_MSG(st == RN_OK, "|S| %g |h| %g: status %d", ss[q], hs[q], (int)st);
+        CHECK_MSG(fabs(rms - want) <= 1e-5 * want, "|S| %g |h| %g: rms %.9g want %.9g", ss[q], hs[q], rms, want);
+        /* and each token's range (the shorter token included) */
+        CHECK(rn_hilbert_rms_partial_ws(S, V, d, d, H, N, d, ws, need, mx, mn) == RN_OK);
+        for (l = 0; l < N; l++) {
+            double rmx = -HUGE_VAL, rmn = HUGE_VAL, e;
+            size_t k;
+            for (i = 0; i < V; i++) {
+                double t = 0.0;
+                for (k = 0; k < d; k++) t += (double)S[i * d + k] * H[l * d + k];
+                rmx = t > rmx ? t : rmx; rmn = t < rmn ? t : rmn;
+            }
+            e = fabs((mx[l] - mn[l]) - (rmx - rmn)) / (rmx - rmn);
+            err = e > err ? e : err;
+        }
+        CHECK_MSG(err <= 1e-5, "|S| %g |h| %g: worst token range error %g", ss[q], hs[q], err);
+    }
+    free(S); free(H); free(mx); free(mn); free(ws);
 }
 
 /* ---- 1.4 Projected RowNorm ---------------------------------------------------------------------- */
@@ -747,6 +959,147 @@ static void test_rownorm_errors(void)
     free(W); free(G); free(So); free(Wc); free(Sc); free(Bc);
 }
 
+/* A rejected step leaves the whole caller block of rn_rownorm_init_ws (B and every private
+ * scratch array) and the struct byte-identical, in every mode: the NaN is late in G (last
+ * chunk), after the column sums of earlier chunks have been formed. Also: the finiteness check
+ * of G runs in the modes without the inner P (compat, no centering). */
+static void test_rownorm_error_state(void)
+{
+    static const unsigned modes[] = {0u, RN_REFERENCE_COMPAT, RN_NO_CENTER_IN, RN_NO_CENTER_OUT,
+                                     RN_NO_CENTER_IN | RN_NO_CENTER_OUT, RN_NO_BIAS_CORRECTION};
+    t_rng r = {26};
+    size_t V = 600, d = 13, i, mi, need = rn_rownorm_state_size(V, d);
+    float *W = mat_new(&r, V, d, d, 1.0), *G = mat_new(&r, V, d, d, 1.0), *So = mat_new(&r, V, d, d, 0.0);
+    float *Wc = (float *)malloc(V * d * 4), *Sc = (float *)malloc(V * d * 4);
+    unsigned char *mem = (unsigned char *)malloc(need), *copy = (unsigned char *)malloc(need);
+    for (mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
+        rn_rownorm_state st, st0;
+        rn_rownorm_config cfg = rn_rownorm_default();
+        size_t pos[2];
+        int q;
+        cfg.flags = modes[mi]; cfg.weight_decay = 0.1;
+        memset(mem, 0x5a, need); /* arbitrary caller memory */
+        CHECK(rn_rownorm_init_ws(&st, V, d, mem, need) == RN_OK);
+        for (i = 0; i < V * d; i++) G[i] = (float)t_rng_normal(&r) + 0.3f;
+        CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d, NULL, 0) == RN_OK); /* a non-trivial state */
+        for (i = 0; i < V * d; i++) G[i] = (float)t_rng_normal(&r) - 0.2f; /* other column sums */
+        pos[0] = V * d - 1; pos[1] = 300 * d + 5;
+        for (q = 0; q < 2; q++) {
+            float keep = G[pos[q]];
+            memcpy(copy, mem, need); st0 = st;
+            memcpy(Wc, W, V * d * 4); memcpy(Sc, So, V * d * 4);
+            G[pos[q]] = q ? (float)HUGE_VAL : NANF;
+            CHECK_MSG(rn_rownorm_step(&st, &cfg, W, d, G, d, So, d) == RN_ERR_NONFINITE, "flags %u", modes[mi]);
+            CHECK_MSG(memcmp(copy, mem, need) == 0, "flags %u: state block changed by a rejected step", modes[mi]);
+            CHECK(memcmp(&st, &st0, sizeof st) == 0);
+            CHECK(memcmp(Wc, W, V * d * 4) == 0 && memcmp(Sc, So, V * d * 4) == 0);
+            G[pos[q]] = keep;
+        }
+        /* the state still works, and gives what a fresh twin gives */
+        {
+            rn_rownorm_state tw;
+            float *W2 = (float *)malloc(V * d * 4);
+            memcpy(W2, W, V * d * 4);
+            CHECK(rn_rownorm_init(&tw, V, d) == RN_OK);
+            memcpy(tw.B, st.B, V * d * 4); tw.t = st.t; rn_rownorm_sync(&tw);
+            CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d, NULL, 0) == RN_OK);
+            CHECK(rn_rownorm_step(&tw, &cfg, W2, d, G, d, NULL, 0) == RN_OK);
+            CHECK(memcmp(W, W2, V * d * 4) == 0);
+            rn_rownorm_free(&tw);
+            free(W2);
+        }
+        rn_rownorm_free(&st);
+    }
+    free(W); free(G); free(So); free(Wc); free(Sc); free(mem); free(copy);
+}
+
+/* Weight decay with a tiny lr * lambda (1e-8 .. 3e-7, where 1 - lr lambda is not a float) in
+ * every mode: W_new is (1 - lr lambda) W + S correctly rounded, up to a rare one-ulp miss of the
+ * float form w + fl(c w + s) (c = -lr lambda) next to a rounding midpoint, and the mean shrink
+ * is unbiased. G = 0 (so S = 0) checks the decay alone; then a random G with the step. */
+static void test_rownorm_small_decay(void)
+{
+    static const double lrwd[] = {1e-8, 3e-8, 1e-7, 3e-7};
+    static const unsigned modes[] = {RN_REFERENCE_COMPAT, 0u, RN_NO_CENTER_IN | RN_NO_CENTER_OUT};
+    t_rng r = {27};
+    size_t V = 128, d = 64, i, q, mi;
+    float *W = (float *)malloc(V * d * 4), *W0 = (float *)malloc(V * d * 4), *G = (float *)calloc(V * d, 4);
+    float *So = (float *)malloc(V * d * 4);
+    for (mi = 0; mi < sizeof modes / sizeof modes[0]; mi++)
+        for (q = 0; q < sizeof lrwd / sizeof lrwd[0]; q++) {
+            rn_rownorm_state st;
+            rn_rownorm_config cfg = rn_rownorm_default();
+            double shrink = 0.0, want_shrink = 0.0, worst = 0.0, dec;
+            size_t nbad = 0;
+            cfg.lr = 1e-3; cfg.weight_decay = lrwd[q] / cfg.lr; cfg.flags = modes[mi];
+            dec = 1.0 - cfg.lr * cfg.weight_decay;
+            for (i = 0; i < V * d; i++) W0[i] = W[i] = (float)(0.5 + t_rng_uniform(&r));
+            memset(G, 0, V * d * 4);
+            CHECK(rn_rownorm_init(&st, V, d) == RN_OK);
+            CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d, So, d) == RN_OK);
+            for (i = 0; i < V * d; i++) {
+                float want = (float)((double)W0[i] * dec); /* the exact value, rounded once */
+                nbad += W[i] != want;
+                shrink += ((double)W0[i] - W[i]) / W0[i];
+                want_shrink += ((double)W0[i] - want) / W0[i];
+            }
+            CHECK_MSG(nbad <= V * d / 2000 && fabs(shrink - want_shrink) <= 2e-3 * lrwd[q] * (double)(V * d),
+                      "flags %u lr*wd %g: %zu entries off, mean shrink %.4g want %.4g",
+                      modes[mi], lrwd[q], nbad, shrink / (double)(V * d), want_shrink / (double)(V * d));
+            /* with a step: |W_new - ((1 - lr wd) W + S)| within half an ulp (plus the rounding of
+             * c w + s, far below it) */
+            for (i = 0; i < V * d; i++) G[i] = (float)t_rng_normal(&r);
+            memcpy(W0, W, V * d * 4);
+            CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d, So, d) == RN_OK);
+            for (i = 0; i < V * d; i++) {
+                double exact = (double)W0[i] * dec + (double)So[i];
+                /* the projected modes round s once for S and W separately: S's rounding too */
+                double ulp = ldexp(1.0, ilogb(exact) - 23);
+                double e = (fabs((double)W[i] - exact) - fabs((double)So[i]) * ldexp(1.0, -24)) / ulp;
+                worst = e > worst ? e : worst;
+            }
+            CHECK_MSG(worst <= 0.5 + 1e-4, "flags %u lr*wd %g: error %.3f ulp", modes[mi], lrwd[q], worst);
+            rn_rownorm_free(&st);
+        }
+    free(W); free(W0); free(G); free(So);
+}
+
+/* Size queries that overflow, and the worst-case hidden state's domain and alias rules. */
+static void test_sizes_and_hidden_state_rules(void)
+{
+    t_rng r = {28};
+    size_t V = 6, d = 5, ld = 8;
+    float *S = mat_new(&r, V, d, ld, 1.0), h[5] = {7, 7, 7, 7, 7};
+    CHECK(rn_hilbert_rms_workspace_size(1, (size_t)-1) == 0);
+    CHECK(rn_hilbert_rms_workspace_size(1, (size_t)-1 - 62) == 0);
+    CHECK(rn_hilbert_rms_workspace_size((size_t)-1, 1) == 0);
+    CHECK(rn_hilbert_rms_workspace_size(4, 100) > 100 * 4 * 4);
+    CHECK(rn_row_diameter_workspace_size((size_t)-1, 2) == 0);
+    CHECK(rn_rownorm_state_size((size_t)-1 / 2, 3) == 0);
+    { /* one row whose cols * 4 bytes overflow: a size error, nothing read */
+        double lo = 5.0, hi = 5.0, D = 5.0;
+        CHECK(rn_row_diameter_bounds(S, 1, (size_t)-1 - 1, (size_t)-1 - 1, &lo, &hi) == RN_ERR_SIZE);
+        CHECK(rn_row_diameter(S, 1, (size_t)-1 / 2, (size_t)-1 / 2, &D, NULL, NULL) == RN_ERR_SIZE);
+        CHECK(lo == 5.0 && hi == 5.0 && D == 5.0);
+    }
+    CHECK(rn_worst_hidden_state(S, V, d, ld, 0, 1, (double)FLT_MAX * 1.001, h) == RN_ERR_DOMAIN);
+    CHECK(rn_worst_hidden_state(S, V, d, ld, 0, 1, (double)HUGE_VAL, h) == RN_ERR_DOMAIN);
+    CHECK(h[0] == 7.0f && h[4] == 7.0f);
+    CHECK(rn_worst_hidden_state(S, V, d, ld, 0, 1, (double)FLT_MAX, h) == RN_OK);
+    {
+        int fin = 1, k;
+        double n = 0.0;
+        for (k = 0; k < 5; k++) { fin &= h[k] == h[k] && fabs(h[k]) <= FLT_MAX; n += (double)h[k] * h[k]; }
+        CHECK(fin && fabs(sqrt(n) / FLT_MAX - 1.0) <= 1e-6);
+    }
+    /* h inside S (even in a row's padding, or over rows i, j themselves) */
+    CHECK(rn_worst_hidden_state(S, V, d, ld, 0, 1, 1.0, S + 2 * ld) == RN_ERR_ALIAS);
+    CHECK(rn_worst_hidden_state(S, V, d, ld, 0, 1, 1.0, S + d) == RN_ERR_ALIAS);
+    CHECK(rn_worst_hidden_state(S, V, d, ld, 2, 3, 1.0, S + (V - 1) * ld + d - 1) == RN_ERR_ALIAS);
+    CHECK(rn_worst_hidden_state(S, 2, d, ld, 0, 1, 1.0, S + 2 * ld) == RN_OK); /* past the 2-row extent */
+    free(S);
+}
+
 /* Mixed modes and a B written by the caller: the tracked mean of B must follow (SPEC 1.5). */
 static void test_rownorm_mixed_and_sync(void)
 {
@@ -984,13 +1337,22 @@ int main(void)
     RUN(test_diameter_cases);
     RUN(test_diameter_theorem);
     RUN(test_diameter_ws_and_errors);
+    RUN(test_diameter_extreme_scales);
+    RUN(test_diameter_fuzz);
+    RUN(test_diameter_ties);
+    RUN(test_diameter_margin);
+    RUN(test_diameter_pruning_work);
     RUN(test_hilbert_rms);
+    RUN(test_hilbert_rms_extreme_scales);
     RUN(test_projected_rownorm);
     RUN(test_projected_rownorm_errors);
     RUN(test_rownorm_step_t1);
     RUN(test_rownorm_golden);
     RUN(test_rownorm_decay_and_step_out);
     RUN(test_rownorm_errors);
+    RUN(test_rownorm_error_state);
+    RUN(test_rownorm_small_decay);
+    RUN(test_sizes_and_hidden_state_rules);
     RUN(test_rownorm_mixed_and_sync);
     RUN(test_rownorm_diameter_budget);
 #ifdef _OPENMP
