@@ -32,7 +32,7 @@ endif
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_NAMES := $(basename $(notdir $(TEST_SRCS)))
 HEADERS := rownorm.h muon.h
-HEADER_DEPS := $(HEADERS) $(wildcard wip/*.inc)
+HEADER_DEPS := $(HEADERS)
 
 # variant -> compiler and flags
 V_scalar_CC  := $(CC)

@@ -261,8 +261,103 @@ RNDEF void rn_rownorm_sync(rn_rownorm_state *st);
 /* Frees what rn_rownorm_init allocated (nothing for _ws) and zeroes the struct. NULL is ok. */
 RNDEF void rn_rownorm_free(rn_rownorm_state *st);
 
-/* (the certified exact solver of the diameter-constrained step, SPEC 1.4) */
-#include "wip/rownorm_exact_decl.inc"
+/* ---- Certified exact diameter-constrained steepest step (SPEC 1.4), small V ----------------
+ *
+ * Problem. For a gradient G (V x d) and a diameter budget eta > 0, the exact steepest step is
+ *     Delta* = max -<G, S>   subject to   ||s_i - s_j||_2 <= eta  for all i < j.
+ * Common row shifts of S are free, so the problem is bounded only when 1^T G = 0: the solver
+ * works with the centred gradient P.G (the mean row is subtracted, in double) and Delta* below
+ * always means the optimum for P.G (for a G with 1^T G = 0, such as an exact cross-entropy
+ * gradient, that is the same thing). Its dual is the minimum-cost vector flow
+ *     Delta* = eta * T(G),  T(G) = min sum_{i<j} ||y_ij||_2  s.t.  sum_{j != i} y_ij = g_i - gbar
+ * (y_ji = -y_ij). RowNorm's step S = -(eta/2) PRN(G) (epsilon = 0) decreases by
+ * (eta/2) sum_i ||g_i - gbar||, and SPEC 1.4 bounds that against Delta* by sqrt((k+1)/(2k)),
+ * k = rank(P.G): this solver is the research tool that measures the ratio.
+ *
+ * Certificate. On RN_OK the solver returns BOTH
+ *   - a primal step S (V x d, double) with 1^T S = 0 and D(S) = max ||s_i - s_j|| <= eta, checked
+ *     pairwise in double after the final scaling: decrease_lo = -<P.G, S> <= Delta*;
+ *   - a dual flow y (one d-vector per pair i < j) that satisfies the flow constraint up to double
+ *     rounding (it is repaired exactly on the complete graph, see docs/api-rownorm-exact.md):
+ *     decrease_hi = eta * sum ||y_ij|| >= Delta*;
+ * and decrease_hi - decrease_lo <= rel_tol * decrease_hi. "Certified" means up to double rounding
+ * (relative ~1e-14 of the values), not in interval arithmetic.
+ *
+ * Method: the rows are reduced to the row space of P.G (pivoted Gram-Schmidt with
+ * reorthogonalisation, in double; directions whose total weight cannot move the bounds by more
+ * than rel_tol/4 are dropped, and the dual repair accounts for them), the translation freedom is
+ * removed (last row fixed at 0), and a primal log-barrier interior-point method (damped Newton,
+ * blocked dense Cholesky in double, slacks in double-double) follows
+ * min t<G,S> - sum_{i<j} log(eta^2 - ||s_i - s_j||^2), t -> inf. The barrier multipliers
+ * lambda_ij = 1/(t (eta^2 - ||s_i - s_j||^2)) give the flow y_ij = 2 lambda_ij (s_j - s_i); near
+ * the end they are re-fitted to the flow constraint by least squares, and the residual is
+ * repaired exactly (y_ij += (r_i - r_j)/V). S is scaled about its centroid to D(S) = eta.
+ *
+ * Cost. n = (V-1) k unknowns, k <= min(V-1, d) the numerical rank: each Newton step assembles
+ * O(V^2 k^2) and factors n^3/3 flops (about 6-7 GFLOP/s, one thread); typically 35-50 Newton
+ * steps, more (up to a few hundred cheap ones) for low rank with many rows. Workspace about
+ * 8 (max(n, V(V-1)/2)^2 + 5 V d + k d) bytes. Measured (AVX2 build): V = 12 full rank 6 ms,
+ * V = 32 full rank 2 s, V = 64 rank 8 0.5 s, rank 24 8 s; V = 64 at full rank (n = 3969) about
+ * 3 s per Newton step, 127 s per solve (44 steps). Note that a float matrix built as a rounded
+ * low-rank product is full rank at the 1e-7 level: at rel_tol 1e-6 its rounding noise is below
+ * the truncation threshold and is dropped; at much smaller rel_tol it is kept (and costs).
+ * Tolerances down to about 1e-11 are reached; below that the gap sits at the rounding floor.
+ *
+ * Deterministic (single-threaded, fixed order). No I/O, no global state.
+ */
+
+/* The largest V the exact solver accepts. */
+#define RN_EXACT_MAX_ROWS 64
+
+/* What rn_exact_step reports (written only on RN_OK). */
+typedef struct rn_exact_result {
+    double decrease_lo;      /* -<P.G, S> of the returned feasible S: a lower bound on Delta*   */
+    double decrease_hi;      /* eta * sum_{i<j} ||y_ij|| of the returned dual flow: upper bound  */
+    double decrease_rownorm; /* RowNorm's first-order decrease (eta/2) sum_i ||g_i - gbar||,     */
+                             /* computed in double: the ratio is decrease_rownorm / Delta*       */
+    double diameter;         /* D(S) of the returned S, computed pairwise in double (<= eta)      */
+    size_t rank;             /* k: dimension of the row space the solver used                     */
+    unsigned newton_steps;   /* Newton steps taken                                                */
+    unsigned barrier_rounds; /* barrier parameter increases                                       */
+} rn_exact_result;
+
+/* Bytes of workspace rn_exact_step_ws needs for a rows x cols gradient (includes alignment
+ * slack, so any pointer works). Returns 0 when rows or cols is 0, rows > RN_EXACT_MAX_ROWS, or
+ * the size overflows size_t. */
+RNDEF size_t rn_exact_step_workspace_size(size_t rows, size_t cols);
+
+/* Certified exact solver of the diameter-constrained steepest step (SPEC 1.4), V = rows <= 64.
+ *   G        rows x cols float, row-major, leading dimension ldg >= cols (columns past cols are
+ *            never read). Centred internally (P.G); G itself is never modified.
+ *   eta      diameter budget, finite and > 0.
+ *   rel_tol  certified relative gap, in (0, 1): on RN_OK, hi - lo <= rel_tol * hi. 1e-6 is the
+ *            intended default; down to ~1e-11 is reached, below ~1e-12 expect NOCONVERGE.
+ *   S        optional (may be NULL): rows x cols double, leading dimension lds >= cols: the
+ *            feasible step, 1^T S = 0, D(S) <= eta, -<P.G,S> = res->decrease_lo.
+ *   flow     optional (may be NULL): rows(rows-1)/2 rows of cols doubles, leading dimension
+ *            ldf >= cols: row p(i,j) = i*rows - i*(i+1)/2 + (j - i - 1) holds y_ij for i < j
+ *            (y_ji = -y_ij); sum_{j != i} y_ij = g_i - gbar up to rounding, and
+ *            eta * sum ||y_ij|| = res->decrease_hi. For rows = 1 the flow has no rows and is not
+ *            touched (it may be any pointer or NULL).
+ *   res      required: the bounds and diagnostics.
+ *   ws       caller memory of ws_bytes >= rn_exact_step_workspace_size(rows, cols); any alignment.
+ * Special cases: V = 1 or P.G = 0 give Delta* = 0, S = 0, flow = 0; V = 2 is solved in closed
+ * form (Delta* = eta ||g_1 - gbar||, S = -(eta/2) (g_i - gbar)/||g_i - gbar||).
+ * Status: RN_ERR_NULL (G, res or ws NULL), RN_ERR_SIZE (rows or cols 0, rows > 64, ldg/lds/ldf
+ * < cols, an overflowing extent, ws_bytes too small), RN_ERR_DOMAIN (eta not finite or <= 0,
+ * rel_tol not in (0, 1), or eta * sum ||g_i - gbar|| > 1e300), RN_ERR_NONFINITE (NaN/Inf in G),
+ * RN_ERR_ALIAS (any two of G, S, flow, res, ws overlap), RN_ERR_NOCONVERGE (the gap did not close
+ * within 2000 Newton steps, or stalled at the rounding floor). On every error S, flow and res are
+ * untouched (ws is scratch). Deterministic. Never allocates. */
+RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_t ldg, double eta,
+                                 double rel_tol, double *S, size_t lds, double *flow, size_t ldf,
+                                 rn_exact_result *res, void *ws, size_t ws_bytes);
+
+/* Same as rn_exact_step_ws, with the workspace allocated through RN_MALLOC and freed before it
+ * returns (RN_ERR_NOMEM if that fails). */
+RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t ldg, double eta,
+                              double rel_tol, double *S, size_t lds, double *flow, size_t ldf,
+                              rn_exact_result *res);
 
 #ifdef __cplusplus
 }
@@ -2344,7 +2439,768 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
     return RN_OK;
 }
 
-#include "wip/rownorm_exact_impl.inc"
+/* ---- Certified exact diameter-constrained steepest step (SPEC 1.4): implementation ----------
+ * Included at the end of rownorm.h's implementation section. Private names rn__ex_*.
+ * Internally the problem is normalised: eta = 1 and the reduced gradient h = Q^T (P.G) / sigma
+ * with sigma = sum_i ||g_i - gbar|| / 2, so that Delta*' is in [1, sqrt(2)]. */
+
+#include <stdint.h>
+
+#define RN__EX_MAX_NEWTON 2000u  /* Newton steps before RN_ERR_NOCONVERGE */
+#define RN__EX_NB 48             /* Cholesky block size */
+#define RN__EX_MU_MIN 4.0        /* barrier parameter growth per round: adaptive in [MIN, MAX] */
+#define RN__EX_MU_MAX 100.0
+
+typedef struct rn__ex_ws {
+    size_t V, d, kmax, n, P, k, mmax;
+    double *gc;   /* V x d   centred G (double)                       */
+    double *q;    /* kmax x d orthonormal basis rows                   */
+    double *e;    /* V x d   Gram-Schmidt residual, later flow residual */
+    double *h;    /* V x kmax reduced, normalised gradient            */
+    double *x;    /* V x kmax iterate (row V-1 is 0)                  */
+    double *xn;   /* V x kmax trial iterate                           */
+    double *dx;   /* V x kmax Newton direction (row V-1 is 0)         */
+    double *grad; /* n */
+    double *H;    /* n x n Hessian (or the multiplier system); Cholesky factor in the lower part */
+    double *T;    /* RN__EX_NB x mmax transposed Cholesky panel       */
+    double *hd;   /* n  Hessian diagonal (for refactoring)            */
+    double *s;    /* P  slacks 1 - ||x_i - x_j||^2                    */
+    double *sn;   /* P  trial slacks                                  */
+    double *ud;   /* P  <u, delta>                                    */
+    double *dd;   /* P  ||delta||^2                                   */
+    double *w;    /* P  flow weights: y_ij = w_ij (p_j - p_i)         */
+    double *p;    /* V x d   positions in R^d (S before centring/scale) */
+    double *sf;   /* V x d   the certified S (actual units)           */
+} rn__ex_ws;
+
+/* a*b + c into *out with overflow check; returns 0 on overflow. */
+static int rn__ex_muladd(size_t a, size_t b, size_t c, size_t *out)
+{
+    if (a && b > ((size_t)-1 - c) / a) return 0;
+    *out = a * b + c;
+    return 1;
+}
+
+/* Number of doubles of the workspace; 0 on overflow/invalid. */
+static size_t rn__ex_doubles(size_t V, size_t d)
+{
+    size_t kmax, n, P, m, tot = 0;
+    if (V == 0 || d == 0 || V > RN_EXACT_MAX_ROWS) return 0;
+    kmax = V - 1 < d ? V - 1 : d;
+    n = (V - 1) * kmax;
+    P = V * (V - 1) / 2;
+    if (!rn__ex_muladd(V, d, 0, &tot)) return 0;                /* V d          */
+    if (!rn__ex_muladd(tot, 5, 0, &tot)) return 0;              /* gc, e, p, sf + spare */
+    if (!rn__ex_muladd(kmax, d, tot, &tot)) return 0;           /* q            */
+    if (!rn__ex_muladd(4 * V, kmax, tot, &tot)) return 0;       /* h, x, xn, dx */
+    m = n > P ? n : P;
+    if (!rn__ex_muladd(n, 2, tot, &tot)) return 0;              /* grad, hd     */
+    if (!rn__ex_muladd(m, m + RN__EX_NB, tot, &tot)) return 0;  /* H (or M), T  */
+    if (!rn__ex_muladd(6, P, tot + 8, &tot)) return 0;          /* pair arrays  */
+    if (tot > ((size_t)-1 - 2 * sizeof(double)) / sizeof(double)) return 0;
+    return tot;
+}
+
+RNDEF size_t rn_exact_step_workspace_size(size_t rows, size_t cols)
+{
+    size_t nd = rn__ex_doubles(rows, cols);
+    return nd ? nd * sizeof(double) + sizeof(double) : 0;
+}
+
+static void rn__ex_carve(rn__ex_ws *w, size_t V, size_t d, double *base)
+{
+    double *c = base;
+    w->V = V; w->d = d;
+    w->kmax = V - 1 < d ? V - 1 : d;
+    w->n = (V - 1) * w->kmax;
+    w->P = V * (V - 1) / 2;
+    w->k = 0;
+    w->gc = c; c += V * d;
+    w->e = c; c += V * d;
+    w->p = c; c += V * d;
+    w->sf = c; c += V * d;
+    w->q = c; c += w->kmax * d;
+    w->h = c; c += V * w->kmax;
+    w->x = c; c += V * w->kmax;
+    w->xn = c; c += V * w->kmax;
+    w->dx = c; c += V * w->kmax;
+    w->grad = c; c += w->n;
+    w->hd = c; c += w->n;
+    w->mmax = w->n > w->P ? w->n : w->P;
+    w->H = c; c += w->mmax * w->mmax;
+    w->T = c; c += w->mmax * RN__EX_NB;
+    w->s = c; c += w->P;
+    w->sn = c; c += w->P;
+    w->ud = c; c += w->P;
+    w->dd = c; c += w->P;
+    w->w = c; c += w->P;
+}
+
+static double rn__ex_dot(const double *a, const double *b, size_t n)
+{
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += a[i] * b[i];
+        s1 += a[i + 1] * b[i + 1];
+        s2 += a[i + 2] * b[i + 2];
+        s3 += a[i + 3] * b[i + 3];
+    }
+    for (; i < n; i++) s0 += a[i] * b[i];
+    return (s0 + s1) + (s2 + s3);
+}
+
+/* Euclidean norm of a double vector, scaled against overflow/underflow. */
+static double rn__ex_norm(const double *a, size_t n)
+{
+    double m = 0.0, s = 0.0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        double v = fabs(a[i]);
+        if (v > m) m = v;
+    }
+    if (m == 0.0) return 0.0;
+    for (i = 0; i < n; i++) {
+        double v = a[i] / m;
+        s += v * v;
+    }
+    return m * sqrt(s);
+}
+
+/* Norm of a - b (d-vectors), scaled. */
+static double rn__ex_dist(const double *a, const double *b, size_t n)
+{
+    double m = 0.0, s = 0.0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        double v = fabs(a[i] - b[i]);
+        if (v > m) m = v;
+    }
+    if (m == 0.0) return 0.0;
+    for (i = 0; i < n; i++) {
+        double v = (a[i] - b[i]) / m;
+        s += v * v;
+    }
+    return m * sqrt(s);
+}
+
+/* Unblocked Cholesky of the n x n diagonal block at A (row stride ld), lower part. */
+static int rn__ex_chol_unblocked(double *A, size_t n, size_t ld)
+{
+    size_t i, j;
+    for (i = 0; i < n; i++) {
+        double *ri = A + i * ld;
+        for (j = 0; j < i; j++) {
+            const double *rj = A + j * ld;
+            ri[j] = (ri[j] - rn__ex_dot(ri, rj, j)) / rj[j];
+        }
+        {
+            double sum = ri[i] - rn__ex_dot(ri, ri, i);
+            if (!(sum > 0.0)) return 0;
+            ri[i] = sqrt(sum);
+        }
+    }
+    return 1;
+}
+
+
+/* In-place Cholesky of the symmetric n x n row-major A (lower part used and overwritten,
+ * strict upper part untouched). Right-looking, blocked by RN__EX_NB: factor the diagonal block,
+ * solve the panel below it, copy the panel transposed into T (RN__EX_NB x n scratch), and update
+ * the trailing lower triangle 2 rows x 8 columns at a time (fixed-size accumulators that
+ * compilers turn into vector FMAs; plain C, same arithmetic on every target). Returns 0 on a
+ * non-positive pivot. */
+static int rn__ex_chol(double *A, size_t n, double *T)
+{
+    size_t kb, i, j, p, c;
+    for (kb = 0; kb < n; kb += RN__EX_NB) {
+        size_t nb = n - kb < RN__EX_NB ? n - kb : RN__EX_NB, e = kb + nb;
+        if (!rn__ex_chol_unblocked(A + kb * n + kb, nb, n)) return 0;
+        /* panel: L21 = A21 L11^-T, row by row; T[p][i] = L[i][kb + p] */
+        for (i = e; i < n; i++) {
+            double *ri = A + i * n + kb;
+            for (j = 0; j < nb; j++) {
+                const double *rj = A + (kb + j) * n + kb;
+                ri[j] = (ri[j] - rn__ex_dot(ri, rj, j)) / rj[j];
+                T[j * n + i] = ri[j];
+            }
+        }
+        /* trailing update A22 -= L21 L21^T, lower triangle */
+        for (i = e; i < n; i += 2) {
+            int two = i + 1 < n;
+            const double *li0 = A + i * n + kb, *li1 = two ? li0 + n : li0;
+            double *ai0 = A + i * n, *ai1 = two ? ai0 + n : ai0;
+            size_t jend = two ? i + 2 : i + 1; /* columns e .. jend-1 */
+            for (j = e; j < jend; j += 8) {
+                double acc0[8], acc1[8];
+                if (j + 8 <= n) {
+                    for (c = 0; c < 8; c++) acc0[c] = acc1[c] = 0.0;
+                    for (p = 0; p < nb; p++) {
+                        const double *tp = T + p * n + j;
+                        double a0 = li0[p], a1 = li1[p];
+                        for (c = 0; c < 8; c++) {
+                            acc0[c] += a0 * tp[c];
+                            acc1[c] += a1 * tp[c];
+                        }
+                    }
+                } else {
+                    size_t cw = n - j;
+                    for (c = 0; c < 8; c++) acc0[c] = acc1[c] = 0.0;
+                    for (p = 0; p < nb; p++) {
+                        const double *tp = T + p * n + j;
+                        double a0 = li0[p], a1 = li1[p];
+                        for (c = 0; c < cw; c++) {
+                            acc0[c] += a0 * tp[c];
+                            acc1[c] += a1 * tp[c];
+                        }
+                    }
+                }
+                for (c = 0; c < 8 && j + c < jend; c++) {
+                    if (j + c <= i) ai0[j + c] -= acc0[c];
+                    if (two) ai1[j + c] -= acc1[c];
+                }
+            }
+        }
+    }
+    return 1;
+}
+
+/* Solve L L^T x = b in place (b -> x). */
+static void rn__ex_cholsolve(const double *L, size_t n, double *b)
+{
+    size_t i, j;
+    for (i = 0; i < n; i++) b[i] = (b[i] - rn__ex_dot(L + i * n, b, i)) / L[i * n + i];
+    for (i = n; i-- > 0;) {
+        double v = b[i];
+        for (j = i + 1; j < n; j++) v -= L[j * n + i] * b[j];
+        b[i] = v / L[i * n + i];
+    }
+}
+
+/* Error-free transformations: a + b = s + *err (Knuth), a * b = p + *err (Dekker, Veltkamp
+ * splitting; no FMA needed). Exact in IEEE double arithmetic when the compiler does not contract
+ * a*b+c across these statements (ISO C/C++ modes, -ffp-contract=off/on); under contraction they
+ * are only as good as plain double. Only the accuracy of the slacks depends on it, never the
+ * validity of the certificate. */
+static double rn__ex_two_sum(double a, double b, double *err)
+{
+    double s = a + b, bb = s - a;
+    *err = (a - (s - bb)) + (b - bb);
+    return s;
+}
+
+static double rn__ex_two_prod(double a, double b, double *err)
+{
+    const double split = 134217729.0; /* 2^27 + 1 */
+    double p = a * b, c, ah, al, bh, bl;
+    c = split * a;
+    ah = c - (c - a);
+    al = a - ah;
+    c = split * b;
+    bh = c - (c - b);
+    bl = b - bh;
+    *err = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+    return p;
+}
+
+/* Slacks 1 - ||x_i - x_j||^2 of iterate x into s; returns the smallest. The slack of a nearly
+ * active pair is tiny (1e-8 and below), and 1 - ||u||^2 in plain double would carry an absolute
+ * error of ~1e-16, i.e. a large relative error in the multipliers 1/(t s): the difference and
+ * the squares are therefore formed exactly (double-double) and rounded once at the end. */
+static double rn__ex_slacks(const rn__ex_ws *w, const double *x, double *s)
+{
+    size_t i, j, a, idx = 0, V = w->V, k = w->k, K = w->kmax;
+    double mn = 1.0;
+    for (i = 0; i < V; i++)
+        for (j = i + 1; j < V; j++, idx++) {
+            double qh = 0.0, ql = 0.0;
+            for (a = 0; a < k; a++) {
+                double ue, pe, se, uh, ph;
+                uh = rn__ex_two_sum(x[i * K + a], -x[j * K + a], &ue);
+                ph = rn__ex_two_prod(uh, uh, &pe);
+                qh = rn__ex_two_sum(qh, ph, &se);
+                ql += se + pe + (2.0 * uh + ue) * ue;
+            }
+            s[idx] = (1.0 - qh) - ql; /* 1 - qh is exact near the boundary (Sterbenz) */
+            if (!(s[idx] >= mn)) mn = s[idx]; /* NaN propagates */
+        }
+    return mn;
+}
+
+/* Gradient and Hessian of f(x) = t <h, x> - sum log s_ij at x (slacks s current). */
+static void rn__ex_assemble(rn__ex_ws *w, double t)
+{
+    size_t V = w->V, k = w->k, K = w->kmax, n = w->n, i, j, a, b, idx = 0;
+    double *H = w->H, *g = w->grad;
+    double u[RN_EXACT_MAX_ROWS];
+    memset(H, 0, n * n * sizeof(double));
+    for (i = 0; i + 1 < V; i++)
+        for (a = 0; a < k; a++) g[i * k + a] = t * w->h[i * K + a];
+    for (i = 0; i < V; i++)
+        for (j = i + 1; j < V; j++, idx++) {
+            double si = w->s[idx], c1 = 2.0 / si, c2 = 4.0 / (si * si);
+            int jin = j + 1 < V;
+            for (a = 0; a < k; a++) u[a] = w->x[i * K + a] - w->x[j * K + a];
+            for (a = 0; a < k; a++) {
+                g[i * k + a] += c1 * u[a];
+                if (jin) g[j * k + a] -= c1 * u[a];
+            }
+            for (a = 0; a < k; a++) {
+                double *hi = H + (i * k + a) * n;
+                double *hj = H + (j * k + a) * n;
+                for (b = 0; b < k; b++) {
+                    double m = c2 * u[a] * u[b] + (a == b ? c1 : 0.0);
+                    hi[i * k + b] += m;
+                    if (jin) {
+                        hj[j * k + b] += m;
+                        hi[j * k + b] -= m;
+                        hj[i * k + b] -= m;
+                    }
+                }
+            }
+        }
+    for (i = 0; i < n; i++) w->hd[i] = H[i * n + i];
+}
+
+/* Newton direction into w->dx (row V-1 zero); returns the squared Newton decrement, or -1 when
+ * the Hessian could not be factored even with regularisation. */
+static double rn__ex_direction(rn__ex_ws *w)
+{
+    size_t n = w->n, k = w->k, K = w->kmax, i, j, a, tries;
+    double dmax = 0.0, shift = 0.0, dec2;
+    double *H = w->H;
+    for (i = 0; i < n; i++)
+        if (w->hd[i] > dmax) dmax = w->hd[i];
+    for (tries = 0; tries < 12; tries++) {
+        if (tries) {
+            shift = shift == 0.0 ? 1e-15 * dmax : shift * 100.0;
+            for (i = 0; i < n; i++) {
+                for (j = 0; j < i; j++) H[i * n + j] = H[j * n + i];
+                H[i * n + i] = w->hd[i] + shift;
+            }
+        }
+        if (rn__ex_chol(H, n, w->T)) break;
+    }
+    if (tries == 12) return -1.0;
+    for (i = 0; i < n; i++) w->xn[i] = -w->grad[i]; /* xn as a scratch n-vector (n <= V K) */
+    rn__ex_cholsolve(H, n, w->xn);
+    dec2 = -rn__ex_dot(w->grad, w->xn, n);
+    memset(w->dx, 0, w->V * K * sizeof(double));
+    for (i = 0; i + 1 < w->V; i++)
+        for (a = 0; a < k; a++) w->dx[i * K + a] = w->xn[i * k + a];
+    return dec2;
+}
+
+/* Damped Newton step with backtracking: feasibility first, then Armijo on an accurately computed
+ * decrease. Returns 1 if a step was taken. */
+static int rn__ex_step(rn__ex_ws *w, double t, double dec2)
+{
+    size_t V = w->V, k = w->k, K = w->kmax, i, j, a, idx, tries;
+    double lin = 0.0, alpha = 1.0, dec = sqrt(dec2 > 0.0 ? dec2 : 0.0);
+    for (i = 0; i + 1 < V; i++)
+        for (a = 0; a < k; a++) lin += w->h[i * K + a] * w->dx[i * K + a];
+    lin *= t;
+    idx = 0;
+    for (i = 0; i < V; i++)
+        for (j = i + 1; j < V; j++, idx++) {
+            double ud = 0.0, dd = 0.0;
+            for (a = 0; a < k; a++) {
+                double u = w->x[i * K + a] - w->x[j * K + a];
+                double dl = w->dx[i * K + a] - w->dx[j * K + a];
+                ud += u * dl;
+                dd += dl * dl;
+            }
+            w->ud[idx] = ud;
+            w->dd[idx] = dd;
+        }
+    for (tries = 0; tries < 80; tries++, alpha *= 0.5) {
+        double df = alpha * lin;
+        int ok = 1;
+        for (idx = 0; idx < w->P; idx++) {
+            double qv = alpha * (2.0 * w->ud[idx] + alpha * w->dd[idx]) / w->s[idx];
+            if (!(qv < 1.0)) { ok = 0; break; }
+            df -= log1p(-qv);
+        }
+        if (!ok) continue;
+        for (i = 0; i < V * K; i++) w->xn[i] = w->x[i] + alpha * w->dx[i];
+        if (!(rn__ex_slacks(w, w->xn, w->sn) > 0.0)) continue;
+        if (dec < 0.2 || df <= 0.25 * alpha * (-dec2)) {
+            memcpy(w->x, w->xn, V * K * sizeof(double));
+            memcpy(w->s, w->sn, w->P * sizeof(double));
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* D of the V x d rows of S (packed), pairwise in double. */
+static double rn__ex_diam(const double *S, size_t V, size_t d)
+{
+    double D = 0.0;
+    size_t i, j;
+    for (i = 0; i < V; i++)
+        for (j = i + 1; j < V; j++) {
+            double dij = rn__ex_dist(S + i * d, S + j * d, d);
+            if (!(dij <= D)) D = dij; /* NaN propagates */
+        }
+    return D;
+}
+
+/* Certificate for positions p (V x d, normalised units) and pair weights w (flow
+ * y_ij = w_ij (p_j - p_i), actual units). Dual: residual r_i = gc_i - sum_j y_ij, repaired flow
+ * y_ij + (r_i - r_j)/V, hi = eta sum ||.||. Primal: S = p centred and scaled about its centroid to
+ * D(S) = eta (checked pairwise in double, shrunk by a few ulps if rounding left it above eta or
+ * left -<G,S> above hi), lo = -<gc, S>. Writes S into w->sf and, if flow != NULL, the flow. */
+static void rn__ex_certify(rn__ex_ws *w, double eta, double *lo, double *hi, double *diam,
+                           double *flow, size_t ldf)
+{
+    size_t V = w->V, d = w->d, i, j, c, idx;
+    double D, l = 0.0, u = 0.0, invV = 1.0 / (double)V, f, shrink = 4.0 * 2.220446049250313e-16;
+    double *sf = w->sf, *r = w->e, *p = w->p;
+    /* dual */
+    memcpy(r, w->gc, V * d * sizeof(double));
+    idx = 0;
+    for (i = 0; i < V; i++)
+        for (j = i + 1; j < V; j++, idx++) {
+            double wt = w->w[idx];
+            if (wt == 0.0) continue;
+            for (c = 0; c < d; c++) {
+                double y = wt * (p[j * d + c] - p[i * d + c]);
+                r[i * d + c] -= y;
+                r[j * d + c] += y;
+            }
+        }
+    idx = 0;
+    for (i = 0; i < V; i++)
+        for (j = i + 1; j < V; j++, idx++) {
+            double wt = w->w[idx], m = 0.0, s = 0.0;
+            for (c = 0; c < d; c++) {
+                double y = wt * (p[j * d + c] - p[i * d + c]) + (r[i * d + c] - r[j * d + c]) * invV;
+                double a = fabs(y);
+                if (flow) flow[idx * ldf + c] = y;
+                if (a > m) m = a;
+            }
+            if (m > 0.0) {
+                for (c = 0; c < d; c++) {
+                    double y = (wt * (p[j * d + c] - p[i * d + c]) + (r[i * d + c] - r[j * d + c]) * invV) / m;
+                    s += y * y;
+                }
+                u += m * sqrt(s);
+            }
+        }
+    u *= eta;
+    /* primal */
+    for (c = 0; c < d; c++) {
+        double m = 0.0;
+        for (i = 0; i < V; i++) m += p[i * d + c];
+        m *= invV;
+        for (i = 0; i < V; i++) sf[i * d + c] = eta * (p[i * d + c] - m);
+    }
+    D = rn__ex_diam(sf, V, d);
+    f = D > 0.0 ? eta / D : 1.0;
+    for (;;) {
+        if (!(D <= 1.79769313486231570815e308) || !(u <= 1.79769313486231570815e308)) {
+            *lo = *hi = *diam = HUGE_VAL; /* overflow: the caller maps it to RN_ERR_DOMAIN */
+            return;
+        }
+        if (f != 1.0) {
+            for (i = 0; i < V * d; i++) sf[i] *= f;
+            D = rn__ex_diam(sf, V, d);
+        }
+        l = 0.0;
+        for (i = 0; i < V * d; i++) l -= w->gc[i] * sf[i];
+        if (D <= eta && l <= u) break;
+        /* rounding left D a hair above eta, or lo a hair above hi where they meet: shrink */
+        f = 1.0 - shrink;
+        shrink = shrink < 0.25 ? 2.0 * shrink : 0.5;
+    }
+    *lo = l;
+    *hi = u;
+    *diam = D;
+}
+
+/* Positions p_i = sum_a x_ia q_a and weights w_ij = sigma * 2 / (t s_ij). */
+static void rn__ex_positions(rn__ex_ws *w, double t, double sigma)
+{
+    size_t V = w->V, d = w->d, k = w->k, K = w->kmax, i, a, c, idx;
+    memset(w->p, 0, V * d * sizeof(double));
+    for (i = 0; i < V; i++)
+        for (a = 0; a < k; a++) {
+            double xa = w->x[i * K + a];
+            const double *qa = w->q + a * d;
+            if (xa == 0.0) continue;
+            for (c = 0; c < d; c++) w->p[i * d + c] += xa * qa[c];
+        }
+    for (idx = 0; idx < w->P; idx++) w->w[idx] = sigma * 2.0 / (t * w->s[idx]);
+}
+
+/* Multiplier refinement: the barrier multipliers satisfy the flow constraint only as well as
+ * the Newton iteration converged, and at large t the Hessian is too ill-conditioned for that to
+ * be good. Given the positions, the flow is linear in the weights: re-fit the weights of the
+ * pairs that carry flow (w >= 1e-4 max w) by least squares, (B^T B + ridge) delta = B^T r0 with
+ * B_a = (+u_a at node i, -u_a at node j), u_a = x_j - x_i, r0 the reduced residual. Any weights
+ * give a valid certificate (the exact repair in R^d follows), so this only tightens hi. Uses
+ * H, T, xn, sn, ud as scratch (free between a Newton direction and the line search). */
+static void rn__ex_refine(rn__ex_ws *w, double sigma)
+{
+    size_t V = w->V, k = w->k, K = w->kmax, i, j, a, p, q, idx, m = 0;
+    double *r0 = w->xn, *rhs = w->sn, *act = w->ud, *M = w->H, wmax = 0.0, dmax = 0.0;
+    const double *x = w->x;
+    for (i = 0; i < V; i++)
+        for (a = 0; a < k; a++) r0[i * K + a] = sigma * w->h[i * K + a];
+    idx = 0;
+    for (i = 0; i < V; i++)
+        for (j = i + 1; j < V; j++, idx++) {
+            double wt = w->w[idx];
+            if (wt > wmax) wmax = wt;
+            for (a = 0; a < k; a++) {
+                double y = wt * (x[j * K + a] - x[i * K + a]);
+                r0[i * K + a] -= y;
+                r0[j * K + a] += y;
+            }
+        }
+    idx = 0;
+    for (i = 0; i < V; i++)
+        for (j = i + 1; j < V; j++, idx++)
+            if (w->w[idx] >= 1e-4 * wmax) act[m++] = (double)(i * V + j); /* exact: < 2^53 */
+    if (!m) return;
+    for (p = 0; p < m; p++) {
+        size_t ip = (size_t)act[p] / V, jp = (size_t)act[p] % V;
+        double rr = 0.0;
+        for (a = 0; a < k; a++) rr += (x[jp * K + a] - x[ip * K + a]) * (r0[ip * K + a] - r0[jp * K + a]);
+        rhs[p] = rr;
+        for (q = 0; q <= p; q++) {
+            size_t iq = (size_t)act[q] / V, jq = (size_t)act[q] % V;
+            int sg = (ip == iq) - (ip == jq) - (jp == iq) + (jp == jq);
+            double dot = 0.0;
+            if (sg)
+                for (a = 0; a < k; a++)
+                    dot += (x[jp * K + a] - x[ip * K + a]) * (x[jq * K + a] - x[iq * K + a]);
+            M[p * m + q] = M[q * m + p] = (double)sg * dot;
+        }
+        if (M[p * m + p] > dmax) dmax = M[p * m + p];
+    }
+    if (!(dmax > 0.0)) return;
+    for (p = 0; p < m; p++) M[p * m + p] += 1e-13 * dmax;
+    if (!rn__ex_chol(M, m, w->T)) return;
+    rn__ex_cholsolve(M, m, rhs);
+    for (p = 0; p < m; p++) {
+        size_t ip = (size_t)act[p] / V, jp = (size_t)act[p] % V;
+        size_t pi = ip * V - ip * (ip + 1) / 2 + (jp - ip - 1);
+        if (rhs[p] == rhs[p]) w->w[pi] += rhs[p];
+    }
+}
+
+static int rn__ex_overlap(const void *a, size_t abytes, const void *b, size_t bbytes)
+{
+    uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
+    if (!a || !b || !abytes || !bbytes) return 0;
+    return pa - pb < bbytes || pb - pa < abytes; /* unsigned wrap: pa in [pb, pb+bb) or vice versa */
+}
+
+/* Every check but the workspace; fills the byte extents of G, S, flow. */
+static rn_status rn__ex_validate(const float *G, size_t V, size_t d, size_t ldg, double eta,
+                                 double rel_tol, const double *S, size_t lds, const double *flow,
+                                 size_t ldf, const rn_exact_result *res, size_t *gb, size_t *sb,
+                                 size_t *fb)
+{
+    size_t P, i, c;
+    *gb = *sb = *fb = 0;
+    if (!G || !res) return RN_ERR_NULL;
+    if (!V || !d || V > RN_EXACT_MAX_ROWS || ldg < d) return RN_ERR_SIZE;
+    P = V * (V - 1) / 2;
+    if (!P) flow = NULL;
+    if (S && lds < d) return RN_ERR_SIZE;
+    if (flow && ldf < d) return RN_ERR_SIZE;
+    if (!rn__ex_muladd(V - 1, ldg, d, gb) || !rn__ex_muladd(*gb, sizeof(float), 0, gb))
+        return RN_ERR_SIZE;
+    if (S && (!rn__ex_muladd(V - 1, lds, d, sb) || !rn__ex_muladd(*sb, sizeof(double), 0, sb)))
+        return RN_ERR_SIZE;
+    if (flow && (!rn__ex_muladd(P - 1, ldf, d, fb) || !rn__ex_muladd(*fb, sizeof(double), 0, fb)))
+        return RN_ERR_SIZE;
+    if (!rn_exact_step_workspace_size(V, d)) return RN_ERR_SIZE;
+    if (!(eta > 0.0) || !(eta <= 1.79769313486231570815e308)) return RN_ERR_DOMAIN;
+    if (!(rel_tol > 0.0) || !(rel_tol < 1.0)) return RN_ERR_DOMAIN;
+    if (rn__ex_overlap(G, *gb, S, *sb) || rn__ex_overlap(G, *gb, flow, *fb) ||
+        rn__ex_overlap(S, *sb, flow, *fb) || rn__ex_overlap(G, *gb, res, sizeof(*res)) ||
+        rn__ex_overlap(S, *sb, res, sizeof(*res)) || rn__ex_overlap(flow, *fb, res, sizeof(*res)))
+        return RN_ERR_ALIAS;
+    for (i = 0; i < V; i++)
+        for (c = 0; c < d; c++) {
+            float v = G[i * ldg + c];
+            if (!(v - v == 0.0f)) return RN_ERR_NONFINITE;
+        }
+    return RN_OK;
+}
+
+RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_t ldg, double eta,
+                                 double rel_tol, double *S, size_t lds, double *flow, size_t ldf,
+                                 rn_exact_result *res, void *ws, size_t ws_bytes)
+{
+    size_t V = rows, d = cols, i, c, a, gb, sb, fb, P;
+    rn__ex_ws w;
+    double *base, sumn = 0.0, sigma, lo = 0.0, hi = 0.0, D = 0.0, t;
+    unsigned steps = 0, rounds = 0;
+    int done = 0;
+    rn_status st = rn__ex_validate(G, V, d, ldg, eta, rel_tol, S, lds, flow, ldf, res, &gb, &sb, &fb);
+
+    if (st != RN_OK) return st;
+    if (!ws) return RN_ERR_NULL;
+    if (ws_bytes < rn_exact_step_workspace_size(V, d)) return RN_ERR_SIZE;
+    P = V * (V - 1) / 2;
+    if (!P) flow = NULL;
+    if (rn__ex_overlap(ws, ws_bytes, G, gb) || rn__ex_overlap(ws, ws_bytes, S, sb) ||
+        rn__ex_overlap(ws, ws_bytes, flow, fb) || rn__ex_overlap(ws, ws_bytes, res, sizeof(*res)))
+        return RN_ERR_ALIAS;
+
+    {
+        size_t off = (size_t)((uintptr_t)ws % sizeof(double));
+        base = (double *)(void *)((char *)ws + (off ? sizeof(double) - off : 0));
+    }
+    rn__ex_carve(&w, V, d, base);
+
+    /* centre in double */
+    for (c = 0; c < d; c++) {
+        double m = 0.0;
+        for (i = 0; i < V; i++) m += (double)G[i * ldg + c];
+        m /= (double)V;
+        for (i = 0; i < V; i++) w.gc[i * d + c] = (double)G[i * ldg + c] - m;
+    }
+    for (i = 0; i < V; i++) sumn += rn__ex_norm(w.gc + i * d, d);
+    sigma = 0.5 * sumn;
+    if (!(sumn <= 1.79769313486231570815e308) || !(eta * sumn <= 1e300)) return RN_ERR_DOMAIN;
+    memset(w.p, 0, V * d * sizeof(double));
+    memset(w.w, 0, (P ? P : 1) * sizeof(double));
+    memset(w.x, 0, V * w.kmax * sizeof(double));
+    t = 0.0;
+
+    if (sumn == 0.0 || V == 1) {
+        done = 1; /* Delta* = 0: S = 0, flow = 0 */
+    } else if (V == 2) {
+        /* closed form: s_i = -(1/2) g_i/||g_i||, y_12 = ||g_1|| (p_2 - p_1) */
+        double n0 = rn__ex_norm(w.gc, d), n1 = rn__ex_norm(w.gc + d, d);
+        for (c = 0; c < d; c++) {
+            w.p[c] = -0.5 * w.gc[c] / n0;
+            w.p[d + c] = -0.5 * w.gc[d + c] / n1;
+        }
+        w.w[0] = 0.5 * (n0 + n1);
+        done = 1;
+    } else {
+        /* row space basis: pivoted modified Gram-Schmidt with reorthogonalisation */
+        double thr = 0.125 * rel_tol * sumn;
+        size_t k = 0;
+        memcpy(w.e, w.gc, V * d * sizeof(double));
+        while (k < w.kmax) {
+            double en, best = 0.0, tot = 0.0, nq = 0.0;
+            size_t piv = 0, pass;
+            double *qk = w.q + k * d;
+            for (i = 0; i < V; i++) {
+                en = rn__ex_norm(w.e + i * d, d);
+                tot += en;
+                if (en > best) { best = en; piv = i; }
+            }
+            if (!(tot > thr) || best == 0.0) break;
+            for (c = 0; c < d; c++) qk[c] = w.e[piv * d + c] / best;
+            for (pass = 0; pass < 2; pass++) {
+                for (a = 0; a < k; a++) {
+                    double cf = rn__ex_dot(qk, w.q + a * d, d);
+                    for (c = 0; c < d; c++) qk[c] -= cf * w.q[a * d + c];
+                }
+                nq = rn__ex_norm(qk, d);
+                if (!(nq > 0.0)) break;
+                for (c = 0; c < d; c++) qk[c] /= nq;
+            }
+            if (!(nq > 0.0)) break;
+            for (i = 0; i < V; i++) {
+                double cf = rn__ex_dot(w.e + i * d, qk, d);
+                for (c = 0; c < d; c++) w.e[i * d + c] -= cf * qk[c];
+            }
+            k++;
+        }
+        w.k = k;
+        w.n = (V - 1) * k;
+        /* H was carved for kmax (mmax); with k <= kmax the n x n block fits in that space */
+        for (i = 0; i < V; i++)
+            for (a = 0; a < w.kmax; a++)
+                w.h[i * w.kmax + a] = a < k ? rn__ex_dot(w.gc + i * d, w.q + a * d, d) / sigma : 0.0;
+    }
+
+    if (!done) {
+        unsigned round_steps = 0;
+        t = (double)P; /* normalised Delta* is in [1, sqrt 2]: the first gap is about 1 */
+        rn__ex_slacks(&w, w.x, w.s);
+        while (steps < RN__EX_MAX_NEWTON) {
+            double dec2, gap = -1.0, mu;
+            rn__ex_assemble(&w, t);
+            dec2 = rn__ex_direction(&w);
+            steps++;
+            round_steps++;
+            if (!(dec2 >= 0.0)) break;
+            if (dec2 < 1e-3) {
+                rn__ex_positions(&w, t, sigma);
+                rn__ex_certify(&w, eta, &lo, &hi, &D, NULL, 0);
+                gap = (hi - lo) / hi;
+                if (hi - lo <= rel_tol * hi) { done = 1; break; }
+                /* close, or at the end of a round: re-fit the multipliers (O(m^2 k + m^3/3),
+                 * m <= P pairs carrying flow) */
+                if (gap < 10.0 * rel_tol || ((double)P <= 10.0 * rel_tol * t &&
+                                               (dec2 <= 1e-10 || round_steps >= 40))) {
+                    rn__ex_refine(&w, sigma);
+                    rn__ex_certify(&w, eta, &lo, &hi, &D, NULL, 0);
+                    gap = (hi - lo) / hi;
+                    if (hi - lo <= rel_tol * hi) { done = 1; break; }
+                }
+            }
+            /* centred (or stalled at the rounding floor): increase t */
+            if (dec2 <= 1e-10 || (dec2 < 1e-3 && round_steps >= 40) || !rn__ex_step(&w, t, dec2)) {
+                /* the gap is about P/t: aim a little past the target */
+                mu = gap > 0.0 ? 3.0 * gap / rel_tol : RN__EX_MU_MIN;
+                if (!(mu >= RN__EX_MU_MIN)) mu = RN__EX_MU_MIN;
+                if (mu > RN__EX_MU_MAX) mu = RN__EX_MU_MAX;
+                t *= mu;
+                rounds++;
+                round_steps = 0;
+                /* at the central point the gap is below P/t (normalised Delta* >= 1): far past
+                 * that, the certificate is stuck at the rounding floor */
+                if (t > 1e4 * (double)P / rel_tol) break;
+            }
+        }
+        if (!done) return RN_ERR_NOCONVERGE;
+    }
+
+    rn__ex_certify(&w, eta, &lo, &hi, &D, NULL, 0);
+    if (!(hi - hi == 0.0) || !(lo - lo == 0.0)) return RN_ERR_DOMAIN;
+    if (!(hi - lo <= rel_tol * hi) && !(hi == 0.0 && lo == 0.0)) return RN_ERR_NOCONVERGE;
+    if (flow) rn__ex_certify(&w, eta, &lo, &hi, &D, flow, ldf);
+    if (S)
+        for (i = 0; i < V; i++)
+            for (c = 0; c < d; c++) S[i * lds + c] = w.sf[i * d + c];
+    res->decrease_lo = lo;
+    res->decrease_hi = hi;
+    res->decrease_rownorm = 0.5 * eta * sumn;
+    res->diameter = D;
+    res->rank = V == 2 && sumn > 0.0 ? 1 : w.k;
+    res->newton_steps = steps;
+    res->barrier_rounds = rounds;
+    return RN_OK;
+}
+
+RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t ldg, double eta,
+                              double rel_tol, double *S, size_t lds, double *flow, size_t ldf,
+                              rn_exact_result *res)
+{
+    size_t need, gb, sb, fb;
+    void *ws;
+    rn_status st = rn__ex_validate(G, rows, cols, ldg, eta, rel_tol, S, lds, flow, ldf, res, &gb,
+                                   &sb, &fb);
+    if (st != RN_OK) return st;
+    need = rn_exact_step_workspace_size(rows, cols);
+    ws = RN_MALLOC(need);
+    if (!ws) return RN_ERR_NOMEM;
+    st = rn_exact_step_ws(G, rows, cols, ldg, eta, rel_tol, S, lds, flow, ldf, res, ws, need);
+    RN_FREE(ws);
+    return st;
+}
 
 #endif /* ROWNORM_IMPLEMENTATION_DONE */
 #endif /* ROWNORM_IMPLEMENTATION */

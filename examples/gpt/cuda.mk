@@ -23,7 +23,7 @@ NVCC_LIBS := -lcublas -lcudart $(if $(HAVE_OMP),-Xcompiler -fopenmp) -lm
 
 GPT_CUDA_SRCS := $(GPT_DIR)/cuda.cu $(GPT_DIR)/cuda_optim.cu $(GPT_DIR)/cuda_train.cu
 GPT_CUDA_HDRS := $(GPT_DIR)/cuda_backend.h $(GPT_DIR)/cuda_internal.cuh $(GPT_DIR)/gpu_math.h \
-                 $(GPT_DIR)/backend.h $(GPT_DIR)/model.h muon.h rownorm.h $(wildcard wip/*.inc)
+                 $(GPT_DIR)/backend.h $(GPT_DIR)/model.h muon.h rownorm.h
 GPT_CUDA_OBJS := $(GPT_CUB)/cuda.o $(GPT_CUB)/cuda_optim.o $(GPT_CUB)/cuda_train.o
 # the host C the CUDA binaries link: model, CPU backend (the reference), the headers' implementations
 GPT_CUDA_C    := $(GPT_DIR)/model.c $(GPT_DIR)/cpu.c $(GPT_DIR)/libs.c $(GPT_DIR)/libs_rownorm.c

@@ -2,7 +2,7 @@
 # Included from gpt.mk. GPT_MODEL_SRCS / GPT_MODEL_DEPS are what a trainer binary links / depends on.
 GPT_MODEL_SRCS := $(GPT_DIR)/model.c $(GPT_DIR)/cpu.c $(GPT_DIR)/libs.c
 GPT_MODEL_DEPS := $(GPT_MODEL_SRCS) $(GPT_DIR)/model.h $(GPT_DIR)/backend.h $(GPT_DIR)/cpu_layers.h \
-                  muon.h $(wildcard wip/muon_*.inc)
+                  muon.h
 GPT_ASAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 
 $(GPT_B)/test_model: $(GPT_DIR)/tests/test_model.c tests/test.h $(GPT_MODEL_DEPS) | $(GPT_B)
