@@ -85,7 +85,7 @@ test-build: $(TEST_BINS) $(GPT_TEST_BINS)
 
 test: config test-build
 	@UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 OMP_NUM_THREADS=2 \
-	    ./tests/run.sh $(RUN_BINS) $(GPT_TEST_BINS)
+	    ./tests/run.sh $(RUN_BINS) $(GPT_TEST_BINS) tests/readme_examples.sh
 
 install:
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/lib/cmake/rownorm
