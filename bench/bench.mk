@@ -1,0 +1,34 @@
+# bench/bench.mk - benchmarks (programs, not tests; included by the Makefile, adds nothing to `make test`)
+#   make bench                    build and run the suite: one table (14 min on the shared 2-core machine, bench/RESULTS.md)
+#   make bench BENCH_ARGS='--only ns,gemm --threads 1'   a part of it (see bench/bench.c)
+# -O3: the ceiling kernels and the plain baselines are auto-vectorised (GCC 12 does not at -O2).
+# Needs OpenBLAS (the ceilings are its cblas_sgemm); the Python peers run when python3 + numpy exist.
+
+BENCH_FL   := -std=c99 -O3 -march=native $(OMP) $(WARN) -I. $(BLAS_CFLAGS)
+BENCH_ARGS ?=
+
+.PHONY: bench bench-build
+ifeq ($(HAVE_BLAS),1)
+bench-build: $(B)/bench/bench $(B)/bench/gemm_bench $(B)/bench/rn_profile
+
+$(B)/bench/bench: bench/bench.c bench/bench_cblas_tu.c $(HEADER_DEPS) | $(B)/bench
+	$(CC) $(BENCH_FL) -o $@ bench/bench.c bench/bench_cblas_tu.c $(BLAS_LIBS) $(LDLIBS)
+
+$(B)/bench/gemm_bench: bench/gemm_bench.c muon.h | $(B)/bench
+	$(CC) $(BENCH_FL) -o $@ bench/gemm_bench.c $(BLAS_LIBS) $(LDLIBS)
+
+# a fixed amount of RowNorm-step work for callgrind (no AVX-512 under valgrind: AVX2 build)
+$(B)/bench/rn_profile: bench/rn_profile.c rownorm.h | $(B)/bench
+	$(CC) -std=c99 -O3 $(SIMD2) $(WARN) -I. -o $@ bench/rn_profile.c $(LDLIBS)
+
+bench: bench-build
+	@echo "machine: $$(lscpu | sed -n 's/^Model name: *//p'), $$(nproc) CPUs; load $$(cut -d' ' -f1-3 /proc/loadavg)"
+	@echo "command: make bench BENCH_ARGS='$(BENCH_ARGS)'  (OPENBLAS_CORETYPE=SkylakeX $(B)/bench/bench $(BENCH_ARGS))"
+	OPENBLAS_CORETYPE=SkylakeX $(B)/bench/bench $(BENCH_ARGS)
+else
+bench-build bench:
+	@echo "bench: skipped (needs a CBLAS: OpenBLAS found by pkg-config)"
+endif
+
+$(B)/bench:
+	@mkdir -p $@
