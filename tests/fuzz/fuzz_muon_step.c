@@ -1,0 +1,147 @@
+/* fuzz_muon_step.c - muon_default, muon_init, muon_init_ex, muon_workspace_size, muon_step,
+ * muon_step_ws, muon_free: 1-3 steps with fuzzed configs (every field, including out-of-range
+ * enums and non-finite numbers), shapes, leading dimensions, QKV splits, gradients (NaN/Inf,
+ * denormal, huge) and placements of G (separate or overlapping W).
+ * Checks: on an error W, the state (step, momentum, cap pair) and G are untouched; G never
+ * changes; invalid sizes, G overlapping W and NaN/Inf in G are never OK; with finite tame
+ * values and a finite config W stays finite. */
+#include "muon.h"
+#include "fuzz_common.h"
+
+typedef struct {
+    muon_state st;
+    float *mom;
+    double *cu, *cv;
+} state_snap;
+
+static void snap_state(state_snap *s, const muon_state *st)
+{
+    size_t n = st->rows * st->cols;
+    s->st = *st;
+    s->mom = (float *)fz_malloc(n * sizeof(float));
+    s->cu = (double *)fz_malloc(st->rows * sizeof(double));
+    s->cv = (double *)fz_malloc(st->cols * sizeof(double));
+    memcpy(s->mom, st->momentum, n * sizeof(float));
+    memcpy(s->cu, st->cap_u, st->rows * sizeof(double));
+    memcpy(s->cv, st->cap_v, st->cols * sizeof(double));
+}
+static int state_same(const state_snap *s, const muon_state *st)
+{
+    return memcmp(&s->st, st, sizeof *st) == 0 &&
+           memcmp(s->mom, st->momentum, st->rows * st->cols * sizeof(float)) == 0 &&
+           memcmp(s->cu, st->cap_u, st->rows * sizeof(double)) == 0 &&
+           memcmp(s->cv, st->cap_v, st->cols * sizeof(double)) == 0;
+}
+static void free_snap(state_snap *s)
+{
+    free(s->mom);
+    free(s->cu);
+    free(s->cv);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fz_in in = {data, size};
+    uint8_t op = fz_u8(&in);
+    fz_shape s = fz_take_shape(&in, 16, 16);
+    size_t ldw = s.bogus ? s.ld : s.cols + fz_u8(&in) % 3, wn, gn, steps = 1 + fz_u8(&in) % 3, t, i;
+    muon_config cfg = muon_default();
+    static const double ord_lr[] = {0.02, 0.0, 1.0, 1e-4};
+    static const double ord_mom[] = {0.95, 0.0, 0.5, 0.99};
+    static const double ord_wd[] = {0.0, 0.1, 0.01};
+    static const double ord_sc[] = {0.0, 0.2, 0.18, 1.0};
+    fz_valgen gw = fz_take_valgen(&in), gg = fz_take_valgen(&in);
+    muon_state st;
+    muon_status rs;
+    float *W, *G, *buf;
+    int overlap = (op >> 4) % 8 == 0;
+
+    if (op & 1) {
+        cfg.lr = fz_param(&in, ord_lr, 4);
+        cfg.momentum = fz_param(&in, ord_mom, 4);
+        cfg.weight_decay = fz_param(&in, ord_wd, 3);
+        cfg.nesterov = fz_u8(&in) % 2;
+        cfg.momentum_form = (muon_momentum_form)(fz_u8(&in) % 3);
+        cfg.scale = (muon_scale_mode)(fz_u8(&in) % 5);
+        cfg.scale_coeff = fz_param(&in, ord_sc, 4);
+        cfg.split_rows = fz_u8(&in) % 5;
+        cfg.cap = (muon_cap_mode)(fz_u8(&in) % 4);
+        cfg.cap_iters = (int)(fz_u8(&in) % 8) - 1;
+        if (fz_u8(&in) % 8 == 0) cfg.ns = muon_ns_preset((muon_ns_kind)(fz_u8(&in) % 5), (int)(fz_u8(&in) % 8));
+        if (fz_u8(&in) % 16 == 0) cfg.ns.eps = fz_param(&in, ord_wd, 3);
+    }
+    /* the state fixes rows and cols; bad ones must fail muon_init with st untouched */
+    memset(&st, 0x3c, sizeof st);
+    if (s.bogus == 1) {
+        muon_state st0 = st;
+        rs = (op & 0x80) ? muon_init_ex(&st, s.rows, s.cols, 0) : muon_init(&st, s.rows, s.cols);
+        FZ_CHECK(rs != MUON_OK, "muon_init accepted %zu x %zu", s.rows, s.cols);
+        FZ_CHECK(memcmp(&st, &st0, sizeof st) == 0, "muon_init wrote the state on error %d", (int)rs);
+        return 0;
+    }
+    memset(&st, 0, sizeof st);
+    if ((op >> 1) % 8 != 0) { /* else: a zeroed, never initialised state */
+        rs = (op & 0x80) ? muon_init_ex(&st, s.rows, s.cols, 0) : muon_init(&st, s.rows, s.cols);
+        if (rs != MUON_OK) return 0;
+    }
+    gn = s.alloc;
+    wn = s.bogus ? s.alloc : fz_extent(s.rows, s.cols, ldw);
+    buf = (float *)fz_malloc((gn + wn) * sizeof(float));
+    for (i = 0; i < gn + wn; i++) buf[i] = -7.0f;
+    W = buf;
+    G = overlap ? buf + fz_u8(&in) % (wn ? wn : 1) : buf + wn;
+    for (i = 0; i < wn; i++) W[i] = fz_value(&gw, &in, i % ldw);
+
+    for (t = 0; t < steps; t++) {
+        state_snap ss;
+        fz_snap snW, snG, snBuf;
+        int finite_g;
+        void *ws = NULL;
+        size_t ws_bytes = 0;
+        int use_ws = fz_u8(&in) % 3 == 0;
+        if (!overlap || t == 0) for (i = 0; i < gn; i++) G[i] = fz_value(&gg, &in, s.bogus ? i : i % s.ld);
+        finite_g = fz_matrix_finite(G, &s);
+        if (st.momentum) snap_state(&ss, &st);
+        else memset(&ss, 0, sizeof ss), ss.st = st;
+        snW = fz_take_snap(W, wn * sizeof(float));
+        snG = fz_take_snap(G, gn * sizeof(float));
+        snBuf = fz_take_snap(buf, (gn + wn) * sizeof(float));
+        if (use_ws) {
+            ws_bytes = muon_workspace_size(s.rows, s.cols, (fz_u8(&in) & 1) ? &cfg : NULL);
+            if (fz_u8(&in) % 8 == 0 && ws_bytes) ws_bytes /= 3;
+            ws = fz_malloc(ws_bytes);
+            rs = muon_step_ws(&st, &cfg, W, ldw, G, s.ld, ws, ws_bytes);
+        } else {
+            rs = muon_step(&st, &cfg, W, ldw, G, s.ld);
+        }
+        free(ws);
+        if (s.bogus || !st.momentum) FZ_CHECK(rs != MUON_OK, "invalid ld or uninitialised state accepted");
+        if (overlap) FZ_CHECK(rs != MUON_OK, "G overlapping W accepted");
+        if (!finite_g) FZ_CHECK(rs != MUON_OK, "NaN/Inf in G accepted");
+        if (rs != MUON_OK) {
+            FZ_CHECK(fz_snap_same(&snBuf), "W or G changed on error %d (%s)", (int)rs, muon_status_string(rs));
+            FZ_CHECK(st.momentum == NULL ? memcmp(&ss.st, &st, sizeof st) == 0 : state_same(&ss, &st),
+                     "state changed on error %d (%s)", (int)rs, muon_status_string(rs));
+        } else {
+            FZ_CHECK(fz_snap_same(&snG), "G changed");
+            FZ_CHECK(st.step == ss.st.step + 1, "step count");
+            if (fz_valgen_tame(&gw) && fz_valgen_tame(&gg) && cfg.lr <= 1.0 && cfg.weight_decay <= 1.0 &&
+                cfg.scale_coeff <= 1.0 && cfg.ns.count == 0)
+                for (i = 0; i < s.rows; i++)
+                    FZ_CHECK(fz_all_finite_f(W + i * ldw, s.cols), "W not finite after step %zu, row %zu", t, i);
+            /* columns past cols inside ldw never written */
+            for (i = 0; i + 1 < s.rows; i++)
+                FZ_CHECK(memcmp(W + i * ldw + s.cols, (const float *)snW.copy + i * ldw + s.cols,
+                                (ldw - s.cols) * sizeof(float)) == 0, "W padding written");
+        }
+        if (st.momentum || ss.mom) free_snap(&ss);
+        fz_snap_free(&snW);
+        fz_snap_free(&snG);
+        fz_snap_free(&snBuf);
+        if (rs != MUON_OK) break;
+    }
+    muon_free(&st);
+    muon_free(&st); /* twice: a zeroed state is fine */
+    free(buf);
+    return 0;
+}

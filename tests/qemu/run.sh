@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The whole test suite (every tests/test_*.c) cross-compiled for aarch64 by tests/reliability.mk
+# with Debian's aarch64-linux-gnu-gcc -O2 -- NEON (on by default on AArch64; OpenMP when the
+# cross toolchain has it) and scalar (-DRN_NO_SIMD -DMUON_NO_SIMD) -- and run under qemu-user,
+# so that the NEON kernels are executed, not only compiled. Times are printed per binary.
+set -u
+cd "$(dirname "$0")/../.."
+rel_name=aarch64-qemu
+. tests/rel_lib.sh
+rel_have aarch64-linux-gnu-gcc || rel_missing aarch64-linux-gnu-gcc "apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross"
+rel_have qemu-aarch64 || rel_missing qemu-aarch64 "apt-get install qemu-user"
+[ -d /usr/aarch64-linux-gnu/lib ] || rel_missing /usr/aarch64-linux-gnu/lib "apt-get install libc6-dev-arm64-cross"
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+# spinning OpenMP threads are very slow under emulation on a shared machine
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+# the library root for the dynamic loader; the binaries run through qemu explicitly (no binfmt needed)
+for v in neon scalar; do
+    for src in tests/test_*.c; do
+        rel_run_bin "$REL_B/aarch64-$v/$(basename "$src" .c)" qemu-aarch64 -L /usr/aarch64-linux-gnu
+    done
+done
+rel_finish

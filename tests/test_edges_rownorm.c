@@ -1,0 +1,498 @@
+/* test_edges_rownorm.c - numerical edges and determinism of rownorm.h (the reliability issue).
+ *
+ * Edges: rows with norms near 1e-30 and 1e30 (the diameter is exact and scales with the
+ * input; the projection and the step stay finite and scale invariant with eps = 0);
+ * all-zero gradients give a zero step and no NaN under every flag combination; 1 x n and
+ * n x 1 shapes against their closed forms; ld > cols with NaN poison past cols (never read,
+ * never written); the documented aliasing rules (in place exactly where allowed, every other
+ * overlap RN_ERR_ALIAS with nothing written).
+ * Determinism: the header promises bit-identical results across runs and OpenMP thread counts
+ * for every function: the diameter, its bounds, the Hilbert RMS, the projection, the step and
+ * the exact solver are run at 1..3 threads (OpenMP builds) or twice and compared bit for bit.
+ */
+#define ROWNORM_IMPLEMENTATION
+#include "rownorm.h"
+#include "test.h"
+
+#include <float.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define POISON_BITS 0x7fc0beef
+
+static float *ealloc(size_t n)
+{
+    float *p = (float *)malloc((n ? n : 1) * sizeof(float));
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+static float poison(void)
+{
+    unsigned int b = POISON_BITS;
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+static void fill(float *A, size_t rows, size_t cols, size_t ld, double scale, unsigned long long seed)
+{
+    t_rng r;
+    size_t i, j;
+    r.s = seed;
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < ld; j++) A[i * ld + j] = j < cols ? (float)(scale * t_rng_normal(&r)) : poison();
+}
+
+static int finite_all(const float *A, size_t rows, size_t cols, size_t ld)
+{
+    size_t i, j;
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++)
+            if (!(fabsf(A[i * ld + j]) <= FLT_MAX)) return 0;
+    return 1;
+}
+
+static int pad_intact(const float *A, size_t rows, size_t cols, size_t ld)
+{
+    size_t i, j;
+    unsigned int b;
+    for (i = 0; i < rows; i++)
+        for (j = cols; j < ld; j++) {
+            memcpy(&b, A + i * ld + j, sizeof b);
+            if (b != POISON_BITS) return 0;
+        }
+    return 1;
+}
+
+static int same_rows(const float *A, size_t lda, const float *B, size_t ldb, size_t rows, size_t cols)
+{
+    size_t i;
+    for (i = 0; i < rows; i++)
+        if (memcmp(A + i * lda, B + i * ldb, cols * sizeof(float))) return 0;
+    return 1;
+}
+
+/* brute-force diameter in double */
+static double brute_diameter(const float *S, size_t rows, size_t cols, size_t ld)
+{
+    double best = 0.0;
+    size_t a, b, k;
+    for (a = 0; a < rows; a++)
+        for (b = a + 1; b < rows; b++) {
+            double s = 0.0;
+            for (k = 0; k < cols; k++) {
+                double d = (double)S[a * ld + k] - (double)S[b * ld + k];
+                s += d * d;
+            }
+            if (s > best) best = s;
+        }
+    return sqrt(best);
+}
+
+/* ---- scaled norms ------------------------------------------------------------------------ */
+
+/* The diameter is exact at every scale: rows of norm ~1e-30 (float products of such rows
+ * underflow) and ~1e30 (they overflow) included. */
+static void test_diameter_scaled(void)
+{
+    const size_t r = 40, c = 19;
+    float *S = ealloc(r * c);
+    double scales[6];
+    int k, seed;
+    scales[0] = 1.0;
+    scales[1] = 1e-30;
+    scales[2] = 1e30;
+    scales[3] = ldexp(1.0, -100);
+    scales[4] = 1e-20;
+    scales[5] = 1e19;
+    for (k = 0; k < 6; k++) {
+        double worst = 0.0;
+        for (seed = 1; seed <= 40; seed++) {
+            double D = -1.0, want, lo = -1.0, hi = -1.0;
+            size_t i, j;
+            fill(S, r, c, c, scales[k], (unsigned long long)seed * 7919u);
+            want = brute_diameter(S, r, c, c);
+            CHECK(rn_row_diameter(S, r, c, c, &D, &i, &j) == RN_OK);
+            if (fabs(D - want) / want > worst) worst = fabs(D - want) / want;
+            CHECK(rn_row_diameter_bounds(S, r, c, c, &lo, &hi) == RN_OK);
+            CHECK(lo <= want * (1 + 1e-12) && want <= hi * (1 + 1e-12) && hi <= 2 * lo * (1 + 1e-12));
+        }
+        CHECK_MSG(worst <= 1e-12, "scale %g: D off the brute force by %.3g relative", scales[k], worst);
+    }
+    free(S);
+}
+
+/* With eps = 0 the projection is scale invariant; with the default eps huge rows are unaffected
+ * and tiny ones stay finite. Entries near FLT_MAX do not overflow (norms in double). */
+static void test_projection_scaled(void)
+{
+    const size_t r = 12, c = 9, n = 108;
+    float *A = ealloc(n), *As = ealloc(n), *O = ealloc(n), *Os = ealloc(n);
+    double scales[4];
+    size_t i;
+    int k;
+    scales[0] = ldexp(1.0, -100);
+    scales[1] = ldexp(1.0, 100);
+    scales[2] = 1e-30;
+    scales[3] = 1e30;
+    fill(A, r, c, c, 1.0, 11);
+    CHECK(rn_projected_rownorm(A, r, c, c, 0.0f, O, c) == RN_OK);
+    for (k = 0; k < 4; k++) {
+        double maxd = 0.0;
+        for (i = 0; i < n; i++) As[i] = (float)(scales[k] * A[i]);
+        CHECK(rn_projected_rownorm(As, r, c, c, 0.0f, Os, c) == RN_OK);
+        CHECK(finite_all(Os, r, c, c));
+        for (i = 0; i < n; i++)
+            if (fabs((double)Os[i] - O[i]) > maxd) maxd = fabs((double)Os[i] - O[i]);
+        CHECK_MSG(maxd <= 1e-6, "eps 0, scale %g: max diff %.3g", scales[k], maxd);
+        CHECK(rn_projected_rownorm(As, r, c, c, 1e-8f, Os, c) == RN_OK);
+        CHECK(finite_all(Os, r, c, c));
+    }
+    for (i = 0; i < n; i++) As[i] = (i % 3) ? FLT_MAX / 2 : -FLT_MAX / 3;
+    CHECK(rn_projected_rownorm(As, r, c, c, 1e-8f, Os, c) == RN_OK);
+    CHECK(finite_all(Os, r, c, c));
+    free(A);
+    free(As);
+    free(O);
+    free(Os);
+}
+
+/* Hilbert distance from logits far from 0 and from tiny probabilities; the RMS of a head
+ * scaled by 1e+-30 scales with it. */
+static void test_hilbert_scaled(void)
+{
+    float z0[5] = {1e4f, -1e4f, 3.0f, 0.0f, 2e4f}, z1[5] = {1e4f + 1.0f, -1e4f, 3.0f, -2.0f, 2e4f};
+    float p[3] = {1e-40f, 0.5f, 1e-30f}, q[3] = {2e-40f, 0.5f, 1e-30f};
+    double d = -1.0;
+    CHECK(rn_hilbert_logits(z0, z1, 5, &d) == RN_OK);
+    CHECK_NEAR(d, (double)z1[0] - (double)z0[0] + 2.0, 0.0, 1e-12);
+    CHECK(rn_hilbert_probs(p, q, 3, &d) == RN_OK);
+    CHECK_NEAR(d, log((double)q[0] / (double)p[0]), 1e-12, 1e-9);
+    {
+        const size_t r = 30, c = 8, tokens = 20;
+        float *S = ealloc(r * c), *Ss = ealloc(r * c), *H = ealloc(tokens * c);
+        double rms = -1.0, rs = -1.0, scales[2];
+        size_t i;
+        int k;
+        scales[0] = 1e-30;
+        scales[1] = 1e30;
+        fill(S, r, c, c, 1.0, 12);
+        fill(H, tokens, c, c, 1.0, 13);
+        CHECK(rn_hilbert_rms(S, r, c, c, H, tokens, c, &rms) == RN_OK);
+        for (k = 0; k < 2; k++) {
+            for (i = 0; i < r * c; i++) Ss[i] = (float)(scales[k] * S[i]);
+            CHECK(rn_hilbert_rms(Ss, r, c, c, H, tokens, c, &rs) == RN_OK);
+            CHECK_NEAR(rs / scales[k], rms, 0.0, 1e-5);
+        }
+        free(S);
+        free(Ss);
+        free(H);
+    }
+}
+
+/* ---- all-zero gradients ---------------------------------------------------------------- */
+
+static void test_zero_gradient_step(void)
+{
+    const size_t r = 7, c = 5, n = 35;
+    float *W = ealloc(n), *W0 = ealloc(n), *G = ealloc(n), *S = ealloc(n);
+    unsigned flags;
+    int e;
+    memset(G, 0, n * sizeof(float));
+    fill(W0, r, c, c, 0.3, 14);
+    for (flags = 0; flags < 32; flags++)
+        for (e = 0; e < 2; e++) {
+            rn_rownorm_state st;
+            rn_rownorm_config cfg = rn_rownorm_default();
+            size_t i;
+            int t, zero = 1;
+            cfg.flags = flags;
+            cfg.eps = e ? 0.0 : 1e-8;
+            memcpy(W, W0, n * sizeof(float));
+            CHECK(rn_rownorm_init(&st, r, c) == RN_OK);
+            for (t = 0; t < 2; t++) CHECK(rn_rownorm_step(&st, &cfg, W, c, G, c, S, c) == RN_OK);
+            for (i = 0; i < n; i++) zero &= S[i] == 0.0f;
+            CHECK_MSG(zero && memcmp(W, W0, n * sizeof(float)) == 0, "flags %u eps %g: step not zero", flags, cfg.eps);
+            rn_rownorm_free(&st);
+        }
+    {
+        float *O = ealloc(n);
+        size_t i;
+        int zero = 1;
+        CHECK(rn_projected_rownorm(G, r, c, c, 0.0f, O, c) == RN_OK);
+        for (i = 0; i < n; i++) zero &= O[i] == 0.0f;
+        CHECK(zero);
+        free(O);
+    }
+    free(W);
+    free(W0);
+    free(G);
+    free(S);
+}
+
+/* ---- 1 x n and n x 1 --------------------------------------------------------------------- */
+
+static void test_vectors(void)
+{
+    static const size_t lens[3] = {1, 2, 33};
+    size_t li;
+    for (li = 0; li < 3; li++) {
+        size_t len = lens[li], k;
+        float *v = ealloc(len), *O = ealloc(len), *W = ealloc(len), *S = ealloc(len);
+        double D = -1.0, mx = -1e300, mn = 1e300, lo, hi;
+        size_t i = 99, j = 99;
+        rn_rownorm_state st;
+        rn_rownorm_config cfg = rn_rownorm_default();
+        fill(v, len, 1, 1, 1.0, 20 + len);
+        /* 1 x n: one row; diameter 0 with the pair (0, 0); projection and step are zero */
+        CHECK(rn_row_diameter(v, 1, len, len, &D, &i, &j) == RN_OK);
+        CHECK(D == 0.0 && i == 0 && j == 0);
+        CHECK(rn_projected_rownorm(v, 1, len, len, 1e-8f, O, len) == RN_OK);
+        for (k = 0; k < len; k++) CHECK(O[k] == 0.0f);
+        memset(W, 0, len * sizeof(float));
+        CHECK(rn_rownorm_init(&st, 1, len) == RN_OK);
+        CHECK(rn_rownorm_step(&st, &cfg, W, len, v, len, S, len) == RN_OK);
+        for (k = 0; k < len; k++) CHECK(fabs(S[k]) <= 1e-12 * cfg.lr); /* P of one row is 0 */
+        rn_rownorm_free(&st);
+        /* n x 1: the diameter is max - min; the projection centres, gives signs, centres */
+        for (k = 0; k < len; k++) {
+            if (v[k] > mx) mx = v[k];
+            if (v[k] < mn) mn = v[k];
+        }
+        CHECK(rn_row_diameter(v, len, 1, 1, &D, &i, &j) == RN_OK);
+        CHECK_NEAR(D, mx - mn, 0.0, 1e-15);
+        CHECK(rn_row_diameter_bounds(v, len, 1, 1, &lo, &hi) == RN_OK);
+        CHECK(lo <= D && D <= hi);
+        CHECK(rn_projected_rownorm(v, len, 1, 1, 0.0f, O, 1) == RN_OK);
+        CHECK(finite_all(O, len, 1, 1));
+        {
+            double sum = 0.0;
+            for (k = 0; k < len; k++) sum += O[k];
+            CHECK_NEAR(sum, 0.0, 1e-6, 0.0);
+        }
+        CHECK(rn_rownorm_init(&st, len, 1) == RN_OK);
+        memset(W, 0, len * sizeof(float));
+        CHECK(rn_rownorm_step(&st, &cfg, W, 1, v, 1, S, 1) == RN_OK);
+        CHECK(finite_all(W, len, 1, 1));
+        rn_rownorm_free(&st);
+        free(v);
+        free(O);
+        free(W);
+        free(S);
+    }
+}
+
+/* ---- ld > cols ------------------------------------------------------------------------------ */
+
+static void test_leading_dimensions(void)
+{
+    const size_t r = 70, c = 13, ld = 18, tokens = 9;
+    float *S = ealloc(r * c), *Sp = ealloc(r * ld), *H = ealloc(tokens * c), *Hp = ealloc(tokens * ld);
+    float *O = ealloc(r * c), *Op = ealloc(r * ld), *W = ealloc(r * c), *Wp = ealloc(r * ld);
+    float *T = ealloc(r * c), *Tp = ealloc(r * ld);
+    double D1, D2, l1, l2, h1, h2, m1, m2;
+    size_t i, i1, j1, i2, j2;
+    rn_rownorm_state s1, s2;
+    rn_rownorm_config cfg = rn_rownorm_default();
+    fill(Sp, r, c, ld, 1.0, 30);
+    fill(Hp, tokens, c, ld, 1.0, 31);
+    for (i = 0; i < r; i++) memcpy(S + i * c, Sp + i * ld, c * sizeof(float));
+    for (i = 0; i < tokens; i++) memcpy(H + i * c, Hp + i * ld, c * sizeof(float));
+    CHECK(rn_row_diameter(S, r, c, c, &D1, &i1, &j1) == RN_OK);
+    CHECK(rn_row_diameter(Sp, r, c, ld, &D2, &i2, &j2) == RN_OK);
+    CHECK(memcmp(&D1, &D2, sizeof D1) == 0 && i1 == i2 && j1 == j2);
+    CHECK(rn_row_diameter_bounds(S, r, c, c, &l1, &h1) == RN_OK);
+    CHECK(rn_row_diameter_bounds(Sp, r, c, ld, &l2, &h2) == RN_OK);
+    CHECK(memcmp(&l1, &l2, sizeof l1) == 0 && memcmp(&h1, &h2, sizeof h1) == 0);
+    CHECK(rn_hilbert_rms(S, r, c, c, H, tokens, c, &m1) == RN_OK);
+    CHECK(rn_hilbert_rms(Sp, r, c, ld, Hp, tokens, ld, &m2) == RN_OK);
+    CHECK(memcmp(&m1, &m2, sizeof m1) == 0);
+    fill(Op, r, c, ld, 0.0, 0); /* padding poison, values 0 */
+    CHECK(rn_projected_rownorm(S, r, c, c, 1e-8f, O, c) == RN_OK);
+    CHECK(rn_projected_rownorm(Sp, r, c, ld, 1e-8f, Op, ld) == RN_OK);
+    CHECK(same_rows(O, c, Op, ld, r, c) && pad_intact(Op, r, c, ld) && pad_intact(Sp, r, c, ld));
+    /* two steps, W, G and step_out all padded */
+    fill(Wp, r, c, ld, 0.2, 32);
+    fill(Tp, r, c, ld, 0.0, 0);
+    for (i = 0; i < r; i++) memcpy(W + i * c, Wp + i * ld, c * sizeof(float));
+    cfg.weight_decay = 0.1;
+    CHECK(rn_rownorm_init(&s1, r, c) == RN_OK);
+    CHECK(rn_rownorm_init(&s2, r, c) == RN_OK);
+    for (i = 0; i < 2; i++) {
+        CHECK(rn_rownorm_step(&s1, &cfg, W, c, S, c, T, c) == RN_OK);
+        CHECK(rn_rownorm_step(&s2, &cfg, Wp, ld, Sp, ld, Tp, ld) == RN_OK);
+    }
+    CHECK(same_rows(W, c, Wp, ld, r, c) && same_rows(T, c, Tp, ld, r, c));
+    CHECK(pad_intact(Wp, r, c, ld) && pad_intact(Tp, r, c, ld));
+    rn_rownorm_free(&s1);
+    rn_rownorm_free(&s2);
+    free(S);
+    free(Sp);
+    free(H);
+    free(Hp);
+    free(O);
+    free(Op);
+    free(W);
+    free(Wp);
+    free(T);
+    free(Tp);
+}
+
+/* ---- aliasing rules --------------------------------------------------------------------------- */
+
+static void test_aliasing_rules(void)
+{
+    const size_t r = 6, c = 5, n = 30;
+    float *buf = ealloc(3 * n), *snap = ealloc(3 * n), *A = ealloc(n), *O = ealloc(n);
+    rn_rownorm_state st;
+    rn_rownorm_config cfg = rn_rownorm_default();
+    fill(A, r, c, c, 1.0, 40);
+    CHECK(rn_projected_rownorm(A, r, c, c, 1e-8f, O, c) == RN_OK);
+    /* in place, same ld: the bits of out of place */
+    memcpy(buf, A, n * sizeof(float));
+    CHECK(rn_projected_rownorm(buf, r, c, c, 1e-8f, buf, c) == RN_OK);
+    CHECK(memcmp(buf, O, n * sizeof(float)) == 0);
+    /* any other overlap: ALIAS, nothing written */
+    fill(buf, 3 * r, c, c, 1.0, 41);
+    memcpy(snap, buf, 3 * n * sizeof(float));
+    CHECK(rn_projected_rownorm(buf, r, c, c, 1e-8f, buf + 2, c) == RN_ERR_ALIAS);
+    CHECK(rn_projected_rownorm(buf, r, c, c, 1e-8f, buf, c + 1) == RN_ERR_ALIAS);
+    CHECK(memcmp(buf, snap, 3 * n * sizeof(float)) == 0);
+    /* the step: W, G, step_out and the state must not overlap */
+    CHECK(rn_rownorm_init(&st, r, c) == RN_OK);
+    CHECK(rn_rownorm_step(&st, &cfg, buf, c, buf + n, c, NULL, 0) == RN_OK);
+    memcpy(snap, buf, 3 * n * sizeof(float));
+    {
+        float *B0 = ealloc(n);
+        unsigned long long t = st.t;
+        memcpy(B0, st.B, n * sizeof(float));
+        CHECK(rn_rownorm_step(&st, &cfg, buf, c, buf + 3, c, NULL, 0) == RN_ERR_ALIAS);
+        CHECK(rn_rownorm_step(&st, &cfg, buf, c, buf + n, c, buf + 1, c) == RN_ERR_ALIAS);
+        CHECK(rn_rownorm_step(&st, &cfg, buf, c, buf + n, c, buf + n + 2, c) == RN_ERR_ALIAS);
+        CHECK(rn_rownorm_step(&st, &cfg, buf, c, st.B, c, NULL, 0) == RN_ERR_ALIAS);
+        CHECK(memcmp(buf, snap, 3 * n * sizeof(float)) == 0);
+        CHECK(memcmp(B0, st.B, n * sizeof(float)) == 0 && st.t == t);
+        free(B0);
+    }
+    rn_rownorm_free(&st);
+    free(buf);
+    free(snap);
+    free(A);
+    free(O);
+}
+
+/* ---- determinism ------------------------------------------------------------------------- */
+
+#ifdef _OPENMP
+#define RE_BIG 1
+#else
+#define RE_BIG 0
+#endif
+#define RE_R (RE_BIG ? 700 : 90) /* > 256 rows: several chunks of the step's reductions */
+#define RE_C (RE_BIG ? 48 : 16)
+#define RE_T (RE_BIG ? 300 : 40)
+
+typedef struct {
+    double D, lo, hi, rms, exact[3];
+    size_t i, j;
+    float *P, *W, *S;
+} re_run;
+
+static int re_compute(re_run *e)
+{
+    float *A = ealloc((size_t)RE_R * RE_C), *H = ealloc((size_t)RE_T * RE_C), *G = ealloc((size_t)RE_R * RE_C);
+    rn_rownorm_state st;
+    rn_rownorm_config cfg = rn_rownorm_default();
+    int bad = 0, t;
+    e->P = ealloc((size_t)RE_R * RE_C);
+    e->W = ealloc((size_t)RE_R * RE_C);
+    e->S = ealloc((size_t)RE_R * RE_C);
+    fill(A, RE_R, RE_C, RE_C, 1.0, 50);
+    fill(H, RE_T, RE_C, RE_C, 1.0, 51);
+    fill(e->W, RE_R, RE_C, RE_C, 0.1, 52);
+    bad |= rn_row_diameter(A, RE_R, RE_C, RE_C, &e->D, &e->i, &e->j) != RN_OK;
+    bad |= rn_row_diameter_bounds(A, RE_R, RE_C, RE_C, &e->lo, &e->hi) != RN_OK;
+    bad |= rn_hilbert_rms(A, RE_R, RE_C, RE_C, H, RE_T, RE_C, &e->rms) != RN_OK;
+    bad |= rn_projected_rownorm(A, RE_R, RE_C, RE_C, 1e-8f, e->P, RE_C) != RN_OK;
+    cfg.weight_decay = 0.01;
+    bad |= rn_rownorm_init(&st, RE_R, RE_C) != RN_OK;
+    for (t = 0; t < 3 && !bad; t++) {
+        fill(G, RE_R, RE_C, RE_C, 1.0, 60 + (unsigned long long)t);
+        bad |= rn_rownorm_step(&st, &cfg, e->W, RE_C, G, RE_C, e->S, RE_C) != RN_OK;
+    }
+    rn_rownorm_free(&st);
+    {
+        rn_exact_result res;
+        bad |= rn_exact_step(A, 6, 4, RE_C, 1.0, 1e-6, NULL, 0, NULL, 0, &res) != RN_OK;
+        e->exact[0] = res.decrease_lo;
+        e->exact[1] = res.decrease_hi;
+        e->exact[2] = res.diameter;
+    }
+    free(A);
+    free(H);
+    free(G);
+    return bad;
+}
+
+static int re_same(const re_run *a, const re_run *b, const char **what)
+{
+    size_t n = (size_t)RE_R * RE_C * sizeof(float);
+    if (memcmp(&a->D, &b->D, sizeof a->D) || a->i != b->i || a->j != b->j) return *what = "row_diameter", 0;
+    if (memcmp(&a->lo, &b->lo, sizeof a->lo) || memcmp(&a->hi, &b->hi, sizeof a->hi)) return *what = "bounds", 0;
+    if (memcmp(&a->rms, &b->rms, sizeof a->rms)) return *what = "hilbert_rms", 0;
+    if (memcmp(a->P, b->P, n)) return *what = "projected_rownorm", 0;
+    if (memcmp(a->W, b->W, n) || memcmp(a->S, b->S, n)) return *what = "rownorm_step", 0;
+    if (memcmp(a->exact, b->exact, sizeof a->exact)) return *what = "exact_step", 0;
+    return 1;
+}
+
+static void re_free(re_run *e)
+{
+    free(e->P);
+    free(e->W);
+    free(e->S);
+}
+
+static void test_determinism_threads(void)
+{
+    re_run ref, run;
+    const char *what = "";
+    int nt;
+    CHECK(re_compute(&ref) == 0);
+    CHECK(re_compute(&run) == 0);
+    CHECK_MSG(re_same(&ref, &run, &what), "second run differs in %s", what);
+    re_free(&run);
+#ifdef _OPENMP
+    {
+        int saved = omp_get_max_threads();
+        for (nt = 1; nt <= 3; nt++) {
+            omp_set_num_threads(nt);
+            CHECK(re_compute(&run) == 0);
+            CHECK_MSG(re_same(&ref, &run, &what), "%d threads differ in %s", nt, what);
+            re_free(&run);
+        }
+        omp_set_num_threads(saved);
+    }
+#else
+    (void)nt;
+#endif
+    re_free(&ref);
+}
+
+int main(void)
+{
+    RUN(test_diameter_scaled);
+    RUN(test_projection_scaled);
+    RUN(test_hilbert_scaled);
+    RUN(test_zero_gradient_step);
+    RUN(test_vectors);
+    RUN(test_leading_dimensions);
+    RUN(test_aliasing_rules);
+    RUN(test_determinism_threads);
+    return TEST_REPORT();
+}
