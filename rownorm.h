@@ -344,10 +344,11 @@ RNDEF size_t rn_exact_step_workspace_size(size_t rows, size_t cols);
  * Special cases: V = 1 or P.G = 0 give Delta* = 0, S = 0, flow = 0; V = 2 is solved in closed
  * form (Delta* = eta ||g_1 - gbar||, S = -(eta/2) (g_i - gbar)/||g_i - gbar||).
  * Status: RN_ERR_NULL (G, res or ws NULL), RN_ERR_SIZE (rows or cols 0, rows > 64, ldg/lds/ldf
- * < cols, an overflowing extent, ws_bytes too small), RN_ERR_DOMAIN (eta not finite or <= 0,
- * rel_tol not in (0, 1), or eta * sum ||g_i - gbar|| > 1e300), RN_ERR_NONFINITE (NaN/Inf in G),
- * RN_ERR_ALIAS (any two of G, S, flow, res, ws overlap), RN_ERR_NOCONVERGE (the gap did not close
- * within 2000 Newton steps, or stalled at the rounding floor). On every error S, flow and res are
+ * < cols, an overflowing extent, ws_bytes too small), RN_ERR_DOMAIN (eta not finite or below
+ * DBL_MIN: zero, negative or subnormal, rel_tol not in (0, 1), or eta * sum ||g_i - gbar|| >
+ * 1e300), RN_ERR_NONFINITE (NaN/Inf in G), RN_ERR_ALIAS (any two of G, S, flow, res, ws
+ * overlap), RN_ERR_NOCONVERGE (the gap did not close within 2000 Newton steps, or stalled at
+ * the rounding floor). On every error S, flow and res are
  * untouched (ws is scratch). Deterministic. Never allocates. */
 RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_t ldg, double eta,
                                  double rel_tol, double *S, size_t lds, double *flow, size_t ldf,
@@ -2131,16 +2132,16 @@ RNDEF rn_status rn_projected_rownorm_ws(const float *A, size_t rows, size_t cols
     for (k = 0; k < cols; k++) nu[k] = 0.0;
     for (r = 0; r < rows; r++) {
         const float *a = A + r * lda;
-        double n = sqrt(rn__sumsq_fd(a, mu, cols)) + (double)eps;
-        if (n > 0.0) rn__row_nu(a, mu, 1.0 / n, nu, cols);
+        double n = rn__sumsq_fd(a, mu, cols); /* a zero centred row stays zero (no 0/0) */
+        if (n > 0.0) rn__row_nu(a, mu, 1.0 / (sqrt(n) + (double)eps), nu, cols);
     }
     for (k = 0; k < cols; k++) nu[k] /= (double)rows;
     /* out_i = (a_i - mu)/(||a_i - mu|| + eps) - nu: same formula, elementwise (in place ok) */
     for (r = 0; r < rows; r++) {
         const float *a = A + r * lda;
         float *o = out + r * ldo;
-        double n = sqrt(rn__sumsq_fd(a, mu, cols)) + (double)eps;
-        double inv = n > 0.0 ? 1.0 / n : 0.0;
+        double n = rn__sumsq_fd(a, mu, cols);
+        double inv = n > 0.0 ? 1.0 / (sqrt(n) + (double)eps) : 0.0;
         for (k = 0; k < cols; k++) o[k] = (float)(((double)a[k] - mu[k]) * inv - nu[k]);
     }
     return RN_OK;
@@ -2271,10 +2272,25 @@ RN__FN void rn__sweep_chunk(const rn__sweep *w, size_t r0, size_t r1, double *ac
         /* no projections: one visit per row; s = alpha b and w + fl(-lr wd w + s) in float */
         for (r = r0; r < r1; r++) {
             float *b = w->B + r * n;
-            double nr = sqrt(rn__row_ema_sq(b, w->G + r * w->ldg, n, w->beta, w->omb)) + w->epsb;
-            double inv = nr > 0.0 ? 1.0 / nr : 0.0; /* a zero row (eps 0) stays zero */
-            rn__row_axpby(b, (float)(w->neglr * inv), w->decay, w->W + r * w->ldw,
-                          w->so ? w->so + r * w->lds : NULL, n);
+            double ss = rn__row_ema_sq(b, w->G + r * w->ldg, n, w->beta, w->omb);
+            /* a zero row stays zero whatever eps (no 1/eps overflow, no 0/0); a nonzero float
+             * row has ss >= 2^-298, so inv <= 2^149 is finite */
+            double inv = ss > 0.0 ? 1.0 / (sqrt(ss) + w->epsb) : 0.0;
+            double a = w->neglr * inv;
+            float *wr = w->W + r * w->ldw, *so = w->so ? w->so + r * w->lds : NULL;
+            if (a == 0.0 || (fabs(a) >= 1e-29 && fabs(a) <= 1e29)) {
+                rn__row_axpby(b, (float)a, w->decay, wr, so, n);
+            } else {
+                /* alpha = -lr/(||b|| + eps) not representable in float (tiny rows: 1/||b|| up
+                 * to 2^149; tiny lr): s = -lr (b/(||b|| + eps)) in double, |b inv| <= 1,
+                 * rounded once; same w + fl(c w + s) update */
+                float c = (float)(w->decay - 1.0);
+                for (k = 0; k < n; k++) {
+                    float sv = (float)(w->neglr * ((double)b[k] * inv));
+                    wr[k] = wr[k] + fmaf(c, wr[k], sv);
+                    if (so) so[k] = sv;
+                }
+            }
         }
         return;
     }
@@ -2292,8 +2308,10 @@ RN__FN void rn__sweep_chunk(const rn__sweep *w, size_t r0, size_t r1, double *ac
                 if (w->upd) rn__row_ema(b, w->G + r * w->ldg, n, w->beta, w->omb, w->colsum ? acc1 : NULL);
                 nr = rn__sumsq_fd(b, w->mu, n);
             }
-            nr = sqrt(nr) + w->epsb;
-            inv = nr > 0.0 ? 1.0 / nr : 0.0; /* a zero row (eps 0) stays zero */
+            /* a zero centred row stays zero whatever eps (no 1/eps overflow for a subnormal
+             * eps, no 0/0 for eps 0); a nonzero one has a norm of at least about 2^-300 (a
+             * float minus a double mean of floats), so inv is finite and |(b - mu) inv| <= 1 */
+            inv = nr > 0.0 ? 1.0 / (sqrt(nr) + w->epsb) : 0.0;
             w->rowinv[r] = inv;
             if (w->nuacc) rn__row_nu(b, w->mu, inv, acc2, n);
         } else {
@@ -3019,7 +3037,9 @@ static rn_status rn__ex_validate(const float *G, size_t V, size_t d, size_t ldg,
     if (flow && (!rn__ex_muladd(P - 1, ldf, d, fb) || !rn__ex_muladd(*fb, sizeof(double), 0, fb)))
         return RN_ERR_SIZE;
     if (!rn_exact_step_workspace_size(V, d)) return RN_ERR_SIZE;
-    if (!(eta > 0.0) || !(eta <= 1.79769313486231570815e308)) return RN_ERR_DOMAIN;
+    /* a subnormal eta is refused: the normalised problem's scale-back (S = eta S') loses
+     * the relative precision that the certificate D(S) <= eta needs */
+    if (!(eta >= DBL_MIN) || !(eta <= 1.79769313486231570815e308)) return RN_ERR_DOMAIN;
     if (!(rel_tol > 0.0) || !(rel_tol < 1.0)) return RN_ERR_DOMAIN;
     if (rn__ex_overlap(G, *gb, S, *sb) || rn__ex_overlap(G, *gb, flow, *fb) ||
         rn__ex_overlap(S, *sb, flow, *fb) || rn__ex_overlap(G, *gb, res, sizeof(*res)) ||

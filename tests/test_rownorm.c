@@ -795,6 +795,165 @@ static void test_rownorm_step_t1(void)
     free(W); free(G); free(So); free(Gd); free(P);
 }
 
+/* Tiny and huge rows (fuzz findings): one step from B = 0, W = 0.5, wd = 0, must leave W and S
+ * finite with S = -lr P RN_{eps bc}(P B) of the stored B in double (rows of RN with norm <= 1;
+ * a zero row gives zero whatever eps, eps = 0 included). beta = 0 with the inner P, so that
+ * its centre (tracked from G) is exactly the mean of the stored B. Returns the failures. */
+static int tiny_case(const float *G, size_t V, size_t d, unsigned flags, double beta, double eps)
+{
+    rn_rownorm_state st;
+    rn_rownorm_config cfg = rn_rownorm_default();
+    float *W = (float *)malloc(V * d * sizeof(float)), *S = (float *)malloc(V * d * sizeof(float));
+    double *R = dmat(V * d), *mu = dmat(d), *nu = dmat(d), bc, es = 0.0, ew = 0.0;
+    int cin = !(flags & (RN_NO_CENTER_IN | RN_REFERENCE_COMPAT)), cout = !(flags & (RN_NO_CENTER_OUT | RN_REFERENCE_COMPAT));
+    int bad = 0, fails = 0;
+    size_t i, k;
+    cfg.flags = flags; cfg.beta = beta; cfg.eps = eps;
+    for (i = 0; i < V * d; i++) W[i] = 0.5f;
+    if (rn_rownorm_init(&st, V, d) != RN_OK) return 1;
+    if (rn_rownorm_step(&st, &cfg, W, d, G, d, S, d) != RN_OK) { rn_rownorm_free(&st); return 1; }
+    bc = ((flags & RN_NO_BIAS_CORRECTION) || beta == 0.0) ? 1.0 : 1.0 - beta;
+    if (cin) { /* summed, then divided (as the step does: equal rows centre to exactly 0) */
+        for (i = 0; i < V; i++) for (k = 0; k < d; k++) mu[k] += (double)st.B[i * d + k];
+        for (k = 0; k < d; k++) mu[k] /= (double)V;
+    }
+    for (i = 0; i < V; i++) {
+        double n = 0.0, inv;
+        for (k = 0; k < d; k++) { double x = (double)st.B[i * d + k] - mu[k]; n += x * x; }
+        inv = n > 0.0 ? 1.0 / (sqrt(n) + eps * bc) : 0.0;
+        for (k = 0; k < d; k++) R[i * d + k] = ((double)st.B[i * d + k] - mu[k]) * inv;
+    }
+    if (cout) {
+        for (i = 0; i < V; i++) for (k = 0; k < d; k++) nu[k] += R[i * d + k] / (double)V;
+        for (i = 0; i < V; i++) for (k = 0; k < d; k++) R[i * d + k] -= nu[k];
+    }
+    for (i = 0; i < V * d; i++) {
+        double e1 = fabs((double)S[i] + cfg.lr * R[i]), e2 = fabs((double)W[i] - (0.5 - cfg.lr * R[i]));
+        if (!isfinite(W[i]) || !isfinite(S[i])) bad++;
+        es = e1 > es ? e1 : es;
+        ew = e2 > ew ? e2 : ew;
+    }
+    if (bad || !(es <= 3e-7 * cfg.lr) || !(ew <= 1e-7)) {
+        fprintf(stderr, "  tiny_case %zux%zu flags %u beta %g eps %g: %d non-finite, S err %g lr, W err %g\n", V, d,
+                flags, beta, eps, bad, es / cfg.lr, ew);
+        fails = 1;
+    }
+    rn_rownorm_free(&st);
+    free(W); free(S); free(R); free(mu); free(nu);
+    return fails;
+}
+
+static void test_rownorm_tiny_rows(void)
+{
+    static const double epss[] = {0.0, 1e-178, 1.30151e-314, 1e-8};
+    static const double scales[] = {1e-40, 1e-30, 1e30};
+    t_rng r = {41};
+    size_t V, d, i, j, e, c;
+    unsigned f;
+    int fails = 0;
+    float *G;
+    { /* reproducer (a): subnormal G; compat (flags 8, 27) overflowed the float factor 1/||b|| */
+        V = 13; d = 9;
+        G = (float *)malloc(V * d * sizeof(float));
+        for (i = 0; i < V * d; i++) G[i] = 1e-41f * (float)((int)(i * 7919 % 13) - 6);
+        for (f = 0; f < 32; f++)
+            for (e = 0; e < 4; e++) fails += tiny_case(G, V, d, f, (f & 10u) == 8u ? 0.95 : 0.0, epss[e]);
+        free(G);
+    }
+    { /* reproducer (b): equal rows (centred rows exactly 0), subnormal eps: step exactly 0 */
+        rn_rownorm_state st;
+        rn_rownorm_config cfg = rn_rownorm_default();
+        float W[18 * 11], S[18 * 11];
+        int exact = 1;
+        V = 18; d = 11;
+        G = (float *)malloc(V * d * sizeof(float));
+        for (i = 0; i < V; i++) for (j = 0; j < d; j++) G[i * d + j] = (float)((int)(j % 7) - 3);
+        cfg.beta = 0.0; cfg.eps = 1.30151e-314;
+        for (i = 0; i < V * d; i++) W[i] = 0.5f;
+        CHECK(rn_rownorm_init(&st, V, d) == RN_OK);
+        CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d, S, d) == RN_OK);
+        for (i = 0; i < V * d; i++) if (W[i] != 0.5f || S[i] != 0.0f) exact = 0;
+        CHECK(exact);
+        rn_rownorm_free(&st);
+        for (f = 0; f < 32; f++)
+            for (e = 0; e < 4; e++) fails += tiny_case(G, V, d, f, 0.0, epss[e]);
+        free(G);
+    }
+    /* rows of norm about 1e-40, 1e-30, 1e30 (one of them zero), every flag mode and eps */
+    V = 21; d = 13;
+    G = (float *)malloc(V * d * sizeof(float));
+    for (c = 0; c < 3; c++) {
+        for (i = 0; i < V * d; i++) G[i] = (float)(scales[c] / sqrt((double)d) * t_rng_normal(&r));
+        for (j = 0; j < d; j++) G[2 * d + j] = 0.0f;
+        for (f = 0; f < 32; f++)
+            for (e = 0; e < 4; e++)
+                fails += tiny_case(G, V, d, f, (f & 3u) != 0u || (f & 8u) ? 0.95 * ((f & 10u) != 0u) : 0.0, epss[e]);
+    }
+    free(G);
+    CHECK_MSG(fails == 0, "%d failing cases", fails);
+}
+
+/* The projected RowNorm at the same scales: finite, equal to the double reference, zero row
+ * (eps 0) zero. */
+static void test_projected_rownorm_tiny(void)
+{
+    static const double scales[] = {1e-40, 1e-30, 1e30};
+    static const float epss[] = {0.0f, 1e-45f, 1e-8f};
+    t_rng r = {42};
+    size_t V = 17, d = 10, i, c, e;
+    float *A = (float *)malloc(V * d * sizeof(float)), *O = (float *)malloc(V * d * sizeof(float));
+    double *Ad = dmat(V * d), *P = dmat(V * d);
+    int fails = 0;
+    for (c = 0; c < 3; c++)
+        for (e = 0; e < 3; e++) {
+            double err = 0.0;
+            int bad = 0;
+            for (i = 0; i < V * d; i++) { A[i] = (float)(scales[c] / sqrt((double)d) * t_rng_normal(&r)); Ad[i] = A[i]; }
+            CHECK(rn_projected_rownorm(A, V, d, d, epss[e], O, d) == RN_OK);
+            ref_prn(Ad, V, d, (double)epss[e], P);
+            for (i = 0; i < V * d; i++) {
+                double x = fabs((double)O[i] - P[i]);
+                if (!isfinite(O[i])) bad++;
+                err = x > err ? x : err;
+            }
+            if (bad || !(err <= 1e-6)) { fprintf(stderr, "  scale %g eps %g: %d bad, err %g\n", scales[c], (double)epss[e], bad, err); fails++; }
+        }
+    { /* all rows equal: zero output for eps 0 and a subnormal-float eps */
+        int nz = 0;
+        for (i = 0; i < V * d; i++) A[i] = (float)((int)(i % d) - 3);
+        CHECK(rn_projected_rownorm(A, V, d, d, 0.0f, O, d) == RN_OK);
+        for (i = 0; i < V * d; i++) nz += O[i] != 0.0f;
+        CHECK(rn_projected_rownorm(A, V, d, d, 1e-45f, O, d) == RN_OK);
+        for (i = 0; i < V * d; i++) nz += O[i] != 0.0f;
+        CHECK(nz == 0);
+    }
+    CHECK(fails == 0);
+    free(A); free(O); free(Ad); free(P);
+}
+
+/* A subnormal eta is refused (the certificate D(S) <= eta needed eta's relative precision);
+ * DBL_MIN and above keep it. */
+static void test_exact_tiny_eta(void)
+{
+    float G[12] = {1.0f, -2.0f, 0.5f, 3.0f, 0.25f, -1.0f, -0.75f, 1.5f, 2.0f, 0.125f, -3.0f, 1.0f};
+    double S[12], F[6 * 3], etas[3] = {2.2250738585072014e-308, 1e-300, 1e-30};
+    rn_exact_result res;
+    size_t i, j, k, e;
+    CHECK(rn_exact_step(G, 4, 3, 3, 4.94e-324, 1e-6, S, 3, F, 3, &res) == RN_ERR_DOMAIN);
+    CHECK(rn_exact_step(G, 4, 3, 3, 1e-310, 1e-6, S, 3, F, 3, &res) == RN_ERR_DOMAIN);
+    for (e = 0; e < 3; e++) {
+        double worst = 0.0;
+        CHECK(rn_exact_step(G, 4, 3, 3, etas[e], 1e-6, S, 3, F, 3, &res) == RN_OK);
+        for (i = 0; i < 4; i++)
+            for (j = i + 1; j < 4; j++) {
+                double s2 = 0.0;
+                for (k = 0; k < 3; k++) { double x = S[i * 3 + k] / etas[e] - S[j * 3 + k] / etas[e]; s2 += x * x; }
+                worst = sqrt(s2) > worst ? sqrt(s2) : worst;
+            }
+        CHECK_MSG(worst <= 1.0 + 1e-9 && res.diameter <= etas[e] * (1 + 1e-9), "eta %g: max ||s_i - s_j|| = %.17g eta", etas[e], worst);
+    }
+}
+
 static void run_golden_shape(int compat, unsigned flags, double wd, size_t V, size_t d, size_t ldw, size_t ldg)
 {
     t_rng r = {10};
@@ -1355,6 +1514,9 @@ int main(void)
     RUN(test_sizes_and_hidden_state_rules);
     RUN(test_rownorm_mixed_and_sync);
     RUN(test_rownorm_diameter_budget);
+    RUN(test_rownorm_tiny_rows);
+    RUN(test_projected_rownorm_tiny);
+    RUN(test_exact_tiny_eta);
 #ifdef _OPENMP
     RUN(test_rownorm_threads_deterministic);
 #endif
