@@ -320,18 +320,11 @@ void gpt_crossentropy_backward(float *dlogits, const float *probs, const int *ta
 
 /* ---- the backend -------------------------------------------------------------------------- */
 
-typedef struct cpu_layer_acts {
-    float *xn1, *rstd1, *qkv, *rstd_qk, *qr, *kr, *att, *y, *xn2, *rstd2, *gu, *h;
-} cpu_layer_acts;
-
 typedef struct cpu_backend {
     gpt_backend base; /* first: a gpt_backend* points here */
     float *params, *grads;
     float *arena; /* every activation and scratch buffer below points into it */
-    cpu_layer_acts *layers;
-    float *x, *xf, *rstdf, *logits, *losses;         /* residual stream, final norm, head */
-    float *dres, *dxn, *dqkv, *dy, *dgu, *dh, *datt; /* backward scratch */
-    float *rope_cos, *rope_sin;
+    gpt_acts acts; /* activations and scratch (model.h), pointing into arena */
     gpt_gemm_ws ws; /* GEMM packing memory for OpenMP's thread count at create */
     int *inputs, *targets;
     int n_seq, t;       /* shape of the last forward */
@@ -348,61 +341,10 @@ static void cpu_destroy(gpt_backend *be)
     free(c->grads);
     free(c->arena);
     free(c->ws.mem);
-    free(c->layers);
+    free(c->acts.layers);
     free(c->inputs);
     free(c->targets);
     free(c);
-}
-
-/* Hands out count floats at *off from arena (only counts when arena is NULL). */
-static float *take(float *arena, size_t *off, size_t count)
-{
-    float *p = arena ? arena + *off : NULL;
-    *off += count;
-    return p;
-}
-
-/* Points every activation and scratch buffer into arena, or only counts the floats they need
- * when arena is NULL. Returns that count. */
-static size_t cpu_carve(cpu_backend *c, float *arena)
-{
-    const gpt_config *cfg = &c->base.config;
-    size_t n = (size_t)c->base.max_batch * (size_t)c->base.max_seq, d = (size_t)cfg->d_model;
-    size_t f = (size_t)cfg->mlp_hidden, v = (size_t)cfg->vocab_size, nh = (size_t)cfg->n_heads;
-    size_t att = (size_t)c->base.max_batch * nh * (size_t)c->base.max_seq * (size_t)c->base.max_seq;
-    size_t rope = (size_t)cfg->seq_len * (d / nh / 2), off = 0;
-    int l;
-    for (l = 0; l < cfg->n_layers; l++) {
-        cpu_layer_acts a;
-        a.xn1 = take(arena, &off, n * d);
-        a.rstd1 = take(arena, &off, n);
-        a.qkv = take(arena, &off, n * 3 * d);
-        a.rstd_qk = take(arena, &off, n * 2 * nh);
-        a.qr = take(arena, &off, n * d);
-        a.kr = take(arena, &off, n * d);
-        a.att = take(arena, &off, att);
-        a.y = take(arena, &off, n * d);
-        a.xn2 = take(arena, &off, n * d);
-        a.rstd2 = take(arena, &off, n);
-        a.gu = take(arena, &off, n * 2 * f);
-        a.h = take(arena, &off, n * f);
-        if (arena) c->layers[l] = a;
-    }
-    c->x = take(arena, &off, n * d);
-    c->xf = take(arena, &off, n * d);
-    c->rstdf = take(arena, &off, n);
-    c->logits = take(arena, &off, n * v);
-    c->losses = take(arena, &off, n);
-    c->dres = take(arena, &off, n * d);
-    c->dxn = take(arena, &off, n * d);
-    c->dqkv = take(arena, &off, n * 3 * d);
-    c->dy = take(arena, &off, n * d);
-    c->dgu = take(arena, &off, n * 2 * f);
-    c->dh = take(arena, &off, n * f);
-    c->datt = take(arena, &off, att);
-    c->rope_cos = take(arena, &off, rope);
-    c->rope_sin = take(arena, &off, rope);
-    return off;
 }
 
 static gpt_status cpu_create(const gpt_config *cfg, int max_batch, int max_seq, uint64_t seed,
@@ -435,22 +377,22 @@ static gpt_status cpu_create(const gpt_config *cfg, int max_batch, int max_seq, 
     c->base.layout = gpt_layout_of(cfg);
     c->base.max_batch = max_batch;
     c->base.max_seq = max_seq;
-    arena_floats = cpu_carve(c, NULL);
+    arena_floats = gpt_carve_acts(&c->base.config, max_batch, max_seq, 1, NULL, NULL);
     c->params = (float *)malloc(c->base.layout.n_params * sizeof(float));
     c->grads = (float *)calloc(c->base.layout.n_params, sizeof(float));
     c->arena = (float *)malloc(arena_floats * sizeof(float));
-    c->layers = (cpu_layer_acts *)malloc((size_t)cfg->n_layers * sizeof *c->layers);
+    c->acts.layers = (gpt_layer_acts *)malloc((size_t)cfg->n_layers * sizeof *c->acts.layers);
     c->inputs = (int *)malloc(n * sizeof(int));
     c->targets = (int *)malloc(n * sizeof(int));
     c->ws = gpt_gemm_ws_for(0);
     c->ws.mem = malloc(c->ws.bytes);
-    if (!c->params || !c->grads || !c->arena || !c->layers || !c->inputs || !c->targets ||
+    if (!c->params || !c->grads || !c->arena || !c->acts.layers || !c->inputs || !c->targets ||
         !c->ws.mem) {
         cpu_destroy(&c->base);
         return GPT_ERR_NOMEM;
     }
-    cpu_carve(c, c->arena);
-    gpt_rope_tables(c->rope_cos, c->rope_sin, cfg->seq_len, cfg->d_model / cfg->n_heads);
+    gpt_carve_acts(&c->base.config, max_batch, max_seq, 1, c->arena, &c->acts);
+    gpt_rope_tables(c->acts.rope_cos, c->acts.rope_sin, cfg->seq_len, cfg->d_model / cfg->n_heads);
     gpt_init_params(cfg, c->params, seed);
     *out = &c->base;
     return GPT_OK;
@@ -469,33 +411,33 @@ static int tokens_valid(const int *tokens, size_t n, int vocab)
 }
 
 /* Embedding -> blocks -> final norm, for n_seq sequences of t tokens (c->inputs). Leaves the
- * head inputs in c->xf. */
+ * head inputs in c->acts.xf. */
 static void cpu_trunk_forward(cpu_backend *c, int n_seq, int t)
 {
     const gpt_config *cfg = &c->base.config;
     size_t n = (size_t)n_seq * t, d = (size_t)cfg->d_model, f = (size_t)cfg->mlp_hidden;
     size_t nh = (size_t)cfg->n_heads;
     int hd = cfg->d_model / cfg->n_heads, l;
-    gpt_embedding_forward(c->x, c->inputs, c->params + c->base.layout.wte, n, d);
+    gpt_embedding_forward(c->acts.x, c->inputs, c->params + c->base.layout.wte, n, d);
     for (l = 0; l < cfg->n_layers; l++) {
-        cpu_layer_acts *a = &c->layers[l];
+        gpt_layer_acts *a = &c->acts.layers[l];
         gpt_layer_ptrs w = gpt_layer_at(&c->base.layout, c->params, l);
         /* attention: x += wo(attn(rope(qknorm(q)), rope(qknorm(k)), v)), q|k|v = wqkv(norm(x)) */
-        gpt_rmsnorm_forward(a->xn1, d, a->rstd1, c->x, d, n, 1, d);
+        gpt_rmsnorm_forward(a->xn1, d, a->rstd1, c->acts.x, d, n, 1, d);
         gpt_linear_forward(a->qkv, a->xn1, w.wq, n, d, 3 * d, 0, &c->ws); /* wq|wk|wv: one GEMM */
         gpt_rmsnorm_forward(a->qkv, 3 * d, a->rstd_qk, a->qkv, 3 * d, n, 2 * nh, (size_t)hd);
-        gpt_rope(a->qr, d, a->qkv, 3 * d, n_seq, t, (int)nh, hd, c->rope_cos, c->rope_sin, 0);
-        gpt_rope(a->kr, d, a->qkv + d, 3 * d, n_seq, t, (int)nh, hd, c->rope_cos, c->rope_sin, 0);
+        gpt_rope(a->qr, d, a->qkv, 3 * d, n_seq, t, (int)nh, hd, c->acts.rope_cos, c->acts.rope_sin, 0);
+        gpt_rope(a->kr, d, a->qkv + d, 3 * d, n_seq, t, (int)nh, hd, c->acts.rope_cos, c->acts.rope_sin, 0);
         gpt_attention_forward(a->y, d, a->att, a->qr, d, a->kr, d, a->qkv + 2 * d, 3 * d, n_seq, t,
                               (int)nh, hd, &c->ws);
-        gpt_linear_forward(c->x, a->y, w.wo, n, d, d, 1, &c->ws);
+        gpt_linear_forward(c->acts.x, a->y, w.wo, n, d, d, 1, &c->ws);
         /* MLP: x += w_down(silu(w_gate(norm(x))) * w_up(norm(x))) */
-        gpt_rmsnorm_forward(a->xn2, d, a->rstd2, c->x, d, n, 1, d);
+        gpt_rmsnorm_forward(a->xn2, d, a->rstd2, c->acts.x, d, n, 1, d);
         gpt_linear_forward(a->gu, a->xn2, w.w_gate, n, d, 2 * f, 0, &c->ws); /* w_gate|w_up */
         gpt_swiglu_forward(a->h, a->gu, n, f);
-        gpt_linear_forward(c->x, a->h, w.w_down, n, f, d, 1, &c->ws);
+        gpt_linear_forward(c->acts.x, a->h, w.w_down, n, f, d, 1, &c->ws);
     }
-    gpt_rmsnorm_forward(c->xf, d, c->rstdf, c->x, d, n, 1, d);
+    gpt_rmsnorm_forward(c->acts.xf, d, c->acts.rstdf, c->acts.x, d, n, 1, d);
 }
 
 static gpt_status cpu_forward(gpt_backend *be, const int *inputs, const int *targets, float *loss)
@@ -511,15 +453,15 @@ static gpt_status cpu_forward(gpt_backend *be, const int *inputs, const int *tar
     memcpy(c->inputs, inputs, n * sizeof(int));
     c->n_seq = be->max_batch, c->t = be->max_seq;
     cpu_trunk_forward(c, c->n_seq, c->t);
-    gpt_linear_forward(c->logits, c->xf, c->params + be->layout.lm_head, n, d, v, 0, &c->ws);
+    gpt_linear_forward(c->acts.logits, c->acts.xf, c->params + be->layout.lm_head, n, d, v, 0, &c->ws);
     c->backward_ready = targets != NULL;
     if (!targets) {
         *loss = 0.0f;
         return GPT_OK;
     }
     memcpy(c->targets, targets, n * sizeof(int));
-    gpt_crossentropy_forward(c->losses, c->logits, c->targets, n, v);
-    for (i = 0; i < n; i++) sum += c->losses[i];
+    gpt_crossentropy_forward(c->acts.losses, c->acts.logits, c->targets, n, v);
+    for (i = 0; i < n; i++) sum += c->acts.losses[i];
     *loss = (float)(sum / (double)n);
     return GPT_OK;
 }
@@ -538,35 +480,35 @@ static gpt_status cpu_backward(gpt_backend *be)
     c->backward_ready = 0; /* the probabilities are overwritten by their gradient below */
 
     /* head: loss = mean_i CE(logits_i), logits = xf W^T, xf = norm(x) */
-    gpt_crossentropy_backward(c->logits, c->logits, c->targets, n, v, (float)(1.0 / (double)n));
-    gpt_linear_backward(c->dxn, c->grads + be->layout.lm_head, c->logits, c->xf,
+    gpt_crossentropy_backward(c->acts.logits, c->acts.logits, c->targets, n, v, (float)(1.0 / (double)n));
+    gpt_linear_backward(c->acts.dxn, c->grads + be->layout.lm_head, c->acts.logits, c->acts.xf,
                         c->params + be->layout.lm_head, n, d, v, 0, &c->ws);
-    gpt_rmsnorm_backward(c->dres, d, c->dxn, d, c->xf, d, c->rstdf, n, 1, d, 0);
+    gpt_rmsnorm_backward(c->acts.dres, d, c->acts.dxn, d, c->acts.xf, d, c->acts.rstdf, n, 1, d, 0);
 
     for (l = cfg->n_layers - 1; l >= 0; l--) {
-        cpu_layer_acts *a = &c->layers[l];
+        gpt_layer_acts *a = &c->acts.layers[l];
         gpt_layer_ptrs w = gpt_layer_at(&be->layout, c->params, l);
         gpt_layer_ptrs g = gpt_layer_at(&be->layout, c->grads, l);
         /* MLP (dres is the gradient of the residual stream after this layer) */
-        gpt_linear_backward(c->dh, g.w_down, c->dres, a->h, w.w_down, n, f, d, 0, &c->ws);
-        gpt_swiglu_backward(c->dgu, c->dh, a->gu, n, f);
-        gpt_linear_backward(c->dxn, g.w_gate, c->dgu, a->xn2, w.w_gate, n, d, 2 * f, 0, &c->ws);
-        gpt_rmsnorm_backward(c->dres, d, c->dxn, d, a->xn2, d, a->rstd2, n, 1, d, 1);
+        gpt_linear_backward(c->acts.dh, g.w_down, c->acts.dres, a->h, w.w_down, n, f, d, 0, &c->ws);
+        gpt_swiglu_backward(c->acts.dgu, c->acts.dh, a->gu, n, f);
+        gpt_linear_backward(c->acts.dxn, g.w_gate, c->acts.dgu, a->xn2, w.w_gate, n, d, 2 * f, 0, &c->ws);
+        gpt_rmsnorm_backward(c->acts.dres, d, c->acts.dxn, d, a->xn2, d, a->rstd2, n, 1, d, 1);
         /* attention */
-        gpt_linear_backward(c->dy, g.wo, c->dres, a->y, w.wo, n, d, d, 0, &c->ws);
-        gpt_attention_backward(c->dqkv, 3 * d, c->dqkv + d, 3 * d, c->dqkv + 2 * d, 3 * d, c->datt,
-                               c->dy, d, a->att, a->qr, d, a->kr, d, a->qkv + 2 * d, 3 * d,
+        gpt_linear_backward(c->acts.dy, g.wo, c->acts.dres, a->y, w.wo, n, d, d, 0, &c->ws);
+        gpt_attention_backward(c->acts.dqkv, 3 * d, c->acts.dqkv + d, 3 * d, c->acts.dqkv + 2 * d, 3 * d, c->acts.datt,
+                               c->acts.dy, d, a->att, a->qr, d, a->kr, d, a->qkv + 2 * d, 3 * d,
                                c->n_seq, c->t, (int)nh, hd, &c->ws);
-        gpt_rope(c->dqkv, 3 * d, c->dqkv, 3 * d, c->n_seq, c->t, (int)nh, hd, c->rope_cos,
-                 c->rope_sin, 1);
-        gpt_rope(c->dqkv + d, 3 * d, c->dqkv + d, 3 * d, c->n_seq, c->t, (int)nh, hd, c->rope_cos,
-                 c->rope_sin, 1);
-        gpt_rmsnorm_backward(c->dqkv, 3 * d, c->dqkv, 3 * d, a->qkv, 3 * d, a->rstd_qk, n, 2 * nh,
+        gpt_rope(c->acts.dqkv, 3 * d, c->acts.dqkv, 3 * d, c->n_seq, c->t, (int)nh, hd, c->acts.rope_cos,
+                 c->acts.rope_sin, 1);
+        gpt_rope(c->acts.dqkv + d, 3 * d, c->acts.dqkv + d, 3 * d, c->n_seq, c->t, (int)nh, hd, c->acts.rope_cos,
+                 c->acts.rope_sin, 1);
+        gpt_rmsnorm_backward(c->acts.dqkv, 3 * d, c->acts.dqkv, 3 * d, a->qkv, 3 * d, a->rstd_qk, n, 2 * nh,
                              (size_t)hd, 0);
-        gpt_linear_backward(c->dxn, g.wq, c->dqkv, a->xn1, w.wq, n, d, 3 * d, 0, &c->ws);
-        gpt_rmsnorm_backward(c->dres, d, c->dxn, d, a->xn1, d, a->rstd1, n, 1, d, 1);
+        gpt_linear_backward(c->acts.dxn, g.wq, c->acts.dqkv, a->xn1, w.wq, n, d, 3 * d, 0, &c->ws);
+        gpt_rmsnorm_backward(c->acts.dres, d, c->acts.dxn, d, a->xn1, d, a->rstd1, n, 1, d, 1);
     }
-    gpt_embedding_backward(c->grads + be->layout.wte, c->inputs, c->dres, n, d);
+    gpt_embedding_backward(c->grads + be->layout.wte, c->inputs, c->acts.dres, n, d);
     return GPT_OK;
 }
 
@@ -591,7 +533,7 @@ static gpt_status cpu_head_inputs(gpt_backend *be, const int *tokens, int n_seq,
         int chunk = n_seq - s0 < be->max_batch ? n_seq - s0 : be->max_batch;
         memcpy(c->inputs, tokens + (size_t)s0 * t, (size_t)chunk * t * sizeof(int));
         cpu_trunk_forward(c, chunk, (int)t);
-        memcpy(out + (size_t)s0 * t * d, c->xf, (size_t)chunk * t * d * sizeof(float));
+        memcpy(out + (size_t)s0 * t * d, c->acts.xf, (size_t)chunk * t * d * sizeof(float));
     }
     return GPT_OK;
 }
@@ -607,7 +549,7 @@ static gpt_status cpu_last_logits(gpt_backend *be, const int *context, int len, 
     c->backward_ready = 0;
     memcpy(c->inputs, context, (size_t)len * sizeof(int));
     cpu_trunk_forward(c, 1, len);
-    gpt_linear_forward(logits, c->xf + (size_t)(len - 1) * d, c->params + be->layout.lm_head, 1, d,
+    gpt_linear_forward(logits, c->acts.xf + (size_t)(len - 1) * d, c->params + be->layout.lm_head, 1, d,
                        v, 0, &c->ws);
     return GPT_OK;
 }

@@ -272,20 +272,13 @@ __global__ void k_mean(double *out, const float *x, size_t n)
 
 /* ---- the backend -------------------------------------------------------------------------- */
 
-typedef struct cuda_layer_acts {
-    float *xn1, *rstd1, *qkv, *rstd_qk, *qr, *kr, *att, *y, *xn2, *rstd2, *gu, *h;
-} cuda_layer_acts;
-
 typedef struct cuda_backend {
     gpt_backend base; /* first */
     gpt_cuda_ctx ctx;
     float *h_params, *h_grads; /* host mirrors */
     float *params, *grads;     /* device blocks */
     float *arena;              /* device activations and scratch */
-    cuda_layer_acts *layers;
-    float *x, *xf, *rstdf, *logits, *losses;
-    float *dres, *dxn, *dqkv, *dy, *dgu, *dh, *datt;
-    float *rope_cos, *rope_sin;
+    gpt_acts acts; /* activations and scratch (model.h), pointing into arena */
     double *loss_dev;
     int *inputs, *targets; /* device */
     int *emb_dev;          /* device: perm (n), seg_off (n + 1), seg_tok (n) of the last forward */
@@ -343,57 +336,8 @@ static void cuda_destroy(gpt_backend *be)
     free(c->emb_host);
     free(c->h_params);
     free(c->h_grads);
-    free(c->layers);
+    free(c->acts.layers);
     free(c);
-}
-
-static float *take(float *arena, size_t *off, size_t count)
-{
-    float *p = arena ? arena + *off : NULL;
-    *off += (count + 63) / 64 * 64; /* 256-byte aligned slices */
-    return p;
-}
-
-/* the same buffers as cpu.c's cpu_carve, in device memory */
-static size_t cuda_carve(cuda_backend *c, float *arena)
-{
-    const gpt_config *cfg = &c->base.config;
-    size_t n = (size_t)c->base.max_batch * (size_t)c->base.max_seq, d = (size_t)cfg->d_model;
-    size_t f = (size_t)cfg->mlp_hidden, v = (size_t)cfg->vocab_size, nh = (size_t)cfg->n_heads;
-    size_t att = (size_t)c->base.max_batch * nh * (size_t)c->base.max_seq * (size_t)c->base.max_seq;
-    size_t rope = (size_t)cfg->seq_len * (d / nh / 2), off = 0;
-    int l;
-    for (l = 0; l < cfg->n_layers; l++) {
-        cuda_layer_acts a;
-        a.xn1 = take(arena, &off, n * d);
-        a.rstd1 = take(arena, &off, n);
-        a.qkv = take(arena, &off, n * 3 * d);
-        a.rstd_qk = take(arena, &off, n * 2 * nh);
-        a.qr = take(arena, &off, n * d);
-        a.kr = take(arena, &off, n * d);
-        a.att = take(arena, &off, att);
-        a.y = take(arena, &off, n * d);
-        a.xn2 = take(arena, &off, n * d);
-        a.rstd2 = take(arena, &off, n);
-        a.gu = take(arena, &off, n * 2 * f);
-        a.h = take(arena, &off, n * f);
-        if (arena) c->layers[l] = a;
-    }
-    c->x = take(arena, &off, n * d);
-    c->xf = take(arena, &off, n * d);
-    c->rstdf = take(arena, &off, n);
-    c->logits = take(arena, &off, n * v);
-    c->losses = take(arena, &off, n);
-    c->dres = take(arena, &off, n * d);
-    c->dxn = take(arena, &off, n * d);
-    c->dqkv = take(arena, &off, n * 3 * d);
-    c->dy = take(arena, &off, n * d);
-    c->dgu = take(arena, &off, n * 2 * f);
-    c->dh = take(arena, &off, n * f);
-    c->datt = take(arena, &off, att);
-    c->rope_cos = take(arena, &off, rope);
-    c->rope_sin = take(arena, &off, rope);
-    return off;
 }
 
 static gpt_status cuda_create(const gpt_config *cfg, int max_batch, int max_seq, uint64_t seed,
@@ -427,12 +371,12 @@ static gpt_status cuda_create(const gpt_config *cfg, int max_batch, int max_seq,
     math = getenv("GPT_CUDA_MATH");
     c->ctx.math = math && strcmp(math, "fp32") == 0 ? GPT_CUDA_MATH_FP32 : GPT_CUDA_MATH_TF32;
     np = c->base.layout.n_params;
-    arena_floats = cuda_carve(c, NULL);
+    arena_floats = gpt_carve_acts(&c->base.config, max_batch, max_seq, 64, NULL, NULL);
     c->h_params = (float *)malloc(np * sizeof(float));
     c->h_grads = (float *)calloc(np, sizeof(float));
-    c->layers = (cuda_layer_acts *)malloc((size_t)cfg->n_layers * sizeof *c->layers);
+    c->acts.layers = (gpt_layer_acts *)malloc((size_t)cfg->n_layers * sizeof *c->acts.layers);
     c->emb_host = (int *)malloc((3 * n + 1 + (size_t)cfg->vocab_size + 1) * sizeof(int));
-    if (!c->h_params || !c->h_grads || !c->layers || !c->emb_host) {
+    if (!c->h_params || !c->h_grads || !c->acts.layers || !c->emb_host) {
         cuda_destroy(&c->base);
         return GPT_ERR_NOMEM;
     }
@@ -451,7 +395,7 @@ static gpt_status cuda_create(const gpt_config *cfg, int max_batch, int max_seq,
         cuda_destroy(&c->base);
         return GPT_ERR_NOMEM;
     }
-    cuda_carve(c, c->arena);
+    gpt_carve_acts(&c->base.config, max_batch, max_seq, 64, c->arena, &c->acts);
     /* RoPE tables: computed on the host exactly as the CPU backend's (gm_rope_angle) */
     hd = cfg->d_model / cfg->n_heads;
     rope = (size_t)cfg->seq_len * (size_t)(hd / 2);
@@ -470,8 +414,8 @@ static gpt_status cuda_create(const gpt_config *cfg, int max_batch, int max_seq,
             }
     }
     gpt_init_params(cfg, c->h_params, seed);
-    if (!CU_OK(cudaMemcpy(c->rope_cos, h_rope, rope * sizeof(float), cudaMemcpyHostToDevice)) ||
-        !CU_OK(cudaMemcpy(c->rope_sin, h_rope + rope, rope * sizeof(float), cudaMemcpyHostToDevice)) ||
+    if (!CU_OK(cudaMemcpy(c->acts.rope_cos, h_rope, rope * sizeof(float), cudaMemcpyHostToDevice)) ||
+        !CU_OK(cudaMemcpy(c->acts.rope_sin, h_rope + rope, rope * sizeof(float), cudaMemcpyHostToDevice)) ||
         !CU_OK(cudaMemcpy(c->params, c->h_params, np * sizeof(float), cudaMemcpyHostToDevice)) ||
         !CU_OK(cudaMemset(c->grads, 0, np * sizeof(float)))) {
         free(h_rope);
@@ -560,7 +504,7 @@ static int rope(const cuda_backend *c, float *o, size_t ldo, const float *in, si
     int nh = c->base.config.n_heads, hd = c->base.config.d_model / nh;
     size_t n = (size_t)n_seq * t;
     k_rope<<<gpt_blocks(n * nh * (hd / 2), 256), 256, 0, c->ctx.stream>>>(o, ldo, in, ldi, n, t, nh, hd,
-                                                                          c->rope_cos, c->rope_sin, inverse);
+                                                                          c->acts.rope_cos, c->acts.rope_sin, inverse);
     return LAUNCH_OK();
 }
 
@@ -653,25 +597,25 @@ static int cuda_trunk_forward(cuda_backend *c, int n_seq, int t)
     size_t n = (size_t)n_seq * t, d = (size_t)cfg->d_model, f = (size_t)cfg->mlp_hidden;
     int nh = cfg->n_heads, hd = cfg->d_model / cfg->n_heads, l;
     cudaStream_t st = c->ctx.stream;
-    k_embedding_forward<<<gpt_blocks(n * d, 256), 256, 0, st>>>(c->x, c->inputs, c->params + c->base.layout.wte,
+    k_embedding_forward<<<gpt_blocks(n * d, 256), 256, 0, st>>>(c->acts.x, c->inputs, c->params + c->base.layout.wte,
                                                                n, d);
     if (!LAUNCH_OK()) return 0;
     for (l = 0; l < cfg->n_layers; l++) {
-        cuda_layer_acts *a = &c->layers[l];
+        gpt_layer_acts *a = &c->acts.layers[l];
         gpt_layer_ptrs w = gpt_layer_at(&c->base.layout, c->params, l);
-        if (!rmsnorm_forward(c, a->xn1, d, a->rstd1, c->x, d, n, 1, (int)d) ||
+        if (!rmsnorm_forward(c, a->xn1, d, a->rstd1, c->acts.x, d, n, 1, (int)d) ||
             !linear_forward(c, a->qkv, a->xn1, w.wq, n, d, 3 * d, 0) ||
             !rmsnorm_forward(c, a->qkv, 3 * d, a->rstd_qk, a->qkv, 3 * d, n, 2 * nh, hd) ||
             !rope(c, a->qr, d, a->qkv, 3 * d, n_seq, t, 0) || !rope(c, a->kr, d, a->qkv + d, 3 * d, n_seq, t, 0) ||
             !attention_forward(c, a->y, d, a->att, a->qr, d, a->kr, d, a->qkv + 2 * d, 3 * d, n_seq, t) ||
-            !linear_forward(c, c->x, a->y, w.wo, n, d, d, 1) ||
-            !rmsnorm_forward(c, a->xn2, d, a->rstd2, c->x, d, n, 1, (int)d) ||
+            !linear_forward(c, c->acts.x, a->y, w.wo, n, d, d, 1) ||
+            !rmsnorm_forward(c, a->xn2, d, a->rstd2, c->acts.x, d, n, 1, (int)d) ||
             !linear_forward(c, a->gu, a->xn2, w.w_gate, n, d, 2 * f, 0))
             return 0;
         k_swiglu_forward<<<gpt_blocks(n * f, 256), 256, 0, st>>>(a->h, a->gu, n, f);
-        if (!LAUNCH_OK() || !linear_forward(c, c->x, a->h, w.w_down, n, f, d, 1)) return 0;
+        if (!LAUNCH_OK() || !linear_forward(c, c->acts.x, a->h, w.w_down, n, f, d, 1)) return 0;
     }
-    return rmsnorm_forward(c, c->xf, d, c->rstdf, c->x, d, n, 1, (int)d);
+    return rmsnorm_forward(c, c->acts.xf, d, c->acts.rstdf, c->acts.x, d, n, 1, (int)d);
 }
 
 /* Groups the positions of the batch by token (a stable counting sort, O(n + vocab) on the host)
@@ -714,15 +658,15 @@ static gpt_status cuda_forward(gpt_backend *be, const int *inputs, const int *ta
     if (targets && !embedding_groups(c, inputs, n)) return GPT_ERR_BACKEND;
     c->n_seq = be->max_batch, c->t = be->max_seq;
     if (!cuda_trunk_forward(c, c->n_seq, c->t) ||
-        !linear_forward(c, c->logits, c->xf, c->params + be->layout.lm_head, n, d, v, 0))
+        !linear_forward(c, c->acts.logits, c->acts.xf, c->params + be->layout.lm_head, n, d, v, 0))
         return GPT_ERR_BACKEND;
     if (!targets) {
         *loss = 0.0f;
         return CU_OK(cudaStreamSynchronize(st)) ? GPT_OK : GPT_ERR_BACKEND;
     }
-    k_crossentropy_forward<<<(unsigned)n, CE_THREADS, 0, st>>>(c->losses, c->logits, c->targets, v);
+    k_crossentropy_forward<<<(unsigned)n, CE_THREADS, 0, st>>>(c->acts.losses, c->acts.logits, c->targets, v);
     if (!LAUNCH_OK()) return GPT_ERR_BACKEND;
-    k_mean<<<1, 1024, 0, st>>>(c->loss_dev, c->losses, n);
+    k_mean<<<1, 1024, 0, st>>>(c->loss_dev, c->acts.losses, n);
     if (!LAUNCH_OK()) return GPT_ERR_BACKEND;
     if (cuda_copy(&mean, c->loss_dev, sizeof mean, cudaMemcpyDeviceToHost, st) != GPT_OK) return GPT_ERR_BACKEND;
     *loss = (float)mean;
@@ -744,35 +688,35 @@ static gpt_status cuda_backward(gpt_backend *be)
     v = (size_t)cfg->vocab_size, nh = cfg->n_heads, hd = cfg->d_model / cfg->n_heads;
     st = c->ctx.stream;
     c->backward_ready = 0;
-    k_crossentropy_backward<<<gpt_blocks(n * v, 256), 256, 0, st>>>(c->logits, c->logits, c->targets, n, v,
+    k_crossentropy_backward<<<gpt_blocks(n * v, 256), 256, 0, st>>>(c->acts.logits, c->acts.logits, c->targets, n, v,
                                                                    (float)(1.0 / (double)n));
     if (!LAUNCH_OK() ||
-        !linear_backward(c, c->dxn, c->grads + be->layout.lm_head, c->logits, c->xf,
+        !linear_backward(c, c->acts.dxn, c->grads + be->layout.lm_head, c->acts.logits, c->acts.xf,
                          c->params + be->layout.lm_head, n, d, v, 0) ||
-        !rmsnorm_backward(c, c->dres, d, c->dxn, d, c->xf, d, c->rstdf, n, 1, (int)d, 0))
+        !rmsnorm_backward(c, c->acts.dres, d, c->acts.dxn, d, c->acts.xf, d, c->acts.rstdf, n, 1, (int)d, 0))
         return GPT_ERR_BACKEND;
     for (l = cfg->n_layers - 1; l >= 0; l--) {
-        cuda_layer_acts *a = &c->layers[l];
+        gpt_layer_acts *a = &c->acts.layers[l];
         gpt_layer_ptrs w = gpt_layer_at(&be->layout, c->params, l);
         gpt_layer_ptrs g = gpt_layer_at(&be->layout, c->grads, l);
-        if (!linear_backward(c, c->dh, g.w_down, c->dres, a->h, w.w_down, n, f, d, 0)) return GPT_ERR_BACKEND;
-        k_swiglu_backward<<<gpt_blocks(n * f, 256), 256, 0, st>>>(c->dgu, c->dh, a->gu, n, f);
-        if (!LAUNCH_OK() || !linear_backward(c, c->dxn, g.w_gate, c->dgu, a->xn2, w.w_gate, n, d, 2 * f, 0) ||
-            !rmsnorm_backward(c, c->dres, d, c->dxn, d, a->xn2, d, a->rstd2, n, 1, (int)d, 1) ||
-            !linear_backward(c, c->dy, g.wo, c->dres, a->y, w.wo, n, d, d, 0) ||
-            !attention_backward(c, c->dqkv, 3 * d, c->dqkv + d, 3 * d, c->dqkv + 2 * d, 3 * d, c->datt, c->dy, d,
+        if (!linear_backward(c, c->acts.dh, g.w_down, c->acts.dres, a->h, w.w_down, n, f, d, 0)) return GPT_ERR_BACKEND;
+        k_swiglu_backward<<<gpt_blocks(n * f, 256), 256, 0, st>>>(c->acts.dgu, c->acts.dh, a->gu, n, f);
+        if (!LAUNCH_OK() || !linear_backward(c, c->acts.dxn, g.w_gate, c->acts.dgu, a->xn2, w.w_gate, n, d, 2 * f, 0) ||
+            !rmsnorm_backward(c, c->acts.dres, d, c->acts.dxn, d, a->xn2, d, a->rstd2, n, 1, (int)d, 1) ||
+            !linear_backward(c, c->acts.dy, g.wo, c->acts.dres, a->y, w.wo, n, d, d, 0) ||
+            !attention_backward(c, c->acts.dqkv, 3 * d, c->acts.dqkv + d, 3 * d, c->acts.dqkv + 2 * d, 3 * d, c->acts.datt, c->acts.dy, d,
                                 a->att, a->qr, d, a->kr, d, a->qkv + 2 * d, 3 * d, c->n_seq, c->t) ||
-            !rope(c, c->dqkv, 3 * d, c->dqkv, 3 * d, c->n_seq, c->t, 1) ||
-            !rope(c, c->dqkv + d, 3 * d, c->dqkv + d, 3 * d, c->n_seq, c->t, 1) ||
-            !rmsnorm_backward(c, c->dqkv, 3 * d, c->dqkv, 3 * d, a->qkv, 3 * d, a->rstd_qk, n, 2 * nh, hd, 0) ||
-            !linear_backward(c, c->dxn, g.wq, c->dqkv, a->xn1, w.wq, n, d, 3 * d, 0) ||
-            !rmsnorm_backward(c, c->dres, d, c->dxn, d, a->xn1, d, a->rstd1, n, 1, (int)d, 1))
+            !rope(c, c->acts.dqkv, 3 * d, c->acts.dqkv, 3 * d, c->n_seq, c->t, 1) ||
+            !rope(c, c->acts.dqkv + d, 3 * d, c->acts.dqkv + d, 3 * d, c->n_seq, c->t, 1) ||
+            !rmsnorm_backward(c, c->acts.dqkv, 3 * d, c->acts.dqkv, 3 * d, a->qkv, 3 * d, a->rstd_qk, n, 2 * nh, hd, 0) ||
+            !linear_backward(c, c->acts.dxn, g.wq, c->acts.dqkv, a->xn1, w.wq, n, d, 3 * d, 0) ||
+            !rmsnorm_backward(c, c->acts.dres, d, c->acts.dxn, d, a->xn1, d, a->rstd1, n, 1, (int)d, 1))
             return GPT_ERR_BACKEND;
     }
     {
         int *perm = c->emb_dev, *off = perm + n, *tok = off + n + 1;
         dim3 grid((unsigned)c->n_segments, (unsigned)((d + 127) / 128));
-        k_embedding_backward_sorted<<<grid, 128, 0, st>>>(c->grads + be->layout.wte, perm, off, tok, c->dres, d);
+        k_embedding_backward_sorted<<<grid, 128, 0, st>>>(c->grads + be->layout.wte, perm, off, tok, c->acts.dres, d);
     }
     if (!LAUNCH_OK()) return GPT_ERR_BACKEND;
     return CU_OK(cudaStreamSynchronize(st)) ? GPT_OK : GPT_ERR_BACKEND;
@@ -803,7 +747,7 @@ static gpt_status cuda_head_inputs(gpt_backend *be, const int *tokens, int n_seq
         if (cuda_copy(c->inputs, tokens + (size_t)s0 * t, (size_t)chunk * t * sizeof(int), cudaMemcpyHostToDevice,
                       c->ctx.stream) != GPT_OK ||
             !cuda_trunk_forward(c, chunk, (int)t) ||
-            cuda_copy(out + (size_t)s0 * t * d, c->xf, (size_t)chunk * t * d * sizeof(float),
+            cuda_copy(out + (size_t)s0 * t * d, c->acts.xf, (size_t)chunk * t * d * sizeof(float),
                       cudaMemcpyDeviceToHost, c->ctx.stream) != GPT_OK)
             return GPT_ERR_BACKEND;
     }
@@ -821,8 +765,8 @@ static gpt_status cuda_last_logits(gpt_backend *be, const int *context, int len,
     c->backward_ready = 0;
     if (cuda_copy(c->inputs, context, (size_t)len * sizeof(int), cudaMemcpyHostToDevice, c->ctx.stream) != GPT_OK ||
         !cuda_trunk_forward(c, 1, len) ||
-        !linear_forward(c, c->logits, c->xf + (size_t)(len - 1) * d, c->params + be->layout.lm_head, 1, d, v, 0) ||
-        cuda_copy(logits, c->logits, v * sizeof(float), cudaMemcpyDeviceToHost, c->ctx.stream) != GPT_OK)
+        !linear_forward(c, c->acts.logits, c->acts.xf + (size_t)(len - 1) * d, c->params + be->layout.lm_head, 1, d, v, 0) ||
+        cuda_copy(logits, c->acts.logits, v * sizeof(float), cudaMemcpyDeviceToHost, c->ctx.stream) != GPT_OK)
         return GPT_ERR_BACKEND;
     return GPT_OK;
 }

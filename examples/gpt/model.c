@@ -162,3 +162,61 @@ double gpt_flops_per_token(const gpt_config *cfg)
     double attention = L * 2.0 * 2.0 * cfg->seq_len * d;            /* QK^T and PV, forward */
     return 3.0 * (2.0 * matmul_params + attention);
 }
+
+/* Hands out count floats at *off from arena (only counts when arena is NULL); slices start on
+ * multiples of align floats. */
+static float *gpt_take(float *arena, size_t *off, size_t count, size_t align)
+{
+    float *p = arena ? arena + *off : NULL;
+    *off += (count + align - 1) / align * align;
+    return p;
+}
+
+size_t gpt_carve_acts(const gpt_config *cfg, int max_batch, int max_seq, size_t align, float *arena,
+                      gpt_acts *acts)
+{
+    size_t n = (size_t)max_batch * (size_t)max_seq, d = (size_t)cfg->d_model;
+    size_t f = (size_t)cfg->mlp_hidden, v = (size_t)cfg->vocab_size, nh = (size_t)cfg->n_heads;
+    size_t att = (size_t)max_batch * nh * (size_t)max_seq * (size_t)max_seq;
+    size_t rope = (size_t)cfg->seq_len * (d / nh / 2), off = 0;
+    int l;
+    if (align == 0) align = 1;
+#define TAKE(count) gpt_take(arena, &off, (count), align)
+    for (l = 0; l < cfg->n_layers; l++) {
+        gpt_layer_acts a;
+        a.xn1 = TAKE(n * d);
+        a.rstd1 = TAKE(n);
+        a.qkv = TAKE(n * 3 * d);
+        a.rstd_qk = TAKE(n * 2 * nh);
+        a.qr = TAKE(n * d);
+        a.kr = TAKE(n * d);
+        a.att = TAKE(att);
+        a.y = TAKE(n * d);
+        a.xn2 = TAKE(n * d);
+        a.rstd2 = TAKE(n);
+        a.gu = TAKE(n * 2 * f);
+        a.h = TAKE(n * f);
+        if (arena) acts->layers[l] = a;
+    }
+    {
+        gpt_acts t;
+        t.layers = acts ? acts->layers : NULL;
+        t.x = TAKE(n * d);
+        t.xf = TAKE(n * d);
+        t.rstdf = TAKE(n);
+        t.logits = TAKE(n * v);
+        t.losses = TAKE(n);
+        t.dres = TAKE(n * d);
+        t.dxn = TAKE(n * d);
+        t.dqkv = TAKE(n * 3 * d);
+        t.dy = TAKE(n * d);
+        t.dgu = TAKE(n * 2 * f);
+        t.dh = TAKE(n * f);
+        t.datt = TAKE(att);
+        t.rope_cos = TAKE(rope);
+        t.rope_sin = TAKE(rope);
+        if (arena) *acts = t;
+    }
+#undef TAKE
+    return off;
+}

@@ -112,6 +112,24 @@ void gpt_init_params(const gpt_config *cfg, float *params, uint64_t seed);
  * embedding lookup, norms, softmax and elementwise work are not counted. */
 double gpt_flops_per_token(const gpt_config *cfg);
 
+/* The activations and scratch buffers of one forward + backward, the same for every backend
+ * (host memory for cpu.c, device memory for cuda.cu): per layer, then the residual stream, the
+ * final norm, the head, the backward scratch and the RoPE tables. */
+typedef struct gpt_layer_acts {
+    float *xn1, *rstd1, *qkv, *rstd_qk, *qr, *kr, *att, *y, *xn2, *rstd2, *gu, *h;
+} gpt_layer_acts;
+typedef struct gpt_acts {
+    gpt_layer_acts *layers;                           /* n_layers entries, caller-allocated */
+    float *x, *xf, *rstdf, *logits, *losses;         /* residual stream, final norm, head */
+    float *dres, *dxn, *dqkv, *dy, *dgu, *dh, *datt; /* backward scratch */
+    float *rope_cos, *rope_sin;
+} gpt_acts;
+/* Points every buffer of acts into arena (acts->layers must hold n_layers entries), or only
+ * counts when arena is NULL; each slice starts on a multiple of align floats (>= 1). Returns
+ * the floats needed for batches of max_batch x max_seq tokens. */
+size_t gpt_carve_acts(const gpt_config *cfg, int max_batch, int max_seq, size_t align, float *arena,
+                      gpt_acts *acts);
+
 #ifdef __cplusplus
 }
 #endif
