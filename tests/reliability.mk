@@ -6,6 +6,7 @@
 #   tests/qemu/run.sh       the whole test suite for aarch64 (NEON and scalar) under qemu-user
 #   tests/rel_valgrind.sh   valgrind memcheck of the scalar builds of a subset
 #   tests/fuzz/run.sh       every libFuzzer target for FUZZ_SECONDS (CI: 15 s each)
+#   tests/rel_ckpt_kill.sh  SIGKILL in the middle of a trainer checkpoint write (killshim.c)
 # Builds here never stop `make test-build`: a build that fails leaves its log beside the
 # missing binary and the wrapper reports it as a failed test (the headers are shared work in
 # progress; one broken mode must not hide the results of the others).
@@ -100,15 +101,21 @@ $(FUZZ_B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_B)/impl.o
 	$(call rel_try,$(REL_CLANG) $(FUZZ_FLAGS) -Wall -Wextra -Werror $(FUZZ_SAN_BIN) $< $(FUZZ_B)/impl.o -o $@ $(LDLIBS))
 endif
 
+# ---- kill during a checkpoint write (LD_PRELOAD shim; glibc) --------------------------------
+$(REL_B)/killshim.so: tests/killshim.c
+	$(call rel_try,$(CC) -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -shared -fPIC -o $@ $< -ldl)
+REL_KILL_DEPS := $(REL_B)/killshim.so $(GPT_TRAIN) $(GPT_PREPARE)
+
 .PHONY: rel-build rel-config fuzz fuzz-merge
-rel-build: $(REL_TWO_TU_BINS) $(REL_CLANG_BINS) $(REL_A64_BINS) $(FUZZ_BINS)
+rel-build: $(REL_TWO_TU_BINS) $(REL_CLANG_BINS) $(REL_A64_BINS) $(FUZZ_BINS) $(REL_KILL_DEPS)
 test-build: rel-build
 test: rel-config
 rel-config:
 	@echo "reliability: gcc=$(if $(REL_HAVE_GCC),yes,MISSING) clang=$(if $(REL_HAVE_CLANG),yes,MISSING) libfuzzer=$(if $(REL_HAVE_FUZZ),yes,MISSING) aarch64-cross=$(if $(REL_HAVE_CROSS),yes,MISSING) qemu=$(if $(REL_HAVE_QEMU),yes,MISSING) valgrind=$(if $(REL_HAVE_VALGRIND),yes,MISSING)"
 	@$(if $(and $(REL_HAVE_GCC),$(REL_HAVE_CLANG),$(REL_HAVE_FUZZ),$(REL_HAVE_CROSS),$(REL_HAVE_QEMU),$(REL_HAVE_VALGRIND)),true,echo "reliability: the checks needing a MISSING tool $(if $(filter true,$(CI)),FAIL (CI=true),are skipped here (they fail in CI))")
 
-RUN_BINS += tests/rel_two_tu.sh tests/rel_clang.sh tests/qemu/run.sh tests/rel_valgrind.sh tests/fuzz/run.sh
+RUN_BINS += tests/rel_two_tu.sh tests/rel_clang.sh tests/qemu/run.sh tests/rel_valgrind.sh tests/fuzz/run.sh \
+            tests/rel_ckpt_kill.sh
 
 # By hand: longer fuzzing (the total per target goes into docs/reliability.md), and merging
 # the inputs it found into the kept corpus (minimised; keep tests/fuzz/corpus small).
