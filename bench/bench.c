@@ -1129,7 +1129,7 @@ int main(int argc, char **argv)
 {
     int reps = 5, big_reps = 1, thr[2] = {1, 2}, nthr = 2, a, i;
     const char *only = "ns,gemm,rownorm,diam,hilbert";
-    double t0;
+    double t0, sec_time[5] = {0, 0, 0, 0, 0};
     if (!getenv("OPENBLAS_CORETYPE")) { /* must be set before OpenBLAS initialises: re-execute */
         setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
         execv("/proc/self/exe", argv);
@@ -1168,17 +1168,24 @@ int main(int argc, char **argv)
         if (g_peers_dead) printf("%s\n", g_peer_note);
     }
     print_header(stderr);
-    if (has(only, "ns")) section_ns(thr, nthr, reps);
-    if (has(only, "gemm")) section_gemm(thr, nthr, reps);
-    if (has(only, "rownorm")) section_rownorm(thr, nthr, reps);
-    if (has(only, "diam")) section_diam(thr, nthr, reps, big_reps);
-    if (has(only, "hilbert")) section_hilbert(thr, nthr, reps);
+    for (i = 0; i < 5; i++) {
+        static const char *const names[5] = {"ns", "gemm", "rownorm", "diam", "hilbert"};
+        double ts = now_s();
+        if (!has(only, names[i])) continue;
+        if (i == 0) section_ns(thr, nthr, reps);
+        if (i == 1) section_gemm(thr, nthr, reps);
+        if (i == 2) section_rownorm(thr, nthr, reps);
+        if (i == 3) section_diam(thr, nthr, reps, big_reps);
+        if (i == 4) section_hilbert(thr, nthr, reps);
+        sec_time[i] = now_s() - ts;
+    }
     printf("\n");
     print_header(stdout);
     for (i = 0; i < g_nrows; i++) print_row(stdout, &g_rows[i]);
     printf("%s\n", !g_peers_on ? "peers: skipped (--no-peers)" : g_peer_note[0] ? g_peer_note : "peers: none run");
     printf("ratio: 'time' rows are ours/other time (lower is better); 'speed' rows are other/ours time "
            "(higher is better). eGF/s: all-pairs flops V(V-1)d / time.\n");
-    printf("bench: total %.0f s\n", now_s() - t0);
+    printf("bench: total %.0f s (ns %.0f, gemm %.0f, rownorm %.0f, diam %.0f, hilbert %.0f)\n", now_s() - t0,
+           sec_time[0], sec_time[1], sec_time[2], sec_time[3], sec_time[4]);
     return 0;
 }

@@ -9,13 +9,17 @@ BENCH_ARGS ?=
 
 .PHONY: bench bench-build
 ifeq ($(HAVE_BLAS),1)
-bench-build: $(B)/bench/bench $(B)/bench/gemm_bench $(B)/bench/rn_profile
+bench-build: $(B)/bench/bench $(B)/bench/gemm_bench $(B)/bench/rn_profile $(B)/bench/train_bench
 
 $(B)/bench/bench: bench/bench.c bench/bench_cblas_tu.c $(HEADER_DEPS) | $(B)/bench
 	$(CC) $(BENCH_FL) -o $@ bench/bench.c bench/bench_cblas_tu.c $(BLAS_LIBS) $(LDLIBS)
 
 $(B)/bench/gemm_bench: bench/gemm_bench.c muon.h | $(B)/bench
 	$(CC) $(BENCH_FL) -o $@ bench/gemm_bench.c $(BLAS_LIBS) $(LDLIBS)
+
+# the example trainer's step (model.c, cpu.c, libs.c built with the trainer's GPT_CFLAGS) against sgemm
+$(B)/bench/train_bench: bench/train_bench.c $(GPT_MODEL_DEPS) | $(B)/bench
+	$(CC) $(GPT_CFLAGS) $(BLAS_CFLAGS) -o $@ bench/train_bench.c $(GPT_MODEL_SRCS) $(BLAS_LIBS) $(LDLIBS)
 
 # a fixed amount of RowNorm-step work for callgrind (no AVX-512 under valgrind: AVX2 build)
 $(B)/bench/rn_profile: bench/rn_profile.c rownorm.h | $(B)/bench
