@@ -61,6 +61,7 @@ char *openblas_get_config(void);
 /* bench_cblas_tu.c: muon.h built with MUON_USE_CBLAS */
 size_t bench_cblas_ns_workspace_size(size_t rows, size_t cols);
 int bench_cblas_ns(const float *G, size_t rows, size_t cols, float *out, void *ws, size_t ws_bytes);
+int bench_cblas_ns_gram(const float *G, size_t rows, size_t cols, float *out, void *ws, size_t ws_bytes);
 
 /* snprintf through a va_list: table cells are truncated on purpose when too long */
 static void bfmt(char *dst, size_t n, const char *fmt, ...)
@@ -369,6 +370,21 @@ static void ns_builtin(void *p)
         exit(3);
 }
 
+static void ns_builtin_gram(void *p)
+{
+    ns_ctx *c = (ns_ctx *)p;
+    muon_ns_config ns = muon_ns_preset(MUON_NS_JORDAN, 5);
+    ns.method = MUON_NS_GRAM;
+    if (muon_orthogonalize_ws(c->G, c->rows, c->cols, c->cols, &ns, c->out, c->cols, c->ws, c->wsb) != MUON_OK)
+        exit(3);
+}
+
+static void ns_cblas_gram(void *p)
+{
+    ns_ctx *c = (ns_ctx *)p;
+    if (bench_cblas_ns_gram(c->G, c->rows, c->cols, c->out, c->wsc, c->wscb) != 0) exit(3);
+}
+
 static void ns_cblas(void *p)
 {
     ns_ctx *c = (ns_ctx *)p;
@@ -448,10 +464,10 @@ static void section_ns(const int *thr, int nthr, int reps)
         peer_open(thr[ti]);
         for (si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
             ns_ctx c;
-            job jobs[5];
+            job jobs[7];
             peer_job pj[2];
-            double med[5], fl_ours, fl_plain;
-            int nj;
+            double med[7], fl_ours, fl_plain;
+            int nj, gram = shapes[si][0] != shapes[si][1], ng = gram ? 2 : 0;
             float *G, *o2;
             memset(&c, 0, sizeof c);
             c.rows = shapes[si][0];
@@ -475,8 +491,12 @@ static void section_ns(const int *thr, int nthr, int reps)
             jobs[1].fn = ns_cblas; jobs[1].ctx = &c;
             jobs[2].fn = ns_plain; jobs[2].ctx = &c;
             jobs[0].timed = jobs[1].timed = jobs[2].timed = NULL;
+            if (gram) { /* the opt-in Gram form (muon.h: used when max/min >= 3) */
+                jobs[3].fn = ns_builtin_gram; jobs[3].ctx = &c; jobs[3].timed = NULL;
+                jobs[4].fn = ns_cblas_gram; jobs[4].ctx = &c; jobs[4].timed = NULL;
+            }
             bfmt(b2, sizeof b2, "ns/%zux%zu", c.rows, c.cols);
-            nj = add_peer_jobs(jobs, 3, pj, b2);
+            nj = add_peer_jobs(jobs, 3 + ng, pj, b2);
             measure(jobs, nj, reps, med);
             /* agreement of the built-in NS with the plain iteration (same math) */
             ns_builtin(&c);
@@ -500,9 +520,26 @@ static void section_ns(const int *thr, int nthr, int reps)
             }
             fprintf(stderr, "  (built-in vs plain iteration: max |diff| = %.2e)\n",
                     max_abs_diff(o2, c.out, c.m * c.n));
+            if (gram) {
+                char o[32];
+                ns_builtin_gram(&c);
+                fprintf(stderr, "  (Gram built-in vs plain iteration: max |diff| = %.2e)\n",
+                        max_abs_diff(o2, c.out, c.m * c.n));
+                bfmt(what, sizeof what, "NS J5 %zux%zu Gram, CBLAS vs plain", c.rows, c.cols);
+                bfmt(b2, sizeof b2, "plain cblas %s", fmt_ms(b1, sizeof b1, med[2]));
+                add_row("ns", what, thr[ti], fmt_ms(o, sizeof o, med[4]), b2, med[4] / med[2], "time<=0.85",
+                        med[4] / med[2] <= 0.85);
+                bfmt(what, sizeof what, "NS J5 %zux%zu Gram built-in vs plain", c.rows, c.cols);
+                bfmt(b2, sizeof b2, "built-in %s", fmt_ms(b1, sizeof b1, med[0]));
+                add_row("ns", what, thr[ti], fmt_ms(o, sizeof o, med[3]), b2, med[3] / med[0], "(opt-in)", -1);
+            }
             free(G); free(c.out); free(o2); free(c.X); free(c.Y); free(c.A); free(c.B); free(c.ws); free(c.wsc);
             bfmt(what, sizeof what, "NS J5 %zux%zu fp32 built-in vs", c.rows, c.cols);
-            peer_rows(pj, nj - 3, med + 3, med[0], "peer", what, thr[ti], "speed>=1.3", 1.3);
+            peer_rows(pj, nj - 3 - ng, med + 3 + ng, med[0], "peer", what, thr[ti], "speed>=1.3", 1.3);
+            if (gram) {
+                bfmt(what, sizeof what, "NS J5 %zux%zu Gram built-in vs", c.rows, c.cols);
+                peer_rows(pj, nj - 3 - ng, med + 3 + ng, med[3], "peer", what, thr[ti], "speed>=1.3", 1.3);
+            }
             peer_free();
         }
         peer_close();

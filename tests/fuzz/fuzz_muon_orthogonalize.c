@@ -88,6 +88,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     snG = fz_take_snap(G, gtot * sizeof(float));
     snO = fz_take_snap(overlap ? buf : O, (overlap ? tot : otot) * sizeof(float));
+    if (nsp) { /* the iteration form (read last, so the kept corpus keeps its meaning) */
+        uint8_t mb = fz_u8(&in), rb = fz_u8(&in);
+        ns.method = mb % 2 ? MUON_NS_GRAM : MUON_NS_PLAIN;
+        if (mb == 255) ns.method = (muon_ns_method)7; /* invalid: MUON_ERR_DOMAIN */
+        ns.gram_restart = rb == 255 ? -1 : rb % 5;    /* -1 invalid; 0 = default */
+    }
     if (batched)
         st = use_ws ? muon_orthogonalize_batched_ws(G, count, s.rows, s.cols, s.ld, stride_g, nsp, O, ldo, stride_o, ws, ws_bytes)
                     : muon_orthogonalize_batched(G, count, s.rows, s.cols, s.ld, stride_g, nsp, O, ldo, stride_o);
