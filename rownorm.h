@@ -36,8 +36,13 @@
  * Threading: no global state; functions are reentrant. Built with -fopenmp, the RowNorm step
  * parallelises over fixed chunks of 256 rows (partial sums combined in chunk order), the exact
  * diameter over tile rows (ties broken by index) and the Hilbert RMS over token panels (one
- * owner per token): results are independent of the thread count. Without OpenMP everything
- * is single-threaded.
+ * parallel region; per-token max/min, which do not depend on order): results are independent
+ * of the thread count. Without OpenMP everything is single-threaded.
+ *
+ * Vocabulary split across processes (sections 1.2b, 1.3, 1.5b): the RowNorm step in three
+ * phases around two all-reduces of column sums, the Hilbert RMS by per-token max/min, the
+ * exact diameter by a block-pair kernel over a ring schedule; each equals the unsharded call
+ * bit for bit when its reductions are exact (the diameter and the RMS's max/min always are).
  */
 #ifndef ROWNORM_H
 #define ROWNORM_H
@@ -72,7 +77,8 @@ typedef enum rn_status {
     RN_ERR_DOMAIN,      /* parameter outside its domain (p <= 0, beta outside [0,1), lr < 0, ...) */
     RN_ERR_NOMEM,       /* allocation failed */
     RN_ERR_ALIAS,       /* buffers overlap where the function does not allow it */
-    RN_ERR_NOCONVERGE   /* an iterative solver did not reach its certified tolerance */
+    RN_ERR_NOCONVERGE,  /* an iterative solver did not reach its certified tolerance */
+    RN_ERR_PHASE        /* a phased (sharded) call out of order: see rn_rownorm_shard_begin */
 } rn_status;
 
 /* Conventions for every function below (docs/api-rownorm.md has the long form):
@@ -122,6 +128,74 @@ RNDEF rn_status rn_row_diameter_ws(const float *S, size_t rows, size_t cols, siz
                                    void *ws, size_t ws_bytes,
                                    double *diameter, size_t *i, size_t *j);
 
+/* ---- 1.2b The exact diameter with the rows split across processes --------------------
+ *
+ * D(S) over all pairs = the best over all pairs of shards (each shard with itself, and every
+ * two shards) of the best pair between them. rn_row_diameter's result is the pair of largest
+ * double distance (rn__sumsq_ff of the two rows, the same value whichever buffers hold them)
+ * with ties to the lexicographically smallest pair; the block-pair kernel below gives exactly
+ * that over its pairs, with global row indices, so merging the per-pair results gives exactly
+ * rn_row_diameter of the whole matrix: the same distance bits and the same (i, j).
+ *
+ * Protocol (P ranks, rank r holding the contiguous rows [off_r, off_r + n_r) of S):
+ *     rn_diameter_best best = rn_diameter_best_none();
+ *     for (k = 0; k < rn_diameter_ring_rounds(P); k++) {
+ *         rn_diameter_ring(P, r, k, &s, &to, &from);
+ *         if (k > 0) MPI_Sendrecv(held, .. to, recv, .. from, ..);  // held: own block at k = 1
+ *         if (s != (size_t)-1)        // k = 0: s = r, the self pair (B = NULL)
+ *             rn_row_diameter_pair_ws(own, n_r, ld, off_r, k ? recv : NULL, n_s, ld, off_s, d,
+ *                                     ws, ws_bytes, &best);
+ *         swap(held, recv);
+ *     }
+ *     gather every rank's best (3 doubles: dist2, i, j) and rn_diameter_best_merge them in any
+ *     order; D = sqrt(dist2), or D = 0 and (0, 0) if no pair (one row in all).
+ * Passing the rank's running best into each call (it is in/out) lets the kernel prune with
+ * it; the final result does not depend on it. The ring: in round k >= 1 every rank sends the
+ * block it holds to rank r - 1 and receives from r + 1 (mod P), so it then holds shard
+ * (r + k) mod P and computes the pair {r, (r + k) mod P}. Rounds k = 0 .. floor(P/2): every
+ * unordered pair of shards differs by k or P - k for one k <= P/2, so each is met once; for
+ * P even the last round (k = P/2) meets {r, r + P/2} from both sides and only r < P/2
+ * computes it. P/2 + 1 rounds, one send and one receive of a block per round. */
+
+/* The best pair so far: the largest dist2 (squared distance, in double), then the smallest
+ * (i, j), global row indices, i < j. i == j means "no pair yet" (a zeroed struct is empty). */
+typedef struct rn_diameter_best {
+    double dist2;
+    size_t i, j;
+} rn_diameter_best;
+/* The empty result {-1, 0, 0}. */
+RNDEF rn_diameter_best rn_diameter_best_none(void);
+/* acc <- the better of acc and x (larger dist2, then smaller (i, j); an empty one never wins).
+ * Commutative and associative: merge the ranks' results in any order. NULL is a no-op. */
+RNDEF void rn_diameter_best_merge(rn_diameter_best *acc, const rn_diameter_best *x);
+/* Bytes of workspace rn_row_diameter_pair_ws needs (rows_b = 0 for the self pair; 0 if the
+ * size overflows or rows_a or cols is 0). */
+RNDEF size_t rn_row_diameter_pair_workspace_size(size_t rows_a, size_t rows_b, size_t cols);
+/* Block-pair kernel: *best <- merge(*best, the best pair (a in A, b in B)) with global indices
+ * off_a + row of A, off_b + row of B; B = NULL: the pairs within A (rows_b, ldb, off_b are then
+ * ignored; rows_a = 1 has none). Exact in the sense of rn_row_diameter (pruning sound with the
+ * float32 error margin, candidates verified in double from A and B, ties to the smallest pair).
+ * RN_ERR_NULL (A, ws, best), RN_ERR_SIZE (shapes, ws_bytes), RN_ERR_DOMAIN (index ranges that
+ * overflow or overlap, *best neither empty nor a valid pair), RN_ERR_NONFINITE (NaN/Inf in A
+ * or B), RN_ERR_ALIAS (ws or best overlapping A or B, best inside ws). *best is written only on
+ * RN_OK. Deterministic across thread counts. No allocation. */
+RNDEF rn_status rn_row_diameter_pair_ws(const float *A, size_t rows_a, size_t lda, size_t off_a,
+                                        const float *B, size_t rows_b, size_t ldb, size_t off_b,
+                                        size_t cols, void *ws, size_t ws_bytes, rn_diameter_best *best);
+/* As rn_row_diameter_pair_ws, allocating the workspace through RN_MALLOC (RN_ERR_NOMEM). */
+RNDEF rn_status rn_row_diameter_pair(const float *A, size_t rows_a, size_t lda, size_t off_a,
+                                     const float *B, size_t rows_b, size_t ldb, size_t off_b,
+                                     size_t cols, rn_diameter_best *best);
+/* Rounds of the ring schedule for nshards shards: nshards/2 + 1 (0 for 0). */
+RNDEF size_t rn_diameter_ring_rounds(size_t nshards);
+/* Round `round` of rank `rank`: *shard = the shard whose block pairs with the own one
+ * ((rank + round) mod nshards; rank itself in round 0), or (size_t)-1 if the rank computes
+ * nothing this round; *send_to / *recv_from (may be NULL) = the ranks of the block exchange
+ * that precedes the round (rank itself in round 0: no exchange). RN_ERR_NULL (shard),
+ * RN_ERR_SIZE (nshards 0), RN_ERR_DOMAIN (rank or round out of range). */
+RNDEF rn_status rn_diameter_ring(size_t nshards, size_t rank, size_t round, size_t *shard,
+                                 size_t *send_to, size_t *recv_from);
+
 /* O(rows*cols) bracket lo <= D(S) <= hi <= 2 lo: lo from farthest-point sweeps (an attained
  * distance), hi = min(2 max_i ||s_i - c||, 2 lo) with c the mean row for cols <= 1024, and
  * c = s_0 (the first row) for cols > 1024 (the mean would need cols doubles of memory); the
@@ -142,7 +216,9 @@ RNDEF rn_status rn_worst_hidden_state(const float *S, size_t rows, size_t cols, 
 
 /* RMS = sqrt((1/N) sum_l osc(S h_l)^2) over the N = tokens hidden states h_l (rows of H,
  * cols wide each). Streams vocabulary tiles against panels of H (GEMM-shaped, float32 products
- * of rows centred in double; squares summed in double); never a rows x tokens buffer. Any
+ * of rows centred in double; squares summed in double); never a rows x tokens buffer (the
+ * vocabulary is packed 16 blocks of 64 rows at a time: 4096 cols bytes). One OpenMP parallel
+ * region (two barriers per 1024 vocabulary rows); deterministic across thread counts. Any
  * finite magnitudes of S and H: each token row and each block of 64 vocabulary rows is packed
  * scaled by a power of two (undone in double), so the float32 products never overflow or
  * underflow.
@@ -156,11 +232,37 @@ RNDEF size_t rn_hilbert_rms_workspace_size(size_t cols, size_t tokens);
 /* Per-token range of the logit change for a vocabulary shard: tok_max[l] = max_i s_i.h_l and
  * tok_min[l] = min_i s_i.h_l over the rows given (double arrays of `tokens`). A vocabulary split
  * across processes combines by elementwise max of tok_max and min of tok_min (e.g. two
- * all-reduces), then calls rn_hilbert_rms_from_range. No allocation. */
+ * all-reduces, MPI_MAX and MPI_MIN), then calls rn_hilbert_rms_from_range. The rows are centred
+ * on the shard's own mean here, so the combined result equals rn_hilbert_rms within rounding
+ * (the float32 tiles see differently centred rows: ~1e-7 relative of the ranges); for bit-for-bit
+ * the unsharded result use the centred form below. No allocation. */
 RNDEF rn_status rn_hilbert_rms_partial_ws(const float *S, size_t rows, size_t cols, size_t lds,
                                           const float *H, size_t tokens, size_t ldh,
                                           void *ws, size_t ws_bytes,
                                           double *tok_max, double *tok_min);
+/* Sharded Hilbert RMS with a common centre, bit for bit rn_hilbert_rms when the sum is exact:
+ *     rn_hilbert_rms_center_sums(S_r, n_r, d, lds, sums);         // d + 1 doubles
+ *     MPI_Allreduce(MPI_IN_PLACE, sums, d + 1, MPI_DOUBLE, MPI_SUM, comm);
+ *     rn_hilbert_rms_partial_centered_ws(S_r, n_r, d, lds, sums, H, N, ldh, ws, wsb, mx, mn);
+ *     MPI_Allreduce(MPI_IN_PLACE, mx, N, MPI_DOUBLE, MPI_MAX, comm);  (mn: MPI_MIN)
+ *     rn_hilbert_rms_from_range(mx, mn, N, &rms);
+ * Every rank then centres on the global mean sums[k] / sums[d] (rn_hilbert_rms uses the mean
+ * of the rows summed in order: with one shard, or when every double addition of the column
+ * sums is exact, the centre has the same bits), the per-block scales are powers of two (a
+ * row's tile values do not depend on its block), and max/min combine exactly: the ranges and
+ * the RMS are then bit-identical to rn_hilbert_rms of the whole S (barring packed values in
+ * float32's subnormal range, below 2^-126 of their block's largest row). Otherwise the centre
+ * differs by double rounding and the result by a few ulps. Communication: d + 1 doubles, then
+ * 2 N. center_sums: sums[0..cols) = column sums of S in double (rows in order), sums[cols] =
+ * rows; RN_ERR_NONFINITE for NaN/Inf in S, RN_ERR_ALIAS if sums overlaps S. partial_centered:
+ * as rn_hilbert_rms_partial_ws with the centre from sums (cols + 1 doubles, reduced over all
+ * shards): RN_ERR_NULL if sums is NULL, RN_ERR_NONFINITE if a sum is not finite, RN_ERR_DOMAIN
+ * if sums[cols] is not an integer >= rows, RN_ERR_ALIAS if sums overlaps an output or ws. */
+RNDEF rn_status rn_hilbert_rms_center_sums(const float *S, size_t rows, size_t cols, size_t lds, double *sums);
+RNDEF rn_status rn_hilbert_rms_partial_centered_ws(const float *S, size_t rows, size_t cols, size_t lds,
+                                                   const double *sums, const float *H, size_t tokens,
+                                                   size_t ldh, void *ws, size_t ws_bytes,
+                                                   double *tok_max, double *tok_min);
 /* sqrt(mean_l (tok_max[l] - tok_min[l])^2), summed in double. RN_ERR_DOMAIN if some
  * tok_max < tok_min, RN_ERR_NONFINITE for NaN/Inf. */
 RNDEF rn_status rn_hilbert_rms_from_range(const double *tok_max, const double *tok_min,
@@ -214,7 +316,12 @@ typedef struct rn_rownorm_state {
     double *rn__meanb;            /* column mean of B (tracked across steps) */
     size_t rn__nchunks;
     void *rn__mem;
-    int rn__owns, rn__meanb_ok;
+    int rn__owns, rn__meanb_ok;   /* meanb_ok: 0 stale, 1 rn__meanb = mean of B, 2 = column sums */
+    /* the sharded step in flight (all zero when none is): its config, the total row count
+     * over the shards, and the phase (1 after begin, 2 after middle) */
+    double rn__slr, rn__sbeta, rn__seps, rn__swd, rn__srows;
+    unsigned rn__sflags;
+    int rn__sphase;
 } rn_rownorm_state;
 
 /* lr 3.2e-3 (the paper's head rate at its smallest size), beta 0.95, eps 1e-8, weight_decay 0,
@@ -260,6 +367,89 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
 RNDEF void rn_rownorm_sync(rn_rownorm_state *st);
 /* Frees what rn_rownorm_init allocated (nothing for _ws) and zeroes the struct. NULL is ok. */
 RNDEF void rn_rownorm_free(rn_rownorm_state *st);
+
+/* ---- 1.5b The RowNorm step with the vocabulary split across processes ------------------
+ *
+ * Each process (rank) holds a contiguous block of rows of W and G (its vocabulary shard, any
+ * size, any order of the blocks) and its own rn_rownorm_state initialised for those rows.
+ * The only cross-process data are column sums (for the two centring means) and counts; the
+ * step runs in three phases around two all-reduces (elementwise SUM of doubles):
+ *
+ *     double *snd = malloc(rn_rownorm_shard_exchange_size(d) * sizeof(double));
+ *     double *rcv = malloc(rn_rownorm_shard_exchange_size(d) * sizeof(double));
+ *     size_t n;
+ *     rn_rownorm_shard_begin(&st, &cfg, G, d, snd, &n);            // count, rows, sums of G, B
+ *     MPI_Allreduce(snd, rcv, (int)n, MPI_DOUBLE, MPI_SUM, comm);
+ *     rc = rn_rownorm_shard_middle(&st, G, d, rcv, snd, &n);       // B update, norms, sums
+ *     if (rc == RN_ERR_NONFINITE) continue;   // NaN/Inf in some rank's G: every rank gets
+ *                                             // this, all states as before begin; skip step
+ *     MPI_Allreduce(snd, rcv, (int)n, MPI_DOUBLE, MPI_SUM, comm);
+ *     rn_rownorm_shard_finish(&st, W, d, rcv, step_out, d);         // W (and S) written, t+1
+ *
+ * (MPI_IN_PLACE works too: recv may be the same buffer as send.) Every rank gets the same n
+ * at each phase (it depends on cols and cfg->flags only); n may be 0 at the second phase
+ * (then the all-reduce may be skipped and finish's recv may be NULL).
+ * Communication per step, in doubles: phase 1: 2 cols + 2 with the inner centre (sums of G and
+ * of B, the non-finite count, the row count), 2 without (RN_NO_CENTER_IN, RN_REFERENCE_COMPAT);
+ * phase 2: cols with the outer centre, 0 without. Default: 3 cols + 2 (d = 768: 18 KiB).
+ * Memory traffic per step (full passes over the local arrays): as rn_rownorm_step, plus one
+ * without the outer centre (RN_NO_CENTER_OUT, RN_REFERENCE_COMPAT: B is updated in middle and
+ * W written in finish, so the write cannot be fused into the update).
+ *
+ * Result. With one shard (recv = send) the three phases give bit for bit the W, B, step_out
+ * and t of rn_rownorm_step, for every config. With several shards the union of the shards'
+ * B is always bit-identical (the update is row-local), and W and step_out are bit-identical
+ * to the unsharded step whenever the sums are exact: the only difference is the order in
+ * which the column sums are added (rn_rownorm_step sums rows within chunks of 256 rows, then
+ * the chunks in order; here each rank sums its own chunks and the all-reduce adds the ranks in
+ * its own order), so when every such double addition is exact (e.g. dyadic data with few
+ * significant bits, as in the tests) the results coincide. Otherwise the centres differ from
+ * the unsharded ones by double rounding (~1e-16 relative) and W, step_out can differ in the
+ * last float bit, rarely (measured on heavy-tailed gradient-like data, 2-5 shards, 6 steps:
+ * the outer centres differed in half the columns; of 3.2 million floats of W and S none
+ * differed in the SIMD builds, one by 1 ulp in the scalar build).
+ * Deterministic for a fixed shard layout and a deterministic all-reduce.
+ *
+ * Errors. Every phase validates before it writes (RN_ERR_NULL, RN_ERR_SIZE, RN_ERR_DOMAIN,
+ * RN_ERR_ALIAS as rn_rownorm_step); on these, everything is untouched and the phase may be
+ * called again. A NaN/Inf in G is not an error of begin: begin returns RN_OK and counts the
+ * non-finite values into the exchange, so that every rank sees the sum and returns
+ * RN_ERR_NONFINITE from middle, with the state (struct and state block) as before begin and
+ * no step taken (RN_SKIP_CHECKS: not counted, NaN propagates as in rn_rownorm_step). Order:
+ * begin is accepted when no step is in flight or after a begin (it restarts: nothing was
+ * committed), middle only after begin, finish only after middle; otherwise RN_ERR_PHASE,
+ * untouched. rn_rownorm_step is refused (RN_ERR_PHASE) between middle and finish, and a
+ * successful one discards a pending begin. B is updated by middle; t advances in finish
+ * (the phase that writes W), so between them st->B holds the new B and st->t the old count.
+ * No phase allocates. G must be the same array (same values) in begin and middle. */
+
+/* Doubles each exchange buffer must hold: 2 cols + 2 (0 if cols is 0 or it overflows). */
+RNDEF size_t rn_rownorm_shard_exchange_size(size_t cols);
+/* Phase 1: validates cfg (as rn_rownorm_step) and G (st->rows x st->cols, ldg), counts the
+ * non-finite values of G and writes to send the *count doubles to all-reduce:
+ *     send[0] = non-finite values in G, send[1] = st->rows,
+ *     [with the inner centre] send[2 .. 2+cols) = column sums of G, send[2+cols .. 2+2cols) =
+ *     column sums of B (tracked from the previous step; summed from B after init_ws, sync,
+ *     or a step without the inner centre), all in double.
+ * Keeps a copy of cfg for the later phases. State untouched apart from the phase record.
+ * RN_ERR_ALIAS if send overlaps G or the state block. */
+RNDEF rn_status rn_rownorm_shard_begin(rn_rownorm_state *st, const rn_rownorm_config *cfg,
+                                       const float *G, size_t ldg, double *send, size_t *count);
+/* Phase 2: recv = the all-reduced phase-1 buffer. RN_ERR_DOMAIN if recv's row count is not an
+ * integer >= st->rows; RN_ERR_NONFINITE (state restored to before begin, step abandoned) if
+ * its non-finite count is not 0 or (without RN_SKIP_CHECKS) its sums are not finite.
+ * Otherwise updates B <- beta B + (1 - beta) G, the centred row norms, and writes to send the
+ * *count doubles to all-reduce: the column sums of the local rows of RN(P B) (outer centre).
+ * send may equal recv (same pointer); any other overlap among send, recv, G and the state
+ * block is RN_ERR_ALIAS. */
+RNDEF rn_status rn_rownorm_shard_middle(rn_rownorm_state *st, const float *G, size_t ldg,
+                                        const double *recv, double *send, size_t *count);
+/* Phase 3: recv = the all-reduced phase-2 buffer (may be NULL when phase 2's count was 0).
+ * Writes W <- (1 - lr wd) W + S and step_out (NULL or S, lds) as rn_rownorm_step, t += 1.
+ * RN_ERR_NONFINITE (untouched) if recv is not finite (without RN_SKIP_CHECKS); RN_ERR_ALIAS
+ * if W, step_out, recv and the state block overlap. */
+RNDEF rn_status rn_rownorm_shard_finish(rn_rownorm_state *st, float *W, size_t ldw, const double *recv,
+                                        float *step_out, size_t lds);
 
 /* ---- Certified exact diameter-constrained steepest step (SPEC 1.4), small V ----------------
  *
@@ -434,6 +624,7 @@ RNDEF const char *rn_status_string(rn_status s)
     case RN_ERR_NOMEM: return "out of memory";
     case RN_ERR_ALIAS: return "buffers overlap where not allowed";
     case RN_ERR_NOCONVERGE: return "solver did not reach its certified tolerance";
+    case RN_ERR_PHASE: return "phased call out of order (sharded step: begin, middle, finish)";
     }
     return "unknown rn_status";
 }
@@ -1455,6 +1646,26 @@ RN__FN void rn__col_mean(const float *A, size_t rows, size_t cols, size_t ld, do
     for (k = 0; k < cols; k++) mu[k] /= (double)rows;
 }
 
+/* dst[k] = sum_r A[r][k], rows in order (rn__col_mean before the division) */
+RN__FN void rn__col_sum(const float *A, size_t rows, size_t cols, size_t ld, double *dst)
+{
+    size_t r, k;
+    for (k = 0; k < cols; k++) dst[k] = 0.0;
+    for (r = 0; r < rows; r++) {
+        const float *a = A + r * ld;
+        for (k = 0; k < cols; k++) dst[k] += (double)a[k];
+    }
+}
+
+/* All n doubles finite. */
+RN__FN int rn__dfinite(const double *x, size_t n)
+{
+    size_t k;
+    for (k = 0; k < n; k++)
+        if (!(x[k] - x[k] == 0.0)) return 0;
+    return 1;
+}
+
 /* ======================================================================================= */
 /* 1.1 Hilbert distance */
 
@@ -1608,29 +1819,25 @@ RNDEF rn_status rn_row_diameter_bounds(const float *S, size_t rows, size_t cols,
     return RN_OK;
 }
 
-RNDEF size_t rn_row_diameter_workspace_size(size_t rows, size_t cols)
-{
-    size_t nb, s;
-    if (rows == 0 || cols == 0) return 0;
-    nb = rows / RN__BS + 1;
-    s = rn__mul(rn__mul(rn__mul(nb, RN__BS), cols), sizeof(float));          /* panels */
-    s = rn__add(s, rn__mul(rows, sizeof(rn__radidx)));                       /* order */
-    s = rn__add(s, rn__mul(rows, sizeof(double)));                           /* sqn */
-    s = rn__add(s, rn__mul(cols, sizeof(double)));                           /* mu */
-    s = rn__add(s, rn__mul(rn__mul(nb, cols), sizeof(double)));              /* block centres */
-    s = rn__add(s, rn__mul(nb, 2 * sizeof(double)));                         /* block radii */
-    s = rn__add(s, 64 * 8);
-    return s == (size_t)-1 ? 0 : s;
-}
+/* One side of the diameter's tile scan (the whole matrix, or one block of a block pair): its
+ * rows (global indices off + r), the rows in radius order, and the packed panels of its
+ * first nbact blocks. Units: the radii in ord and brad[2P+1] are those of S; the packed
+ * panels X, their squared norms sqn, the block centres bcen and block radii brad[2P] are in
+ * scaled units (times sc = 2^-e). */
+typedef struct rn__diam_side {
+    const float *S;
+    size_t ld, rows, off, nbact;
+    float *X;
+    rn__radidx *ord;
+    double *sqn, *bcen, *brad;
+} rn__diam_side;
 
-/* Shared read-only data of the diameter's tile scan. Units: LB, the radii brad[2P+1] and the
- * returned distances are those of S; the packed panels X, their squared norms sqn, the block
- * centres bcen and block radii brad[2P], Rf, M and dabs are in scaled units (times sc = 2^-e). */
+/* Shared read-only data of the tile scan: side b is side a for the pairs within one block
+ * (self), another block otherwise. Rf, M and dabs are in scaled units. */
 typedef struct rn__diam_ctx {
-    const float *S, *X;
-    const rn__radidx *ord;
-    const double *sqn, *bcen, *brad;
-    size_t ld, cols, rows;
+    rn__diam_side a, b;
+    int self;
+    size_t cols;
     double M, up, Rf, sc, dabs;
 } rn__diam_ctx;
 
@@ -1638,56 +1845,59 @@ typedef struct rn__diam_ctx {
  * verified in double (internal: the tests hold the pruning's effectiveness to them). */
 typedef struct rn__diam_stats { size_t tiles, verified; } rn__diam_stats;
 
-/* Verify one candidate pair (positions pa, qb in radius order) in double. */
+/* Verify one candidate pair (positions pa of side a, qb of side b, in radius order) in double. */
 RN__FN void rn__diam_verify(const rn__diam_ctx *c, size_t pa, size_t qb, rn__best *best, rn__diam_stats *cnt)
 {
-    size_t ia = c->ord[pa].idx, ib = c->ord[qb].idx;
+    size_t ia = c->a.ord[pa].idx, ib = c->b.ord[qb].idx;
     cnt->verified++;
-    rn__best_offer(best, rn__sumsq_ff(c->S + ia * c->ld, c->S + ib * c->ld, c->cols), ia, ib);
+    rn__best_offer(best, rn__sumsq_ff(c->a.S + ia * c->a.ld, c->b.S + ib * c->b.ld, c->cols), c->a.off + ia,
+                   c->b.off + ib);
 }
 
-/* Block row p of the tile scan (blocks q <= p), improving *best (see the bounds above). */
+/* Block row p of side a against the blocks of side b (q <= p for the self scan), improving
+ * *best (see the bounds at rn__row_diameter_core). */
 RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__diam_stats *cnt)
 {
-    const float *X = c->X;
-    const double *sqn = c->sqn, *bcen = c->bcen, *brad = c->brad;
-    size_t cols = c->cols, rows = c->rows, q;
+    const rn__diam_side *A = &c->a, *B = &c->b;
+    size_t cols = c->cols, q, qend = c->self ? p + 1 : B->nbact;
     double M = c->M, up = c->up, Rf = c->Rf, sc = c->sc;
     float C[RN__BS * RN__BS];
-    size_t p0 = p * RN__BS, pm = (p0 + RN__BS < rows ? p0 + RN__BS : rows) - p0;
+    size_t p0 = p * RN__BS, pm = (p0 + RN__BS < A->rows ? p0 + RN__BS : A->rows) - p0;
     double LB = sqrt(best->d2 > 0.0 ? best->d2 : 0.0), LBs;
+    if (B->nbact == 0) return;
     /* radii sorted descending: the best partner block is block 0 */
-    if ((brad[2 * p + 1] + brad[1]) * (1.0 + 1e-12) < LB) return;
-    for (q = 0; q <= p; q++) {
-        size_t q0 = q * RN__BS, qm = (q0 + RN__BS < rows ? q0 + RN__BS : rows) - q0;
+    if ((A->brad[2 * p + 1] + B->brad[1]) * (1.0 + 1e-12) < LB) return;
+    for (q = 0; q < qend; q++) {
+        size_t q0 = q * RN__BS, qm = (q0 + RN__BS < B->rows ? q0 + RN__BS : B->rows) - q0;
         size_t a, b, bi = 0, bj = 0;
+        int diag = c->self && p == q;
         double emax = -HUGE_VAL, thr;
         LB = sqrt(best->d2 > 0.0 ? best->d2 : 0.0);
-        if ((brad[2 * p + 1] + brad[2 * q + 1]) * (1.0 + 1e-12) < LB) break; /* later q smaller */
-        if (p != q) {
+        if ((A->brad[2 * p + 1] + B->brad[2 * q + 1]) * (1.0 + 1e-12) < LB) break; /* later q smaller */
+        if (!diag) {
             size_t kk;
             double s2 = 0.0;
             for (kk = 0; kk < cols; kk++) {
-                double d = bcen[p * cols + kk] - bcen[q * cols + kk];
+                double d = A->bcen[p * cols + kk] - B->bcen[q * cols + kk];
                 s2 += d * d;
             }
-            if ((sqrt(s2) + brad[2 * p] + brad[2 * q] + up * 2.0 * Rf + c->dabs) * (1.0 + 1e-12) < LB * sc) continue;
+            if ((sqrt(s2) + A->brad[2 * p] + B->brad[2 * q] + up * 2.0 * Rf + c->dabs) * (1.0 + 1e-12) < LB * sc) continue;
         }
         if (M == HUGE_VAL) {
             /* no usable float32 error bound: every pair of the tile is verified in double */
             for (a = 0; a < pm; a++) {
-                size_t bend = (p == q) ? a : qm;
+                size_t bend = diag ? a : qm;
                 for (b = 0; b < bend; b++) rn__diam_verify(c, p0 + a, q0 + b, best, cnt);
             }
             cnt->tiles++;
             continue;
         }
-        rn__panel_tile(X + p * cols * RN__BS, X + q * cols * RN__BS, cols, C);
+        rn__panel_tile(A->X + p * cols * RN__BS, B->X + q * cols * RN__BS, cols, C);
         cnt->tiles++;
         for (a = 0; a < pm; a++) {
-            size_t bend = (p == q) ? a : qm;
+            size_t bend = diag ? a : qm;
             for (b = 0; b < bend; b++) {
-                double e = sqn[p0 + a] + sqn[q0 + b] - 2.0 * (double)C[a * RN__BS + b];
+                double e = A->sqn[p0 + a] + B->sqn[q0 + b] - 2.0 * (double)C[a * RN__BS + b];
                 if (e > emax) { emax = e; bi = a; bj = b; }
             }
         }
@@ -1700,9 +1910,9 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__di
         LBs = sqrt(best->d2 > 0.0 ? best->d2 : 0.0) * sc;
         thr = LBs * LBs * (1.0 - 1e-12) - M - 1e-300;
         for (a = 0; a < pm; a++) {
-            size_t bend = (p == q) ? a : qm;
+            size_t bend = diag ? a : qm;
             for (b = 0; b < bend; b++) {
-                double e = sqn[p0 + a] + sqn[q0 + b] - 2.0 * (double)C[a * RN__BS + b];
+                double e = A->sqn[p0 + a] + B->sqn[q0 + b] - 2.0 * (double)C[a * RN__BS + b];
                 if (e >= thr && !(a == bi && b == bj)) {
                     double d2o = best->d2;
                     rn__diam_verify(c, p0 + a, q0 + b, best, cnt);
@@ -1714,6 +1924,206 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__di
             }
         }
     }
+}
+
+/* Workspace of one side of rows x cols. */
+RN__FN size_t rn__diam_side_bytes(size_t rows, size_t cols)
+{
+    size_t nb, s;
+    if (rows == 0) return 0;
+    nb = rows / RN__BS + 1;
+    s = rn__mul(rn__mul(rn__mul(nb, RN__BS), cols), sizeof(float));          /* panels */
+    s = rn__add(s, rn__mul(rows, sizeof(rn__radidx)));                       /* order */
+    s = rn__add(s, rn__mul(rows, sizeof(double)));                           /* sqn */
+    s = rn__add(s, rn__mul(rn__mul(nb, cols), sizeof(double)));              /* block centres */
+    s = rn__add(s, rn__mul(nb, 2 * sizeof(double)));                         /* block radii */
+    return rn__add(s, 5 * 64);
+}
+
+RNDEF size_t rn_row_diameter_workspace_size(size_t rows, size_t cols)
+{
+    size_t s;
+    if (rows == 0 || cols == 0) return 0;
+    s = rn__add(rn__diam_side_bytes(rows, cols), rn__mul(cols, sizeof(double))); /* + mu */
+    s = rn__add(s, 3 * 64);
+    return s == (size_t)-1 ? 0 : s;
+}
+
+RN__FN void rn__diam_carve_side(rn__diam_side *sd, const float *S, size_t rows, size_t cols, size_t ld, size_t off,
+                                char **cur, char *end)
+{
+    size_t nb = (rows + RN__BS - 1) / RN__BS;
+    sd->S = S; sd->rows = rows; sd->ld = ld; sd->off = off; sd->nbact = 0;
+    sd->X = (float *)rn__carve(cur, end, nb * RN__BS * cols * sizeof(float));
+    sd->ord = (rn__radidx *)rn__carve(cur, end, rows * sizeof(rn__radidx));
+    sd->sqn = (double *)rn__carve(cur, end, rows * sizeof(double));
+    sd->bcen = (double *)rn__carve(cur, end, nb * cols * sizeof(double));
+    sd->brad = (double *)rn__carve(cur, end, nb * 2 * sizeof(double));
+    RN_ASSERT(sd->X && sd->ord && sd->sqn && sd->bcen && sd->brad);
+}
+
+/* Radii about mu in ord, sorted descending (ties by index): ord[0].idx is the first row of
+ * largest radius. */
+RN__FN void rn__diam_radii(rn__diam_side *sd, size_t cols, const double *mu)
+{
+    size_t r;
+    for (r = 0; r < sd->rows; r++) {
+        sd->ord[r].r = sqrt(rn__sumsq_fd(sd->S + r * sd->ld, mu, cols));
+        sd->ord[r].idx = r;
+    }
+    qsort(sd->ord, sd->rows, sizeof(rn__radidx), rn__cmp_radidx);
+}
+
+/* Blocks whose largest radius plus Rother stays below LB0 never pair with anything (radii are
+ * sorted, LB only grows): only a prefix of them is packed. */
+RN__FN void rn__diam_active(rn__diam_side *sd, double Rother, double LB0)
+{
+    size_t nb = (sd->rows + RN__BS - 1) / RN__BS, n = 0;
+    while (n < nb && !((sd->ord[n * RN__BS].r + Rother) * (1.0 + 1e-12) < LB0)) n++;
+    sd->nbact = n;
+}
+
+/* Centred float rows in radius order, scaled by sc, packed as panels of RN__BS rows; their
+ * squared norms, the block centres (double) and radii of the float rows, and brad[2P+1] = the
+ * block's largest exact radius. Returns the largest packed norm (scaled units) or Rf. */
+RN__FN double rn__diam_pack(rn__diam_side *sd, size_t cols, const double *mu, double sc, double Rf)
+{
+    size_t p, r, k;
+    for (p = 0; p < sd->nbact * RN__BS; p++) {
+        float *P = sd->X + (p / RN__BS) * cols * RN__BS;
+        if (p < sd->rows) {
+            sd->sqn[p] = rn__pack_row(sd->S + sd->ord[p].idx * sd->ld, mu, sc, cols, P, p % RN__BS);
+            if (sqrt(sd->sqn[p]) > Rf) Rf = sqrt(sd->sqn[p]);
+        } else {
+            rn__pack_zero(cols, P, p % RN__BS);
+        }
+    }
+    for (p = 0; p < sd->nbact; p++) {
+        size_t r0 = p * RN__BS, cnt = (r0 + RN__BS < sd->rows ? r0 + RN__BS : sd->rows) - r0;
+        const float *P = sd->X + p * cols * RN__BS;
+        double *c = sd->bcen + p * cols, rho = 0.0, d2[RN__BS];
+        for (r = 0; r < cnt; r++) d2[r] = 0.0;
+        for (k = 0; k < cols; k++) {
+            double m = 0.0;
+            for (r = 0; r < cnt; r++) m += (double)P[k * RN__BS + r];
+            c[k] = m / (double)cnt;
+            for (r = 0; r < cnt; r++) { double d = (double)P[k * RN__BS + r] - c[k]; d2[r] += d * d; }
+        }
+        for (r = 0; r < cnt; r++) rho = d2[r] > rho ? d2[r] : rho;
+        sd->brad[2 * p] = sqrt(rho);
+        sd->brad[2 * p + 1] = sd->ord[r0].r;
+    }
+    return Rf;
+}
+
+/* The float32 error bound M of the tile estimates (see rn__row_diameter_core), from Rf. */
+RN__FN void rn__diam_bound(rn__diam_ctx *ctx, size_t cols, double sc, double Rf)
+{
+    double up = ldexp(1.0, -24) * (1.0 + ldexp(1.0, -28)), tau = ldexp(1.0, -126);
+    double gk = ((double)cols + 16.0) * ldexp(1.0, -24), M;
+    gk = gk / (1.0 - gk);
+    Rf *= 1.0 + 1e-6;
+    M = (2.0 * gk + 8.2 * up + 1e-12) * Rf * Rf
+        + (6.0 * ((double)cols + 16.0) + 32.0 * sqrt((double)cols) + 64.0) * tau;
+    /* cols ~ 2^22 and beyond (no useful float bound) or scaled data that float32 cannot hold
+     * (not expected: the packed values are below 2 in magnitude): verify without tiles */
+    if (!(gk < 0.25) || !(M <= DBL_MAX)) M = HUGE_VAL;
+    ctx->cols = cols; ctx->M = M; ctx->up = up; ctx->Rf = Rf; ctx->sc = sc;
+    ctx->dabs = 2.0 * sqrt((double)cols) * tau;
+}
+
+/* The tile scan over the active blocks of side a, in parallel; *best improved. */
+RN__FN void rn__diam_scan(const rn__diam_ctx *ctx, rn__best *best, rn__diam_stats *stats)
+{
+    long pl, nbl = (long)ctx->a.nbact;
+    /* each thread keeps its own best (sound: it is a lower bound of D); the tie rule makes the
+     * combined result independent of the thread count */
+    RN__OMP(omp parallel)
+    {
+        rn__best mine = *best;
+        rn__diam_stats cnt;
+        cnt.tiles = 0; cnt.verified = 0;
+        RN__OMP(omp for schedule(dynamic, 1))
+        for (pl = 0; pl < nbl; pl++) rn__diam_row(ctx, (size_t)pl, &mine, &cnt);
+        RN__OMP(omp critical(rn__diam_best))
+        {
+            rn__best_offer(best, mine.d2, mine.i, mine.j);
+            if (stats) { stats->tiles += cnt.tiles; stats->verified += cnt.verified; }
+        }
+    }
+}
+
+/* The pairs within one matrix (global indices off + r), improving *best; mu = its mean row.
+ * rows >= 2. */
+RN__FN void rn__diam_self(const float *S, size_t rows, size_t cols, size_t ld, size_t off, const double *mu,
+                          char **cur, char *end, rn__best *best, rn__diam_stats *stats)
+{
+    rn__diam_ctx ctx;
+    rn__best loc;
+    double R, sc, Rf;
+    memset(&ctx, 0, sizeof ctx);
+    rn__diam_carve_side(&ctx.a, S, rows, cols, ld, off, cur, end);
+    rn__diam_radii(&ctx.a, cols, mu);
+    /* farthest-point sweeps from the row of largest radius (local indices, then shifted: the
+     * order of pairs is the same) */
+    loc.d2 = -1.0; loc.i = 0; loc.j = 1;
+    rn__farthest_sweeps(S, rows, cols, ld, ctx.a.ord[0].idx, &loc);
+    if (loc.d2 >= 0.0) rn__best_offer(best, loc.d2, off + loc.i, off + loc.j);
+    R = ctx.a.ord[0].r;
+    if (R == 0.0) { rn__best_offer(best, 0.0, off, off + 1); return; } /* all rows equal: D = 0 */
+    rn__diam_active(&ctx.a, R, sqrt(best->d2 > 0.0 ? best->d2 : 0.0));
+    /* the packed rows have norms <= R sc (1 + 2^-23) + dabs/2: Rf bounds them with room */
+    sc = ldexp(1.0, -rn__exp2_of(R));
+    Rf = rn__diam_pack(&ctx.a, cols, mu, sc, R * sc);
+    ctx.b = ctx.a;
+    ctx.self = 1;
+    rn__diam_bound(&ctx, cols, sc, Rf);
+    rn__diam_scan(&ctx, best, stats);
+}
+
+/* The pairs (a in A, b in B) of two blocks (global indices offa + r, offb + r), improving
+ * *best; mu = the mean row of both. */
+RN__FN void rn__diam_cross(const float *A, size_t ra, size_t lda, size_t offa, const float *B, size_t rb, size_t ldb,
+                           size_t offb, size_t cols, const double *mu, char **cur, char *end, rn__best *best,
+                           rn__diam_stats *stats)
+{
+    rn__diam_ctx ctx;
+    double RA, RB, R, sc, Rf, LB0;
+    size_t x, sweep, r;
+    memset(&ctx, 0, sizeof ctx);
+    rn__diam_carve_side(&ctx.a, A, ra, cols, lda, offa, cur, end);
+    rn__diam_carve_side(&ctx.b, B, rb, cols, ldb, offb, cur, end);
+    rn__diam_radii(&ctx.a, cols, mu);
+    rn__diam_radii(&ctx.b, cols, mu);
+    /* farthest-point sweeps across: from A's largest-radius row to its farthest in B, back */
+    x = ctx.a.ord[0].idx;
+    for (sweep = 0; sweep < 3; sweep++) {
+        int from_a = !(sweep & 1);
+        const float *xr = from_a ? A + x * lda : B + x * ldb;
+        const float *O = from_a ? B : A;
+        size_t on = from_a ? rb : ra, old = from_a ? ldb : lda, far = 0;
+        double fd = -1.0;
+        for (r = 0; r < on; r++) {
+            double d2 = rn__sumsq_ff(O + r * old, xr, cols);
+            if (d2 > fd) { fd = d2; far = r; }
+        }
+        if (from_a) rn__best_offer(best, fd, offa + x, offb + far);
+        else rn__best_offer(best, fd, offb + x, offa + far);
+        x = far;
+    }
+    RA = ctx.a.ord[0].r; RB = ctx.b.ord[0].r;
+    R = RA > RB ? RA : RB;
+    if (R == 0.0) { rn__best_offer(best, 0.0, offa, offb); return; } /* all rows equal */
+    LB0 = sqrt(best->d2 > 0.0 ? best->d2 : 0.0);
+    rn__diam_active(&ctx.a, RB, LB0);
+    rn__diam_active(&ctx.b, RA, LB0);
+    if (ctx.a.nbact == 0 || ctx.b.nbact == 0) return;
+    sc = ldexp(1.0, -rn__exp2_of(R));
+    Rf = rn__diam_pack(&ctx.a, cols, mu, sc, R * sc);
+    Rf = rn__diam_pack(&ctx.b, cols, mu, sc, Rf);
+    ctx.self = 0;
+    rn__diam_bound(&ctx, cols, sc, Rf);
+    rn__diam_scan(&ctx, best, stats);
 }
 
 /* Exact diameter (SPEC 1.2). Soundness of the pruning, with x_i = s_i - mu (mu the double mean;
@@ -1742,16 +2152,17 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__di
  *    M = HUGE_VAL and the tiles that survive the radius and block bounds are verified pair by
  *    pair in double, without float32 products.
  * Every pair whose true distance can reach LB is thus verified, so the result is the maximum
- * of the double distances. stats (may be NULL) receives the work counters. */
+ * of the double distances (ties included: a pair at distance LB is verified, and the tie
+ * rule keeps the smallest pair). The block-pair kernel (rn_row_diameter_pair_ws) runs the
+ * same scan on two blocks with a common centre and scale, starting from the caller's best.
+ * stats (may be NULL) receives the work counters. */
 RN__FN rn_status rn__row_diameter_core(const float *S, size_t rows, size_t cols, size_t ld,
                                        void *ws, size_t ws_bytes,
                                        double *diameter, size_t *oi, size_t *oj, rn__diam_stats *stats)
 {
     char *cur, *end;
-    float *X;
-    rn__radidx *ord;
-    double *sqn, *mu, *bcen, *brad, R, Rf, M, gk, up, sc, tau;
-    size_t need, nb, nbact, p, r, k;
+    double *mu;
+    size_t need;
     rn__best best;
     if (!S || !diameter || !ws) return RN_ERR_NULL;
     if (!rn__extent(rows, cols, ld)) return RN_ERR_SIZE;
@@ -1761,15 +2172,9 @@ RN__FN rn_status rn__row_diameter_core(const float *S, size_t rows, size_t cols,
     if ((size_t)INT_MAX < cols) return RN_ERR_SIZE;
 #endif
     if (rn__overlap(ws, ws_bytes, S, rn__extent(rows, cols, ld) * sizeof(float))) return RN_ERR_ALIAS;
-    nb = (rows + RN__BS - 1) / RN__BS;
     cur = (char *)ws; end = cur + ws_bytes;
-    X = (float *)rn__carve(&cur, end, nb * RN__BS * cols * sizeof(float));
-    ord = (rn__radidx *)rn__carve(&cur, end, rows * sizeof(rn__radidx));
-    sqn = (double *)rn__carve(&cur, end, rows * sizeof(double));
     mu = (double *)rn__carve(&cur, end, cols * sizeof(double));
-    bcen = (double *)rn__carve(&cur, end, nb * cols * sizeof(double));
-    brad = (double *)rn__carve(&cur, end, nb * 2 * sizeof(double));
-    RN_ASSERT(X && ord && sqn && mu && bcen && brad);
+    RN_ASSERT(mu);
     /* the finiteness check and the mean row in one read of S (only the workspace is written) */
     if (!rn__col_mean_finite(S, rows, cols, ld, mu)) return RN_ERR_NONFINITE;
     if (stats) { stats->tiles = 0; stats->verified = 0; }
@@ -1779,97 +2184,126 @@ RN__FN rn_status rn__row_diameter_core(const float *S, size_t rows, size_t cols,
         if (oj) *oj = 0;
         return RN_OK;
     }
-
     best.d2 = -1.0; best.i = 0; best.j = 1;
-    {
-        size_t a = 0;
-        for (r = 0; r < rows; r++) {
-            ord[r].r = sqrt(rn__sumsq_fd(S + r * ld, mu, cols));
-            ord[r].idx = r;
-            if (ord[r].r > ord[a].r) a = r;
-        }
-        rn__farthest_sweeps(S, rows, cols, ld, a, &best);
-    }
-    qsort(ord, rows, sizeof(rn__radidx), rn__cmp_radidx);
-    R = ord[0].r;
-    if (R == 0.0) { best.d2 = 0.0; best.i = 0; best.j = 1; } /* all rows equal: D = 0 */
-    /* Blocks that can take part: radii are sorted, LB only grows, so the blocks whose largest
-     * radius plus R stays below the current LB never pair with anything: only a prefix of
-     * nbact blocks is packed (gradient-like rows with heavy-tailed norms keep few). */
-    {
-        double LB0 = sqrt(best.d2 > 0.0 ? best.d2 : 0.0);
-        nbact = 0;
-        while (nbact < nb && !((ord[nbact * RN__BS].r + R) * (1.0 + 1e-12) < LB0)) nbact++;
-    }
-    /* centred float rows in radius order, scaled by sc = 2^-ilogb(R) (norms in [1, 2)), packed
-     * as panels of RN__BS rows. The float rows have norms <= R sc (1 + 2^-23) + dabs/2: Rf below
-     * bounds them with room to spare. */
-    sc = ldexp(1.0, -rn__exp2_of(R));
-    Rf = R * sc;
-    for (p = 0; p < nbact * RN__BS; p++) {
-        float *P = X + (p / RN__BS) * cols * RN__BS;
-        if (p < rows) {
-            sqn[p] = rn__pack_row(S + ord[p].idx * ld, mu, sc, cols, P, p % RN__BS);
-            if (sqrt(sqn[p]) > Rf) Rf = sqrt(sqn[p]);
-        } else {
-            rn__pack_zero(cols, P, p % RN__BS);
-        }
-    }
-    /* block centres (double) and radii of the float rows; brad[2P+1] = largest exact radius */
-    for (p = 0; p < nbact; p++) {
-        size_t r0 = p * RN__BS, cnt = (r0 + RN__BS < rows ? r0 + RN__BS : rows) - r0;
-        const float *P = X + p * cols * RN__BS;
-        double *c = bcen + p * cols, rho = 0.0, d2[RN__BS];
-        for (r = 0; r < cnt; r++) d2[r] = 0.0;
-        for (k = 0; k < cols; k++) {
-            double m = 0.0;
-            for (r = 0; r < cnt; r++) m += (double)P[k * RN__BS + r];
-            c[k] = m / (double)cnt;
-            for (r = 0; r < cnt; r++) { double d = (double)P[k * RN__BS + r] - c[k]; d2[r] += d * d; }
-        }
-        for (r = 0; r < cnt; r++) rho = d2[r] > rho ? d2[r] : rho;
-        brad[2 * p] = sqrt(rho);
-        brad[2 * p + 1] = ord[r0].r;
-    }
-    up = ldexp(1.0, -24) * (1.0 + ldexp(1.0, -28));
-    tau = ldexp(1.0, -126);
-    gk = ((double)cols + 16.0) * ldexp(1.0, -24);
-    gk = gk / (1.0 - gk);
-    Rf *= 1.0 + 1e-6;
-    M = (2.0 * gk + 8.2 * up + 1e-12) * Rf * Rf
-        + (6.0 * ((double)cols + 16.0) + 32.0 * sqrt((double)cols) + 64.0) * tau;
-    /* cols ~ 2^22 and beyond (no useful float bound) or scaled data that float32 cannot hold
-     * (not expected: the packed values are below 2 in magnitude): verify without tiles */
-    if (!(gk < 0.25) || !(M <= DBL_MAX)) M = HUGE_VAL;
-
-    {
-        rn__diam_ctx ctx;
-        long pl, nbl = (long)nbact;
-        ctx.S = S; ctx.X = X; ctx.ord = ord; ctx.sqn = sqn; ctx.bcen = bcen; ctx.brad = brad;
-        ctx.ld = ld; ctx.cols = cols; ctx.rows = rows; ctx.M = M; ctx.up = up; ctx.Rf = Rf;
-        ctx.sc = sc; ctx.dabs = 2.0 * sqrt((double)cols) * tau;
-        if (R > 0.0) {
-            /* each thread keeps its own best (sound: it is a lower bound of D); the tie rule makes
-             * the combined result independent of the thread count */
-            RN__OMP(omp parallel)
-            {
-                rn__best mine = best;
-                rn__diam_stats cnt;
-                cnt.tiles = 0; cnt.verified = 0;
-                RN__OMP(omp for schedule(dynamic, 1))
-                for (pl = 0; pl < nbl; pl++) rn__diam_row(&ctx, (size_t)pl, &mine, &cnt);
-                RN__OMP(omp critical(rn__diam_best))
-                {
-                    rn__best_offer(&best, mine.d2, mine.i, mine.j);
-                    if (stats) { stats->tiles += cnt.tiles; stats->verified += cnt.verified; }
-                }
-            }
-        }
-    }
+    rn__diam_self(S, rows, cols, ld, 0, mu, &cur, end, &best, stats);
     if (best.d2 < 0.0) { best.d2 = 0.0; best.i = 0; best.j = 1; }
     *diameter = sqrt(best.d2);
     if (oi) *oi = best.i;
     if (oj) *oj = best.j;
+    return RN_OK;
+}
+
+RNDEF rn_diameter_best rn_diameter_best_none(void)
+{
+    rn_diameter_best b;
+    b.dist2 = -1.0; b.i = 0; b.j = 0;
+    return b;
+}
+
+/* x holds a pair: i < j and a finite dist2 >= 0 */
+RN__FN int rn__db_pair(const rn_diameter_best *x) { return x->i != x->j; }
+RN__FN int rn__db_valid(const rn_diameter_best *x)
+{
+    return !rn__db_pair(x) || (x->i < x->j && x->dist2 >= 0.0 && x->dist2 <= DBL_MAX);
+}
+
+RNDEF void rn_diameter_best_merge(rn_diameter_best *acc, const rn_diameter_best *x)
+{
+    if (!acc || !x || !rn__db_pair(x)) return;
+    if (!rn__db_pair(acc) || x->dist2 > acc->dist2 ||
+        (x->dist2 == acc->dist2 && (x->i < acc->i || (x->i == acc->i && x->j < acc->j))))
+        *acc = *x;
+}
+
+RNDEF size_t rn_row_diameter_pair_workspace_size(size_t rows_a, size_t rows_b, size_t cols)
+{
+    size_t s;
+    if (rows_a == 0 || cols == 0) return 0;
+    s = rn__add(rn__diam_side_bytes(rows_a, cols), rn__diam_side_bytes(rows_b, cols));
+    s = rn__add(s, rn__mul(cols, sizeof(double)));
+    s = rn__add(s, 3 * 64);
+    return s == (size_t)-1 ? 0 : s;
+}
+
+RNDEF rn_status rn_row_diameter_pair_ws(const float *A, size_t rows_a, size_t lda, size_t off_a,
+                                        const float *B, size_t rows_b, size_t ldb, size_t off_b,
+                                        size_t cols, void *ws, size_t ws_bytes, rn_diameter_best *best)
+{
+    size_t ea, eb = 0, need, r, k;
+    char *cur, *end;
+    double *mu;
+    rn__best bb;
+    rn__diam_stats *stats = NULL;
+    if (!A || !ws || !best) return RN_ERR_NULL;
+    ea = rn__extent(rows_a, cols, lda);
+    if (!ea) return RN_ERR_SIZE;
+    if (B) { eb = rn__extent(rows_b, cols, ldb); if (!eb) return RN_ERR_SIZE; }
+    need = rn_row_diameter_pair_workspace_size(rows_a, B ? rows_b : 0, cols);
+    if (need == 0 || ws_bytes < need) return RN_ERR_SIZE;
+#ifdef RN_USE_CBLAS
+    if ((size_t)INT_MAX < cols) return RN_ERR_SIZE;
+#endif
+    if (off_a > (size_t)-1 - rows_a || (B && off_b > (size_t)-1 - rows_b)) return RN_ERR_DOMAIN;
+    if (B && off_a < off_b + rows_b && off_b < off_a + rows_a) return RN_ERR_DOMAIN; /* same rows twice */
+    if (!rn__db_valid(best)) return RN_ERR_DOMAIN;
+    if (rn__overlap(ws, ws_bytes, A, ea * sizeof(float)) || rn__overlap(ws, ws_bytes, B, eb * sizeof(float)) ||
+        rn__overlap(best, sizeof *best, A, ea * sizeof(float)) || rn__overlap(best, sizeof *best, B, eb * sizeof(float)) ||
+        rn__overlap(best, sizeof *best, ws, ws_bytes))
+        return RN_ERR_ALIAS;
+    cur = (char *)ws; end = cur + ws_bytes;
+    mu = (double *)rn__carve(&cur, end, cols * sizeof(double));
+    RN_ASSERT(mu);
+    /* finiteness and the mean row of both blocks, in one read (only the workspace is written) */
+    for (k = 0; k < cols; k++) mu[k] = 0.0;
+    for (r = 0; r < rows_a; r++)
+        if (!rn__row_gsum(A + r * lda, cols, mu)) return RN_ERR_NONFINITE;
+    for (r = 0; B && r < rows_b; r++)
+        if (!rn__row_gsum(B + r * ldb, cols, mu)) return RN_ERR_NONFINITE;
+    for (k = 0; k < cols; k++) mu[k] /= (double)rows_a + (B ? (double)rows_b : 0.0);
+    if (rn__db_pair(best)) { bb.d2 = best->dist2; bb.i = best->i; bb.j = best->j; }
+    else { bb.d2 = -1.0; bb.i = 0; bb.j = 1; }
+    if (B) rn__diam_cross(A, rows_a, lda, off_a, B, rows_b, ldb, off_b, cols, mu, &cur, end, &bb, stats);
+    else if (rows_a >= 2) rn__diam_self(A, rows_a, cols, lda, off_a, mu, &cur, end, &bb, stats);
+    if (bb.d2 >= 0.0 && bb.i != bb.j) { best->dist2 = bb.d2; best->i = bb.i; best->j = bb.j; }
+    return RN_OK;
+}
+
+RNDEF rn_status rn_row_diameter_pair(const float *A, size_t rows_a, size_t lda, size_t off_a,
+                                     const float *B, size_t rows_b, size_t ldb, size_t off_b,
+                                     size_t cols, rn_diameter_best *best)
+{
+    size_t need;
+    void *ws;
+    rn_status st;
+    if (!A || !best) return RN_ERR_NULL;
+    need = rn_row_diameter_pair_workspace_size(rows_a, B ? rows_b : 0, cols);
+    if (need == 0 || !rn__extent(rows_a, cols, lda) || (B && !rn__extent(rows_b, cols, ldb))) return RN_ERR_SIZE;
+    ws = RN_MALLOC(need);
+    if (!ws) return RN_ERR_NOMEM;
+    st = rn_row_diameter_pair_ws(A, rows_a, lda, off_a, B, rows_b, ldb, off_b, cols, ws, need, best);
+    RN_FREE(ws);
+    return st;
+}
+
+RNDEF size_t rn_diameter_ring_rounds(size_t nshards)
+{
+    return nshards == 0 ? 0 : nshards / 2 + 1;
+}
+
+RNDEF rn_status rn_diameter_ring(size_t nshards, size_t rank, size_t round, size_t *shard,
+                                 size_t *send_to, size_t *recv_from)
+{
+    size_t P = nshards, s;
+    if (!shard) return RN_ERR_NULL;
+    if (P == 0) return RN_ERR_SIZE;
+    if (rank >= P || round >= rn_diameter_ring_rounds(P)) return RN_ERR_DOMAIN;
+    s = (rank + round) % P;
+    /* P even, last round: the pair {r, r + P/2} is met by both; only the lower rank computes
+     * it. P = 1 has one round (the self pair); P = 2: rounds 0 (self) and 1 (rank 0 only). */
+    if (round > 0 && 2 * round == P && rank >= P / 2) s = (size_t)-1;
+    *shard = s;
+    if (send_to) *send_to = round == 0 ? rank : (rank + P - 1) % P;
+    if (recv_from) *recv_from = round == 0 ? rank : (rank + 1) % P;
     return RN_OK;
 }
 
@@ -1916,13 +2350,18 @@ RNDEF rn_status rn_worst_hidden_state(const float *S, size_t rows, size_t cols, 
 /* ======================================================================================= */
 /* 1.3 Hilbert RMS */
 
+#define RN__RMS_SB 16 /* vocabulary blocks (of RN__BS rows) packed per parallel step */
+#define RN__RMS_FEW 8 /* fewer token panels than this: the threads split vocabulary blocks */
+
 RNDEF size_t rn_hilbert_rms_workspace_size(size_t cols, size_t tokens)
 {
     size_t s;
     if (cols == 0 || tokens == 0 || tokens > (size_t)-1 - (RN__BS - 1)) return 0;
     s = rn__mul(rn__mul(rn__mul((tokens + RN__BS - 1) / RN__BS + 1, RN__BS), cols), sizeof(float));
+    s = rn__add(s, rn__mul(rn__mul(RN__RMS_SB * RN__BS, cols), sizeof(float)));
     s = rn__add(s, rn__mul(cols, sizeof(double)));
-    s = rn__add(s, 3 * 64);
+    s = rn__add(s, RN__RMS_SB * sizeof(double));
+    s = rn__add(s, 5 * 64);
     return s == (size_t)-1 ? 0 : s;
 }
 
@@ -1932,58 +2371,126 @@ RN__FN int rn__rms_token_exp(const float *h, size_t cols)
     return rn__exp2_of(sqrt(rn__sumsq_fd(h, NULL, cols)));
 }
 
+/* Pack vocabulary block `bl` (rows bl*64 ..) centred by mu, scaled by 2^-f (f = ilogb of its
+ * largest centred row norm), into the panel P; returns 2^f. */
+RN__FN double rn__rms_pack_block(const float *S, size_t rows, size_t cols, size_t lds, const double *mu, size_t bl,
+                                 float *P)
+{
+    size_t r0 = bl * RN__BS, rm = rows - r0 < RN__BS ? rows - r0 : RN__BS, a;
+    double nmax = 0.0;
+    int f;
+    for (a = 0; a < rm; a++) {
+        double n2 = rn__sumsq_fd(S + (r0 + a) * lds, mu, cols);
+        nmax = n2 > nmax ? n2 : nmax;
+    }
+    f = rn__exp2_of(sqrt(nmax));
+    for (a = 0; a < RN__BS; a++) {
+        if (a < rm) rn__pack_row(S + (r0 + a) * lds, mu, ldexp(1.0, -f), cols, P, a);
+        else rn__pack_zero(cols, P, a);
+    }
+    return ldexp(1.0, f);
+}
+
+/* One tile: token panel tp against the packed vocabulary block P (rm rows, scale unscale);
+ * the per-token max/min of the block's rows, unscaled (exact: a power of two), into mx/mn
+ * (indexed from the panel's first token). */
+RN__FN void rn__rms_tile(const float *Hpan, const float *P, size_t cols, size_t tm, size_t rm, double unscale,
+                         double *mx, double *mn)
+{
+    float C[RN__BS * RN__BS];
+    size_t b, i;
+    rn__panel_tile(Hpan, P, cols, C);
+    for (b = 0; b < tm; b++) {
+        const float *c = C + b * RN__BS;
+        float fx = c[0], fn = c[0];
+        double dmx, dmn;
+        for (i = 1; i < rm; i++) { fx = c[i] > fx ? c[i] : fx; fn = c[i] < fn ? c[i] : fn; }
+        dmx = (double)fx * unscale;
+        dmn = (double)fn * unscale;
+        if (dmx > mx[b]) mx[b] = dmx;
+        if (dmn < mn[b]) mn[b] = dmn;
+    }
+}
+
 /* Validated core: per-token max/min of s_i . h_l into tmax/tmin (tokens). H is packed once
- * (panels of RN__BS tokens); each vocabulary block of RN__BS rows is packed once, centred, and
- * met with every token panel, so the packing is O((rows + tokens) cols) against
- * 2 rows tokens cols flops. Token panels are independent: OpenMP splits them, and each
- * token's range has one owner (deterministic).
+ * (panels of RN__BS tokens); the vocabulary is packed RN__RMS_SB blocks of RN__BS rows at a
+ * time (centred, one scale per block), and every packed block meets every token panel, so
+ * the packing is O((rows + tokens) cols) against 2 rows tokens cols flops. One OpenMP
+ * parallel region: per group of blocks, the threads pack the blocks (one barrier), then
+ * split the token panels (dynamic schedule: each token's range has one owner per group, the
+ * groups are separated by barriers) and run each panel against all the group's blocks (the
+ * panel stays in L2); with fewer than RN__RMS_FEW panels (at most 448 tokens) they split the
+ * group's blocks instead, with a per-thread max/min merged at the end. Max and min do not
+ * depend on the order or the owner, and each tile is the same arithmetic whoever computes it:
+ * the results are bit-identical for every thread count (and to the previous one-block-at-a-
+ * time scan).
+ * Centre: mu = the mean row of S (rows summed in order), or sums[k] / sums[cols] when `sums`
+ * is given (the sharded form, rn_hilbert_rms_center_sums). Any common centre is exact in
+ * exact arithmetic (s.h = (s - mu).h + mu.h); it only decides the rounding.
  * Range: every token row h_l is packed scaled by 2^-e_l (e_l = ilogb ||h_l||) and every
  * vocabulary block by 2^-f (f = ilogb of its largest centred row norm), both exact powers of
  * two, so the float32 tile products have magnitude <= 4 and neither overflow nor underflow
  * whatever the magnitudes of S and H; the block's 2^f is undone in double on the tile's
  * max/min, and the token's 2^e_l at the end (the range of a token row that is tiny against
- * the vocabulary block's rows keeps its relative accuracy too: the scales are per token). */
+ * the vocabulary block's rows keeps its relative accuracy too: the scales are per token).
+ * As the scales are powers of two, a row's tile values do not depend on which block holds it
+ * (unless packed values fall to float32's subnormal range). */
 RN__FN void rn__rms_range(const float *S, size_t rows, size_t cols, size_t lds,
-                          const float *H, size_t tokens, size_t ldh, float *Hp, float *Sp, double *mu,
-                          double *tmax, double *tmin)
+                          const float *H, size_t tokens, size_t ldh, float *Hp, float *Sp, double *bsc,
+                          const double *sums, double *mu, double *tmax, double *tmin)
 {
-    size_t ntp = (tokens + RN__BS - 1) / RN__BS, t, r0, l, k;
-    long tp, ntpl = (long)ntp;
-    for (t = 0; t < ntp * RN__BS; t++) {
-        float *P = Hp + (t / RN__BS) * cols * RN__BS;
-        if (t < tokens) rn__pack_row(H + t * ldh, NULL, ldexp(1.0, -rn__rms_token_exp(H + t * ldh, cols)), cols, P, t % RN__BS);
-        else rn__pack_zero(cols, P, t % RN__BS);
-    }
-    rn__col_mean(S, rows, cols, lds, mu);
+    size_t ntp = (tokens + RN__BS - 1) / RN__BS, nvb = (rows + RN__BS - 1) / RN__BS, l, k;
+    size_t ngroups = (nvb + RN__RMS_SB - 1) / RN__RMS_SB;
+    int few = ntp < RN__RMS_FEW;
+    long tl, ntl = (long)(ntp * RN__BS);
+    if (sums) for (k = 0; k < cols; k++) mu[k] = sums[k] / sums[cols];
+    else rn__col_mean(S, rows, cols, lds, mu);
     for (l = 0; l < tokens; l++) { tmax[l] = -HUGE_VAL; tmin[l] = HUGE_VAL; }
-    for (r0 = 0; r0 < rows; r0 += RN__BS) {
-        size_t rm = rows - r0 < RN__BS ? rows - r0 : RN__BS, a;
-        double nmax = 0.0, unscale;
-        int f;
-        for (a = 0; a < rm; a++) {
-            double n2 = rn__sumsq_fd(S + (r0 + a) * lds, mu, cols);
-            nmax = n2 > nmax ? n2 : nmax;
+    RN__OMP(omp parallel)
+    {
+        double lmax[RN__RMS_FEW * RN__BS], lmin[RN__RMS_FEW * RN__BS];
+        size_t g, j; /* private to the thread */
+        if (few) for (j = 0; j < tokens; j++) { lmax[j] = -HUGE_VAL; lmin[j] = HUGE_VAL; }
+        RN__OMP(omp for schedule(static))
+        for (tl = 0; tl < ntl; tl++) {
+            size_t t = (size_t)tl;
+            float *P = Hp + (t / RN__BS) * cols * RN__BS;
+            if (t < tokens) rn__pack_row(H + t * ldh, NULL, ldexp(1.0, -rn__rms_token_exp(H + t * ldh, cols)), cols, P, t % RN__BS);
+            else rn__pack_zero(cols, P, t % RN__BS);
         }
-        f = rn__exp2_of(sqrt(nmax));
-        unscale = ldexp(1.0, f);
-        for (a = 0; a < RN__BS; a++) {
-            if (a < rm) rn__pack_row(S + (r0 + a) * lds, mu, ldexp(1.0, -f), cols, Sp, a);
-            else rn__pack_zero(cols, Sp, a);
+        for (g = 0; g < ngroups; g++) {
+            long b, b0 = (long)(g * RN__RMS_SB), b1 = (long)(g * RN__RMS_SB + RN__RMS_SB < nvb ? g * RN__RMS_SB + RN__RMS_SB : nvb);
+            long tp, ntpl = (long)ntp;
+            RN__OMP(omp for schedule(static))
+            for (b = b0; b < b1; b++)
+                bsc[b - b0] = rn__rms_pack_block(S, rows, cols, lds, mu, (size_t)b, Sp + (size_t)(b - b0) * cols * RN__BS);
+            if (!few) {
+                RN__OMP(omp for schedule(dynamic, 1))
+                for (tp = 0; tp < ntpl; tp++) {
+                    size_t t0 = (size_t)tp * RN__BS, tm = tokens - t0 < RN__BS ? tokens - t0 : RN__BS;
+                    for (b = b0; b < b1; b++) {
+                        size_t r0 = (size_t)b * RN__BS, rm = rows - r0 < RN__BS ? rows - r0 : RN__BS;
+                        rn__rms_tile(Hp + (size_t)tp * cols * RN__BS, Sp + (size_t)(b - b0) * cols * RN__BS, cols, tm, rm,
+                                     bsc[b - b0], tmax + t0, tmin + t0);
+                    }
+                }
+            } else {
+                RN__OMP(omp for schedule(dynamic, 1))
+                for (b = b0; b < b1; b++) {
+                    size_t r0 = (size_t)b * RN__BS, rm = rows - r0 < RN__BS ? rows - r0 : RN__BS;
+                    for (tp = 0; tp < ntpl; tp++) {
+                        size_t t0 = (size_t)tp * RN__BS, tm = tokens - t0 < RN__BS ? tokens - t0 : RN__BS;
+                        rn__rms_tile(Hp + (size_t)tp * cols * RN__BS, Sp + (size_t)(b - b0) * cols * RN__BS, cols, tm, rm,
+                                     bsc[b - b0], lmax + t0, lmin + t0);
+                    }
+                }
+            }
         }
-        RN__OMP(omp parallel for schedule(static))
-        for (tp = 0; tp < ntpl; tp++) {
-            float C[RN__BS * RN__BS];
-            size_t t0 = (size_t)tp * RN__BS, tm = tokens - t0 < RN__BS ? tokens - t0 : RN__BS, b, i;
-            rn__panel_tile(Hp + (size_t)tp * cols * RN__BS, Sp, cols, C);
-            for (b = 0; b < tm; b++) {
-                const float *c = C + b * RN__BS;
-                float mx = c[0], mn = c[0];
-                double dmx, dmn;
-                for (i = 1; i < rm; i++) { mx = c[i] > mx ? c[i] : mx; mn = c[i] < mn ? c[i] : mn; }
-                dmx = (double)mx * unscale; /* exact: a power of two, far inside double range */
-                dmn = (double)mn * unscale;
-                if (dmx > tmax[t0 + b]) tmax[t0 + b] = dmx;
-                if (dmn < tmin[t0 + b]) tmin[t0 + b] = dmn;
+        if (few) {
+            RN__OMP(omp critical(rn__rms_merge))
+            for (j = 0; j < tokens; j++) {
+                if (lmax[j] > tmax[j]) tmax[j] = lmax[j];
+                if (lmin[j] < tmin[j]) tmin[j] = lmin[j];
             }
         }
     }
@@ -2014,23 +2521,23 @@ RN__FN rn_status rn__rms_check(const float *S, size_t rows, size_t cols, size_t 
 
 /* Carve the RMS workspace. */
 RN__FN void rn__rms_carve(void *ws, size_t ws_bytes, size_t cols, size_t tokens,
-                          float **Hp, float **Sp, double **mu)
+                          float **Hp, float **Sp, double **bsc, double **mu)
 {
     char *cur = (char *)ws, *end = cur + ws_bytes;
     size_t ntp = (tokens + RN__BS - 1) / RN__BS;
     *Hp = (float *)rn__carve(&cur, end, ntp * RN__BS * cols * sizeof(float));
-    *Sp = (float *)rn__carve(&cur, end, RN__BS * cols * sizeof(float));
+    *Sp = (float *)rn__carve(&cur, end, RN__RMS_SB * RN__BS * cols * sizeof(float));
+    *bsc = (double *)rn__carve(&cur, end, RN__RMS_SB * sizeof(double));
     *mu = (double *)rn__carve(&cur, end, cols * sizeof(double));
-    RN_ASSERT(*Hp && *Sp && *mu);
+    RN_ASSERT(*Hp && *Sp && *bsc && *mu);
 }
 
-RNDEF rn_status rn_hilbert_rms_partial_ws(const float *S, size_t rows, size_t cols, size_t lds,
-                                          const float *H, size_t tokens, size_t ldh,
-                                          void *ws, size_t ws_bytes,
-                                          double *tok_max, double *tok_min)
+RN__FN rn_status rn__rms_partial(const float *S, size_t rows, size_t cols, size_t lds, const double *sums,
+                                 const float *H, size_t tokens, size_t ldh, void *ws, size_t ws_bytes,
+                                 double *tok_max, double *tok_min)
 {
     float *Hp, *Sp;
-    double *mu;
+    double *mu, *bsc;
     size_t need;
     rn_status st;
     if (!ws || !tok_max || !tok_min) return RN_ERR_NULL;
@@ -2040,16 +2547,52 @@ RNDEF rn_status rn_hilbert_rms_partial_ws(const float *S, size_t rows, size_t co
     if (need == 0 || ws_bytes < need) return RN_ERR_SIZE;
     {
         size_t tb = tokens * sizeof(double), sb = rn__extent(rows, cols, lds) * sizeof(float);
-        size_t hb = rn__extent(tokens, cols, ldh) * sizeof(float);
+        size_t hb = rn__extent(tokens, cols, ldh) * sizeof(float), cb = sums ? (cols + 1) * sizeof(double) : 0;
         if (rn__overlap(tok_max, tb, tok_min, tb) || rn__overlap(tok_max, tb, S, sb) ||
             rn__overlap(tok_max, tb, H, hb) || rn__overlap(tok_min, tb, S, sb) || rn__overlap(tok_min, tb, H, hb) ||
             rn__overlap(ws, ws_bytes, S, sb) || rn__overlap(ws, ws_bytes, H, hb) ||
-            rn__overlap(ws, ws_bytes, tok_max, tb) || rn__overlap(ws, ws_bytes, tok_min, tb))
+            rn__overlap(ws, ws_bytes, tok_max, tb) || rn__overlap(ws, ws_bytes, tok_min, tb) ||
+            rn__overlap(sums, cb, ws, ws_bytes) || rn__overlap(sums, cb, tok_max, tb) || rn__overlap(sums, cb, tok_min, tb))
             return RN_ERR_ALIAS;
     }
-    rn__rms_carve(ws, ws_bytes, cols, tokens, &Hp, &Sp, &mu);
-    rn__rms_range(S, rows, cols, lds, H, tokens, ldh, Hp, Sp, mu, tok_max, tok_min);
+    if (sums) {
+        if (!(sums[cols] >= (double)rows && sums[cols] <= 9007199254740992.0 && sums[cols] == floor(sums[cols])))
+            return RN_ERR_DOMAIN;
+        if (!rn__dfinite(sums, cols)) return RN_ERR_NONFINITE;
+    }
+    rn__rms_carve(ws, ws_bytes, cols, tokens, &Hp, &Sp, &bsc, &mu);
+    rn__rms_range(S, rows, cols, lds, H, tokens, ldh, Hp, Sp, bsc, sums, mu, tok_max, tok_min);
     return RN_OK;
+}
+
+RNDEF rn_status rn_hilbert_rms_partial_ws(const float *S, size_t rows, size_t cols, size_t lds,
+                                          const float *H, size_t tokens, size_t ldh,
+                                          void *ws, size_t ws_bytes,
+                                          double *tok_max, double *tok_min)
+{
+    return rn__rms_partial(S, rows, cols, lds, NULL, H, tokens, ldh, ws, ws_bytes, tok_max, tok_min);
+}
+
+RNDEF rn_status rn_hilbert_rms_center_sums(const float *S, size_t rows, size_t cols, size_t lds, double *sums)
+{
+    size_t es;
+    if (!S || !sums) return RN_ERR_NULL;
+    es = rn__extent(rows, cols, lds);
+    if (!es || cols > (size_t)-1 / sizeof(double) - 1) return RN_ERR_SIZE;
+    if (rn__overlap(sums, (cols + 1) * sizeof(double), S, es * sizeof(float))) return RN_ERR_ALIAS;
+    if (!rn__mat_finite(S, rows, cols, lds)) return RN_ERR_NONFINITE;
+    rn__col_sum(S, rows, cols, lds, sums);
+    sums[cols] = (double)rows;
+    return RN_OK;
+}
+
+RNDEF rn_status rn_hilbert_rms_partial_centered_ws(const float *S, size_t rows, size_t cols, size_t lds,
+                                                   const double *sums, const float *H, size_t tokens,
+                                                   size_t ldh, void *ws, size_t ws_bytes,
+                                                   double *tok_max, double *tok_min)
+{
+    if (!sums) return RN_ERR_NULL;
+    return rn__rms_partial(S, rows, cols, lds, sums, H, tokens, ldh, ws, ws_bytes, tok_max, tok_min);
 }
 
 RNDEF rn_status rn_hilbert_rms_from_range(const double *tok_max, const double *tok_min,
@@ -2074,7 +2617,7 @@ RNDEF rn_status rn_hilbert_rms(const float *S, size_t rows, size_t cols, size_t 
 {
     char *mem;
     float *Hp, *Sp;
-    double *mu, *tmax, *tmin;
+    double *mu, *bsc, *tmax, *tmin;
     size_t need, tb;
     rn_status st;
     if (!rms) return RN_ERR_NULL;
@@ -2085,10 +2628,10 @@ RNDEF rn_status rn_hilbert_rms(const float *S, size_t rows, size_t cols, size_t 
     if (need == 0 || need > (size_t)-1 - 2 * tb) return RN_ERR_SIZE;
     mem = (char *)RN_MALLOC(need + 2 * tb);
     if (!mem) return RN_ERR_NOMEM;
-    rn__rms_carve(mem, need, cols, tokens, &Hp, &Sp, &mu);
+    rn__rms_carve(mem, need, cols, tokens, &Hp, &Sp, &bsc, &mu);
     tmax = (double *)(void *)(mem + need);
     tmin = (double *)(void *)(mem + need + tb);
-    rn__rms_range(S, rows, cols, lds, H, tokens, ldh, Hp, Sp, mu, tmax, tmin);
+    rn__rms_range(S, rows, cols, lds, H, tokens, ldh, Hp, Sp, bsc, NULL, mu, tmax, tmin);
     st = rn_hilbert_rms_from_range(tmax, tmin, tokens, rms);
     RN_FREE(mem);
     return st;
@@ -2269,15 +2812,25 @@ RN__FN void rn__sweep_chunk(const rn__sweep *w, size_t r0, size_t r1, double *ac
 {
     size_t r, k, n = w->cols;
     if (w->plain) {
-        /* no projections: one visit per row; s = alpha b and w + fl(-lr wd w + s) in float */
+        /* no projections: one visit per row; s = alpha b and w + fl(-lr wd w + s) in float.
+         * plain 2 (sharded middle) stops after the update and inv, plain 3 (sharded finish)
+         * starts from the stored inv: together the same arithmetic as plain 1 */
         for (r = r0; r < r1; r++) {
             float *b = w->B + r * n;
-            double ss = rn__row_ema_sq(b, w->G + r * w->ldg, n, w->beta, w->omb);
-            /* a zero row stays zero whatever eps (no 1/eps overflow, no 0/0); a nonzero float
-             * row has ss >= 2^-298, so inv <= 2^149 is finite */
-            double inv = ss > 0.0 ? 1.0 / (sqrt(ss) + w->epsb) : 0.0;
-            double a = w->neglr * inv;
-            float *wr = w->W + r * w->ldw, *so = w->so ? w->so + r * w->lds : NULL;
+            double inv, a;
+            float *wr, *so;
+            if (w->plain != 3) {
+                double ss = rn__row_ema_sq(b, w->G + r * w->ldg, n, w->beta, w->omb);
+                /* a zero row stays zero whatever eps (no 1/eps overflow, no 0/0); a nonzero float
+                 * row has ss >= 2^-298, so inv <= 2^149 is finite */
+                inv = ss > 0.0 ? 1.0 / (sqrt(ss) + w->epsb) : 0.0;
+                if (w->plain == 2) { w->rowinv[r] = inv; continue; }
+            } else {
+                inv = w->rowinv[r];
+            }
+            a = w->neglr * inv;
+            wr = w->W + r * w->ldw;
+            so = w->so ? w->so + r * w->lds : NULL;
             if (a == 0.0 || (fabs(a) >= 1e-29 && fabs(a) <= 1e29)) {
                 rn__row_axpby(b, (float)a, w->decay, wr, so, n);
             } else {
@@ -2367,6 +2920,29 @@ RN__FN void rn__combine(const double *part, size_t nch, size_t cols, size_t rows
     for (k = 0; k < cols; k++) dst[k] /= (double)rows;
 }
 
+/* The config's domain (shared by rn_rownorm_step and rn_rownorm_shard_begin). */
+RN__FN int rn__cfg_ok(const rn_rownorm_config *cfg)
+{
+    double lr = cfg->lr, beta = cfg->beta, eps = cfg->eps, wd = cfg->weight_decay;
+    return (lr >= 0.0 && lr <= DBL_MAX) && (beta >= 0.0 && beta < 1.0) && (eps >= 0.0 && eps <= DBL_MAX) &&
+           (wd >= 0.0 && wd <= DBL_MAX) && (lr * wd <= DBL_MAX) && !(cfg->flags & ~31u);
+}
+
+/* Every pointer of an initialised state. */
+RN__FN int rn__state_ok(const rn_rownorm_state *st)
+{
+    return st->B && st->rn__part && st->rn__part2 && st->rn__rowinv && st->rn__mu && st->rn__nu &&
+           st->rn__meanb && st->rn__mem;
+}
+
+/* No sharded step in flight: every shard field zero. */
+RN__FN void rn__shard_clear(rn_rownorm_state *st)
+{
+    st->rn__slr = 0.0; st->rn__sbeta = 0.0; st->rn__seps = 0.0; st->rn__swd = 0.0; st->rn__srows = 0.0;
+    st->rn__sflags = 0u;
+    st->rn__sphase = 0;
+}
+
 RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *cfg, float *W, size_t ldw,
                                 const float *G, size_t ldg, float *step_out, size_t lds)
 {
@@ -2376,18 +2952,15 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
     int cin, cout, check;
     rn__sweep sw;
     if (!st || !cfg || !W || !G) return RN_ERR_NULL;
-    if (!st->B || !st->rn__part || !st->rn__part2 || !st->rn__rowinv || !st->rn__mu || !st->rn__nu ||
-        !st->rn__meanb || !st->rn__mem)
-        return RN_ERR_NULL;
+    if (!rn__state_ok(st)) return RN_ERR_NULL;
+    if (st->rn__sphase == 2) return RN_ERR_PHASE; /* a sharded step is half done: finish it */
     rows = st->rows; cols = st->cols; nch = st->rn__nchunks;
     ew = rn__extent(rows, cols, ldw);
     eg = rn__extent(rows, cols, ldg);
     if (!ew || !eg) return RN_ERR_SIZE;
     if (step_out) { es = rn__extent(rows, cols, lds); if (!es) return RN_ERR_SIZE; }
     lr = cfg->lr; beta = cfg->beta; eps = cfg->eps; wd = cfg->weight_decay; flags = cfg->flags;
-    if (!(lr >= 0.0 && lr <= DBL_MAX) || !(beta >= 0.0 && beta < 1.0) || !(eps >= 0.0 && eps <= DBL_MAX) ||
-        !(wd >= 0.0 && wd <= DBL_MAX) || !(lr * wd <= DBL_MAX) || (flags & ~31u))
-        return RN_ERR_DOMAIN;
+    if (!rn__cfg_ok(cfg)) return RN_ERR_DOMAIN;
     nb = rn_rownorm_state_size(rows, cols); /* the whole state block: B and the scratch */
     if (rn__overlap(W, ew * sizeof(float), G, eg * sizeof(float)) ||
         rn__overlap(W, ew * sizeof(float), step_out, es * sizeof(float)) ||
@@ -2427,13 +3000,14 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
         rn__sweep_all(&sw, rows, nch, NULL, NULL);
         st->rn__meanb_ok = 0; /* the mean of B was not tracked */
         st->t += 1;
+        rn__shard_clear(st); /* a pending sharded begin is discarded */
         return RN_OK;
     }
     if (cin) {
         /* the inner centre: mean(B_new) = beta mean(B) + (1 - beta) mean(G), with mean(B) carried
          * from the previous step (accumulated from the stored floats, so rounding never
          * accumulates across steps) and mean(G) from the pre-pass */
-        if (!st->rn__meanb_ok) { rn__col_mean(st->B, rows, cols, cols, st->rn__meanb); st->rn__meanb_ok = 1; }
+        if (st->rn__meanb_ok != 1) { rn__col_mean(st->B, rows, cols, cols, st->rn__meanb); st->rn__meanb_ok = 1; }
         rn__combine(st->rn__part, nch, cols, rows, st->rn__mu);
         for (k = 0; k < cols; k++)
             st->rn__mu[k] = (double)sw.beta * st->rn__meanb[k] + (double)sw.omb * st->rn__mu[k];
@@ -2454,6 +3028,215 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
         rn__sweep_all(&sw, rows, nch, NULL, NULL);
     }
     st->t += 1;
+    rn__shard_clear(st);
+    return RN_OK;
+}
+
+/* ---- 1.5b the sharded step --------------------------------------------------------------- */
+
+/* dst[k] = sum over chunks, in chunk order, of part[c][k] (rn__combine before the division) */
+RN__FN void rn__chunk_sum(const double *part, size_t nch, size_t cols, double *dst)
+{
+    size_t c, k;
+    for (k = 0; k < cols; k++) dst[k] = 0.0;
+    for (c = 0; c < nch; c++)
+        for (k = 0; k < cols; k++) dst[k] += part[c * cols + k];
+}
+
+
+/* Non-finite entries of x. */
+RN__FN size_t rn__count_nonfinite(const float *x, size_t n)
+{
+    size_t k, c = 0;
+    for (k = 0; k < n; k++) {
+        unsigned int u;
+        memcpy(&u, x + k, sizeof u);
+        c += (u & 0x7fffffffu) >= 0x7f800000u;
+    }
+    return c;
+}
+
+/* rn__gpass that counts the non-finite values (when `check`) instead of stopping at one. */
+RN__FN size_t rn__gpass_count(const float *G, size_t ldg, size_t rows, size_t cols, size_t nch, int check,
+                              double *part)
+{
+    long c, nc = (long)nch;
+    size_t bad = 0;
+    RN__OMP(omp parallel for schedule(static) reduction(+ : bad))
+    for (c = 0; c < nc; c++) {
+        size_t r0 = (size_t)c * RN__CHUNK_ROWS, r, k;
+        size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;
+        double *acc = part ? part + (size_t)c * cols : NULL;
+        if (acc) for (k = 0; k < cols; k++) acc[k] = 0.0;
+        for (r = r0; r < r1; r++) {
+            const float *g = G + r * ldg;
+            int ok = acc ? rn__row_gsum(g, cols, acc) : (!check || rn__all_finite(g, cols));
+            if (!ok && check) bad += rn__count_nonfinite(g, cols);
+        }
+    }
+    return bad;
+}
+
+
+RNDEF size_t rn_rownorm_shard_exchange_size(size_t cols)
+{
+    if (cols == 0 || cols > ((size_t)-1 / sizeof(double) - 2) / 2) return 0;
+    return 2 * cols + 2;
+}
+
+RNDEF rn_status rn_rownorm_shard_begin(rn_rownorm_state *st, const rn_rownorm_config *cfg,
+                                       const float *G, size_t ldg, double *send, size_t *count)
+{
+    size_t rows, cols, nch, eg, nx, nb, n, bad = 0;
+    int cin, check;
+    if (!st || !cfg || !G || !send || !count) return RN_ERR_NULL;
+    if (!rn__state_ok(st)) return RN_ERR_NULL;
+    if (st->rn__sphase == 2) return RN_ERR_PHASE;
+    rows = st->rows; cols = st->cols; nch = st->rn__nchunks;
+    eg = rn__extent(rows, cols, ldg);
+    nx = rn_rownorm_shard_exchange_size(cols);
+    if (!eg || !nx) return RN_ERR_SIZE;
+    if (!rn__cfg_ok(cfg)) return RN_ERR_DOMAIN;
+    nb = rn_rownorm_state_size(rows, cols);
+    if (rn__overlap(G, eg * sizeof(float), st->rn__mem, nb) || rn__overlap(send, nx * sizeof(double), G, eg * sizeof(float)) ||
+        rn__overlap(send, nx * sizeof(double), st->rn__mem, nb) || rn__overlap(count, sizeof *count, send, nx * sizeof(double)) ||
+        rn__overlap(count, sizeof *count, st->rn__mem, nb))
+        return RN_ERR_ALIAS;
+    cin = !(cfg->flags & (RN_NO_CENTER_IN | RN_REFERENCE_COMPAT));
+    check = !(cfg->flags & RN_SKIP_CHECKS);
+    n = cin ? 2 + 2 * cols : 2;
+    /* rn__part is zero between steps: it holds the per-chunk sums of G for a moment */
+    if (check || cin) bad = rn__gpass_count(G, ldg, rows, cols, nch, check, cin ? st->rn__part : NULL);
+    if (cin) {
+        rn__chunk_sum(st->rn__part, nch, cols, send + 2);
+        memset(st->rn__part, 0, nch * cols * sizeof(double));
+        if (st->rn__meanb_ok == 2) memcpy(send + 2 + cols, st->rn__meanb, cols * sizeof(double));
+        else rn__col_sum(st->B, rows, cols, cols, send + 2 + cols);
+    }
+    send[0] = (double)bad;
+    send[1] = (double)rows;
+    st->rn__slr = cfg->lr; st->rn__sbeta = cfg->beta; st->rn__seps = cfg->eps; st->rn__swd = cfg->weight_decay;
+    st->rn__sflags = cfg->flags; st->rn__srows = 0.0;
+    st->rn__sphase = 1;
+    *count = n;
+    return RN_OK;
+}
+
+/* The sweep description of the pending sharded step (config from begin). */
+RN__FN void rn__shard_sweep(const rn_rownorm_state *st, rn__sweep *sw)
+{
+    double beta = st->rn__sbeta, bc;
+    if ((st->rn__sflags & RN_NO_BIAS_CORRECTION) || beta == 0.0) bc = 1.0;
+    else bc = -expm1((double)(st->t + 1) * log(beta));
+    memset(sw, 0, sizeof *sw);
+    sw->B = st->B; sw->cols = st->cols;
+    sw->beta = (float)beta; sw->omb = (float)(1.0 - beta);
+    sw->mu = st->rn__mu; sw->nu = st->rn__nu; sw->rowinv = st->rn__rowinv;
+    sw->epsb = st->rn__seps * bc; sw->neglr = -st->rn__slr; sw->decay = 1.0 - st->rn__slr * st->rn__swd;
+}
+
+RNDEF rn_status rn_rownorm_shard_middle(rn_rownorm_state *st, const float *G, size_t ldg,
+                                        const double *recv, double *send, size_t *count)
+{
+    size_t rows, cols, nch, eg, nx, nb, n1, k;
+    unsigned flags;
+    int cin, cout, check;
+    double R;
+    rn__sweep sw;
+    if (!st || !G || !recv || !send || !count) return RN_ERR_NULL;
+    if (!rn__state_ok(st)) return RN_ERR_NULL;
+    if (st->rn__sphase != 1) return RN_ERR_PHASE;
+    rows = st->rows; cols = st->cols; nch = st->rn__nchunks; flags = st->rn__sflags;
+    eg = rn__extent(rows, cols, ldg);
+    nx = rn_rownorm_shard_exchange_size(cols);
+    if (!eg || !nx) return RN_ERR_SIZE;
+    cin = !(flags & (RN_NO_CENTER_IN | RN_REFERENCE_COMPAT));
+    cout = !(flags & (RN_NO_CENTER_OUT | RN_REFERENCE_COMPAT));
+    check = !(flags & RN_SKIP_CHECKS);
+    n1 = cin ? 2 + 2 * cols : 2;
+    nb = rn_rownorm_state_size(rows, cols);
+    if (rn__overlap(G, eg * sizeof(float), st->rn__mem, nb) || rn__overlap(send, nx * sizeof(double), G, eg * sizeof(float)) ||
+        rn__overlap(send, nx * sizeof(double), st->rn__mem, nb) || rn__overlap(recv, n1 * sizeof(double), st->rn__mem, nb) ||
+        (recv != send && rn__overlap(recv, n1 * sizeof(double), send, nx * sizeof(double))) ||
+        rn__overlap(count, sizeof *count, send, nx * sizeof(double)) || rn__overlap(count, sizeof *count, st->rn__mem, nb) ||
+        rn__overlap(count, sizeof *count, recv, n1 * sizeof(double)))
+        return RN_ERR_ALIAS;
+    R = recv[1];
+    if (!(R >= (double)rows && R <= 9007199254740992.0 && R == floor(R))) return RN_ERR_DOMAIN;
+    if (!(recv[0] == 0.0) || (check && cin && !rn__dfinite(recv + 2, 2 * cols))) {
+        /* some rank's G has a NaN/Inf: every rank abandons the step. begin changed nothing but
+         * the shard fields (rn__part was re-zeroed), so the state is now as before begin */
+        rn__shard_clear(st);
+        return RN_ERR_NONFINITE;
+    }
+    rn__shard_sweep(st, &sw);
+    sw.G = G; sw.ldg = ldg;
+    if (!cin && !cout) {
+        sw.plain = 2; /* the update and 1/(||b|| + eps); the write waits for finish */
+        rn__sweep_all(&sw, rows, nch, NULL, NULL);
+        st->rn__meanb_ok = 0;
+        *count = 0;
+    } else {
+        if (cin) {
+            /* as rn_rownorm_step: mu = beta mean(B_{t-1}) + (1 - beta) mean(G), global means */
+            for (k = 0; k < cols; k++)
+                st->rn__mu[k] = (double)sw.beta * (recv[2 + cols + k] / R) + (double)sw.omb * (recv[2 + k] / R);
+        } else {
+            memset(st->rn__mu, 0, cols * sizeof(double));
+        }
+        /* recv is consumed: send may be the same buffer */
+        sw.upd = 1; sw.colsum = 1; sw.norm = 1; sw.nuacc = cout; sw.write = 0;
+        rn__sweep_all(&sw, rows, nch, st->rn__part, st->rn__part2);
+        rn__chunk_sum(st->rn__part, nch, cols, st->rn__meanb); /* local column sums of the new B */
+        memset(st->rn__part, 0, nch * cols * sizeof(double));
+        st->rn__meanb_ok = 2;
+        if (cout) rn__chunk_sum(st->rn__part2, nch, cols, send);
+        *count = cout ? cols : 0;
+    }
+    st->rn__srows = R;
+    st->rn__sphase = 2;
+    return RN_OK;
+}
+
+RNDEF rn_status rn_rownorm_shard_finish(rn_rownorm_state *st, float *W, size_t ldw, const double *recv,
+                                        float *step_out, size_t lds)
+{
+    size_t rows, cols, nch, ew, es = 0, nb, n2, k;
+    unsigned flags;
+    int cin, cout, check;
+    rn__sweep sw;
+    if (!st || !W) return RN_ERR_NULL;
+    if (!rn__state_ok(st)) return RN_ERR_NULL;
+    if (st->rn__sphase != 2) return RN_ERR_PHASE;
+    rows = st->rows; cols = st->cols; nch = st->rn__nchunks; flags = st->rn__sflags;
+    cin = !(flags & (RN_NO_CENTER_IN | RN_REFERENCE_COMPAT));
+    cout = !(flags & (RN_NO_CENTER_OUT | RN_REFERENCE_COMPAT));
+    check = !(flags & RN_SKIP_CHECKS);
+    n2 = cout ? cols : 0;
+    if (n2 && !recv) return RN_ERR_NULL;
+    ew = rn__extent(rows, cols, ldw);
+    if (!ew) return RN_ERR_SIZE;
+    if (step_out) { es = rn__extent(rows, cols, lds); if (!es) return RN_ERR_SIZE; }
+    nb = rn_rownorm_state_size(rows, cols);
+    if (rn__overlap(W, ew * sizeof(float), step_out, es * sizeof(float)) ||
+        rn__overlap(W, ew * sizeof(float), st->rn__mem, nb) || rn__overlap(step_out, es * sizeof(float), st->rn__mem, nb) ||
+        (n2 && (rn__overlap(recv, n2 * sizeof(double), W, ew * sizeof(float)) ||
+                rn__overlap(recv, n2 * sizeof(double), step_out, es * sizeof(float)) ||
+                rn__overlap(recv, n2 * sizeof(double), st->rn__mem, nb))))
+        return RN_ERR_ALIAS;
+    if (n2 && check && !rn__dfinite(recv, n2)) return RN_ERR_NONFINITE;
+    rn__shard_sweep(st, &sw);
+    sw.W = W; sw.ldw = ldw; sw.so = step_out; sw.lds = lds;
+    if (!cin && !cout) {
+        sw.plain = 3;
+    } else {
+        if (cout) for (k = 0; k < cols; k++) st->rn__nu[k] = recv[k] / st->rn__srows;
+        else memset(st->rn__nu, 0, cols * sizeof(double));
+        sw.write = 1;
+    }
+    rn__sweep_all(&sw, rows, nch, NULL, NULL);
+    st->t += 1;
+    rn__shard_clear(st);
     return RN_OK;
 }
 
