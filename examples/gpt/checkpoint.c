@@ -121,6 +121,22 @@ void ckpt_put_f32(ckpt_writer *w, const char *name, const float *v, size_t count
         }
 }
 
+void ckpt_put_raw(ckpt_writer *w, const unsigned char *fields, size_t len, uint32_t n_fields)
+{
+    unsigned char *p;
+    if (!len) return;
+    p = reserve(w, len);
+    if (!p) return;
+    memcpy(p, fields, len);
+    w->n_fields += n_fields;
+}
+
+size_t ckpt_writer_body(const ckpt_writer *w, const unsigned char **fields)
+{
+    *fields = w->buf ? w->buf + CKPT_HEADER_BYTES : NULL;
+    return w->buf && !w->failed ? w->len - CKPT_HEADER_BYTES : 0;
+}
+
 void ckpt_put_u64_1(ckpt_writer *w, const char *name, uint64_t v) { ckpt_put_u64(w, name, &v, 1); }
 void ckpt_put_f64_1(ckpt_writer *w, const char *name, double v) { ckpt_put_f64(w, name, &v, 1); }
 
@@ -296,6 +312,27 @@ ckpt_status ckpt_get_f64(const ckpt_reader *r, const char *name, double *out, si
 ckpt_status ckpt_get_f32(const ckpt_reader *r, const char *name, float *out, size_t count, char *err, size_t errlen)
 {
     return get(r, name, CKPT_F32, out, count, err, errlen);
+}
+
+ckpt_status ckpt_get_f32_range(const ckpt_reader *r, const char *name, size_t total, size_t first, size_t count,
+                               float *out, char *err, size_t errlen)
+{
+    const ckpt_field *f;
+    size_t i;
+    if (!r || !name || (!out && count)) return fail(err, errlen, CKPT_ERR_NULL, "checkpoint: NULL argument");
+    if (first > total || count > total - first)
+        return fail(err, errlen, CKPT_ERR_MISMATCH, "%s: range [%zu, %zu) of field \"%s\" is outside %zu values", r->file,
+                    first, first + count, name, total);
+    f = find(r, name);
+    if (!f) return fail(err, errlen, CKPT_ERR_MISSING, "%s: no field \"%s\"", r->file, name);
+    if (f->type != CKPT_F32 || f->count != (uint64_t)total)
+        return fail(err, errlen, CKPT_ERR_MISMATCH, "%s: field \"%s\" is %llu values of type %u, expected %zu x f32",
+                    r->file, name, (unsigned long long)f->count, (unsigned)f->type, total);
+    for (i = 0; i < count; i++) {
+        uint32_t bits = data_get_u32le(f->data + 4 * (first + i));
+        memcpy(out + i, &bits, 4);
+    }
+    return CKPT_OK;
 }
 
 void ckpt_reader_free(ckpt_reader *r)

@@ -72,6 +72,12 @@ void ckpt_put_f32(ckpt_writer *w, const char *name, const float *v, size_t count
 /* One-value conveniences. */
 void ckpt_put_u64_1(ckpt_writer *w, const char *name, uint64_t v);
 void ckpt_put_f64_1(ckpt_writer *w, const char *name, double v);
+/* Data-parallel runs (train.c): a rank serialises the fields of the state it owns into its own
+ * writer; ckpt_writer_body gives those encoded fields (bytes after the header; 0 bytes for an
+ * empty or failed writer) and rank 0 appends them to its writer with ckpt_put_raw, so the file
+ * is byte for byte the one a single process writes. */
+size_t ckpt_writer_body(const ckpt_writer *w, const unsigned char **fields);
+void ckpt_put_raw(ckpt_writer *w, const unsigned char *fields, size_t len, uint32_t n_fields);
 /* Finishes the image (header, checksum) into a malloc'd buffer (freed by the caller). */
 ckpt_status ckpt_finish(ckpt_writer *w, unsigned char **image, size_t *len);
 /* ckpt_finish + data_write_file_atomic. */
@@ -110,6 +116,10 @@ ckpt_status ckpt_get_f64(const ckpt_reader *r, const char *name, double *out, si
                          char *err, size_t errlen);
 ckpt_status ckpt_get_f32(const ckpt_reader *r, const char *name, float *out, size_t count,
                          char *err, size_t errlen);
+/* Values [first, first + count) of an f32 field that must hold exactly `total` values (a rank's
+ * rows of a vocabulary-sharded tensor). */
+ckpt_status ckpt_get_f32_range(const ckpt_reader *r, const char *name, size_t total, size_t first, size_t count,
+                               float *out, char *err, size_t errlen);
 /* 1 if the field exists. */
 int ckpt_has(const ckpt_reader *r, const char *name);
 void ckpt_reader_free(ckpt_reader *r);

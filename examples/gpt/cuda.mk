@@ -30,12 +30,12 @@ GPT_CUDA_C    := $(GPT_DIR)/model.c $(GPT_DIR)/cpu.c $(GPT_DIR)/libs.c $(GPT_DIR
 GPT_CUDA_COBJS := $(patsubst $(GPT_DIR)/%.c,$(GPT_CUB)/%.o,$(GPT_CUDA_C))
 # cuda_train.cu calls optim.c (which writes checkpoint fields): what a binary linking it without
 # the trainer's own objects adds
-GPT_CUDA_LOOP_COBJS := $(GPT_CUB)/optim.o $(GPT_CUB)/checkpoint.o $(GPT_CUB)/data.o
+GPT_CUDA_LOOP_COBJS := $(GPT_CUB)/optim.o $(GPT_CUB)/checkpoint.o $(GPT_CUB)/data.o $(GPT_CUB)/comm.o
 
 $(GPT_CUB):
 	@mkdir -p $@
 
-$(GPT_CUB)/%.o: $(GPT_DIR)/%.cu $(GPT_CUDA_HDRS) $(GPT_DIR)/optim.h $(GPT_DIR)/checkpoint.h | $(GPT_CUB)
+$(GPT_CUB)/%.o: $(GPT_DIR)/%.cu $(GPT_CUDA_HDRS) $(GPT_DIR)/optim.h $(GPT_DIR)/checkpoint.h $(GPT_DIR)/comm.h | $(GPT_CUB)
 	$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
 
 $(GPT_CUB)/%.o: $(GPT_DIR)/%.c $(GPT_MODEL_DEPS) $(wildcard $(GPT_DIR)/*.h) rownorm.h | $(GPT_CUB)

@@ -1,6 +1,9 @@
 /* cuda_train.cu - the training loop's optimizer set (optim.h) on the device: device copies of
  * every optimizer state and optim_step's sequence (clip, schedule, per-tensor step, head step S)
  * on the CUDA backend's parameter and gradient blocks (cuda_backend.h, gpt_cuda_optim_*).
+ * Data parallel (optim_create_dist): only the slots this rank owns get device state and are
+ * stepped; train.c all-reduces the gradient block before the step and shares the owners'
+ * matrices after it (comm_nccl.cu).
  * The per-tensor steps are cuda_optim.cu's; the element math is gpu_math.h's. */
 #include <math.h>
 #include <stdarg.h>
@@ -106,6 +109,7 @@ int gpt_cuda_optim_create(gpt_backend *be, const struct optim_set *o, gpt_cuda_o
     if (!out) return fail(err, errlen, "gpt_cuda_optim_create: NULL output");
     *out = NULL;
     if (!gpt_cuda__ctx(be) || !o) return fail(err, errlen, "gpt_cuda_optim_create: needs a CUDA backend and an optimizer set");
+    if (o->head_sharded) return fail(err, errlen, "the sharded RowNorm head has no CUDA version");
     d = (gpt_cuda_optim *)calloc(1, sizeof *d);
     if (!d) return fail(err, errlen, "out of memory");
     d->be = be;
@@ -128,6 +132,7 @@ int gpt_cuda_optim_create(gpt_backend *be, const struct optim_set *o, gpt_cuda_o
                 gpt_cuda_optim_free(d);
                 return fail(err, errlen, "%s: the spectral cap has no CUDA version (use the CPU backend)", s->t.name);
             }
+            if (!optim_owns(o, i)) break; /* data parallel: its momentum lives on its owner */
             ok = (d->slots[i].mom = dalloc(n)) != NULL;
             w = gpt_cuda_muon_workspace_floats(s->t.rows, s->t.cols);
             muon_ws = w > muon_ws ? w : muon_ws;
@@ -198,6 +203,7 @@ int gpt_cuda_optim_step(gpt_cuda_optim *d, struct optim_set *o, long step, long 
         size_t n = s->t.rows * s->t.cols;
         int is_head = i == o->head_slot;
         gpt_status st = GPT_OK;
+        if (!optim_owns(o, i)) continue; /* data parallel: stepped by its owner, then shared */
         if (is_head && d->head_before &&
             !CU_OK(cudaMemcpyAsync(d->head_before, W, n * sizeof(float), cudaMemcpyDeviceToDevice, c->stream)))
             return fail(err, errlen, "head copy failed");

@@ -363,9 +363,15 @@ int experiment_main(const train_cli *cli)
             if (res.outcome != TRAIN_DONE) {
                 if (res.outcome == TRAIN_FAILED) fprintf(stderr, "experiment: %s: %s\n", name, res.error);
                 rc = res.outcome == TRAIN_INTERRUPTED ? 130 : 1;
+                /* data parallel: a failure the other ranks do not know of would leave them waiting */
+                if (res.outcome == TRAIN_FAILED && gpt_comm_size(o.comm) > 1 && !res.agreed) o.comm->ops->abort(o.comm, 1);
             }
             train_result_free(&res);
         }
+    }
+    if (gpt_comm_rank(cli->opt.comm) != 0) { /* rank 0 alone writes the table and the plots */
+        free(logs), free(fin), free(seeds);
+        return rc;
     }
     /* the table and plots come from the logs, never from memory */
     for (k = 0; k < n && rc == 0; k++)

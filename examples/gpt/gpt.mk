@@ -9,3 +9,4 @@ $(GPT_B):
 -include $(GPT_DIR)/model.mk
 -include $(GPT_DIR)/train.mk
 -include $(GPT_DIR)/cuda.mk
+-include $(GPT_DIR)/mpi.mk

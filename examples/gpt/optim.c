@@ -99,8 +99,76 @@ static muon_config block_muon_config(const optim_recipe *r, double lr, double be
     return c;
 }
 
+int optim_owns(const optim_set *o, int i)
+{
+    return !o->owner || o->owner[i] < 0 || o->owner[i] == o->rank;
+}
+
 int optim_create(optim_set *o, const optim_recipe *r, const gpt_config *model, const float *params,
                  char *err, size_t errlen)
+{
+    return optim_create_dist(o, r, model, params, NULL, err, errlen);
+}
+
+/* Owners of the block matrices (muon_assign_owners over the Muon / Muown slots). */
+static int assign_owners(optim_set *o, char *err, size_t errlen)
+{
+    size_t *rows = (size_t *)malloc((size_t)o->n_slots * sizeof *rows);
+    size_t *cols = (size_t *)malloc((size_t)o->n_slots * sizeof *cols);
+    int *idx = (int *)malloc((size_t)o->n_slots * sizeof *idx), *own = (int *)malloc((size_t)o->n_slots * sizeof *own);
+    int i, n = 0, rc = 0;
+    muon_status ms;
+    if (!rows || !cols || !idx || !own) {
+        rc = fail(err, errlen, "optimizer: out of memory");
+        goto out;
+    }
+    for (i = 0; i < o->n_slots; i++)
+        if (o->slots[i].t.kind == GPT_TENSOR_BLOCK_MATRIX) rows[n] = o->slots[i].t.rows, cols[n] = o->slots[i].t.cols, idx[n++] = i;
+    if (n == 0) goto out;
+    ms = muon_assign_owners(rows, cols, (size_t)n, o->nranks, own, o->load);
+    if (ms != MUON_OK) {
+        rc = fail(err, errlen, "optimizer: muon_assign_owners failed: %s", muon_status_string(ms));
+        goto out;
+    }
+    for (i = 0; i < n; i++) o->owner[idx[i]] = own[i];
+out:
+    free(rows), free(cols), free(idx), free(own);
+    return rc;
+}
+
+/* The segments share() completes after a step: every owned matrix, then the head's row shards;
+ * and the head step S's row shards. */
+static int build_segments(optim_set *o)
+{
+    int i, r, n = 0;
+    size_t d = (size_t)o->model.d_model, V = (size_t)o->model.vocab_size;
+    o->segs = (gpt_comm_segment *)calloc((size_t)(o->n_slots + o->nranks), sizeof *o->segs);
+    o->step_segs = (gpt_comm_segment *)calloc((size_t)o->nranks, sizeof *o->step_segs);
+    if (!o->segs || !o->step_segs) return -1;
+    for (i = 0; i < o->n_slots; i++)
+        if (o->owner[i] >= 0) {
+            o->segs[n].offset = o->slots[i].t.offset;
+            o->segs[n].count = o->slots[i].t.rows * o->slots[i].t.cols;
+            o->segs[n++].owner = o->owner[i];
+        }
+    if (o->head_sharded)
+        for (r = 0; r < o->nranks; r++) {
+            size_t lo, hi;
+            gpt_comm_split(V, r, o->nranks, &lo, &hi);
+            o->segs[n].offset = o->slots[o->head_slot].t.offset + lo * d;
+            o->segs[n].count = (hi - lo) * d;
+            o->segs[n++].owner = r;
+            o->step_segs[r].offset = lo * d;
+            o->step_segs[r].count = (hi - lo) * d;
+            o->step_segs[r].owner = r;
+        }
+    o->n_segs = n;
+    o->n_step_segs = o->head_sharded ? o->nranks : 0;
+    return 0;
+}
+
+int optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *model, const float *params,
+                      const optim_dist *dist, char *err, size_t errlen)
 {
     gpt_layout lay = gpt_layout_of(model);
     int i;
@@ -108,22 +176,25 @@ int optim_create(optim_set *o, const optim_recipe *r, const gpt_config *model, c
     o->recipe = *r;
     o->model = *model;
     o->n_slots = lay.n_tensors;
+    o->rank = dist && dist->nranks > 1 ? dist->rank : 0;
+    o->nranks = dist && dist->nranks > 1 ? dist->nranks : 1;
+    o->comm = dist ? dist->comm : NULL;
     o->slots = (optim_slot *)calloc((size_t)lay.n_tensors, sizeof *o->slots);
     o->grad_ptrs = (float **)calloc((size_t)lay.n_tensors, sizeof *o->grad_ptrs);
     o->grad_sizes = (size_t *)calloc((size_t)lay.n_tensors, sizeof *o->grad_sizes);
     o->head_step = (float *)calloc(lay.n_params - lay.lm_head, sizeof(float));
-    if (!o->slots || !o->grad_ptrs || !o->grad_sizes || !o->head_step) goto nomem;
+    o->owner = (int *)malloc((size_t)lay.n_tensors * sizeof *o->owner);
+    o->load = (double *)calloc((size_t)o->nranks, sizeof *o->load);
+    if (!o->slots || !o->grad_ptrs || !o->grad_sizes || !o->head_step || !o->owner || !o->load) goto nomem;
+    for (i = 0; i < lay.n_tensors; i++) o->owner[i] = -1;
     if (r->head == OPTIM_HEAD_MUON) {
         o->head_before = (float *)malloc((lay.n_params - lay.lm_head) * sizeof(float));
         if (!o->head_before) goto nomem;
     }
     for (i = 0; i < lay.n_tensors; i++) {
         optim_slot *s = &o->slots[i];
-        size_t n;
-        int rc = 0;
         gpt_tensor_info(model, i, &s->t);
-        n = s->t.rows * s->t.cols;
-        o->grad_sizes[i] = n;
+        o->grad_sizes[i] = s->t.rows * s->t.cols;
         if (s->t.kind == GPT_TENSOR_EMBEDDING) {
             s->kind = OPTIM_ADAMW;
             s->peak_lr = r->embed_lr;
@@ -159,13 +230,41 @@ int optim_create(optim_set *o, const optim_recipe *r, const gpt_config *model, c
                 s->adamw_cfg.eps = r->head_eps, s->adamw_cfg.weight_decay = r->head_wd;
             }
         }
+    }
+    o->head_lo = 0, o->head_hi = o->slots[o->head_slot].t.rows;
+    if (o->nranks > 1 && dist->split_muon && assign_owners(o, err, errlen)) {
+        optim_free(o);
+        return -1;
+    }
+    if (o->nranks > 1 && dist->shard_head) {
+        if (r->head != OPTIM_HEAD_ROWNORM) {
+            optim_free(o);
+            return fail(err, errlen, "optimizer: a sharded head needs the RowNorm head (--head rownorm)");
+        }
+        if ((size_t)o->nranks > o->slots[o->head_slot].t.rows) {
+            optim_free(o);
+            return fail(err, errlen, "optimizer: %d ranks for a head of %zu rows", o->nranks, o->slots[o->head_slot].t.rows);
+        }
+        o->head_sharded = 1;
+        gpt_comm_split(o->slots[o->head_slot].t.rows, o->rank, o->nranks, &o->head_lo, &o->head_hi);
+        o->xbuf = (double *)calloc(rn_rownorm_shard_exchange_size(o->slots[o->head_slot].t.cols), sizeof(double));
+        if (!o->xbuf) goto nomem;
+    }
+    if (o->nranks > 1 && build_segments(o)) goto nomem;
+    for (i = 0; i < lay.n_tensors; i++) {
+        optim_slot *s = &o->slots[i];
+        size_t n = s->t.rows * s->t.cols;
+        int rc = 0;
+        if (!optim_owns(o, i)) continue; /* its state lives on its owner */
         switch (s->kind) {
         case OPTIM_ADAMW: rc = muon_adamw_init(&s->adamw, n) != MUON_OK; break;
         case OPTIM_MUON: rc = muon_init(&s->muon, s->t.rows, s->t.cols) != MUON_OK; break;
         case OPTIM_MUOWN:
             rc = muown_init(&s->muown, params + s->t.offset, s->t.rows, s->t.cols, s->t.cols) != MUON_OK;
             break;
-        case OPTIM_ROWNORM: rc = rn_rownorm_init(&s->rownorm, s->t.rows, s->t.cols) != RN_OK; break;
+        case OPTIM_ROWNORM:
+            rc = rn_rownorm_init(&s->rownorm, i == o->head_slot ? o->head_hi - o->head_lo : s->t.rows, s->t.cols) != RN_OK;
+            break;
         }
         if (rc) {
             optim_free(o);
@@ -194,6 +293,11 @@ void optim_free(optim_set *o)
     free(o->grad_sizes);
     free(o->head_step);
     free(o->head_before);
+    free(o->owner);
+    free(o->load);
+    free(o->segs);
+    free(o->step_segs);
+    free(o->xbuf);
     memset(o, 0, sizeof *o);
 }
 
@@ -225,6 +329,23 @@ static void adamw_head_step(const optim_slot *s, double lr, float *S)
         S[i] = (float)(-lr * ((double)st->m[i] / bc1) / (sqrt((double)st->v[i] / bc2) + s->adamw_cfg.eps));
 }
 
+/* RowNorm on this rank's vocabulary rows of the head (SPEC 1.5 on the whole head: the column
+ * statistics of the projections come from every rank through o->comm). */
+static int rownorm_sharded_step(optim_set *o, optim_slot *s, float *W, const float *G, char *err, size_t errlen)
+{
+    size_t d = s->t.cols, off = o->head_lo * d, n = 0;
+    gpt_comm *c = o->comm ? o->comm : gpt_comm_single();
+    rn_status rs = rn_rownorm_shard_begin(&s->rownorm, &s->rownorm_cfg, G + off, d, o->xbuf, &n);
+    if (rs != RN_OK) return fail(err, errlen, "RowNorm (sharded) on %s failed: %s", s->t.name, rn_status_string(rs));
+    if (c->ops->allreduce_f64(c, o->xbuf, n)) return fail(err, errlen, "RowNorm (sharded): all-reduce failed");
+    rs = rn_rownorm_shard_middle(&s->rownorm, G + off, d, o->xbuf, o->xbuf, &n);
+    if (rs != RN_OK) return fail(err, errlen, "RowNorm (sharded) on %s failed: %s", s->t.name, rn_status_string(rs));
+    if (n && c->ops->allreduce_f64(c, o->xbuf, n)) return fail(err, errlen, "RowNorm (sharded): all-reduce failed");
+    rs = rn_rownorm_shard_finish(&s->rownorm, W + off, d, n ? o->xbuf : NULL, o->head_step + off, d);
+    if (rs != RN_OK) return fail(err, errlen, "RowNorm (sharded) on %s failed: %s", s->t.name, rn_status_string(rs));
+    return 0;
+}
+
 int optim_step(optim_set *o, float *params, float *grads, long step, long total, char *err, size_t errlen)
 {
     double factor = optim_lr_factor(&o->recipe, step, total), norm = 0.0;
@@ -252,6 +373,7 @@ int optim_step(optim_set *o, float *params, float *grads, long step, long total,
         const char *what = NULL;
         rn_status rs = RN_OK;
         ms = MUON_OK;
+        if (!optim_owns(o, i)) continue; /* stepped by its owner; share() brings the result */
         if (is_head && o->head_before) memcpy(o->head_before, W, s->t.rows * s->t.cols * sizeof(float));
         switch (s->kind) {
         case OPTIM_ADAMW:
@@ -278,7 +400,11 @@ int optim_step(optim_set *o, float *params, float *grads, long step, long total,
             break;
         case OPTIM_ROWNORM:
             s->rownorm_cfg.lr = lr;
-            rs = rn_rownorm_step(&s->rownorm, &s->rownorm_cfg, W, ld, G, ld, o->head_step, ld);
+            if (is_head && o->head_sharded) {
+                if (rownorm_sharded_step(o, s, W, G, err, errlen)) return -1;
+            } else {
+                rs = rn_rownorm_step(&s->rownorm, &s->rownorm_cfg, W, ld, G, ld, o->head_step, ld);
+            }
             what = "RowNorm";
             break;
         }
@@ -380,46 +506,117 @@ static void field(char *out, size_t cap, const optim_slot *s, const char *what)
     snprintf(out, cap, "opt.%s.%s", s->t.name, what);
 }
 
-void optim_save(const optim_set *o, ckpt_writer *w)
+/* The fields of one slot, in optim_save's order. B_full: a sharded head's gathered B (or NULL). */
+static void save_slot(const optim_slot *s, ckpt_writer *w, const float *B_full)
 {
     char name[96];
+    size_t n = s->t.rows * s->t.cols;
+    field(name, sizeof name, s, "kind");
+    ckpt_put_u64_1(w, name, (uint64_t)s->kind);
+    switch (s->kind) {
+    case OPTIM_ADAMW:
+        field(name, sizeof name, s, "step"), ckpt_put_u64_1(w, name, (uint64_t)s->adamw.step);
+        field(name, sizeof name, s, "m"), ckpt_put_f32(w, name, s->adamw.m, n);
+        field(name, sizeof name, s, "v"), ckpt_put_f32(w, name, s->adamw.v, n);
+        break;
+    case OPTIM_MUON: {
+        double cap[2];
+        cap[0] = s->muon.cap_sigma, cap[1] = (double)s->muon.cap_valid;
+        field(name, sizeof name, s, "step"), ckpt_put_u64_1(w, name, (uint64_t)s->muon.step);
+        field(name, sizeof name, s, "momentum"), ckpt_put_f32(w, name, s->muon.momentum, n);
+        field(name, sizeof name, s, "cap_u"), ckpt_put_f64(w, name, s->muon.cap_u, s->t.rows);
+        field(name, sizeof name, s, "cap_v"), ckpt_put_f64(w, name, s->muon.cap_v, s->t.cols);
+        field(name, sizeof name, s, "cap"), ckpt_put_f64(w, name, cap, 2);
+        break;
+    }
+    case OPTIM_MUOWN:
+        field(name, sizeof name, s, "step"), ckpt_put_u64_1(w, name, (uint64_t)s->muown.step);
+        field(name, sizeof name, s, "g"), ckpt_put_f64(w, name, s->muown.g, s->t.rows);
+        field(name, sizeof name, s, "vnorm"), ckpt_put_f64(w, name, s->muown.vnorm, s->t.rows);
+        field(name, sizeof name, s, "mag_m"), ckpt_put_f64(w, name, s->muown.mag_m, s->t.rows);
+        field(name, sizeof name, s, "mag_v"), ckpt_put_f64(w, name, s->muown.mag_v, s->t.rows);
+        field(name, sizeof name, s, "momentum"), ckpt_put_f32(w, name, s->muown.momentum, n);
+        break;
+    case OPTIM_ROWNORM:
+        field(name, sizeof name, s, "step"), ckpt_put_u64_1(w, name, (uint64_t)s->rownorm.t);
+        field(name, sizeof name, s, "B"), ckpt_put_f32(w, name, B_full ? B_full : s->rownorm.B, n);
+        break;
+    }
+}
+
+void optim_save(const optim_set *o, ckpt_writer *w)
+{
     int i;
+    for (i = 0; i < o->n_slots; i++) save_slot(&o->slots[i], w, NULL);
+    ckpt_put_f32(w, "opt.head_step", o->head_step, o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols);
+}
+
+int optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *c, char *err, size_t errlen)
+{
+    int i, rank = gpt_comm_rank(c), size = gpt_comm_size(c);
+    if (!c || size == 1 || o->nranks == 1) {
+        if (rank == 0) optim_save(o, w);
+        return 0;
+    }
     for (i = 0; i < o->n_slots; i++) {
         const optim_slot *s = &o->slots[i];
-        size_t n = s->t.rows * s->t.cols;
-        field(name, sizeof name, s, "kind");
-        ckpt_put_u64_1(w, name, (uint64_t)s->kind);
-        switch (s->kind) {
-        case OPTIM_ADAMW:
-            field(name, sizeof name, s, "step"), ckpt_put_u64_1(w, name, (uint64_t)s->adamw.step);
-            field(name, sizeof name, s, "m"), ckpt_put_f32(w, name, s->adamw.m, n);
-            field(name, sizeof name, s, "v"), ckpt_put_f32(w, name, s->adamw.v, n);
-            break;
-        case OPTIM_MUON: {
-            double cap[2];
-            cap[0] = s->muon.cap_sigma, cap[1] = (double)s->muon.cap_valid;
-            field(name, sizeof name, s, "step"), ckpt_put_u64_1(w, name, (uint64_t)s->muon.step);
-            field(name, sizeof name, s, "momentum"), ckpt_put_f32(w, name, s->muon.momentum, n);
-            field(name, sizeof name, s, "cap_u"), ckpt_put_f64(w, name, s->muon.cap_u, s->t.rows);
-            field(name, sizeof name, s, "cap_v"), ckpt_put_f64(w, name, s->muon.cap_v, s->t.cols);
-            field(name, sizeof name, s, "cap"), ckpt_put_f64(w, name, cap, 2);
-            break;
-        }
-        case OPTIM_MUOWN:
-            field(name, sizeof name, s, "step"), ckpt_put_u64_1(w, name, (uint64_t)s->muown.step);
-            field(name, sizeof name, s, "g"), ckpt_put_f64(w, name, s->muown.g, s->t.rows);
-            field(name, sizeof name, s, "vnorm"), ckpt_put_f64(w, name, s->muown.vnorm, s->t.rows);
-            field(name, sizeof name, s, "mag_m"), ckpt_put_f64(w, name, s->muown.mag_m, s->t.rows);
-            field(name, sizeof name, s, "mag_v"), ckpt_put_f64(w, name, s->muown.mag_v, s->t.rows);
-            field(name, sizeof name, s, "momentum"), ckpt_put_f32(w, name, s->muown.momentum, n);
-            break;
-        case OPTIM_ROWNORM:
-            field(name, sizeof name, s, "step"), ckpt_put_u64_1(w, name, (uint64_t)s->rownorm.t);
-            field(name, sizeof name, s, "B"), ckpt_put_f32(w, name, s->rownorm.B, n);
-            break;
+        int owner = o->owner[i];
+        if (i == o->head_slot && o->head_sharded) { /* gather B's rows on rank 0 */
+            size_t d = s->t.cols, lo, hi;
+            int r;
+            if (rank != 0) {
+                if (c->ops->send(c, s->rownorm.B, (o->head_hi - o->head_lo) * d * sizeof(float), 0))
+                    return fail(err, errlen, "checkpoint: cannot send the head state to rank 0");
+                continue;
+            } else {
+                float *B = (float *)malloc(s->t.rows * d * sizeof(float));
+                if (!B) return fail(err, errlen, "checkpoint: out of memory");
+                memcpy(B, s->rownorm.B, (o->head_hi - o->head_lo) * d * sizeof(float));
+                for (r = 1; r < size; r++) {
+                    gpt_comm_split(s->t.rows, r, size, &lo, &hi);
+                    if (c->ops->recv(c, B + lo * d, (hi - lo) * d * sizeof(float), r)) {
+                        free(B);
+                        return fail(err, errlen, "checkpoint: cannot receive the head state of rank %d", r);
+                    }
+                }
+                save_slot(s, w, B);
+                free(B);
+            }
+        } else if (owner <= 0) { /* every rank holds it, or rank 0 does */
+            if (rank == 0) save_slot(s, w, NULL);
+        } else if (rank == owner) { /* serialise here, send to rank 0 */
+            ckpt_writer mine;
+            const unsigned char *body;
+            uint64_t hdr[2];
+            ckpt_writer_init(&mine);
+            save_slot(s, &mine, NULL);
+            hdr[0] = (uint64_t)ckpt_writer_body(&mine, &body);
+            hdr[1] = mine.n_fields;
+            if (c->ops->send(c, hdr, sizeof hdr, 0) || (hdr[0] && c->ops->send(c, body, (size_t)hdr[0], 0))) {
+                ckpt_writer_free(&mine);
+                return fail(err, errlen, "checkpoint: cannot send the state of %s to rank 0", s->t.name);
+            }
+            ckpt_writer_free(&mine);
+        } else if (rank == 0) {
+            uint64_t hdr[2];
+            unsigned char *body;
+            if (c->ops->recv(c, hdr, sizeof hdr, owner))
+                return fail(err, errlen, "checkpoint: cannot receive the state of %s", s->t.name);
+            if (hdr[0] == 0) return fail(err, errlen, "checkpoint: rank %d could not serialise %s", owner, s->t.name);
+            body = (unsigned char *)malloc((size_t)hdr[0]);
+            if (!body) return fail(err, errlen, "checkpoint: out of memory");
+            if (c->ops->recv(c, body, (size_t)hdr[0], owner)) {
+                free(body);
+                return fail(err, errlen, "checkpoint: cannot receive the state of %s", s->t.name);
+            }
+            ckpt_put_raw(w, body, (size_t)hdr[0], (uint32_t)hdr[1]);
+            free(body);
         }
     }
-    ckpt_put_f32(w, "opt.head_step", o->head_step, o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols);
+    /* S: every rank has all of it (a sharded head's S is completed by share() each update) */
+    if (rank == 0)
+        ckpt_put_f32(w, "opt.head_step", o->head_step, o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols);
+    return 0;
 }
 
 int optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errlen)
@@ -439,6 +636,7 @@ int optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errlen)
                         r->file, s->t.name, (unsigned long long)kind, (int)s->kind);
         field(name, sizeof name, s, "step");
         if (ckpt_get_u64(r, name, &step, 1, err, errlen)) return -1;
+        if (!optim_owns(o, i)) continue; /* its owner loads it */
         switch (s->kind) {
         case OPTIM_ADAMW:
             s->adamw.step = (long long)step;
@@ -478,7 +676,13 @@ int optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errlen)
         case OPTIM_ROWNORM:
             s->rownorm.t = (unsigned long long)step;
             field(name, sizeof name, s, "B");
-            if (ckpt_get_f32(r, name, s->rownorm.B, n, err, errlen)) return -1;
+            if (i == o->head_slot && o->head_sharded) {
+                if (ckpt_get_f32_range(r, name, n, o->head_lo * s->t.cols, (o->head_hi - o->head_lo) * s->t.cols,
+                                       s->rownorm.B, err, errlen))
+                    return -1;
+            } else if (ckpt_get_f32(r, name, s->rownorm.B, n, err, errlen)) {
+                return -1;
+            }
             rn_rownorm_sync(&s->rownorm); /* B was written directly: re-derive what the step tracks */
             break;
         }

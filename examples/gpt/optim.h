@@ -20,6 +20,7 @@
 #define GPT_OPTIM_H
 
 #include "checkpoint.h"
+#include "comm.h"
 #include "model.h"
 
 #include "muon.h"
@@ -85,6 +86,22 @@ typedef struct optim_slot {
     rn_rownorm_config rownorm_cfg;
 } optim_slot;
 
+/* Data-parallel settings (train.c; NULL or nranks 1 = one process, everything local):
+ *   split_muon   each block matrix (Muon or Muown) is stepped by one owner rank, chosen by
+ *                muon_assign_owners (NS cost balanced); its momentum exists on the owner only;
+ *                the others get the new weights from share(). 0: every rank steps every matrix.
+ *   shard_head   RowNorm head only: rank r steps vocabulary rows gpt_comm_split(V, r, nranks)
+ *                (its B rows only), the column statistics of the projections are all-reduced
+ *                through comm (d-vectors), and share() completes the head and its step S.
+ * Everything else (embedding AdamW, an AdamW or Muon head, clipping) runs on every rank with
+ * identical inputs (the all-reduced gradient block) and gives identical results. */
+typedef struct optim_dist {
+    int rank, nranks;
+    int split_muon;
+    int shard_head;
+    gpt_comm *comm; /* host communicator (shard_head's d-vector all-reduces) */
+} optim_dist;
+
 typedef struct optim_set {
     optim_recipe recipe;
     gpt_config model;
@@ -97,12 +114,31 @@ typedef struct optim_set {
     size_t *grad_sizes;
     double last_grad_norm; /* before clipping */
     double last_lr_factor;
+    /* data-parallel layout (optim_create_dist; one process: rank 0 of 1, owner all -1) */
+    int rank, nranks;
+    gpt_comm *comm;
+    int *owner;            /* per slot: the rank that steps it, or -1 (every rank) */
+    double *load;          /* per rank: summed NS cost of its matrices (muon_assign_owners) */
+    int head_sharded;      /* the head's rows [head_lo, head_hi) are this rank's */
+    size_t head_lo, head_hi;
+    gpt_comm_segment *segs;      /* parameter segments share() completes after a step */
+    int n_segs;
+    gpt_comm_segment *step_segs; /* head-step S segments (sharded head), offsets into head_step */
+    int n_step_segs;
+    double *xbuf;          /* sharded head: the column sums all-reduced in place (rownorm.h 1.5b) */
 } optim_set;
+
+/* 1 if this rank steps slot i (and holds its optimizer state). */
+int optim_owns(const optim_set *o, int i);
 
 /* Allocates every state for the tensors of `model` (resolved) with weights `params` (Muown reads
  * the initial row norms). Returns 0 on success, else writes a message into err. */
 int optim_create(optim_set *o, const optim_recipe *r, const gpt_config *model, const float *params,
                  char *err, size_t errlen);
+/* As optim_create for one rank of a data-parallel run (dist NULL: optim_create). Every rank
+ * must pass the same model, recipe and dist (except rank) so that they agree on the owners. */
+int optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *model, const float *params,
+                      const optim_dist *dist, char *err, size_t errlen);
 void optim_free(optim_set *o);
 
 /* One update, `step` of `total` (0-based): clip the gradient block by its global norm, then every
@@ -115,9 +151,17 @@ int optim_step(optim_set *o, float *params, float *grads, long step, long total,
 void optim_recipe_save(const optim_recipe *r, ckpt_writer *w);
 int optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, size_t errlen);
 
-/* Checkpoint fields "opt.<tensor>.*" and "opt.head_step". load returns 0 or -1 with a message. */
+/* Checkpoint fields "opt.<tensor>.*" and "opt.head_step". load returns 0 or -1 with a message.
+ * optim_load reads what this rank holds (the states of the slots it owns, its rows of a sharded
+ * head), so a checkpoint of any number of ranks resumes on any number of ranks. */
 void optim_save(const optim_set *o, ckpt_writer *w);
 int optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errlen);
+/* optim_save for a data-parallel set, collective over comm: rank 0's writer receives every field
+ * in optim_save's order (the states of matrices owned elsewhere are serialised by their owners
+ * and sent to rank 0; a sharded head's B rows are gathered), so the file is the one a single
+ * process writes. Other ranks' writers get nothing. Returns 0, or -1 with a message (every rank
+ * fails together only if comm does; the caller agrees on the outcome). */
+int optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *comm, char *err, size_t errlen);
 
 /* SPEC §2.5 diagnostic: singular values of the Frobenius-normalised momentum buffer of slot i
  * (Muon / Muown tensors), their 10/50/90 % quantiles, and the least number of Jordan steps K with

@@ -40,6 +40,12 @@ void train_install_sigint(void)
 {
     train__sigint = 0;
     signal(SIGINT, on_sigint);
+#ifdef GPT_USE_MPI
+    /* mpirun turns its own SIGINT/SIGTERM into SIGTERM to every rank (then SIGKILL a few seconds
+     * later) and forwards SIGUSR1; Slurm sends SIGTERM at the time limit (--signal for earlier) */
+    signal(SIGTERM, on_sigint);
+    signal(SIGUSR1, on_sigint);
+#endif
 }
 
 static double now_seconds(void)
@@ -57,6 +63,25 @@ static int set_error(train_result *res, const char *fmt, ...)
     va_end(ap);
     res->outcome = TRAIN_FAILED;
     return -1;
+}
+
+/* Every rank passes its own failure flag (0/1); returns the number of ranks that failed (a
+ * failed all-reduce counts as a failure here). A rank that did not fail but learns that another
+ * did gets a message; either way the failure is then known to all (res->agreed). */
+static int agree_fail(train_result *res, gpt_comm *c, int failed, const char *where)
+{
+    int sum = failed;
+    if (gpt_comm_size(c) > 1) {
+        if (gpt_comm_agree(c, failed, &sum)) {
+            if (!failed) set_error(res, "%s: communication failed", where);
+            return 1; /* not agreed: main aborts the job */
+        }
+        if (sum > 0) {
+            if (!failed) set_error(res, "%s: %d other rank%s failed (see their messages)", where, sum, sum > 1 ? "s" : "");
+            res->agreed = 1;
+        }
+    }
+    return sum;
 }
 
 train_options train_default_options(void)
@@ -121,6 +146,13 @@ typedef struct run {
 #ifdef GPT_WITH_CUDA
     gpt_cuda_optim *dopt;      /* the optimizer set on the device (CUDA backend), or NULL */
 #endif
+    /* data parallel */
+    gpt_comm *comm;            /* host communicator (never NULL inside the loop) */
+    int rank, size;
+    int b_lo, b_hi;            /* this rank's rows of each micro-batch */
+    double w_rank;             /* (b_hi - b_lo) / batch: its share of every batch mean */
+    int *full_inputs, *full_targets; /* the whole global micro-batch (every rank draws it) */
+    int stop_agreed;           /* some rank was asked to stop (SIGINT/SIGTERM/SIGUSR1) */
     int bar_shown;             /* a progress bar is on the current console line */
     double t_start;
     double last_val_loss, last_hilbert, last_d_exact;
@@ -143,6 +175,7 @@ static void clear_bar(run *r)
 static void console(run *r, const char *fmt, ...)
 {
     va_list ap;
+    if (r->rank != 0) return; /* rank 0 alone prints */
     clear_bar(r);
     if (r->o.run_name) printf("[%s] ", r->o.run_name);
     va_start(ap, fmt);
@@ -200,44 +233,94 @@ static void config_words(const gpt_config *c, uint64_t w[6])
     w[3] = (uint64_t)c->seq_len, w[4] = (uint64_t)c->vocab_size, w[5] = (uint64_t)c->mlp_hidden;
 }
 
+/* Collective over the ranks: rank 0 writes the file, the owners of distributed optimizer state
+ * send it to rank 0 (optim_save_comm), and every rank learns the outcome. */
 static int save_checkpoint(run *r)
 {
     const gpt_config *cfg = &r->be->config;
     ckpt_writer w;
     uint64_t words[6], sampler[2];
     char err[512];
-    int i;
+    int i, failed = 0;
     if (!r->o.ckpt_path) return 0;
     if (r->log) fflush(r->log); /* the log holds every row up to the checkpoint before it exists */
-    if (r->be->ops->pull_params(r->be) != GPT_OK) return set_error(r->res, "backend: cannot read the parameters back");
-    if (sync_optimizer_to_host(r)) return -1;
-    ckpt_writer_init(&w);
-    config_words(cfg, words);
-    ckpt_put_u64(&w, "model.config", words, 6);
-    ckpt_put_u64_1(&w, "train.step", (uint64_t)r->step);
-    ckpt_put_u64_1(&w, "train.steps", (uint64_t)r->o.steps);
-    ckpt_put_u64_1(&w, "train.batch", (uint64_t)r->o.batch);
-    ckpt_put_u64_1(&w, "train.seq", (uint64_t)r->o.seq);
-    ckpt_put_u64_1(&w, "train.accum", (uint64_t)r->o.accum);
-    ckpt_put_u64_1(&w, "train.seed", r->o.seed);
-    sampler[0] = r->sampler.rng, sampler[1] = r->sampler.pos;
-    ckpt_put_u64(&w, "train.sampler", sampler, 2);
-    ckpt_put_u64_1(&w, "data.train_tokens", (uint64_t)r->train.n_tokens);
-    ckpt_put_u64_1(&w, "data.vocab", (uint64_t)r->tok.vocab_size);
-    optim_recipe_save(&r->opt.recipe, &w);
-    for (i = 0; i < r->be->layout.n_tensors; i++) {
-        gpt_tensor t;
-        char name[64];
-        gpt_tensor_info(cfg, i, &t);
-        snprintf(name, sizeof name, "param.%s", t.name);
-        ckpt_put_f32(&w, name, r->be->ops->params(r->be) + t.offset, t.rows * t.cols);
+    if (r->be->ops->pull_params(r->be) != GPT_OK) {
+        set_error(r->res, "backend: cannot read the parameters back");
+        failed = 1;
     }
-    optim_save(&r->opt, &w);
-    if (ckpt_write_file(&w, r->o.ckpt_path, err, sizeof err) != CKPT_OK) {
-        ckpt_writer_free(&w);
-        return set_error(r->res, "checkpoint: %s", err);
+    if (!failed && sync_optimizer_to_host(r)) failed = 1;
+    if (agree_fail(r->res, r->comm, failed, "checkpoint")) return -1;
+    ckpt_writer_init(&w);
+    if (r->rank == 0) {
+        config_words(cfg, words);
+        ckpt_put_u64(&w, "model.config", words, 6);
+        ckpt_put_u64_1(&w, "train.step", (uint64_t)r->step);
+        ckpt_put_u64_1(&w, "train.steps", (uint64_t)r->o.steps);
+        ckpt_put_u64_1(&w, "train.batch", (uint64_t)r->o.batch);
+        ckpt_put_u64_1(&w, "train.seq", (uint64_t)r->o.seq);
+        ckpt_put_u64_1(&w, "train.accum", (uint64_t)r->o.accum);
+        ckpt_put_u64_1(&w, "train.seed", r->o.seed);
+        sampler[0] = r->sampler.rng, sampler[1] = r->sampler.pos;
+        ckpt_put_u64(&w, "train.sampler", sampler, 2);
+        ckpt_put_u64_1(&w, "data.train_tokens", (uint64_t)r->train.n_tokens);
+        ckpt_put_u64_1(&w, "data.vocab", (uint64_t)r->tok.vocab_size);
+        optim_recipe_save(&r->opt.recipe, &w);
+        for (i = 0; i < r->be->layout.n_tensors; i++) {
+            gpt_tensor t;
+            char name[64];
+            gpt_tensor_info(cfg, i, &t);
+            snprintf(name, sizeof name, "param.%s", t.name);
+            ckpt_put_f32(&w, name, r->be->ops->params(r->be) + t.offset, t.rows * t.cols);
+        }
+    }
+    if (optim_save_comm(&r->opt, &w, r->comm, err, sizeof err)) {
+        set_error(r->res, "checkpoint: %s", err);
+        failed = 1;
+    }
+    if (!failed && r->rank == 0 && ckpt_write_file(&w, r->o.ckpt_path, err, sizeof err) != CKPT_OK) {
+        set_error(r->res, "checkpoint: %s", err);
+        failed = 1;
     }
     ckpt_writer_free(&w);
+    return agree_fail(r->res, r->comm, failed, "checkpoint") ? -1 : 0;
+}
+
+/* The checkpoint image: read by rank 0 and broadcast (ranks need not share a file system), then
+ * parsed by every rank. Every rank fails the same way. */
+static int read_checkpoint_image(run *r, ckpt_reader *ck)
+{
+    char err[512] = "";
+    unsigned char *buf = NULL;
+    uint64_t n = 0;
+    if (r->size == 1) {
+        if (ckpt_read_file(ck, r->o.resume, err, sizeof err) != CKPT_OK) return set_error(r->res, "resume: %s", err);
+        return 0;
+    }
+    if (r->rank == 0) {
+        size_t len = 0;
+        n = data_read_file(r->o.resume, &buf, &len, err, sizeof err) == DATA_OK ? (uint64_t)len : UINT64_MAX;
+    }
+    if (r->comm->ops->bcast(r->comm, &n, sizeof n, 0)) {
+        free(buf);
+        return set_error(r->res, "resume: cannot broadcast the checkpoint");
+    }
+    r->res->agreed = 1; /* from here on every rank takes the same branch */
+    if (n == UINT64_MAX) return set_error(r->res, "resume: %s", r->rank == 0 ? err : "rank 0 cannot read the checkpoint");
+    if (r->rank != 0 && !(buf = (unsigned char *)malloc(n ? (size_t)n : 1))) {
+        r->res->agreed = 0;
+        return set_error(r->res, "resume: out of memory for the checkpoint");
+    }
+    if (r->comm->ops->bcast(r->comm, buf, (size_t)n, 0)) {
+        free(buf);
+        r->res->agreed = 0;
+        return set_error(r->res, "resume: cannot broadcast the checkpoint");
+    }
+    if (ckpt_parse(ck, buf, (size_t)n, r->o.resume, err, sizeof err) != CKPT_OK) {
+        free(buf);
+        return set_error(r->res, "resume: %s", err);
+    }
+    r->res->agreed = 0;
+    ck->image = buf;
     return 0;
 }
 
@@ -373,18 +456,23 @@ static int evaluate(run *r, double *val_loss, double *hilbert_rms)
     double sum = 0.0;
     rn_status rs;
     gpt_status gs;
+    int failed = 0;
     if (r->o.eval_batches > 0 && (size_t)r->o.eval_batches < n) n = (size_t)r->o.eval_batches;
     seq.rng = 0, seq.pos = 0;
-    for (b = 0; b < n; b++) {
+    /* each rank evaluates its rows of every validation batch; the batch mean is the weighted sum */
+    for (b = 0; b < n && !failed; b++) {
         float loss;
-        data_batch_sequential(&r->val, &seq, r->o.batch, r->o.seq, r->inputs, r->targets);
+        data_batch_sequential(&r->val, &seq, r->o.batch, r->o.seq, r->full_inputs, r->full_targets);
         gs = r->be->ops->forward(r->be, r->inputs, r->targets, &loss);
-        if (gs != GPT_OK) return set_error(r->res, "evaluation: forward failed: %s", gpt_status_string(gs));
-        sum += (double)loss;
+        if (gs != GPT_OK) failed = set_error(r->res, "evaluation: forward failed: %s", gpt_status_string(gs)) != 0;
+        sum += r->w_rank * (double)loss;
     }
+    if (agree_fail(r->res, r->comm, failed, "evaluation")) return -1;
+    if (r->size > 1 && r->comm->ops->allreduce_f64(r->comm, &sum, 1))
+        return set_error(r->res, "evaluation: all-reduce failed");
     *val_loss = sum / (double)n;
     *hilbert_rms = NAN;
-    if (r->step > 0 && r->panel_n > 0) {
+    if (r->rank == 0 && r->step > 0 && r->panel_n > 0) { /* the diagnostics run on rank 0 */
         size_t V = (size_t)cfg->vocab_size, d = (size_t)cfg->d_model, N = (size_t)r->panel_n * (size_t)r->o.seq;
         gs = r->be->ops->head_inputs(r->be, r->panel_tokens, r->panel_n, r->panel_h);
         if (gs != GPT_OK) return set_error(r->res, "evaluation: head inputs failed: %s", gpt_status_string(gs));
@@ -397,7 +485,12 @@ static int evaluate(run *r, double *val_loss, double *hilbert_rms)
 static int exact_diameter(run *r, double *D)
 {
     const gpt_config *cfg = &r->be->config;
-    rn_status rs = rn_row_diameter_ws(r->opt.head_step, (size_t)cfg->vocab_size, (size_t)cfg->d_model,
+    rn_status rs;
+    if (r->rank != 0) { /* the diagnostics run on rank 0 */
+        *D = NAN;
+        return 0;
+    }
+    rs = rn_row_diameter_ws(r->opt.head_step, (size_t)cfg->vocab_size, (size_t)cfg->d_model,
                                       (size_t)cfg->d_model, r->diam_ws, r->diam_ws_bytes, D, NULL, NULL);
     if (rs != RN_OK) return set_error(r->res, "step %ld: exact row diameter failed: %s", r->step, rn_status_string(rs));
     return 0;
@@ -418,18 +511,33 @@ static int name_listed(const char *list, const char *name)
     return 0;
 }
 
+/* Momentum spectra of the listed tensors: computed where the momentum lives (its owner), the
+ * numbers sent to rank 0, which prints and logs them. */
 static int log_spectra(run *r)
 {
-    int i;
+    int i, failed = 0;
     if (!r->o.sv_tensors || r->step == 0) return 0;
-    if (sync_optimizer_to_host(r)) return -1;
+    if (sync_optimizer_to_host(r)) failed = 1;
+    if (agree_fail(r->res, r->comm, failed, "spectra")) return -1;
     for (i = 0; i < r->opt.n_slots; i++) {
         optim_spectrum sp;
-        int rc;
+        double v[5];
+        int owner = r->opt.owner && r->opt.owner[i] >= 0 ? r->opt.owner[i] : 0;
         if (!name_listed(r->o.sv_tensors, r->opt.slots[i].t.name)) continue;
-        rc = optim_momentum_spectrum(&r->opt, i, &sp);
-        if (rc < 0) return set_error(r->res, "step %ld: singular values of %s failed", r->step, r->opt.slots[i].t.name);
-        if (rc > 0) continue; /* no momentum buffer (AdamW / RowNorm) or still zero */
+        if (r->rank == owner) {
+            int rc = optim_momentum_spectrum(&r->opt, i, &sp);
+            v[0] = rc, v[1] = sp.q10, v[2] = sp.q50, v[3] = sp.q90, v[4] = sp.ns_steps_q50;
+            if (owner != 0 && r->comm->ops->send(r->comm, v, sizeof v, 0))
+                return set_error(r->res, "spectra: cannot send to rank 0");
+        } else if (r->rank == 0) {
+            if (r->comm->ops->recv(r->comm, v, sizeof v, owner)) return set_error(r->res, "spectra: cannot receive");
+        } else {
+            continue;
+        }
+        if (r->rank != 0) continue;
+        if (v[0] < 0) return set_error(r->res, "step %ld: singular values of %s failed", r->step, r->opt.slots[i].t.name);
+        if (v[0] > 0) continue; /* no momentum buffer (AdamW / RowNorm) or still zero */
+        sp.q10 = v[1], sp.q50 = v[2], sp.q90 = v[3], sp.ns_steps_q50 = (int)v[4];
         if (r->o.log_every > 0)
             console(r, "spectrum step %ld %s: sigma/||M||_F q10 %.3e q50 %.3e q90 %.3e; Jordan steps for f(q50) >= 0.7: %d\n",
                     r->step, r->opt.slots[i].t.name, sp.q10, sp.q50, sp.q90, sp.ns_steps_q50);
@@ -441,9 +549,31 @@ static int log_spectra(run *r)
     return 0;
 }
 
+/* Data parallel: the replicated parameters must be bit-identical on every rank (identical inputs
+ * to identical arithmetic). Checked at every evaluation: an FNV-1a hash of the parameter block
+ * against rank 0's. */
+static int check_replicas(run *r)
+{
+    uint64_t h, h0;
+    int bad, sum;
+    if (r->size == 1) return 0;
+    if (r->be->ops->pull_params(r->be) != GPT_OK) return set_error(r->res, "backend: cannot read the parameters back");
+    h = h0 = data_fnv1a64(r->be->ops->params(r->be), r->be->layout.n_params * sizeof(float), DATA_FNV64_INIT);
+    if (r->comm->ops->bcast(r->comm, &h0, sizeof h0, 0)) return set_error(r->res, "replica check: broadcast failed");
+    bad = h != h0;
+    if (gpt_comm_agree(r->comm, bad, &sum)) return set_error(r->res, "replica check: all-reduce failed");
+    if (sum > 0) {
+        r->res->agreed = 1;
+        return set_error(r->res, "step %ld: the parameters differ between ranks (%d of %d differ from rank 0)", r->step,
+                         sum, r->size);
+    }
+    return 0;
+}
+
 static int do_eval(run *r, int is_final)
 {
     double tokens = (double)r->step * (double)r->tokens_per_update;
+    if (check_replicas(r)) return -1;
     if (evaluate(r, &r->last_val_loss, &r->last_hilbert)) return -1;
     if (r->res->n_evals % 64 == 0) {
         train_eval_rec *e = (train_eval_rec *)realloc(r->res->evals, (size_t)(r->res->n_evals + 64) * sizeof *e);
@@ -556,6 +686,14 @@ static void start_device_optimizer(run *r)
 {
     char err[512];
     if (r->be->ops != &gpt_cuda_backend || r->o.host_optim) return;
+    if (r->opt.head_sharded) {
+        console(r, "note: optimizer on the host (the sharded RowNorm head has no device version)\n");
+        return;
+    }
+    if (r->size > 1 && (!r->o.dcomm || !r->o.dcomm->on_device)) {
+        console(r, "note: optimizer on the host (no device communicator: build train_cuda_nccl)\n");
+        return;
+    }
     if (gpt_cuda_optim_create(r->be, &r->opt, &r->dopt, err, sizeof err)) {
         console(r, "note: optimizer on the host (%s)\n", err);
         r->dopt = NULL;
@@ -591,13 +729,24 @@ static int setup(run *r)
     char err[512];
     size_t N, i;
     if (r->o.resume) {
-        if (ckpt_read_file(&ck, r->o.resume, err, sizeof err) != CKPT_OK) return set_error(r->res, "resume: %s", err);
+        if (read_checkpoint_image(r, &ck)) return -1;
         have_ck = 1;
         if (read_checkpoint_settings(r, &ck)) goto done;
     }
     if (r->o.batch < 1 || r->o.seq < 1 || r->o.accum < 1 || r->o.steps < 1) {
         set_error(r->res, "batch, seq, accum and steps must be >= 1");
         goto done;
+    }
+    if (r->o.batch < r->size) {
+        set_error(r->res, "--batch %d is the global micro-batch: it needs at least one sequence per rank (%d ranks)",
+                  r->o.batch, r->size);
+        goto done;
+    }
+    {
+        size_t lo, hi;
+        gpt_comm_split((size_t)r->o.batch, r->rank, r->size, &lo, &hi);
+        r->b_lo = (int)lo, r->b_hi = (int)hi;
+        r->w_rank = r->size == 1 ? 1.0 : (double)(hi - lo) / (double)r->o.batch;
     }
     if (load_data(r)) goto done;
     if (have_ck && r->o.model.vocab_size != (int)r->tok.vocab_size) {
@@ -607,15 +756,25 @@ static int setup(run *r)
     }
     r->o.model.vocab_size = (int)r->tok.vocab_size;
     r->o.model.seq_len = r->o.seq;
-    gs = r->o.backend->create(&r->o.model, r->o.batch, r->o.seq, r->o.seed, &r->be);
+    gs = r->o.backend->create(&r->o.model, r->b_hi - r->b_lo, r->o.seq, r->o.seed, &r->be);
     if (gs != GPT_OK) {
         set_error(r->res, "backend %s: cannot create the model: %s", r->o.backend->name, gpt_status_string(gs));
         goto done;
     }
     cfg = &r->be->config;
-    if (optim_create(&r->opt, &r->o.recipe, cfg, r->be->ops->params(r->be), err, sizeof err)) {
-        set_error(r->res, "%s", err);
-        goto done;
+    {
+        optim_dist dist;
+        dist.rank = r->rank, dist.nranks = r->size, dist.comm = r->comm;
+        dist.split_muon = !r->o.no_muon_split;
+        dist.shard_head = r->o.shard_head;
+        if (r->o.shard_head && r->o.recipe.head != OPTIM_HEAD_ROWNORM) {
+            set_error(r->res, "--shard-head needs the RowNorm head (--head rownorm)");
+            goto done;
+        }
+        if (optim_create_dist(&r->opt, &r->o.recipe, cfg, r->be->ops->params(r->be), &dist, err, sizeof err)) {
+            set_error(r->res, "%s", err);
+            goto done;
+        }
     }
     r->have_opt = 1;
     data_sampler_init(&r->sampler, data_seed(r->o.seed));
@@ -624,8 +783,10 @@ static int setup(run *r)
     start_device_optimizer(r);
 #endif
     r->tokens_per_update = (long)r->o.batch * r->o.seq * r->o.accum;
-    r->inputs = (int *)malloc((size_t)r->o.batch * (size_t)r->o.seq * sizeof(int));
-    r->targets = (int *)malloc((size_t)r->o.batch * (size_t)r->o.seq * sizeof(int));
+    r->full_inputs = (int *)malloc((size_t)r->o.batch * (size_t)r->o.seq * sizeof(int));
+    r->full_targets = (int *)malloc((size_t)r->o.batch * (size_t)r->o.seq * sizeof(int));
+    r->inputs = r->full_inputs ? r->full_inputs + (size_t)r->b_lo * (size_t)r->o.seq : NULL; /* this rank's rows */
+    r->targets = r->full_targets ? r->full_targets + (size_t)r->b_lo * (size_t)r->o.seq : NULL;
     r->panel_n = r->o.panel_seqs;
     if ((size_t)r->panel_n > r->val.n_tokens / (size_t)r->o.seq) r->panel_n = (int)(r->val.n_tokens / (size_t)r->o.seq);
     N = (size_t)r->panel_n * (size_t)r->o.seq;
@@ -638,8 +799,8 @@ static int setup(run *r)
         goto done;
     }
     for (i = 0; i < N; i++) r->panel_tokens[i] = (int)r->val.tokens[i]; /* the first panel_n sequences */
-    if (r->step < r->o.steps && open_log(r, have_ck)) goto done;
-    if (r->o.sv_tensors && r->o.sv_log) {
+    if (r->rank == 0 && r->step < r->o.steps && open_log(r, have_ck)) goto done;
+    if (r->rank == 0 && r->o.sv_tensors && r->o.sv_log) {
         r->sv_log = fopen(r->o.sv_log, have_ck ? "a" : "w");
         if (!r->sv_log) {
             set_error(r->res, "%s: cannot open the spectra log", r->o.sv_log);
@@ -664,54 +825,103 @@ static void teardown(run *r)
     if (r->have_tok) tok_free(&r->tok);
     data_tokens_free(&r->train);
     data_tokens_free(&r->val);
-    free(r->inputs), free(r->targets), free(r->panel_tokens), free(r->panel_h), free(r->diam_ws);
+    free(r->full_inputs), free(r->full_targets), free(r->panel_tokens), free(r->panel_h), free(r->diam_ws);
 }
 
-/* One update: accum micro-batches of forward + backward, then the optimizer. */
+/* One update: accum micro-batches of forward + backward (this rank's rows of each), one
+ * agreement (loss, errors, stop requests), one all-reduce of the gradient block, the optimizer,
+ * share() of what the owners stepped. */
 static int update(run *r, train_step_rec *rec)
 {
     gpt_backend *be = r->be;
     const gpt_config *cfg = &be->config;
-    double loss_sum = 0.0, t0 = now_seconds();
+    double loss_sum = 0.0, t0 = now_seconds(), scale = r->w_rank / (double)r->o.accum;
+    double flags[4];
+    float bad_loss = 0.0f;
     char err[512];
     gpt_status gs;
     rn_status rs;
-    int a;
+    int a, failed = 0, nonfinite = 0;
     float *grads;
     if ((gs = be->ops->zero_grad(be)) != GPT_OK) return set_error(r->res, "zero_grad: %s", gpt_status_string(gs));
     for (a = 0; a < r->o.accum; a++) {
         float loss;
-        data_status ds = data_batch_random(&r->train, &r->sampler, r->o.batch, r->o.seq, r->inputs, r->targets);
-        if (ds != DATA_OK) return set_error(r->res, "training batch: %s", data_status_string(ds));
+        /* every rank draws the whole global micro-batch (same sampler, same order) and computes
+         * its rows */
+        data_status ds = data_batch_random(&r->train, &r->sampler, r->o.batch, r->o.seq, r->full_inputs, r->full_targets);
+        if (ds != DATA_OK) {
+            failed = set_error(r->res, "training batch: %s", data_status_string(ds)) != 0;
+            break;
+        }
         gs = be->ops->forward(be, r->inputs, r->targets, &loss);
-        if (gs != GPT_OK) return set_error(r->res, "step %ld: forward failed: %s", r->step + 1, gpt_status_string(gs));
-        if (!isfinite(loss)) return report_nonfinite(r, loss);
+        if (gs != GPT_OK) {
+            failed = set_error(r->res, "step %ld: forward failed: %s", r->step + 1, gpt_status_string(gs)) != 0;
+            break;
+        }
+        if (!isfinite(loss)) {
+            nonfinite = 1, bad_loss = loss;
+            break;
+        }
         gs = be->ops->backward(be);
-        if (gs != GPT_OK) return set_error(r->res, "step %ld: backward failed: %s", r->step + 1, gpt_status_string(gs));
-        loss_sum += (double)loss;
+        if (gs != GPT_OK) {
+            failed = set_error(r->res, "step %ld: backward failed: %s", r->step + 1, gpt_status_string(gs)) != 0;
+            break;
+        }
+        loss_sum += r->w_rank * (double)loss;
     }
+    /* what every rank must decide together: errors, a non-finite loss, a stop request */
+    flags[0] = loss_sum, flags[1] = failed, flags[2] = nonfinite, flags[3] = train__sigint ? 1.0 : 0.0;
+    if (r->size > 1 && r->comm->ops->allreduce_f64(r->comm, flags, 4))
+        return set_error(r->res, "step %ld: all-reduce of the losses failed", r->step + 1);
+    if (flags[1] > 0.0) {
+        r->res->agreed = r->size > 1;
+        if (!failed) set_error(r->res, "step %ld: %g other rank(s) failed (see their messages)", r->step + 1, flags[1]);
+        return -1;
+    }
+    if (flags[2] > 0.0) { /* the parameters are the same on every rank: so is the message */
+        r->res->agreed = r->size > 1;
+        return report_nonfinite(r, nonfinite ? bad_loss : (float)NAN);
+    }
+    loss_sum = flags[0];
+    r->stop_agreed = flags[3] > 0.0;
 #ifdef GPT_WITH_CUDA
-    if (r->dopt) { /* the same sequence on the device: average, clip, step, S */
+    if (r->dopt) { /* the same sequence on the device: average, all-reduce, clip, step, share, S */
         size_t S_bytes = (size_t)cfg->vocab_size * (size_t)cfg->d_model * sizeof(float);
-        if (r->o.accum > 1 &&
-            gpt_cuda_scale(be, gpt_cuda_device_grads(be), be->layout.n_params, 1.0 / r->o.accum) != GPT_OK)
+        float *dg = gpt_cuda_device_grads(be);
+        if (scale != 1.0 && gpt_cuda_scale(be, dg, be->layout.n_params, scale) != GPT_OK)
             return set_error(r->res, "step %ld: cannot scale the gradients", r->step + 1);
+        if (r->size > 1 && r->o.dcomm->ops->allreduce_f32(r->o.dcomm, dg, be->layout.n_params))
+            return set_error(r->res, "step %ld: gradient all-reduce failed", r->step + 1);
         if (gpt_cuda_optim_step(r->dopt, &r->opt, r->step, r->o.steps, err, sizeof err))
             return set_error(r->res, "step %ld: %s", r->step + 1, err);
-        if (gpt_cuda_download(r->opt.head_step, gpt_cuda_optim_head_step(r->dopt), S_bytes) != GPT_OK)
+        if (r->opt.n_segs > 0 &&
+            r->o.dcomm->ops->share(r->o.dcomm, gpt_cuda_device_params(be), r->opt.segs, r->opt.n_segs))
+            return set_error(r->res, "step %ld: parameter exchange failed", r->step + 1);
+        if (r->rank == 0 && gpt_cuda_download(r->opt.head_step, gpt_cuda_optim_head_step(r->dopt), S_bytes) != GPT_OK)
             return set_error(r->res, "step %ld: cannot download the head step", r->step + 1);
         goto stepped;
     }
 #endif
     if ((gs = be->ops->pull_grads(be)) != GPT_OK) return set_error(r->res, "pull_grads: %s", gpt_status_string(gs));
     grads = be->ops->grads(be);
-    if (r->o.accum > 1) { /* the backward passes summed micro-batch means: average them */
-        float inv = (float)(1.0 / r->o.accum);
+    if (scale != 1.0) { /* the backward passes summed micro-batch means: average them (and weight by
+                           this rank's share of the batch) */
+        float f = (float)scale;
         size_t i, n = be->layout.n_params;
-        for (i = 0; i < n; i++) grads[i] *= inv;
+        for (i = 0; i < n; i++) grads[i] *= f;
     }
-    if (optim_step(&r->opt, be->ops->params(be), grads, r->step, r->o.steps, err, sizeof err))
+    if (r->size > 1 && r->comm->ops->allreduce_f32(r->comm, grads, be->layout.n_params))
+        return set_error(r->res, "step %ld: gradient all-reduce failed", r->step + 1);
+    /* the gradient block is now the same on every rank: clipping uses the global norm, and every
+     * failure below happens on every rank alike */
+    if (optim_step(&r->opt, be->ops->params(be), grads, r->step, r->o.steps, err, sizeof err)) {
+        r->res->agreed = r->size > 1 && !r->opt.head_sharded;
         return set_error(r->res, "step %ld: %s", r->step + 1, err);
+    }
+    if (r->opt.n_segs > 0 && r->comm->ops->share(r->comm, be->ops->params(be), r->opt.segs, r->opt.n_segs))
+        return set_error(r->res, "step %ld: parameter exchange failed", r->step + 1);
+    if (r->opt.n_step_segs > 0 && r->comm->ops->share(r->comm, r->opt.head_step, r->opt.step_segs, r->opt.n_step_segs))
+        return set_error(r->res, "step %ld: head-step exchange failed", r->step + 1);
     if ((gs = be->ops->push_params(be)) != GPT_OK) return set_error(r->res, "push_params: %s", gpt_status_string(gs));
 #ifdef GPT_WITH_CUDA
 stepped:
@@ -722,16 +932,55 @@ stepped:
     rec->loss = loss_sum / r->o.accum;
     rec->lr = r->opt.recipe.muon_lr * r->opt.last_lr_factor;
     rec->grad_norm = r->opt.last_grad_norm;
-    rs = rn_row_diameter_bounds(r->opt.head_step, (size_t)cfg->vocab_size, (size_t)cfg->d_model,
-                                (size_t)cfg->d_model, &rec->d_lo, &rec->d_hi);
-    if (rs != RN_OK) return set_error(r->res, "step %ld: diameter bounds failed: %s", r->step, rn_status_string(rs));
+    rec->d_lo = rec->d_hi = NAN;
+    if (r->rank == 0) { /* the diagnostics run on rank 0 */
+        rs = rn_row_diameter_bounds(r->opt.head_step, (size_t)cfg->vocab_size, (size_t)cfg->d_model,
+                                    (size_t)cfg->d_model, &rec->d_lo, &rec->d_hi);
+        if (rs != RN_OK) return set_error(r->res, "step %ld: diameter bounds failed: %s", r->step, rn_status_string(rs));
+    }
     rec->ms = 1e3 * (now_seconds() - t0); /* the bracket is part of every update */
     rec->d_exact = NAN;
     if ((r->o.diam_every > 0 && r->step % r->o.diam_every == 0) || r->step == r->o.steps) {
         if (exact_diameter(r, &rec->d_exact)) return -1;
-        r->last_d_exact = rec->d_exact;
+        if (r->rank == 0) r->last_d_exact = rec->d_exact;
     }
     return 0;
+}
+
+/* Rank 0's console: the split and the communication of every update (README.md "Many
+ * processes" has the formulas). */
+static void describe_ranks(run *r)
+{
+    const optim_set *o = &r->opt;
+    double grad = 4.0 * (double)r->be->layout.n_params, share = 0.0, maxl = 0.0, suml = 0.0;
+    int k, owned = 0;
+    if (r->rank != 0) return;
+    for (k = 0; k < o->n_segs; k++) share += 4.0 * (double)o->segs[k].count;
+    for (k = 0; k < o->n_step_segs; k++) share += 4.0 * (double)o->step_segs[k].count;
+    for (k = 0; k < o->n_slots; k++) owned += o->owner[k] >= 0;
+    for (k = 0; k < o->nranks; k++) suml += o->load[k], maxl = o->load[k] > maxl ? o->load[k] : maxl;
+    const char *via = r->comm->ops->name;
+#ifdef GPT_WITH_CUDA
+    if (r->dopt) via = "nccl for gradients and parameters, mpi for the rest";
+#endif
+    console(r, "data parallel: %d ranks (%s), global micro-batch %d = %d..%d rows per rank; Muon matrices: %s",
+            r->size, via, r->o.batch, r->o.batch / r->size, (r->o.batch + r->size - 1) / r->size,
+            owned ? "" : "stepped on every rank\n");
+    if (owned) {
+        for (k = 0; k < o->nranks; k++) {
+            int j, cnt = 0;
+            for (j = 0; j < o->n_slots; j++) cnt += o->owner[j] == k;
+            printf("%srank %d: %d (NS load %.1f%%)", k ? ", " : "", k, cnt, suml > 0 ? 100.0 * o->load[k] / suml : 0.0);
+        }
+        printf("; max/mean load %.3f\n", suml > 0 ? maxl * o->nranks / suml : 1.0);
+    }
+    if (o->head_sharded) console(r, "head: RowNorm sharded by vocabulary rows (%zu..%zu rows per rank)\n",
+                                 (size_t)r->be->config.vocab_size / (size_t)r->size,
+                                 ((size_t)r->be->config.vocab_size + (size_t)r->size - 1) / (size_t)r->size);
+    console(r, "communication per update: gradient all-reduce %.3f MB (the whole block, once), exchange of stepped "
+               "parameters %.3f MB (all-gather%s)\n",
+            grad / 1e6, share / 1e6, o->head_sharded ? ", head rows and head step S included" : "");
+    fflush(stdout);
 }
 
 train_outcome train_run(const train_options *opt, train_result *res)
@@ -739,17 +988,21 @@ train_outcome train_run(const train_options *opt, train_result *res)
     run r;
     long done_here = 0;
     double flops_per_token;
+    int interrupted = 0;
     memset(res, 0, sizeof *res);
     res->final_val_loss = res->final_diameter = res->final_hilbert_rms = NAN;
     memset(&r, 0, sizeof r);
     r.o = *opt;
+    r.comm = r.o.comm ? r.o.comm : gpt_comm_single();
+    r.rank = r.comm->rank, r.size = r.comm->size;
     if (!r.o.backend) r.o.backend = &gpt_cpu_backend;
     if (!r.o.data_dir) r.o.data_dir = "build/gpt/data";
     if (r.o.progress < 0) r.o.progress = isatty(STDOUT_FILENO);
+    if (r.size > 1) r.o.progress = r.rank == 0 && opt->progress > 0; /* mpirun gives ranks a pty: bar only on request */
     r.res = res;
     r.last_d_exact = r.last_val_loss = r.last_hilbert = NAN;
     res->seconds = now_seconds();
-    if (setup(&r)) goto out;
+    if (agree_fail(res, r.comm, setup(&r) != 0, "setup")) goto out;
     res->first_step = r.step;
     flops_per_token = gpt_flops_per_token(&r.be->config);
     if (r.step == 0) {
@@ -760,9 +1013,11 @@ train_outcome train_run(const train_options *opt, train_result *res)
                 (double)r.be->layout.n_params / 1e6, optim_head_name(r.opt.recipe.head),
                 r.opt.recipe.block == OPTIM_BLOCK_MUOWN ? "Muown" : "Muon", r.o.batch, r.o.accum, r.o.steps,
                 (unsigned long long)r.o.seed);
+        if (r.size > 1) describe_ranks(&r);
         if (do_eval(&r, 0)) goto out;
     } else {
         console(&r, "resumed from %s at step %ld of %ld\n", r.o.resume, r.step, r.o.steps);
+        if (r.size > 1) describe_ranks(&r);
     }
     r.t_start = now_seconds();
     while (r.step < r.o.steps) {
@@ -793,12 +1048,13 @@ train_outcome train_run(const train_options *opt, train_result *res)
         if (r.o.eval_every > 0 && r.step % r.o.eval_every == 0 && r.step != r.o.steps)
             if (do_eval(&r, 0)) goto out;
         if (r.step == r.o.steps) break;
-        if (train__sigint || (r.o.stop_at > 0 && r.step >= r.o.stop_at) ||
+        interrupted = r.size > 1 ? r.stop_agreed : train__sigint != 0; /* every rank decides alike */
+        if (interrupted || (r.o.stop_at > 0 && r.step >= r.o.stop_at) ||
             (r.o.ckpt_every > 0 && r.step % r.o.ckpt_every == 0)) {
             if (save_checkpoint(&r)) goto out;
-            if (train__sigint || (r.o.stop_at > 0 && r.step >= r.o.stop_at)) {
-                res->outcome = train__sigint ? TRAIN_INTERRUPTED : TRAIN_STOPPED;
-                console(&r, "%s at step %ld: checkpoint %s\n", train__sigint ? "interrupted" : "stopped", r.step,
+            if (interrupted || (r.o.stop_at > 0 && r.step >= r.o.stop_at)) {
+                res->outcome = interrupted ? TRAIN_INTERRUPTED : TRAIN_STOPPED;
+                console(&r, "%s at step %ld: checkpoint %s\n", interrupted ? "interrupted" : "stopped", r.step,
                         r.o.ckpt_path ? r.o.ckpt_path : "(none: no --ckpt given)");
                 goto out;
             }
@@ -872,7 +1128,12 @@ void train_usage(FILE *f)
             "  --lr-head-adamw X --lr-head-rownorm X   experiment head rates (paper: 4e-3, 3.2e-3)\n"
             "  --name NAME          prefix of console lines\n"
             "  --backend cpu|cuda   compute backend (cpu; cuda only in build/gpt/train_cuda)\n"
-            "  --host-optim         with --backend cuda: run the optimizer on the host (default: on the device)\n");
+            "  --host-optim         with --backend cuda: run the optimizer on the host (default: on the device)\n"
+            "many processes (build/gpt/train_mpi, train_cuda_nccl; README.md \"Many processes\"):\n"
+            "  mpirun -np N train_mpi [flags]   --batch B is the global micro-batch (B >= N): the same losses as\n"
+            "                                   one process with the same flags, up to rounding\n"
+            "  --no-muon-split      every rank runs every Muon step (default: each matrix on one owner rank)\n"
+            "  --shard-head         RowNorm head: each rank steps its share of the vocabulary rows\n");
 }
 
 static int parse_long(const char *s, long lo, long hi, long *out)
@@ -930,6 +1191,10 @@ int train_parse_args(train_cli *cli, int argc, char **argv)
             o->progress = 0, takes = 0;
         } else if (strcmp(a, "--host-optim") == 0) {
             o->host_optim = 1, takes = 0;
+        } else if (strcmp(a, "--no-muon-split") == 0) {
+            o->no_muon_split = 1, takes = 0;
+        } else if (strcmp(a, "--shard-head") == 0) {
+            o->shard_head = 1, takes = 0;
         } else if (!v) {
             fprintf(stderr, "train: unknown flag or missing value: %s (see --help)\n", a);
             return -1;
@@ -1067,25 +1332,59 @@ int main(int argc, char **argv)
     train_result res;
     char log_path[1100], ckpt_path[1100], sv_path[1100];
     int rc;
+    gpt_comm *comm;
+#ifdef GPT_USE_MPI
+    comm = gpt_comm_mpi_init(&argc, &argv);
+    if (!comm) return 1;
+#else
+    comm = gpt_comm_single();
+#endif
     memset(&cli, 0, sizeof cli);
     cli.opt = train_default_options();
+    cli.opt.comm = comm;
     cli.seeds = 3;
+    if (comm->rank != 0 && !freopen("/dev/null", "w", stdout)) return 1; /* rank 0 alone prints */
     rc = train_parse_args(&cli, argc, argv);
-    if (rc) return rc > 0 ? 0 : 2;
+    if (rc) {
+        comm->ops->destroy(comm);
+        return rc > 0 ? 0 : 2;
+    }
+#ifdef GPT_WITH_CUDA
+#ifdef GPT_USE_NCCL
+    if (cli.opt.backend == &gpt_cuda_backend && comm->size > 1) {
+        if (gpt_nccl_select_device(comm->local_rank) || !(cli.opt.dcomm = gpt_comm_nccl_create(comm))) {
+            fprintf(stderr, "rank %d: cannot set up NCCL\n", comm->rank);
+            comm->ops->abort(comm, 1);
+        }
+    }
+#endif
+#endif
     train_install_sigint();
     if (!cli.out_dir) cli.out_dir = cli.experiment ? "build/gpt/experiment" : "build/gpt/run";
-    make_dir(cli.out_dir);
-    if (cli.experiment) return experiment_main(&cli);
-    if (!cli.opt.log_path) snprintf(log_path, sizeof log_path, "%s/train.csv", cli.out_dir), cli.opt.log_path = log_path;
-    if (!cli.opt.ckpt_path) snprintf(ckpt_path, sizeof ckpt_path, "%s/ckpt.bin", cli.out_dir), cli.opt.ckpt_path = ckpt_path;
-    if (cli.opt.sv_tensors && !cli.opt.sv_log)
-        snprintf(sv_path, sizeof sv_path, "%s/spectra.csv", cli.out_dir), cli.opt.sv_log = sv_path;
-    if (strcmp(cli.opt.log_path, "none") == 0) cli.opt.log_path = NULL;
-    if (strcmp(cli.opt.ckpt_path, "none") == 0) cli.opt.ckpt_path = NULL;
-    train_run(&cli.opt, &res);
-    if (res.outcome == TRAIN_FAILED) fprintf(stderr, "train: error: %s\n", res.error);
-    rc = res.outcome == TRAIN_FAILED ? 1 : res.outcome == TRAIN_INTERRUPTED ? 130 : 0;
-    train_result_free(&res);
+    if (comm->rank == 0) make_dir(cli.out_dir);
+    if (cli.experiment) {
+        rc = experiment_main(&cli);
+    } else {
+        if (!cli.opt.log_path) snprintf(log_path, sizeof log_path, "%s/train.csv", cli.out_dir), cli.opt.log_path = log_path;
+        if (!cli.opt.ckpt_path) snprintf(ckpt_path, sizeof ckpt_path, "%s/ckpt.bin", cli.out_dir), cli.opt.ckpt_path = ckpt_path;
+        if (cli.opt.sv_tensors && !cli.opt.sv_log)
+            snprintf(sv_path, sizeof sv_path, "%s/spectra.csv", cli.out_dir), cli.opt.sv_log = sv_path;
+        if (strcmp(cli.opt.log_path, "none") == 0) cli.opt.log_path = NULL;
+        if (strcmp(cli.opt.ckpt_path, "none") == 0) cli.opt.ckpt_path = NULL;
+        train_run(&cli.opt, &res);
+        if (res.outcome == TRAIN_FAILED && (comm->rank == 0 || !res.agreed)) {
+            if (comm->size > 1) fprintf(stderr, "train (rank %d): error: %s\n", comm->rank, res.error);
+            else fprintf(stderr, "train: error: %s\n", res.error);
+        }
+        rc = res.outcome == TRAIN_FAILED ? 1 : res.outcome == TRAIN_INTERRUPTED ? 130 : 0;
+        /* a failure the other ranks cannot know about would leave them waiting in a collective */
+        if (res.outcome == TRAIN_FAILED && comm->size > 1 && !res.agreed) comm->ops->abort(comm, 1);
+        train_result_free(&res);
+    }
+#ifdef GPT_USE_NCCL
+    if (cli.opt.dcomm) cli.opt.dcomm->ops->destroy(cli.opt.dcomm);
+#endif
+    comm->ops->destroy(comm);
     return rc;
 }
 #endif

@@ -21,6 +21,18 @@
  *                 the exact D of the last update's head step (d_exact)
  * Numbers are printed with %.17g, so they read back exactly.
  *
+ * Data parallel (comm.h; README.md "Many processes"): with a communicator of n ranks, `batch` is
+ * the GLOBAL micro-batch: every rank draws the same B sequences from the same sampler as a single
+ * process would, and computes rows gpt_comm_split(B, rank, n) of them; the gradient block is
+ * weighted by rows/B, all-reduced once per update (one call on the whole block), then clipped
+ * and stepped; AdamW / RowNorm / clipping run on every rank with identical inputs, each Muon
+ * matrix on its owner (optim_dist), and share() completes the parameters. So n ranks reproduce
+ * the single-process run of the same flags up to floating-point reassociation. Rank 0 alone
+ * prints, logs and writes checkpoints (the single-process format: the owners' states are gathered
+ * to it); evaluation is split over the ranks the same way; the head diagnostics run on rank 0.
+ * Stops (SIGINT/SIGTERM/SIGUSR1, errors, non-finite losses) are agreed by an all-reduce every
+ * update, so no rank is left waiting in a collective.
+ *
  * Optional (sv_tensors): at every evaluation after step 0, the singular-value quantiles of the
  * chosen tensors' Muon momentum buffers (SPEC §2.5, optim_momentum_spectrum), on the console and
  * in sv_log: step,tensor,q10,q50,q90,jordan_steps_q50 (sigma of M/||M||_F; least K of Jordan's
@@ -33,6 +45,7 @@
 #include <stdio.h>
 
 #include "backend.h"
+#include "comm.h"
 #include "optim.h"
 
 #ifdef __cplusplus
@@ -63,6 +76,11 @@ typedef struct train_options {
     int progress;                   /* progress bar + ETA: 1 on, 0 off, -1 when stdout is a tty */
     const char *run_name;           /* prefix of console lines (NULL: none) */
     int host_optim;                 /* CUDA backend: keep the optimizer on the host (default: device) */
+    /* data parallel (NULL comm: one process) */
+    gpt_comm *comm;                 /* host communicator: single or MPI */
+    gpt_comm *dcomm;                /* device communicator (NCCL) for the CUDA device optimizer */
+    int no_muon_split;              /* every rank steps every Muon matrix (default: one owner each) */
+    int shard_head;                 /* RowNorm head: each rank steps its vocabulary rows */
     /* sampling after training (sample_tokens > 0) */
     const char *prompt;
     int sample_tokens;
@@ -102,6 +120,7 @@ typedef struct train_result {
     train_eval_rec *evals;
     double final_val_loss, final_diameter, final_hilbert_rms; /* NaN unless outcome is DONE */
     double seconds;
+    int agreed;            /* multi-rank: every rank knows of the failure (else main aborts the job) */
 } train_result;
 
 /* Runs (or resumes) one training run. Always fills *res (free it with train_result_free);

@@ -3,8 +3,9 @@
 #   make build/gpt/train       the trainer binary (build/gpt/train --help)
 #   make demo                  paired AdamW-head vs RowNorm-head experiment on the default corpus
 GPT_TRAIN_SRCS := $(GPT_DIR)/train.c $(GPT_DIR)/optim.c $(GPT_DIR)/checkpoint.c $(GPT_DIR)/experiment.c \
-                  $(GPT_DIR)/libs_rownorm.c
-GPT_TRAIN_HDRS := $(GPT_DIR)/train.h $(GPT_DIR)/optim.h $(GPT_DIR)/checkpoint.h $(GPT_DIR)/experiment.h rownorm.h
+                  $(GPT_DIR)/libs_rownorm.c $(GPT_DIR)/comm.c
+GPT_TRAIN_HDRS := $(GPT_DIR)/train.h $(GPT_DIR)/optim.h $(GPT_DIR)/checkpoint.h $(GPT_DIR)/experiment.h rownorm.h \
+                  $(GPT_DIR)/comm.h
 GPT_TRAIN_ALL  := $(GPT_TRAIN_SRCS) $(GPT_MODEL_SRCS) $(GPT_DATA_SRCS)
 GPT_TRAIN_DEPS := $(GPT_TRAIN_ALL) $(GPT_TRAIN_HDRS) $(GPT_MODEL_DEPS) $(GPT_DATA_HDRS)
 GPT_TRAIN      := $(GPT_B)/train

@@ -1,0 +1,159 @@
+/* comm_nccl.cu - the NCCL communicator of comm.h: DEVICE buffers, for the CUDA trainer's gradient
+ * block and parameters (build/gpt/train_cuda_nccl, `make cuda-nccl`). It implements the two
+ * calls the training loop makes on device memory, allreduce_f32 (the gradient block, once per
+ * update) and share (the owners' matrices, one ncclBroadcast each inside one group, in place);
+ * everything else (losses, agreed flags, checkpoints) goes through the host (MPI) communicator,
+ * which also carries the ncclUniqueId. Compiled with -DGPT_USE_NCCL.
+ *
+ * Ordering: the backend computes on its own stream and the optimizer step ends with a stream
+ * synchronisation; each call here first waits for the device (cudaDeviceSynchronize), runs NCCL
+ * on its own stream and waits for it, so the next kernel on the backend's stream sees the result.
+ * One GPU per rank: gpt_nccl_select_device(local rank) before the backend is created. */
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+
+typedef struct nccl_impl {
+    ncclComm_t comm;
+    cudaStream_t stream;
+} nccl_impl;
+
+static int nccl_ok(const gpt_comm *c, ncclResult_t r, const char *what)
+{
+    if (r == ncclSuccess) return 1;
+    fprintf(stderr, "rank %d: %s failed: %s\n", c ? c->rank : -1, what, ncclGetErrorString(r));
+    return 0;
+}
+
+static int cuda_ok(const gpt_comm *c, cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess) return 1;
+    fprintf(stderr, "rank %d: %s failed: %s\n", c ? c->rank : -1, what, cudaGetErrorString(e));
+    return 0;
+}
+
+static int n_allreduce_f32(gpt_comm *c, float *buf, size_t n)
+{
+    nccl_impl *m = (nccl_impl *)c->impl;
+    if (!cuda_ok(c, cudaDeviceSynchronize(), "cudaDeviceSynchronize")) return -1;
+    if (!nccl_ok(c, ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, m->comm, m->stream), "ncclAllReduce")) return -1;
+    if (!cuda_ok(c, cudaStreamSynchronize(m->stream), "ncclAllReduce (stream)")) return -1;
+    c->bytes_allreduce += 4.0 * (double)n;
+    return 0;
+}
+
+/* Every segment broadcast in place from its owner, all in one group (NCCL overlaps them). */
+static int n_share(gpt_comm *c, float *base, const gpt_comm_segment *segs, int n_segs)
+{
+    nccl_impl *m = (nccl_impl *)c->impl;
+    int k, ok = 1;
+    if (!cuda_ok(c, cudaDeviceSynchronize(), "cudaDeviceSynchronize")) return -1;
+    if (!nccl_ok(c, ncclGroupStart(), "ncclGroupStart")) return -1;
+    for (k = 0; k < n_segs && ok; k++) {
+        float *p = base + segs[k].offset;
+        ok = nccl_ok(c, ncclBroadcast(p, p, segs[k].count, ncclFloat, segs[k].owner, m->comm, m->stream), "ncclBroadcast");
+        if (segs[k].owner == c->rank) c->bytes_share += 4.0 * (double)segs[k].count;
+    }
+    if (!nccl_ok(c, ncclGroupEnd(), "ncclGroupEnd") || !ok) return -1;
+    return cuda_ok(c, cudaStreamSynchronize(m->stream), "ncclBroadcast (stream)") ? 0 : -1;
+}
+
+static int n_unsupported(const gpt_comm *c, const char *what)
+{
+    fprintf(stderr, "rank %d: %s is not a device-communicator call (use the host communicator)\n", c->rank, what);
+    return -1;
+}
+static int n_allreduce_f64(gpt_comm *c, double *buf, size_t n)
+{
+    (void)buf, (void)n;
+    return n_unsupported(c, "allreduce_f64");
+}
+static int n_bcast(gpt_comm *c, void *buf, size_t bytes, int root)
+{
+    (void)buf, (void)bytes, (void)root;
+    return n_unsupported(c, "bcast");
+}
+static int n_send(gpt_comm *c, const void *buf, size_t bytes, int dest)
+{
+    (void)buf, (void)bytes, (void)dest;
+    return n_unsupported(c, "send");
+}
+static int n_recv(gpt_comm *c, void *buf, size_t bytes, int src)
+{
+    (void)buf, (void)bytes, (void)src;
+    return n_unsupported(c, "recv");
+}
+static int n_barrier(gpt_comm *c)
+{
+    nccl_impl *m = (nccl_impl *)c->impl;
+    return cuda_ok(c, cudaStreamSynchronize(m->stream), "cudaStreamSynchronize") ? 0 : -1;
+}
+static void n_abort(gpt_comm *c, int code)
+{
+    nccl_impl *m = (nccl_impl *)c->impl;
+    if (m) ncclCommAbort(m->comm);
+    exit(code);
+}
+static void n_destroy(gpt_comm *c)
+{
+    nccl_impl *m;
+    if (!c) return;
+    m = (nccl_impl *)c->impl;
+    if (m) {
+        ncclCommDestroy(m->comm);
+        cudaStreamDestroy(m->stream);
+        free(m);
+    }
+    free(c);
+}
+
+static const gpt_comm_ops nccl_ops = {"nccl", n_allreduce_f32, n_allreduce_f64, n_bcast,  n_share,
+                                      n_send, n_recv,          n_barrier,       n_abort,  n_destroy};
+
+extern "C" int gpt_nccl_select_device(int local_rank)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
+        (void)cudaGetLastError();
+        fprintf(stderr, "local rank %d: no CUDA device\n", local_rank);
+        return -1;
+    }
+    return cuda_ok(NULL, cudaSetDevice(local_rank % n), "cudaSetDevice") ? 0 : -1;
+}
+
+extern "C" gpt_comm *gpt_comm_nccl_create(gpt_comm *host)
+{
+    struct {
+        int ok;
+        ncclUniqueId id;
+    } msg;
+    gpt_comm *c;
+    nccl_impl *m;
+    int ok;
+    if (!host) return NULL;
+    memset(&msg, 0, sizeof msg);
+    if (host->rank == 0) msg.ok = nccl_ok(host, ncclGetUniqueId(&msg.id), "ncclGetUniqueId");
+    /* rank 0 always sends (so no rank waits forever), with its status */
+    if (host->ops->bcast(host, &msg, sizeof msg, 0) || !msg.ok) return NULL;
+    c = (gpt_comm *)calloc(1, sizeof *c);
+    m = (nccl_impl *)calloc(1, sizeof *m);
+    if (!c || !m) {
+        free(c), free(m);
+        return NULL;
+    }
+    ok = cuda_ok(host, cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking), "cudaStreamCreate") &&
+         nccl_ok(host, ncclCommInitRank(&m->comm, host->size, msg.id, host->rank), "ncclCommInitRank");
+    if (!ok) {
+        free(c), free(m);
+        return NULL;
+    }
+    c->ops = &nccl_ops;
+    c->rank = host->rank, c->size = host->size, c->local_rank = host->local_rank;
+    c->on_device = 1;
+    c->impl = m;
+    return c;
+}
