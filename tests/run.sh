@@ -2,6 +2,10 @@
 # Runs test binaries, sums their "N passed, N failed" lines and prints the total.
 # A binary that crashes or prints no summary counts as one failed test.
 set -u
+# OpenMP threads sleep instead of spinning between parallel regions: on a shared or loaded
+# machine spinning threads steal the cores the working ones need (a 1 s test took 30-56 s at
+# load 5). Results do not depend on it (the determinism tests compare thread counts).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 pass=0; fail=0; bad=()
 for bin in "$@"; do
     out=$("$bin" 2>&1); rc=$?
