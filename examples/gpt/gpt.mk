@@ -2,7 +2,7 @@
 # Each concern keeps its own fragment; every fragment appends its test binaries to GPT_TEST_BINS.
 GPT_DIR   := examples/gpt
 GPT_B     := $(B)/gpt
-GPT_CFLAGS := -std=c99 -O2 $(SIMD2) $(OMP) $(WARN) -I. -I$(GPT_DIR)
+GPT_CFLAGS := -std=c99 -O2 $(if $(HAVE_AVX512),$(SIMD512),$(SIMD2)) $(OMP) $(WARN) -I. -I$(GPT_DIR)
 $(GPT_B):
 	@mkdir -p $@
 -include $(GPT_DIR)/data.mk
