@@ -1634,19 +1634,7 @@ RN__FN int rn__col_mean_finite(const float *A, size_t rows, size_t cols, size_t 
     return 1;
 }
 
-/* Column mean of A in double into mu (cols). */
-RN__FN void rn__col_mean(const float *A, size_t rows, size_t cols, size_t ld, double *mu)
-{
-    size_t r, k;
-    for (k = 0; k < cols; k++) mu[k] = 0.0;
-    for (r = 0; r < rows; r++) {
-        const float *a = A + r * ld;
-        for (k = 0; k < cols; k++) mu[k] += (double)a[k];
-    }
-    for (k = 0; k < cols; k++) mu[k] /= (double)rows;
-}
-
-/* dst[k] = sum_r A[r][k], rows in order (rn__col_mean before the division) */
+/* dst[k] = sum_r A[r][k] in double, rows in order */
 RN__FN void rn__col_sum(const float *A, size_t rows, size_t cols, size_t ld, double *dst)
 {
     size_t r, k;
@@ -1655,6 +1643,14 @@ RN__FN void rn__col_sum(const float *A, size_t rows, size_t cols, size_t ld, dou
         const float *a = A + r * ld;
         for (k = 0; k < cols; k++) dst[k] += (double)a[k];
     }
+}
+
+/* Column mean of A in double into mu (cols): rn__col_sum, then one division per column. */
+RN__FN void rn__col_mean(const float *A, size_t rows, size_t cols, size_t ld, double *mu)
+{
+    size_t k;
+    rn__col_sum(A, rows, cols, ld, mu);
+    for (k = 0; k < cols; k++) mu[k] /= (double)rows;
 }
 
 /* All n doubles finite. */
