@@ -101,8 +101,15 @@ typedef enum muon_status {
     MUON_ERR_DOMAIN,     /* parameter outside its domain */
     MUON_ERR_NOMEM,      /* allocation failed */
     MUON_ERR_ALIAS,      /* buffers overlap where the function does not allow it */
-    MUON_ERR_UNREACHABLE /* muon_ns_choose: no candidate meets the target within max_steps */
+    MUON_ERR_UNREACHABLE, /* muon_ns_choose: no candidate meets the target within max_steps */
+    MUON_ERR_RANGE       /* finite inputs whose result does not fit a float (a SUM momentum
+                            or a weight pushed past FLT_MAX); nothing is written */
 } muon_status;
+
+/* The largest learning rate any step accepts (larger: MUON_ERR_DOMAIN), the same bound as
+ * rownorm.h's RN_LR_MAX. Every step also needs lr * weight_decay <= 1 (the decoupled decay
+ * factor 1 - lr*wd stays in [0, 1]; one that flips the sign of W or grows it is DOMAIN). */
+#define MUON_LR_MAX 1e30
 
 /* A constant string naming the status; never NULL. */
 MUONDEF const char *muon_status_string(muon_status s);
@@ -173,6 +180,12 @@ typedef enum muon_ns_method {
  * `gram_restart` is ignored, and steps <= 0 then means 5); with count > 0, steps == 0 means
  * "each triple once" (steps = count) and safety == 0 means 1. eps is always literal (0 allowed).
  * method 0 is the plain iteration; gram_restart 0 means 2. A zeroed struct is Jordan x 5, plain.
+ * Domain: finite coefficients, safety >= 0, eps >= 0, and an iteration that stays inside
+ * float's range for every input: the singular values start in [0, 1/safety] and step k maps
+ * each exactly through p_k, so the header bounds them (max |p_k| over the previous bound,
+ * widened by 2^-8 for rounding) and requires that the bound, its square, max |a + b x^2 + c x^4|
+ * squared and (Gram) its product over a segment stay below 2^64. Every preset passes at any
+ * step count; e.g. a = 1e30, or a = 10 for 10 steps, or safety 1e-30, is MUON_ERR_DOMAIN.
  * The presets and muon_default() use the plain iteration; MUON_NS_GRAM is an opt-in (its
  * accuracy and speed: muon_orthogonalize's comment). */
 typedef struct muon_ns_config {
@@ -200,8 +213,10 @@ MUONDEF muon_ns_config muon_ns_preset(muon_ns_kind kind, int steps);
  *     tall (rows > cols): iterate on X^T so that the Gram matrix is the small one
  *     K times: A = X X^T (SSYRK); B = b A + c A A (SSYRK, A is symmetric); X = a X + B X (SGEMM)
  * ns NULL: Jordan x 5. Zero G gives zero out (never NaN). out may be G itself (same ld: in
- * place); any other overlap is MUON_ERR_ALIAS. Statuses: NULL, SIZE, DOMAIN (bad schedule),
- * ALIAS, NONFINITE (NaN/Inf in G), NOMEM. Allocates its workspace through MUON_MALLOC; the
+ * place); any other overlap is MUON_ERR_ALIAS. Statuses: NULL, SIZE, DOMAIN (bad schedule,
+ * including one whose iteration could leave float's range: see muon_ns_config), ALIAS,
+ * NONFINITE (NaN/Inf in G), NOMEM, RANGE (an iterate left float's range after all; out
+ * untouched). Allocates its workspace through MUON_MALLOC; the
  * _ws form does not. NS is approximate by design: Jordan x 5 is not exactly orthogonal; it maps
  * each singular value sigma of G/||G||_F to muon_ns_transfer(ns, sigma).
  * Gram NS (ns->method = MUON_NS_GRAM, opt-in; the presets and muon_default() are plain): the
@@ -239,7 +254,10 @@ MUONDEF muon_status muon_orthogonalize_ws(const float *G, size_t rows, size_t co
  * the GEMM would run on one thread) run concurrently, one per OpenMP thread, with bit-identical
  * results. The allocating form allocates the batched size. For count > 1 the strides
  * must keep the output matrices apart (stride_o >= (rows-1)*ldo + cols, else MUON_ERR_SIZE);
- * in place needs out == G, ldo == ldg, stride_o == stride_g. */
+ * stride_g may be anything, 0 included (one input read count times); in place needs out == G,
+ * ldo == ldg, stride_o == stride_g. Errors are found before any output is written, except
+ * RANGE (an iterate that left float's range despite the schedule's bound): then the matrices
+ * before the failing one may have been written. */
 MUONDEF muon_status muon_orthogonalize_batched(const float *G, size_t count, size_t rows, size_t cols,
                                                size_t ldg, size_t stride_g, const muon_ns_config *ns,
                                                float *out, size_t ldo, size_t stride_o);
@@ -271,7 +289,8 @@ MUONDEF muon_status muon_sv_quantile(const double *sv, size_t n, double q, doubl
  * (NULL with count 0: the four presets, in enum order) it takes the one with the least
  * muon_ns_min_steps(..., max_steps) (ties: the earlier one), writes it to *out with
  * out->steps = K and, if index_out is not NULL, its index. UNREACHABLE if no candidate meets
- * tau within max_steps (out untouched). DOMAIN for bad q, tau, max_steps, sv or candidates. */
+ * tau within max_steps (out untouched). DOMAIN for bad q, tau, max_steps, sv (non-finite,
+ * unsorted, negative, all zero) or candidates. */
 MUONDEF muon_status muon_ns_choose(const double *sv, size_t n, double q, double tau, int max_steps,
                                    const muon_ns_config *candidates, size_t count,
                                    muon_ns_config *out, size_t *index_out);
@@ -366,8 +385,14 @@ MUONDEF size_t muon_workspace_size(size_t rows, size_t cols, const muon_config *
  * G is never modified and must not overlap W (ALIAS); neither W, G nor ws may overlap the
  * state's buffers (momentum, cap_u, cap_v; ALIAS). Statuses: NULL (incl. an uninitialised
  * state, or muon_step on a state without workspace), SIZE (ld < cols, split_rows not dividing
- * rows, workspace too small), DOMAIN (cfg out of range), ALIAS, NONFINITE (NaN/Inf in G).
- * No allocation. */
+ * rows, workspace too small), DOMAIN (cfg out of range: lr outside [0, MUON_LR_MAX],
+ * lr * weight_decay > 1, a bad schedule; or st->step negative or LLONG_MAX), ALIAS, NONFINITE
+ * (NaN/Inf in G or in the momentum; in W too when the cap is on, since it reads W), RANGE
+ * (finite inputs whose result does not fit a float: the SUM momentum or u past FLT_MAX, the
+ * scaled step or a finite entry of W pushed past FLT_MAX; with the cap the test is the
+ * sufficient |w (1 - lr lambda)| + |d| + ||D||_F <= FLT_MAX). On every error W and the whole
+ * state are as before. Without the cap W is not checked: a NaN/Inf already in W stays in its
+ * own entry. No allocation. */
 MUONDEF muon_status muon_step(muon_state *st, const muon_config *cfg, float *W, size_t ldw,
                               const float *G, size_t ldg);
 MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *W, size_t ldw,
@@ -420,7 +445,8 @@ MUONDEF muon_status muon_top_singular_pair(const float *W, size_t rows, size_t c
                                            double *u, double *v, double *sigma);
 /* c = u^T D v, sigma_1's first-order growth under W -> W + D (unit u, v: the top pair of W).
  * GROWTH: if c > 0, D <- D - c u v^T; ALWAYS: D <- D - c u v^T; OFF: D unchanged. *growth (may
- * be NULL) receives c before removal. Statuses: NULL, SIZE, DOMAIN (bad mode). */
+ * be NULL) receives c before removal. Statuses: NULL, SIZE, DOMAIN (bad mode), NONFINITE
+ * (NaN/Inf in D, u or v; D and *growth untouched). */
 MUONDEF muon_status muon_spectral_cap(float *D, size_t rows, size_t cols, size_t ldd, const double *u,
                                       const double *v, muon_cap_mode mode, double *growth);
 /* Min-entropy H_inf = log(||W||_F^2 / sigma1^2) (the log of the stable rank) for a given
@@ -492,7 +518,10 @@ MUONDEF size_t muown_workspace_size(size_t rows, size_t cols, const muown_config
  * until then stays W_i = 0 with g_i = 0. (g_i = 0 with W_i != 0 only arises from a state edited
  * by hand: u_i = W_i/||W_i||.)
  * Statuses as muon_step_ws, plus NONFINITE for NaN/Inf in W (W is read: it carries the
- * directions); ws, W and G may not overlap the state's buffers (ALIAS). No allocation. */
+ * directions), DOMAIN for st->step negative or LLONG_MAX, and RANGE when a new magnitude g_i
+ * or v_new would not fit a float (|g_new| (1 + 2^-23) + lr lambda max|W_i| <= FLT_MAX per
+ * row); W and the state are untouched on every error; ws, W and G may not overlap the state's
+ * buffers (ALIAS). No allocation. */
 MUONDEF muon_status muown_step(muown_state *st, const muown_config *cfg, float *W, size_t ldw,
                                const float *G, size_t ldg);
 MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, float *W, size_t ldw,
@@ -526,8 +555,14 @@ typedef struct muon_adamw_state {
 MUONDEF muon_status muon_adamw_init(muon_adamw_state *st, size_t size);
 /* t <- t+1; p <- p - (lr wd) p (in double: never lost to rounding); m, v EMA of g, g^2;
  * p <- p - lr m_hat / (sqrt(v_hat) + eps) with bias corrections 1 - beta^t computed as
- * -expm1(t log beta). NULL, DOMAIN, NONFINITE (in grad), ALIAS (param overlaps grad, or param
- * or grad overlaps st->m or st->v). No allocation. */
+ * -expm1(t log beta). v is formed in double and stored no larger than FLT_MAX, so the moments
+ * stay finite for every finite gradient (a gradient above ~1e19 no longer leaves v = Inf,
+ * which froze its entry). Statuses: NULL, DOMAIN (lr outside [0, MUON_LR_MAX],
+ * lr * weight_decay > 1, betas outside [0, 1), eps <= 0, st->step negative or LLONG_MAX),
+ * NONFINITE (NaN/Inf in grad, st->m or st->v), ALIAS (param overlaps grad, or param or grad
+ * overlaps st->m or st->v), RANGE (a finite parameter would leave float's range: only from a
+ * state written by hand or a rate near MUON_LR_MAX). A read-only pre-pass finds every error, so
+ * on an error param and the state are untouched. No allocation. */
 MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_config *cfg, float *param,
                                     const float *grad);
 MUONDEF void muon_adamw_free(muon_adamw_state *st);
@@ -535,8 +570,9 @@ MUONDEF void muon_adamw_free(muon_adamw_state *st);
 /* Global-norm clipping over `count` tensors (grads[i] has sizes[i] floats; sizes may be 0):
  * total = sqrt(sum of all squares) in double; if total > max_norm every gradient is multiplied
  * by max_norm / total. Clip gradients, never the orthogonalised updates. *total_norm_out (may be
- * NULL) receives the norm before clipping. NULL, SIZE (count 0), DOMAIN (max_norm <= 0 or NaN),
- * NONFINITE (nothing is scaled). */
+ * NULL) receives the norm before clipping. NULL, SIZE (count 0, a size overflowing bytes),
+ * DOMAIN (max_norm <= 0 or NaN), ALIAS (two tensors overlap, e.g. one listed twice: it would be
+ * counted and scaled twice; empty tensors overlap nothing), NONFINITE (nothing is scaled). */
 MUONDEF muon_status muon_clip_grad_norm(float **grads, const size_t *sizes, size_t count, double max_norm,
                                         double *total_norm_out);
 
@@ -549,6 +585,8 @@ MUONDEF muon_status muon_clip_grad_norm(float **grads, const size_t *sizes, size
 #ifndef MUON_IMPLEMENTATION_DONE
 #define MUON_IMPLEMENTATION_DONE
 
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -581,6 +619,7 @@ MUONDEF const char *muon_status_string(muon_status s)
     case MUON_ERR_NOMEM: return "out of memory";
     case MUON_ERR_ALIAS: return "buffers overlap where not allowed";
     case MUON_ERR_UNREACHABLE: return "no candidate schedule meets the target within max_steps";
+    case MUON_ERR_RANGE: return "the result does not fit a float (nothing written)";
     }
     return "unknown muon_status";
 }
@@ -1665,6 +1704,79 @@ MUONDEF muon_ns_config muon_ns_preset(muon_ns_kind kind, int steps)
     return c;
 }
 
+/* the triple of step k (0-based) of a resolved schedule */
+static const double *muon__ns_triple(const muon_ns_config *c, int k)
+{
+    if (k < c->count) return c->coeffs[k];
+    if (c->mode == MUON_NS_CYCLE) return c->coeffs[k % c->count];
+    return c->coeffs[c->count - 1];
+}
+
+/* max |p(x)| and max |p(x)/x| = max |a + b y + c y^2| (y = x^2) over x in [0, s], for
+ * p(x) = a x + b x^3 + c x^5: the extremes sit at the ends or where a derivative vanishes. */
+static void muon__ns_pbound(const double *t, double s, double *pmax, double *qmax)
+{
+    double a = t[0], b = t[1], c = t[2], y1 = s * s, pm, qm, y;
+    pm = fabs(s * (a + y1 * (b + y1 * c)));
+    qm = fabs(a) > fabs(a + y1 * (b + y1 * c)) ? fabs(a) : fabs(a + y1 * (b + y1 * c));
+    if (c != 0.0) {
+        double disc = 9.0 * b * b - 20.0 * a * c, yq = -b / (2.0 * c);
+        if (yq > 0.0 && yq < y1) { /* q'(y) = 0 */
+            double v = fabs(a + yq * (b + yq * c));
+            if (v > qm) qm = v;
+        }
+        if (disc >= 0.0) { /* p'(x) = a + 3b y + 5c y^2 = 0 */
+            int r;
+            for (r = -1; r <= 1; r += 2) {
+                y = (-3.0 * b + (double)r * sqrt(disc)) / (10.0 * c);
+                if (y > 0.0 && y < y1) {
+                    double v = fabs(sqrt(y) * (a + y * (b + y * c)));
+                    if (v > pm) pm = v;
+                }
+            }
+        }
+    } else if (b != 0.0) {
+        y = -a / (3.0 * b);
+        if (y > 0.0 && y < y1) {
+            double v = fabs(sqrt(y) * (a + y * b));
+            if (v > pm) pm = v;
+        }
+    }
+    *pmax = pm;
+    *qmax = qm;
+}
+
+/* The schedule's domain beyond finite coefficients: the iteration must stay inside float's
+ * range for every input. X0 has singular values in [0, 1/safety] (the Frobenius
+ * normalisation), and step k maps each singular value x to p_k(x) exactly in real arithmetic,
+ * so s_{k+1} = max |p_k| over [0, s_k] bounds them all; the interval is widened by 2^-8 per
+ * step to cover float rounding. Every quantity a step forms is bounded by these: X by s,
+ * A = X X^T by s^2, a I + b A + c A^2 by max |q|, and the Gram form's accumulated Q by the
+ * product of max |q| over a segment. All must stay below 2^64 (float's range is 2^128), or
+ * the schedule is MUON_ERR_DOMAIN. Every preset passes at any step count (its polynomials map
+ * [0, ~1.2] into itself); a rejected schedule is one that would overflow on some input. */
+#define MUON__NS_BOUND 18446744073709551616.0 /* 2^64 */
+static int muon__ns_bounded(const muon_ns_config *c)
+{
+    double s = 1.0 / c->safety, qprod = 1.0, pm, qm;
+    int k, seg = 0, restart = c->gram_restart > 0 ? c->gram_restart : 2;
+    if (!(s <= MUON__NS_BOUND)) return 0;
+    for (k = 0; k < c->steps; k++) {
+        if (c->method == MUON_NS_GRAM && seg == restart) {
+            qprod = 1.0;
+            seg = 0;
+        }
+        muon__ns_pbound(muon__ns_triple(c, k), s * (1.0 + 1.0 / 256.0), &pm, &qm);
+        qprod *= qm;
+        if (!(s * s <= MUON__NS_BOUND) || !(qm * qm <= MUON__NS_BOUND) || !(pm <= MUON__NS_BOUND) ||
+            (c->method == MUON_NS_GRAM && !(qprod <= MUON__NS_BOUND)))
+            return 0;
+        s = pm;
+        seg++;
+    }
+    return 1;
+}
+
 /* Resolve the zero-field defaults of a schedule into *out and validate it. */
 static muon_status muon__ns_resolve(const muon_ns_config *in, muon_ns_config *out)
 {
@@ -1680,7 +1792,7 @@ static muon_status muon__ns_resolve(const muon_ns_config *in, muon_ns_config *ou
         *out = muon_ns_preset(MUON_NS_JORDAN, in->steps);
         out->method = in->method;
         out->gram_restart = in->gram_restart; /* 0 (= 2) is resolved where it is used */
-        return MUON_OK;
+        return muon__ns_bounded(out) ? MUON_OK : MUON_ERR_DOMAIN;
     }
     if (in->count < 0 || in->count > MUON_NS_MAX_TRIPLES) return MUON_ERR_DOMAIN;
     if (in->steps < 0 || in->steps > MUON_NS_MAX_STEPS) return MUON_ERR_DOMAIN;
@@ -1694,15 +1806,7 @@ static muon_status muon__ns_resolve(const muon_ns_config *in, muon_ns_config *ou
     *out = *in;
     if (out->steps == 0) out->steps = out->count;
     if (out->safety == 0.0) out->safety = 1.0;
-    return MUON_OK;
-}
-
-/* the triple of step k (0-based) of a resolved schedule */
-static const double *muon__ns_triple(const muon_ns_config *c, int k)
-{
-    if (k < c->count) return c->coeffs[k];
-    if (c->mode == MUON_NS_CYCLE) return c->coeffs[k % c->count];
-    return c->coeffs[c->count - 1];
+    return muon__ns_bounded(out) ? MUON_OK : MUON_ERR_DOMAIN;
 }
 
 static double muon__ns_poly(const double *t, double x)
@@ -1790,6 +1894,7 @@ MUONDEF muon_status muon_ns_choose(const double *sv, size_t n, double q, double 
     }
     s = muon_sv_quantile(sv, n, q, &sq);
     if (s != MUON_OK) return s;
+    if (sv[n - 1] < 0.0) return MUON_ERR_DOMAIN; /* descending (checked above): the last is the least */
     for (i = 0; i < n; i++) ss += sv[i] * sv[i];
     if (!(ss > 0.0) || !muon__u_isfinite(ss)) return MUON_ERR_DOMAIN;
     sq /= sqrt(ss);
@@ -2039,6 +2144,9 @@ static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t
         X = Y;
         Y = sw;
     }
+    /* the schedule's bound (muon__ns_bounded) keeps X finite; this is the backstop that keeps
+     * out untouched if rounding ever carried an iterate past it */
+    if (!muon__u_finite_matrix(X, m, n, n)) return MUON_ERR_RANGE;
     if (!tall) {
         for (i = 0; i < rows; i++) memcpy(out + i * ldo, X + i * n, cols * sizeof(float));
     } else {
@@ -2062,7 +2170,7 @@ MUONDEF muon_status muon_orthogonalize_batched_ws(const float *G, size_t count, 
     if ((s = muon__u_check_shape(rows, cols, ldo)) != MUON_OK) return s;
     eg = muon__u_extent(rows, cols, ldg);
     eo = muon__u_extent(rows, cols, ldo);
-    if (count > 1 && (stride_o < eo || stride_g == 0)) return MUON_ERR_SIZE;
+    if (count > 1 && stride_o < eo) return MUON_ERR_SIZE; /* stride_g 0: one input read count times */
     if (count == 1) {
         tg = eg;
         to = eo;
@@ -2374,9 +2482,15 @@ MUONDEF muon_status muon_spectral_cap(float *D, size_t rows, size_t cols, size_t
 {
     muon_status s;
     double c;
+    size_t i;
     if (!D || !u || !v) return MUON_ERR_NULL;
     if ((s = muon__u_check_shape(rows, cols, ldd)) != MUON_OK) return s;
     if (mode != MUON_CAP_OFF && mode != MUON_CAP_GROWTH && mode != MUON_CAP_ALWAYS) return MUON_ERR_DOMAIN;
+    for (i = 0; i < rows; i++)
+        if (!muon__u_isfinite(u[i])) return MUON_ERR_NONFINITE;
+    for (i = 0; i < cols; i++)
+        if (!muon__u_isfinite(v[i])) return MUON_ERR_NONFINITE;
+    if (!muon__u_finite_matrix(D, rows, cols, ldd)) return MUON_ERR_NONFINITE;
     c = muon__cap_growth(D, rows, cols, ldd, u, v);
     if (mode == MUON_CAP_ALWAYS || (mode == MUON_CAP_GROWTH && c > 0.0))
         muon__cap_remove(D, rows, cols, ldd, u, v, c);
@@ -2471,14 +2585,25 @@ MUONDEF muon_config muon_default(void)
     return c;
 }
 
+/* The domain of (lr, weight_decay) shared by every step (MUON_LR_MAX). */
+static int muon__lr_wd_ok(double lr, double wd)
+{
+    return lr >= 0.0 && lr <= MUON_LR_MAX && wd >= 0.0 && wd <= DBL_MAX && lr * wd <= 1.0;
+}
+
+/* A step counter that can take one more step (from a checkpoint it may be anything). */
+static int muon__step_count_ok(long long step)
+{
+    return step >= 0 && step < LLONG_MAX;
+}
+
 /* cfg with zero-field defaults resolved and validated */
 static muon_status muon__cfg_resolve(const muon_config *in, muon_config *out)
 {
     muon_status s;
     *out = *in;
-    if (!muon__u_isfinite(in->lr) || in->lr < 0.0) return MUON_ERR_DOMAIN;
+    if (!muon__lr_wd_ok(in->lr, in->weight_decay)) return MUON_ERR_DOMAIN;
     if (!(in->momentum >= 0.0 && in->momentum < 1.0)) return MUON_ERR_DOMAIN;
-    if (!muon__u_isfinite(in->weight_decay) || in->weight_decay < 0.0) return MUON_ERR_DOMAIN;
     if (in->momentum_form != MUON_MOMENTUM_EMA && in->momentum_form != MUON_MOMENTUM_SUM) return MUON_ERR_DOMAIN;
     if (in->scale != MUON_SCALE_ORIGINAL && in->scale != MUON_SCALE_MATCH_ADAMW &&
         in->scale != MUON_SCALE_SPECTRAL && in->scale != MUON_SCALE_NONE)
@@ -2593,19 +2718,30 @@ static float muon__mom_dir(float b, float g, double beta, int nesterov, muon_mom
     return nesterov ? (float)(gb + beta * (double)*bnew) : *bnew;
 }
 
-/* u = momentum direction of G into U (ld cols) without touching B */
-static void muon__mom_fill(const float *B, const float *G, size_t ldg, size_t rows, size_t cols,
-                           const muon_config *c, float *U)
+/* u = momentum direction of G into U (ld cols) without touching B. MUON_ERR_RANGE if the new
+ * momentum or u overflows float (the SUM form with |G| near FLT_MAX (1 - beta); the EMA form
+ * is a convex combination of finite floats and cannot), NONFINITE for NaN/Inf in B (a state
+ * written by hand). */
+static muon_status muon__mom_fill(const float *B, const float *G, size_t ldg, size_t rows, size_t cols,
+                                  const muon_config *c, float *U)
 {
     size_t i;
-    MUON__OMP(omp parallel for schedule(static) if ((double)rows * (double)cols >= MUON__PAR_MIN))
+    int bad = 0, badb = 0;
+    MUON__OMP(omp parallel for schedule(static) reduction(|:bad, badb) if ((double)rows * (double)cols >= MUON__PAR_MIN))
     for (i = 0; i < rows; i++) {
         const float *b = B + i * cols, *g = G + i * ldg;
         float *u = U + i * cols;
         size_t j;
-        float nb;
-        for (j = 0; j < cols; j++) u[j] = muon__mom_dir(b[j], g[j], c->momentum, c->nesterov, c->momentum_form, &nb);
+        float nb, nbmax = 0.0f;
+        for (j = 0; j < cols; j++) {
+            u[j] = muon__mom_dir(b[j], g[j], c->momentum, c->nesterov, c->momentum_form, &nb);
+            nbmax = fabsf(nb) > nbmax ? fabsf(nb) : nbmax; /* NaN compares false: caught below */
+        }
+        bad |= !(nbmax <= FLT_MAX) || !muon__u_finite_matrix(u, 1, cols, cols);
+        badb |= !muon__u_finite_matrix(b, 1, cols, cols);
     }
+    if (badb) return MUON_ERR_NONFINITE;
+    return bad ? MUON_ERR_RANGE : MUON_OK;
 }
 
 static void muon__mom_commit(float *B, const float *G, size_t ldg, size_t rows, size_t cols, const muon_config *c)
@@ -2630,19 +2766,56 @@ static muon_status muon__ns_chunks_scaled(float *U, size_t rows, size_t cols, co
 {
     size_t k = c->split_rows, r = rows / k, ch, i;
     muon_status s;
+    double fd;
     float f;
+    int bad = 0;
     for (ch = 0; ch < k; ch++) {
         s = muon__ns_one(U + ch * r * cols, r, cols, cols, &c->ns, U + ch * r * cols, cols, nsws, nsws_bytes);
         if (s != MUON_OK) return s;
     }
-    f = (float)(-c->lr * muon__shape_scale(c, r, cols)); /* equal chunks: one scale */
-    MUON__OMP(omp parallel for schedule(static) if ((double)rows * (double)cols >= MUON__PAR_MIN))
+    fd = -c->lr * muon__shape_scale(c, r, cols); /* equal chunks: one scale */
+    if (!(fabs(fd) <= FLT_MAX)) return MUON_ERR_RANGE;
+    f = (float)fd;
+    MUON__OMP(omp parallel for schedule(static) reduction(|:bad) if ((double)rows * (double)cols >= MUON__PAR_MIN))
     for (i = 0; i < rows; i++) {
         float *u = U + i * cols;
         size_t j;
         for (j = 0; j < cols; j++) u[j] *= f;
+        bad |= !muon__u_finite_matrix(u, 1, cols, cols);
     }
-    return MUON_OK;
+    return bad ? MUON_ERR_RANGE : MUON_OK;
+}
+
+/* w - lrwd w + d as muon_step_ws commits it (in double, rounded once) */
+static float muon__step_new_w(float w, float d, double lrwd)
+{
+    return lrwd != 0.0 ? (float)(((double)w - lrwd * (double)w) + (double)d) : w + d;
+}
+
+/* Whether committing D (in U, ld cols) to W overflows no finite entry of W (an entry that is
+ * already NaN/Inf stays so: W is not an input the step checks). With the spectral cap, D is
+ * still to be capped: D - c u v^T with |c| <= ||D||_2 <= ||D||_F and unit u, v moves each entry
+ * by at most ||D||_F, so the test is |w (1 - lrwd)| + |d| + ||D||_F <= FLT_MAX (in double),
+ * a sufficient condition checked before the cap writes its pair into the state. */
+static int muon__step_fits(const float *W, size_t ldw, const float *U, size_t rows, size_t cols, double lrwd,
+                           int capped)
+{
+    size_t i;
+    int bad = 0;
+    double fro = capped ? sqrt(muon__u_sumsq(U, rows, cols, cols)) : 0.0;
+    MUON__OMP(omp parallel for schedule(static) reduction(|:bad) if ((double)rows * (double)cols >= MUON__PAR_MIN))
+    for (i = 0; i < rows; i++) {
+        const float *w = W + i * ldw, *d = U + i * cols;
+        size_t j;
+        for (j = 0; j < cols; j++) {
+            if (!(fabsf(w[j]) <= FLT_MAX)) continue;
+            if (capped)
+                bad |= !(fabs((double)w[j] * (1.0 - lrwd)) + fabs((double)d[j]) + fro <= (double)FLT_MAX);
+            else
+                bad |= !(fabsf(muon__step_new_w(w[j], d[j], lrwd)) <= FLT_MAX);
+        }
+    }
+    return !bad;
 }
 
 /* validation shared by muon_step_ws and muown_step_ws; the nreg state buffers reg[k] (reg_bytes[k]
@@ -2699,13 +2872,18 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
     reg_bytes[2] = cols * sizeof(double);
     s = muon__step_check(rows, cols, W, ldw, G, ldg, &c, ws, ws_bytes, 0, reg, reg_bytes, 3);
     if (s != MUON_OK) return s;
+    if (!muon__step_count_ok(st->step)) return MUON_ERR_DOMAIN;
+    /* the cap reads W (power iteration): NaN/Inf there would enter the stored pair */
+    if (c.cap != MUON_CAP_OFF && !muon__u_finite_matrix(W, rows, cols, ldw)) return MUON_ERR_NONFINITE;
 
     base = muon__u_align_ptr(ws);
     ub = muon__u_round(rows * cols * sizeof(float));
     U = (float *)base;
-    muon__mom_fill(st->momentum, G, ldg, rows, cols, &c, U);
+    if ((s = muon__mom_fill(st->momentum, G, ldg, rows, cols, &c, U)) != MUON_OK) return s;
     s = muon__ns_chunks_scaled(U, rows, cols, &c, base + ub, ws_bytes - (size_t)(base + ub - (unsigned char *)ws));
     if (s != MUON_OK) return s; /* nothing committed yet */
+    lrwd = c.lr * c.weight_decay;
+    if (!muon__step_fits(W, ldw, U, rows, cols, lrwd, c.cap != MUON_CAP_OFF)) return MUON_ERR_RANGE;
 
     if (c.cap != MUON_CAP_OFF) { /* SPEC 2.4: top pair of W (warm), remove sigma_1's growth */
         double sigma = muon__power(W, rows, cols, ldw, st->cap_valid ? c.cap_iters : MUON_CAP_COLD_ITERS,
@@ -2721,16 +2899,12 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
      * The decay is formed as w - (lr lambda) w in double, not as w * (float)(1 - lr lambda),
      * which rounds to 1.0f (no decay at all) once lr lambda < 2^-25. */
     muon__mom_commit(st->momentum, G, ldg, rows, cols, &c);
-    lrwd = c.lr * c.weight_decay;
     MUON__OMP(omp parallel for schedule(static) if ((double)rows * (double)cols >= MUON__PAR_MIN))
     for (i = 0; i < rows; i++) {
         float *w = W + i * ldw;
         const float *d = U + i * cols;
         size_t j;
-        if (lrwd != 0.0)
-            for (j = 0; j < cols; j++) w[j] = (float)(((double)w[j] - lrwd * (double)w[j]) + (double)d[j]);
-        else
-            for (j = 0; j < cols; j++) w[j] += d[j];
+        for (j = 0; j < cols; j++) w[j] = muon__step_new_w(w[j], d[j], lrwd);
     }
     st->step++;
     return MUON_OK;
@@ -3048,9 +3222,30 @@ MUONDEF muon_status muown_resync(muown_state *st, const float *W, size_t ldw)
     return MUON_OK;
 }
 
+/* The magnitude rule: g's new value from its gradient gi; *m_out, *v_out the rule's moments
+ * (unchanged for the rules that do not use them). */
+static double muon__muown_mag(const muown_config *cfg, double g, double m, double v, double gi, double bc1,
+                              double bc2, double *m_out, double *v_out)
+{
+    *m_out = m;
+    *v_out = v;
+    switch (cfg->magnitude) {
+    case MUOWN_MAG_ADAM:
+        *m_out = cfg->mag_beta1 * m + (1.0 - cfg->mag_beta1) * gi;
+        *v_out = cfg->mag_beta2 * v + (1.0 - cfg->mag_beta2) * gi * gi;
+        return g - cfg->mag_lr * (*m_out / bc1) / (sqrt(*v_out / bc2) + cfg->mag_eps);
+    case MUOWN_MAG_SIGNUM:
+        *m_out = cfg->mag_beta1 * m + (1.0 - cfg->mag_beta1) * gi;
+        return g - cfg->mag_lr * (*m_out > 0.0 ? 1.0 : *m_out < 0.0 ? -1.0 : 0.0);
+    case MUOWN_MAG_FIXED: break;
+    }
+    return g;
+}
+
 MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, float *W, size_t ldw,
                                   const float *G, size_t ldg, void *ws, size_t ws_bytes)
 {
+    int bad = 0;
     muon_config c;
     muon_status s;
     size_t rows, cols, ub, i;
@@ -3082,13 +3277,14 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     if (s != MUON_OK) return s;
     /* W is read too (its rows carry the directions): NaN/Inf there would enter g and ||v|| */
     if (!muon__u_finite_matrix(W, rows, cols, ldw)) return MUON_ERR_NONFINITE;
+    if (!muon__step_count_ok(st->step)) return MUON_ERR_DOMAIN;
 
     base = muon__u_align_ptr(ws);
     ub = muon__u_round(rows * cols * sizeof(float));
     U = (float *)base;
     gg = (double *)(base + ub);
     /* pass 1: grad_g, grad_v and its momentum direction (state untouched) */
-    MUON__OMP(omp parallel for schedule(static) if ((double)rows * (double)cols >= MUON__PAR_MIN))
+    MUON__OMP(omp parallel for schedule(static) reduction(|:bad) if ((double)rows * (double)cols >= MUON__PAR_MIN))
     for (i = 0; i < rows; i++) {
         float *u = U + i * cols;
         const float *b = st->momentum + i * cols;
@@ -3096,11 +3292,17 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
         size_t j;
         float nb;
         gg[i] = muon__muown_row(W + i * ldw, G + i * ldg, cols, st->g[i], st->vnorm[i], &us, u);
-        for (j = 0; j < cols; j++) u[j] = muon__mom_dir(b[j], u[j], c.momentum, c.nesterov, c.momentum_form, &nb);
+        bad |= !muon__u_finite_matrix(u, 1, cols, cols) || !muon__u_finite_matrix(b, 1, cols, cols);
+        for (j = 0; j < cols; j++) {
+            u[j] = muon__mom_dir(b[j], u[j], c.momentum, c.nesterov, c.momentum_form, &nb);
+            bad |= !(fabsf(nb) <= FLT_MAX);
+        }
+        bad |= !muon__u_finite_matrix(u, 1, cols, cols) || !muon__u_isfinite(gg[i]);
     }
+    if (bad) return MUON_ERR_RANGE; /* a SUM momentum past FLT_MAX (the EMA form cannot) */
     s = muon__ns_chunks_scaled(U, rows, cols, &c, base + ub + muon__u_round(rows * sizeof(double)),
-                               ws_bytes - (size_t)(base + ub + muon__u_round(rows * sizeof(double)) -
-                                                   (unsigned char *)ws));
+                               ws_bytes - (size_t)(base + ub - (unsigned char *)ws) -
+                                   muon__u_round(rows * sizeof(double)));
     if (s != MUON_OK) return s;
 
     t = st->step + 1;
@@ -3109,6 +3311,22 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
         bc2 = -expm1((double)t * log(cfg->mag_beta2));
     }
     lrwd = c.lr * c.weight_decay;
+    /* nothing is committed unless every row's new magnitude and v_new fit a float */
+    MUON__OMP(omp parallel for schedule(static) reduction(|:bad) if ((double)rows * (double)cols >= MUON__PAR_MIN))
+    for (i = 0; i < rows; i++) {
+        const float *w = W + i * ldw, *d = U + i * cols;
+        double us = muon__muown_uscale(w, cols, st->g[i]), mm, vv, wmax = 0.0;
+        double gn = muon__muown_mag(cfg, st->g[i], st->mag_m[i], st->mag_v[i], gg[i], bc1, bc2, &mm, &vv);
+        size_t j;
+        for (j = 0; j < cols; j++) {
+            double vn = st->vnorm[i] * ((double)w[j] * us) + (double)d[j];
+            bad |= !(fabs(vn) <= (double)FLT_MAX);
+            wmax = fabs((double)w[j]) > wmax ? fabs((double)w[j]) : wmax;
+        }
+        /* |W_new| <= |g_new| (1 + 2^-23) + lr lambda |W| (v_new / ||v_new|| has unit rows) */
+        bad |= !(fabs(gn) * (1.0 + 1.0 / 8388608.0) + lrwd * wmax <= (double)FLT_MAX);
+    }
+    if (bad) return MUON_ERR_RANGE;
     /* commit row by row (rows are independent) */
     MUON__OMP(omp parallel for schedule(static) if ((double)rows * (double)cols >= MUON__PAR_MIN))
     for (i = 0; i < rows; i++) {
@@ -3128,18 +3346,7 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
             nv += vn * vn;
         }
         nv = sqrt(nv);
-        switch (cfg->magnitude) {
-        case MUOWN_MAG_ADAM:
-            st->mag_m[i] = cfg->mag_beta1 * st->mag_m[i] + (1.0 - cfg->mag_beta1) * gi;
-            st->mag_v[i] = cfg->mag_beta2 * st->mag_v[i] + (1.0 - cfg->mag_beta2) * gi * gi;
-            gn -= cfg->mag_lr * (st->mag_m[i] / bc1) / (sqrt(st->mag_v[i] / bc2) + cfg->mag_eps);
-            break;
-        case MUOWN_MAG_SIGNUM:
-            st->mag_m[i] = cfg->mag_beta1 * st->mag_m[i] + (1.0 - cfg->mag_beta1) * gi;
-            gn -= cfg->mag_lr * (st->mag_m[i] > 0.0 ? 1.0 : st->mag_m[i] < 0.0 ? -1.0 : 0.0);
-            break;
-        case MUOWN_MAG_FIXED: break;
-        }
+        gn = muon__muown_mag(cfg, gn, st->mag_m[i], st->mag_v[i], gi, bc1, bc2, &st->mag_m[i], &st->mag_v[i]);
         if (nv > 0.0) {
             scale = gn / nv;
             st->vnorm[i] = nv;
@@ -3212,6 +3419,22 @@ MUONDEF void muon_adamw_free(muon_adamw_state *st)
     memset(st, 0, sizeof *st);
 }
 
+/* One AdamW element: the new parameter, with the new moments in *m_out, *v_out. m is a convex
+ * combination (finite for finite inputs); v = beta2 v + (1 - beta2) g^2 is formed in double and
+ * stored no larger than FLT_MAX, so that a gradient of 1e20 or more (whose square overflows
+ * float) leaves a finite second moment that decays again (an Inf would freeze the entry: m/Inf
+ * = 0 forever). The parameter update uses the unclamped v of this step. */
+static float muon__adamw_one(float param, float grad, float m0, float v0, double b1, double b2, double lr,
+                             double lrwd, double eps, double bc1, double bc2, float *m_out, float *v_out)
+{
+    double g = (double)grad, p = (double)param;
+    double m = b1 * (double)m0 + (1.0 - b1) * g;
+    double v = b2 * (double)v0 + (1.0 - b2) * g * g;
+    *m_out = (float)m;
+    *v_out = (float)(v < (double)FLT_MAX ? v : (double)FLT_MAX);
+    return (float)((p - lrwd * p) - lr * (m / bc1) / (sqrt(v / bc2) + eps));
+}
+
 MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_config *cfg, float *param,
                                     const float *grad)
 {
@@ -3221,17 +3444,16 @@ MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_confi
     if (!st || !cfg || !param || !grad) return MUON_ERR_NULL;
     if (!st->m || !st->v) return MUON_ERR_NULL;
     n = st->size;
-    if (!muon__u_isfinite(cfg->lr) || cfg->lr < 0.0) return MUON_ERR_DOMAIN;
+    if (!muon__lr_wd_ok(cfg->lr, cfg->weight_decay)) return MUON_ERR_DOMAIN;
     if (!(cfg->beta1 >= 0.0 && cfg->beta1 < 1.0) || !(cfg->beta2 >= 0.0 && cfg->beta2 < 1.0)) return MUON_ERR_DOMAIN;
     if (!muon__u_isfinite(cfg->eps) || !(cfg->eps > 0.0)) return MUON_ERR_DOMAIN;
-    if (!muon__u_isfinite(cfg->weight_decay) || cfg->weight_decay < 0.0) return MUON_ERR_DOMAIN;
+    if (!muon__step_count_ok(st->step)) return MUON_ERR_DOMAIN;
     if (muon__u_overlap(param, n * sizeof(float), grad, n * sizeof(float)) ||
         muon__u_overlap(param, n * sizeof(float), st->m, n * sizeof(float)) ||
         muon__u_overlap(param, n * sizeof(float), st->v, n * sizeof(float)) ||
         muon__u_overlap(grad, n * sizeof(float), st->m, n * sizeof(float)) ||
         muon__u_overlap(grad, n * sizeof(float), st->v, n * sizeof(float)))
         return MUON_ERR_ALIAS;
-    if (!muon__u_finite_matrix(grad, 1, n, n)) return MUON_ERR_NONFINITE;
     t = st->step + 1;
     b1 = cfg->beta1;
     b2 = cfg->beta2;
@@ -3240,15 +3462,24 @@ MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_confi
     bc1 = -expm1((double)t * log(b1)); /* 1 - beta1^t, exact for beta near 1 */
     bc2 = -expm1((double)t * log(b2));
     lrwd = lr * cfg->weight_decay; /* p - (lr wd) p in double: (float)(1 - lr wd) would round to 1 */
-    MUON__OMP(omp parallel for schedule(static) if ((double)n >= MUON__PAR_MIN))
-    for (i = 0; i < n; i++) {
-        double g = (double)grad[i], p = (double)param[i];
-        double m = b1 * (double)st->m[i] + (1.0 - b1) * g;
-        double v = b2 * (double)st->v[i] + (1.0 - b2) * g * g;
-        st->m[i] = (float)m;
-        st->v[i] = (float)v;
-        param[i] = (float)((p - lrwd * p) - lr * (m / bc1) / (sqrt(v / bc2) + eps));
+    /* read-only pre-pass: G and the moments finite, and no finite parameter pushed past FLT_MAX
+     * (possible only from a state written by hand, or lr near MUON_LR_MAX), so that on every
+     * error nothing is written */
+    {
+        int bad_in = 0, bad_out = 0;
+        MUON__OMP(omp parallel for schedule(static) reduction(|:bad_in, bad_out) if ((double)n >= MUON__PAR_MIN))
+        for (i = 0; i < n; i++) {
+            float pn, mn, vn;
+            bad_in |= !(fabsf(grad[i]) <= FLT_MAX) | !(fabsf(st->m[i]) <= FLT_MAX) | !(fabsf(st->v[i]) <= FLT_MAX);
+            pn = muon__adamw_one(param[i], grad[i], st->m[i], st->v[i], b1, b2, lr, lrwd, eps, bc1, bc2, &mn, &vn);
+            bad_out |= (fabsf(param[i]) <= FLT_MAX) & !(fabsf(pn) <= FLT_MAX);
+        }
+        if (bad_in) return MUON_ERR_NONFINITE;
+        if (bad_out) return MUON_ERR_RANGE;
     }
+    MUON__OMP(omp parallel for schedule(static) if ((double)n >= MUON__PAR_MIN))
+    for (i = 0; i < n; i++) param[i] = muon__adamw_one(param[i], grad[i], st->m[i], st->v[i], b1, b2, lr, lrwd, eps,
+                                                      bc1, bc2, &st->m[i], &st->v[i]);
     st->step = t;
     return MUON_OK;
 }
@@ -3263,6 +3494,13 @@ MUONDEF muon_status muon_clip_grad_norm(float **grads, const size_t *sizes, size
     for (k = 0; k < count; k++)
         if (sizes[k] && !grads[k]) return MUON_ERR_NULL;
     if (!(max_norm > 0.0)) return MUON_ERR_DOMAIN;
+    for (k = 0; k < count; k++) { /* a tensor listed twice would be scaled twice */
+        size_t j;
+        if (sizes[k] > (size_t)-1 / sizeof(float)) return MUON_ERR_SIZE;
+        for (j = 0; j < k; j++)
+            if (muon__u_overlap(grads[k], sizes[k] * sizeof(float), grads[j], sizes[j] * sizeof(float)))
+                return MUON_ERR_ALIAS;
+    }
     for (k = 0; k < count; k++)
         for (i = 0; i < sizes[k]; i++) ss += (double)grads[k][i] * (double)grads[k][i];
     total = sqrt(ss);

@@ -1,8 +1,13 @@
 /* fuzz_muon_adamw.c - muon_adamw_default, muon_adamw_init, muon_adamw_step, muon_adamw_free,
  * muon_clip_grad_norm, with fuzzed configs, sizes, values and param/grad overlaps.
  * Checks: on an error param, m, v, step (AdamW) and every gradient and *total_norm_out
- * (clipping) are untouched; grad never changes; NaN/Inf in grad and overlaps never OK; with
- * finite gradients the clipped global norm is <= max_norm (relative 1e-6). */
+ * (clipping) are untouched; grad never changes; NaN/Inf in grad, overlaps and a step counter
+ * that cannot take another step (negative, LLONG_MAX) never OK; an OK step maps finite
+ * param, m, v to finite param, m, v for any finite gradient (v = beta2 v + (1-beta2) g^2 must
+ * not overflow) and any config, also from a hostile state (m, v written with any finite
+ * values); with finite gradients the clipped global norm is <= max_norm (relative 1e-6); a
+ * tensor listed twice (or overlapping another) for clipping is never OK. */
+#include <limits.h>
 #include "muon.h"
 #include "fuzz_common.h"
 
@@ -44,13 +49,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 return 0;
             }
         }
+        switch (fz_u8(&in) % 16) { /* a counter restored from a file */
+        case 0: st.step = LLONG_MAX; break;
+        case 1: st.step = LLONG_MAX - 1; break;
+        case 2: st.step = -1; break;
+        case 3: st.step = LLONG_MIN; break;
+        case 4: /* a hostile state: any values in the moments */
+            for (i = 0; i < n; i++) {
+                st.m[i] = fz_value(&g, &in, i);
+                st.v[i] = fz_value(&g, &in, i + 1);
+            }
+            break;
+        default: break;
+        }
         for (t = 0; t < steps; t++) {
             muon_adamw_state s0 = st;
+            int bad_count = st.step < 0 || st.step == LLONG_MAX;
+            int finite_before = fz_all_finite_f(p, n) && fz_all_finite_f(st.m, n) && fz_all_finite_f(st.v, n);
             fz_snap sb = fz_take_snap(buf, 2 * n * sizeof(float)), sm = fz_take_snap(st.m, n * sizeof(float)),
                     sv = fz_take_snap(st.v, n * sizeof(float));
             int finite = fz_all_finite_f(gr, n);
             muon_status rs = muon_adamw_step(&st, &cfg, p, gr);
             if (overlap || !finite) FZ_CHECK(rs != MUON_OK, "overlap or NaN/Inf accepted");
+            if (bad_count) FZ_CHECK(rs != MUON_OK, "step counter %lld accepted", s0.step);
+            if (rs == MUON_OK && finite_before)
+                FZ_CHECK(fz_all_finite_f(p, n) && fz_all_finite_f(st.m, n) && fz_all_finite_f(st.v, n),
+                         "finite param/moments became non-finite");
             if (rs != MUON_OK) {
                 FZ_CHECK(fz_snap_same(&sb) && fz_snap_same(&sm) && fz_snap_same(&sv) && memcmp(&s0, &st, sizeof st) == 0,
                          "state or param changed on error %d (%s)", (int)rs, muon_status_string(rs));
@@ -75,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         double max_norm = fz_param(&in, ord_norm, 4), total = -9.0, ss = 0.0;
         fz_snap sn;
         muon_status rs;
-        int finite = 1, has_null = 0;
+        int finite = 1, has_null = 0, dup;
         for (k = 0; k < 4; k++) {
             sizes[k] = fz_u8(&in) % 4 == 0 ? 0 : 1 + fz_u8(&in) % 32;
             tot += sizes[k];
@@ -85,6 +109,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             grads[k] = (sizes[k] == 0 && fz_u8(&in) % 2) ? NULL : all + i;
             i += sizes[k];
         }
+        dup = 0;
+        if (count > 1 && fz_u8(&in) % 4 == 0) { /* tensor k listed again (or a part of it) */
+            size_t a = fz_u8(&in) % count, b = fz_u8(&in) % count;
+            if (a != b && sizes[a] && grads[a]) {
+                size_t off = fz_u8(&in) % sizes[a];
+                grads[b] = grads[a] + off;
+                sizes[b] = sizes[a] - off;
+                dup = 1;
+            }
+        }
         for (i = 0; i < tot; i++) all[i] = fz_value(&g, &in, i);
         for (k = 0; k < count; k++) {
             if (!grads[k]) has_null = 1;
@@ -93,6 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sn = fz_take_snap(all, tot * sizeof(float));
         rs = muon_clip_grad_norm(grads, sizes, count, max_norm, (op & 2) ? NULL : &total);
         if (!finite) FZ_CHECK(rs != MUON_OK, "NaN/Inf accepted");
+        if (dup) FZ_CHECK(rs != MUON_OK, "a tensor listed twice accepted");
         if (rs != MUON_OK) {
             FZ_CHECK(fz_snap_same(&sn), "gradients changed on error %d (%s)", (int)rs, muon_status_string(rs));
             FZ_CHECK(total == -9.0, "total written on error %d", (int)rs);

@@ -4,7 +4,7 @@
  * values and placements of the output (separate, in place, overlapping).
  * Checks: on an error the output buffer (all of it) is untouched and G too; G never changes
  * unless the call is in place; invalid sizes never return OK; an overlap other than exact in
- * place is never OK; NaN/Inf in G is never OK; finite G with a preset gives finite output;
+ * place is never OK; NaN/Inf in G is never OK; finite G gives finite output with any accepted schedule;
  * in place gives the bits of out of place; every batched matrix equals the single call. */
 #include "muon.h"
 #include "fuzz_common.h"
@@ -118,7 +118,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (!fz_all_finite_f(row, s.cols)) finite = 0;
             }
         FZ_CHECK(finite, "non-finite G accepted");
-        if (preset && fz_valgen_finite(&g))
+        /* any accepted schedule keeps a finite input finite (the schedule's bound, else RANGE) */
+        (void)preset;
             for (b = 0; b < count; b++)
                 for (r = 0; r < s.rows; r++)
                     FZ_CHECK(fz_all_finite_f(O + b * stride_o + r * ldo, s.cols), "non-finite output, matrix %zu row %zu", b, r);

@@ -4,6 +4,7 @@
  * Checks: on an error the state (g, ||v||, magnitude moments, momentum, step), W and G are
  * untouched (muown_gradients: grad_g, grad_v untouched); invalid sizes and NaN/Inf in G never
  * OK; a zero row of W never passes muown_init. */
+#include <limits.h>
 #include "muon.h"
 #include "fuzz_common.h"
 
@@ -84,7 +85,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     G = fz_matrix(&s, &gg, &in);
+    if (st.g) {
+        switch (fz_u8(&in) % 16) { /* a counter restored from a file */
+        case 0: st.step = LLONG_MAX; break;
+        case 1: st.step = -1; break;
+        default: break;
+        }
+    }
     for (t = 0; t < steps; t++) {
+        int bad_count = st.step < 0 || st.step == LLONG_MAX;
         mw_snap ms;
         fz_snap snW = fz_take_snap(W, s.alloc * sizeof(float)), snG = fz_take_snap(G, s.alloc * sizeof(float));
         uint8_t which = fz_u8(&in) % 4;
@@ -118,6 +127,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         FZ_CHECK(fz_snap_same(&snG), "G changed");
         if (which != 2 && !fz_matrix_finite(G, &s)) FZ_CHECK(rs != MUON_OK, "NaN/Inf in G accepted");
+        if ((which == 0 || which == 3) && bad_count) FZ_CHECK(rs != MUON_OK, "step counter %lld accepted", ms.st.step);
+        if ((which == 0 || which == 3) && rs == MUON_OK) { /* finite in (W is checked), finite out */
+            size_t r;
+            for (r = 0; r < s.rows; r++)
+                FZ_CHECK(fz_all_finite_f(W + r * s.ld, s.cols), "W not finite after a step, row %zu", r);
+            for (r = 0; r < s.rows; r++) FZ_CHECK(st.g[r] == st.g[r] && fabs(st.g[r]) <= FLT_MAX, "g not finite");
+        }
         if (rs != MUON_OK) {
             FZ_CHECK(fz_snap_same(&snW), "W changed on error %d (%s)", (int)rs, muon_status_string(rs));
             FZ_CHECK(mw_same(&ms, &st), "state changed on error %d (%s)", (int)rs, muon_status_string(rs));
