@@ -74,7 +74,7 @@ typedef enum rn_status {
     RN_ERR_NULL,        /* a required pointer is NULL */
     RN_ERR_SIZE,        /* zero or overflowing size, or ld < cols, or workspace too small */
     RN_ERR_NONFINITE,   /* NaN or Inf in an input */
-    RN_ERR_DOMAIN,      /* parameter outside its domain (p <= 0, beta outside [0,1), lr < 0, ...) */
+    RN_ERR_DOMAIN,      /* parameter outside its domain (p <= 0, beta outside [0,1), lr < 0 or > RN_LR_MAX, ...) */
     RN_ERR_NOMEM,       /* allocation failed */
     RN_ERR_ALIAS,       /* buffers overlap where the function does not allow it */
     RN_ERR_NOCONVERGE,  /* an iterative solver did not reach its certified tolerance */
@@ -192,7 +192,8 @@ RNDEF size_t rn_diameter_ring_rounds(size_t nshards);
  * ((rank + round) mod nshards; rank itself in round 0), or (size_t)-1 if the rank computes
  * nothing this round; *send_to / *recv_from (may be NULL) = the ranks of the block exchange
  * that precedes the round (rank itself in round 0: no exchange). RN_ERR_NULL (shard),
- * RN_ERR_SIZE (nshards 0), RN_ERR_DOMAIN (rank or round out of range). */
+ * RN_ERR_SIZE (nshards 0), RN_ERR_DOMAIN (rank or round out of range). The modular
+ * arithmetic never wraps: exact for every nshards up to SIZE_MAX. */
 RNDEF rn_status rn_diameter_ring(size_t nshards, size_t rank, size_t round, size_t *shard,
                                  size_t *send_to, size_t *recv_from);
 
@@ -252,7 +253,10 @@ RNDEF rn_status rn_hilbert_rms_partial_ws(const float *S, size_t rows, size_t co
  * row's tile values do not depend on its block), and max/min combine exactly: the ranges and
  * the RMS are then bit-identical to rn_hilbert_rms of the whole S (barring packed values in
  * float32's subnormal range, below 2^-126 of their block's largest row). Otherwise the centre
- * differs by double rounding and the result by a few ulps. Communication: d + 1 doubles, then
+ * differs by double rounding and the result by a few ulps. Under RN_USE_CBLAS the tile
+ * products come from cblas_sgemm, whose rounding may depend on the block's size and the
+ * library's threads: the sharded result then agrees to float rounding (measured: 1.4e-9
+ * relative), not bit for bit. Communication: d + 1 doubles, then
  * 2 N. center_sums: sums[0..cols) = column sums of S in double (rows in order), sums[cols] =
  * rows; RN_ERR_NONFINITE for NaN/Inf in S, RN_ERR_ALIAS if sums overlaps S. partial_centered:
  * as rn_hilbert_rms_partial_ws with the centre from sums (cols + 1 doubles, reduced over all
@@ -294,13 +298,20 @@ RNDEF rn_status rn_projected_rownorm_ws(const float *A, size_t rows, size_t cols
                                      only when the inner P is off (the pre-pass also yields the
                                      column mean of G that the inner P needs) */
 
+/* The largest learning rate the step accepts: a larger lr is RN_ERR_DOMAIN, so that the step
+ * |S| <= 2 lr can never overflow float (FLT_MAX is about 3.4e38). */
+#define RN_LR_MAX 1e30
+
 /* The step's hyper-parameters. Fields are literal values (a zeroed struct is valid: lr 0,
- * beta 0, eps 0); start from rn_rownorm_default(). */
+ * beta 0, eps 0); start from rn_rownorm_default(). Domain (else RN_ERR_DOMAIN, nothing
+ * written): 0 <= lr <= RN_LR_MAX, 0 <= beta < 1, eps finite >= 0, weight_decay finite >= 0
+ * with lr * weight_decay <= 1 (the decay factor 1 - lr wd stays in [0, 1]: a decay that flips
+ * the sign of W or grows it is refused), flags from the RN_* bits above. */
 typedef struct rn_rownorm_config {
-    double lr;           /* gamma_t >= 0 (the caller applies its schedule) */
+    double lr;           /* gamma_t in [0, RN_LR_MAX] (the caller applies its schedule) */
     double beta;         /* EMA momentum in [0, 1); default 0.95 */
-    double eps;          /* >= 0; default 1e-8 */
-    double weight_decay; /* lambda >= 0, decoupled: U <- (1 - lr*lambda) U + S; default 0 */
+    double eps;          /* finite, >= 0; default 1e-8 */
+    double weight_decay; /* lambda finite >= 0, lr*lambda <= 1, decoupled: U <- (1 - lr*lambda) U + S; default 0 */
     unsigned flags;      /* RN_* flags above; default 0 (projections on, bias correction on) */
 } rn_rownorm_config;
 
@@ -342,8 +353,9 @@ RNDEF rn_status rn_rownorm_init_ws(rn_rownorm_state *st, size_t rows, size_t col
  * (lds). No allocation. G is checked for NaN/Inf by a read-only pass first (RN_ERR_NONFINITE;
  * RN_SKIP_CHECKS skips it); W is not checked (a NaN in W stays in its own entry).
  * W, G, step_out and the state must not overlap (RN_ERR_ALIAS). RN_ERR_NULL for an
- * uninitialised state; RN_ERR_DOMAIN for lr, eps, weight_decay < 0 or non-finite, beta outside
- * [0, 1), unknown flags. Memory traffic in full array passes (the step is bandwidth-bound):
+ * uninitialised state; RN_ERR_DOMAIN for lr, eps, weight_decay < 0 or non-finite, lr > RN_LR_MAX,
+ * lr * weight_decay > 1, beta outside [0, 1), unknown flags (the domain above
+ * rn_rownorm_config). Memory traffic in full array passes (the step is bandwidth-bound):
  * default: pre-pass G (finiteness + column sums), sweep {G,B -> B, norms, outer-mean sums},
  * sweep {B,W -> W (,S)} = 1 + 3 + 3 = 7; no projections: {G,B -> B, norm, W -> W} = 5 (+1 for
  * the check). The inner centre is the column mean of B, tracked as beta mean(B_{t-1}) +
@@ -354,7 +366,11 @@ RNDEF rn_status rn_rownorm_init_ws(rn_rownorm_state *st, size_t rows, size_t col
  * error of about u |mean B| / (spread of the rows of B about their mean): negligible unless
  * the rows share a common component far larger than their spread (common/spread = 1e4 gives
  * about 1e-4 relative in S). It does not accumulate across steps, and rn_rownorm_sync does not
- * change it (sync only matters after B was written directly). On any error (NaN/Inf in G
+ * change it (sync only matters after B was written directly). A row whose EMA, formed in
+ * double before its rounding to float, equals that centre exactly gets a zero RN row (its
+ * b - mu is only the float rounding of the update): so rows of B_{t-1} all equal and rows of
+ * G all equal (one row; or every G with equal rows, from B = 0) give S = 0 exactly with the
+ * inner projection, with or without the outer one. On any error (NaN/Inf in G
  * included) W, step_out, the struct and the whole state block (B and the private scratch,
  * every byte of the init_ws memory) are as before the call. Weight decay keeps its accuracy
  * for tiny lr weight_decay (1e-8 and below) in every mode: with projections w (1 - lr wd) + s
@@ -1739,17 +1755,17 @@ RN__FN void rn__farthest_sweeps(const float *S, size_t rows, size_t cols, size_t
 {
     size_t r, sweep;
     for (sweep = 0; sweep < 3; sweep++) {
-        size_t far = a;
+        size_t farthest = a;
         double fd = -1.0;
         for (r = 0; r < rows; r++) {
             double d2;
             if (r == a) continue;
             d2 = rn__sumsq_ff(S + r * ld, S + a * ld, cols);
-            if (d2 > fd) { fd = d2; far = r; }
+            if (d2 > fd) { fd = d2; farthest = r; }
         }
-        rn__best_offer(best, fd, a, far);
-        if (far == a) break;
-        a = far;
+        rn__best_offer(best, fd, a, farthest);
+        if (farthest == a) break;
+        a = farthest;
     }
 }
 
@@ -1795,15 +1811,15 @@ RNDEF rn_status rn_row_diameter_bounds(const float *S, size_t rows, size_t cols,
         }
         rmax = sqrt(r2);
         {
-            size_t a = best.j, far = a;
+            size_t a = best.j, farthest = a;
             double fd = -1.0;
             for (r = 0; r < rows; r++) {
                 double d2;
                 if (r == a) continue;
                 d2 = rn__sumsq_ff(S + r * ld, S + a * ld, cols);
-                if (d2 > fd) { fd = d2; far = r; }
+                if (d2 > fd) { fd = d2; farthest = r; }
             }
-            rn__best_offer(&best, fd, a, far);
+            rn__best_offer(&best, fd, a, farthest);
         }
     }
     l = sqrt(best.d2 > 0.0 ? best.d2 : 0.0);
@@ -2097,15 +2113,15 @@ RN__FN void rn__diam_cross(const float *A, size_t ra, size_t lda, size_t offa, c
         int from_a = !(sweep & 1);
         const float *xr = from_a ? A + x * lda : B + x * ldb;
         const float *O = from_a ? B : A;
-        size_t on = from_a ? rb : ra, old = from_a ? ldb : lda, far = 0;
+        size_t on = from_a ? rb : ra, old = from_a ? ldb : lda, farthest = 0;
         double fd = -1.0;
         for (r = 0; r < on; r++) {
             double d2 = rn__sumsq_ff(O + r * old, xr, cols);
-            if (d2 > fd) { fd = d2; far = r; }
+            if (d2 > fd) { fd = d2; farthest = r; }
         }
-        if (from_a) rn__best_offer(best, fd, offa + x, offb + far);
-        else rn__best_offer(best, fd, offb + x, offa + far);
-        x = far;
+        if (from_a) rn__best_offer(best, fd, offa + x, offb + farthest);
+        else rn__best_offer(best, fd, offb + x, offa + farthest);
+        x = farthest;
     }
     RA = ctx.a.ord[0].r; RB = ctx.b.ord[0].r;
     R = RA > RB ? RA : RB;
@@ -2293,13 +2309,15 @@ RNDEF rn_status rn_diameter_ring(size_t nshards, size_t rank, size_t round, size
     if (!shard) return RN_ERR_NULL;
     if (P == 0) return RN_ERR_SIZE;
     if (rank >= P || round >= rn_diameter_ring_rounds(P)) return RN_ERR_DOMAIN;
-    s = (rank + round) % P;
+    /* (rank + round) mod P and rank -+ 1 mod P without forming rank + round or rank + P - 1,
+     * which wrap for P > SIZE_MAX / 2 (rank < P, round <= P / 2 < P) */
+    s = round >= P - rank ? round - (P - rank) : rank + round;
     /* P even, last round: the pair {r, r + P/2} is met by both; only the lower rank computes
      * it. P = 1 has one round (the self pair); P = 2: rounds 0 (self) and 1 (rank 0 only). */
     if (round > 0 && 2 * round == P && rank >= P / 2) s = (size_t)-1;
     *shard = s;
-    if (send_to) *send_to = round == 0 ? rank : (rank + P - 1) % P;
-    if (recv_from) *recv_from = round == 0 ? rank : (rank + 1) % P;
+    if (send_to) *send_to = round == 0 ? rank : (rank == 0 ? P - 1 : rank - 1);
+    if (recv_from) *recv_from = round == 0 ? rank : (rank == P - 1 ? 0 : rank + 1);
     return RN_OK;
 }
 
@@ -2790,6 +2808,26 @@ RNDEF void rn_rownorm_free(rn_rownorm_state *st)
     memset(st, 0, sizeof *st);
 }
 
+/* Whether the row's EMA formed in double, beta b + omb g (both products exact in double, one
+ * rounding of the sum), equals the inner centre mu in every column: the row then lies on the
+ * centre and its RN row is 0 (its stored float b differs from mu only by the float rounding
+ * of the EMA, which must not be normalised to a unit row). This is what makes equal rows give
+ * S = 0: for rows of B_{t-1} all equal and rows of G all equal (one row; or G with equal rows
+ * from B = 0) the column means are those rows exactly (sums of up to 2^29 equal floats are
+ * exact in double), so mu = beta mean(B_{t-1}) + (1 - beta) mean(G) is this very double
+ * expression. Reads b before the update; stops at the first column that differs (for general
+ * data the first), so the row is in L1 for the update and the test costs nothing measurable. */
+RN__FN int rn__row_at_centre(const float *b, const float *g, size_t n, float beta, float omb, const double *mu)
+{
+    size_t k;
+    for (k = 0; k < n; k++) {
+        double x = (double)beta * (double)b[k] + (double)omb * (double)g[k]; /* rounded to double,
+                                                      as mu was (also under x87 excess precision) */
+        if (!(x == mu[k])) return 0;
+    }
+    return 1;
+}
+
 /* One sweep over a chunk of rows [r0, r1) doing the enabled parts, in this order per row:
  * EMA update (+ column sums of the new B into acc1), centred norm -> rowinv, outer-mean
  * accumulation into acc2, write of W (and S). Each row is touched once per sweep, so it stays
@@ -2802,6 +2840,7 @@ typedef struct rn__sweep {
     double *rowinv;
     double epsb, neglr, decay;
     int upd, colsum, norm, nuacc, write, plain;
+    int atc; /* with the inner centre: a row whose EMA lies on mu exactly gets a zero RN row */
 } rn__sweep;
 
 RN__FN void rn__sweep_chunk(const rn__sweep *w, size_t r0, size_t r1, double *acc1, double *acc2)
@@ -2851,12 +2890,14 @@ RN__FN void rn__sweep_chunk(const rn__sweep *w, size_t r0, size_t r1, double *ac
         if (w->upd && !w->norm) rn__row_ema(b, w->G + r * w->ldg, n, w->beta, w->omb, w->colsum ? acc1 : NULL);
         if (w->norm) {
             double nr;
+            int on_centre = w->upd && w->atc && rn__row_at_centre(b, w->G + r * w->ldg, n, w->beta, w->omb, w->mu);
             if (w->upd && w->colsum) /* update, column sums and centred norm in one visit */
                 nr = rn__row_ema_stats(b, w->G + r * w->ldg, n, w->beta, w->omb, w->mu, acc1);
             else {
                 if (w->upd) rn__row_ema(b, w->G + r * w->ldg, n, w->beta, w->omb, w->colsum ? acc1 : NULL);
                 nr = rn__sumsq_fd(b, w->mu, n);
             }
+            if (on_centre) nr = 0.0; /* b - mu is the EMA's float rounding only */
             /* a zero centred row stays zero whatever eps (no 1/eps overflow for a subnormal
              * eps, no 0/0 for eps 0); a nonzero one has a norm of at least about 2^-300 (a
              * float minus a double mean of floats), so inv is finite and |(b - mu) inv| <= 1 */
@@ -2920,8 +2961,11 @@ RN__FN void rn__combine(const double *part, size_t nch, size_t cols, size_t rows
 RN__FN int rn__cfg_ok(const rn_rownorm_config *cfg)
 {
     double lr = cfg->lr, beta = cfg->beta, eps = cfg->eps, wd = cfg->weight_decay;
-    return (lr >= 0.0 && lr <= DBL_MAX) && (beta >= 0.0 && beta < 1.0) && (eps >= 0.0 && eps <= DBL_MAX) &&
-           (wd >= 0.0 && wd <= DBL_MAX) && (lr * wd <= DBL_MAX) && !(cfg->flags & ~31u);
+    /* lr <= RN_LR_MAX keeps |S| <= 2 lr a finite float; lr wd <= 1 keeps the decay factor
+     * 1 - lr wd in [0, 1] (it neither flips the sign of W nor grows it); an overflowing lr wd
+     * is Inf and fails that test */
+    return (lr >= 0.0 && lr <= RN_LR_MAX) && (beta >= 0.0 && beta < 1.0) && (eps >= 0.0 && eps <= DBL_MAX) &&
+           (wd >= 0.0 && wd <= DBL_MAX) && (lr * wd <= 1.0) && !(cfg->flags & ~31u);
 }
 
 /* Every pointer of an initialised state. */
@@ -3012,7 +3056,7 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
     }
     /* sweep A: update B (+ its column sums), centred norms, outer-mean sums (or, without the
      * outer P, the write) */
-    sw.upd = 1; sw.colsum = 1; sw.norm = 1; sw.nuacc = cout; sw.write = !cout;
+    sw.upd = 1; sw.colsum = 1; sw.norm = 1; sw.nuacc = cout; sw.write = !cout; sw.atc = cin;
     rn__sweep_all(&sw, rows, nch, st->rn__part, st->rn__part2);
     rn__combine(st->rn__part, nch, cols, rows, st->rn__meanb);
     memset(st->rn__part, 0, nch * cols * sizeof(double)); /* the invariant (1/128 of B's bytes) */
@@ -3181,7 +3225,7 @@ RNDEF rn_status rn_rownorm_shard_middle(rn_rownorm_state *st, const float *G, si
             memset(st->rn__mu, 0, cols * sizeof(double));
         }
         /* recv is consumed: send may be the same buffer */
-        sw.upd = 1; sw.colsum = 1; sw.norm = 1; sw.nuacc = cout; sw.write = 0;
+        sw.upd = 1; sw.colsum = 1; sw.norm = 1; sw.nuacc = cout; sw.write = 0; sw.atc = cin;
         rn__sweep_all(&sw, rows, nch, st->rn__part, st->rn__part2);
         rn__chunk_sum(st->rn__part, nch, cols, st->rn__meanb); /* local column sums of the new B */
         memset(st->rn__part, 0, nch * cols * sizeof(double));

@@ -386,6 +386,187 @@ static void test_aliasing_rules(void)
     free(O);
 }
 
+/* ---- equal rows with the inner projection give S = 0 (issue 14, item 2) ------------------- */
+
+/* G with all rows equal (a fresh row of values per step): B keeps equal rows, its rows equal
+ * their mean, and every mode with the inner projection must give S = 0 exactly (and W
+ * untouched, wd = 0): before the fix RN_NO_CENTER_OUT normalised the float rounding of the
+ * EMA to a unit row (S ~ 0.5 lr per entry), the default mode left ~1e-19 lr. */
+static void test_equal_rows_zero_step(void)
+{
+    static const size_t shapes[][2] = {{1, 17}, {1, 3}, {2, 33}, {3, 17}, {7, 5}, {5, 1}, {300, 17}, {513, 9}};
+    size_t si;
+    for (si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const size_t r = shapes[si][0], c = shapes[si][1], n = r * c;
+        float *W = ealloc(n), *W0 = ealloc(n), *G = ealloc(n), *S = ealloc(n), *row = ealloc(c);
+        unsigned flags;
+        int e;
+        fill(W0, r, c, c, 0.3, 70 + si);
+        for (flags = 0; flags < 32; flags++) {
+            if (flags & (RN_NO_CENTER_IN | RN_REFERENCE_COMPAT)) continue; /* the inner projection is on */
+            for (e = 0; e < 3; e++) {
+                rn_rownorm_state st;
+                rn_rownorm_config cfg = rn_rownorm_default();
+                size_t i;
+                int t, zero = 1;
+                cfg.flags = flags;
+                if (e == 1) cfg.eps = 0.0;
+                if (e == 2) { cfg.beta = 0.5; cfg.lr = 0.37; }
+                memcpy(W, W0, n * sizeof(float));
+                CHECK(rn_rownorm_init(&st, r, c) == RN_OK);
+                for (t = 0; t < 6; t++) {
+                    fill(row, 1, c, c, t == 3 ? 1e-20 : 1.7, 80 + (unsigned long long)t);
+                    for (i = 0; i < r; i++) memcpy(G + i * c, row, c * sizeof(float));
+                    if (t == 4) { /* B written directly (equal rows), then sync */
+                        for (i = 0; i < r; i++) memcpy(st.B + i * c, row, c * sizeof(float));
+                        rn_rownorm_sync(&st);
+                    }
+                    CHECK(rn_rownorm_step(&st, &cfg, W, c, G, c, S, c) == RN_OK);
+                    for (i = 0; i < n; i++) zero &= S[i] == 0.0f;
+                }
+                CHECK_MSG(zero && memcmp(W, W0, n * sizeof(float)) == 0, "%zu x %zu flags %u case %d: step not zero",
+                          r, c, flags, e);
+                rn_rownorm_free(&st);
+            }
+        }
+        free(W);
+        free(W0);
+        free(G);
+        free(S);
+        free(row);
+    }
+}
+
+/* ---- the ring schedule's index arithmetic near SIZE_MAX (issue 14, item 3) ----------------- */
+
+static int ring_is(size_t P, size_t rank, size_t round, size_t shard, size_t to, size_t from)
+{
+    size_t s = 7, a = 7, b = 7;
+    if (rn_diameter_ring(P, rank, round, &s, &a, &b) != RN_OK) return 0;
+    return s == shard && a == to && b == from;
+}
+
+static void test_ring_huge(void)
+{
+    const size_t M = (size_t)-1;
+    size_t P, s = 7;
+    /* P = SIZE_MAX (odd): rounds P/2 + 1 */
+    P = M;
+    CHECK(rn_diameter_ring_rounds(P) == P / 2 + 1);
+    CHECK(ring_is(P, 0, 0, 0, 0, 0));
+    CHECK(ring_is(P, 0, 1, 1, P - 1, 1));
+    CHECK(ring_is(P, 2, 1, 3, 1, 3));
+    CHECK(ring_is(P, 5, 3, 8, 4, 6));
+    CHECK(ring_is(P, P - 1, 1, 0, P - 2, 0));
+    CHECK(ring_is(P, P - 1, P / 2, P / 2 - 1, P - 2, 0));
+    CHECK(ring_is(P, P - 2, P / 2, P / 2 - 2, P - 3, P - 1));
+    CHECK(ring_is(P, P / 2 + 1, P / 2, 0, P / 2, P / 2 + 2));
+    CHECK(ring_is(P, P / 2, P / 2, P - 1, P / 2 - 1, P / 2 + 1));
+    CHECK(rn_diameter_ring(P, P, 1, &s, NULL, NULL) == RN_ERR_DOMAIN && s == 7);
+    CHECK(rn_diameter_ring(P, 0, P / 2 + 1, &s, NULL, NULL) == RN_ERR_DOMAIN && s == 7);
+    /* P = SIZE_MAX - 1 (even): in the last round only ranks < P/2 compute */
+    P = M - 1;
+    CHECK(ring_is(P, P / 2 - 1, P / 2, P - 1, P / 2 - 2, P / 2));
+    CHECK(ring_is(P, P / 2, P / 2, (size_t)-1, P / 2 - 1, P / 2 + 1));
+    CHECK(ring_is(P, P - 1, P / 2, (size_t)-1, P - 2, 0));
+    CHECK(ring_is(P, P - 2, P / 2 - 1, P / 2 - 3, P - 3, P - 1));
+    CHECK(ring_is(P, 3, 2, 5, 2, 4));
+    /* just above SIZE_MAX / 2: rank + P - 1 wraps */
+    P = M / 2 + 2;
+    CHECK(ring_is(P, P - 1, 1, 0, P - 2, 0));
+    CHECK(ring_is(P, P - 1, P / 2, P / 2 - 1, P - 2, 0));
+    CHECK(ring_is(P, 1, 1, 2, 0, 2));
+    /* small P unchanged: every (rank, round) against the reference formulas */
+    for (P = 1; P <= 9; P++) {
+        size_t rank, k;
+        for (rank = 0; rank < P; rank++)
+            for (k = 0; k < rn_diameter_ring_rounds(P); k++) {
+                size_t want = (rank + k) % P;
+                if (k > 0 && 2 * k == P && rank >= P / 2) want = (size_t)-1;
+                CHECK(ring_is(P, rank, k, want, k ? (rank + P - 1) % P : rank, k ? (rank + 1) % P : rank));
+            }
+    }
+}
+
+/* ---- parameter domains of the step (issue 14, lr and weight decay) ------------------------ */
+
+static void test_step_param_domain(void)
+{
+    const size_t r = 6, c = 5, n = 30;
+    static const double bad[][2] = {{1e300, 0.0}, {2e30, 0.0}, {RN_LR_MAX * 1.0000001, 0.0}, {0.5, 3.0},
+                                    {1e200, 1e200}, {1e30, 1e10}, {1e-3, 1e300}, {1.0, 1.0000001},
+                                    {(double)HUGE_VAL, 0.0}, {-1e-3, 0.0}, {0.1, (double)HUGE_VAL},
+                                    {0.1, -1.0}, {0.1, (double)NAN}};
+    size_t bytes = rn_rownorm_state_size(r, c), q, nx = rn_rownorm_shard_exchange_size(c);
+    unsigned char *mem = (unsigned char *)malloc(bytes), *mem0 = (unsigned char *)malloc(bytes);
+    float *W = ealloc(n), *W0 = ealloc(n), *G = ealloc(n), *S = ealloc(n), *S0 = ealloc(n);
+    double *snd = (double *)malloc(nx * sizeof(double)), *snd0 = (double *)malloc(nx * sizeof(double));
+    rn_rownorm_state st, st0;
+    rn_rownorm_config cfg = rn_rownorm_default();
+    unsigned flags;
+    { double lrmax = RN_LR_MAX; CHECK(lrmax == 1e30); }
+    if (!mem || !mem0 || !snd || !snd0) exit(2);
+    memset(mem, 0, bytes); /* the byte comparisons below also read the block's alignment slack */
+    memset(&st, 0, sizeof st);
+    fill(W0, r, c, c, 0.3, 90);
+    fill(G, r, c, c, 1.0, 91);
+    for (flags = 0; flags < 32; flags += 4) {
+        CHECK(rn_rownorm_init_ws(&st, r, c, mem, bytes) == RN_OK);
+        cfg = rn_rownorm_default();
+        cfg.flags = flags & ~RN_SKIP_CHECKS;
+        memcpy(W, W0, n * sizeof(float));
+        CHECK(rn_rownorm_step(&st, &cfg, W, c, G, c, S, c) == RN_OK); /* a non-trivial B and W */
+        memcpy(W0, W, n * sizeof(float));
+        fill(S, r, c, c, 5.0, 92);
+        memcpy(S0, S, n * sizeof(float));
+        for (q = 0; q < nx; q++) snd[q] = snd0[q] = -2.5;
+        for (q = 0; q < sizeof bad / sizeof bad[0]; q++) {
+            rn_rownorm_config b = cfg;
+            size_t cnt = 777;
+            b.lr = bad[q][0];
+            b.weight_decay = bad[q][1];
+            st0 = st;
+            memcpy(mem0, mem, bytes);
+            CHECK_MSG(rn_rownorm_step(&st, &b, W, c, G, c, S, c) == RN_ERR_DOMAIN, "lr %g wd %g flags %u accepted",
+                      b.lr, b.weight_decay, b.flags);
+            CHECK(memcmp(&st, &st0, sizeof st) == 0 && memcmp(mem, mem0, bytes) == 0);
+            CHECK(memcmp(W, W0, n * sizeof(float)) == 0 && memcmp(S, S0, n * sizeof(float)) == 0);
+            CHECK_MSG(rn_rownorm_shard_begin(&st, &b, G, c, snd, &cnt) == RN_ERR_DOMAIN, "begin: lr %g wd %g accepted",
+                      b.lr, b.weight_decay);
+            CHECK(memcmp(&st, &st0, sizeof st) == 0 && memcmp(mem, mem0, bytes) == 0);
+            CHECK(memcmp(snd, snd0, nx * sizeof(double)) == 0 && cnt == 777);
+        }
+        /* the edges of the domain are accepted: lr = RN_LR_MAX, lr wd = 1 (W decays to S) */
+        {
+            rn_rownorm_config b = cfg;
+            size_t i;
+            int fin = 1;
+            b.lr = RN_LR_MAX;
+            b.weight_decay = 0.0;
+            CHECK(rn_rownorm_step(&st, &b, W, c, G, c, S, c) == RN_OK);
+            for (i = 0; i < n; i++) fin &= fabsf(S[i]) <= 2.0f * (float)RN_LR_MAX && fabsf(W[i]) <= FLT_MAX;
+            CHECK_MSG(fin, "flags %u: lr = RN_LR_MAX gave a non-finite or oversized step", flags);
+            b.lr = 0.5;
+            b.weight_decay = 2.0;
+            memcpy(W, W0, n * sizeof(float));
+            CHECK(rn_rownorm_step(&st, &b, W, c, G, c, S, c) == RN_OK);
+            /* decay 0: W = S (exactly with projections; w + fl(-w + s) without) */
+            for (i = 0; i < n; i++) fin &= fabsf(W[i] - S[i]) <= 1e-6f * (fabsf(S[i]) + fabsf(W0[i]));
+            CHECK_MSG(fin, "flags %u: lr wd = 1 should leave W = S", flags);
+        }
+        rn_rownorm_free(&st);
+    }
+    free(mem);
+    free(mem0);
+    free(W);
+    free(W0);
+    free(G);
+    free(S);
+    free(S0);
+    free(snd);
+    free(snd0);
+}
+
 /* ---- determinism ------------------------------------------------------------------------- */
 
 #ifdef _OPENMP
@@ -494,5 +675,8 @@ int main(void)
     RUN(test_leading_dimensions);
     RUN(test_aliasing_rules);
     RUN(test_determinism_threads);
+    RUN(test_equal_rows_zero_step);
+    RUN(test_ring_huge);
+    RUN(test_step_param_domain);
     return TEST_REPORT();
 }

@@ -197,6 +197,57 @@ static void test_one_shard_bitexact(void)
     CHECK_MSG(bad == 0, "%d of %d one-shard steps differ from rn_rownorm_step", bad, runs);
 }
 
+/* ---- 1b. equal rows: S = 0 exactly, sharded as unsharded (issue 14, item 2) ------------- *
+ * G with all rows equal (fresh values each step) keeps the rows of B equal; with the inner
+ * projection every mode must give S = 0 and leave W alone (wd = 0), on 1-4 shards of unequal
+ * sizes, and bit for bit as rn_rownorm_step. */
+static void test_shards_equal_rows(void)
+{
+    static const size_t rows_list[] = {1, 5, 300};
+    t_rng r = {17};
+    size_t ri, cols = 13;
+    unsigned flags;
+    int bad = 0, nonzero = 0, runs = 0;
+    for (ri = 0; ri < sizeof rows_list / sizeof rows_list[0]; ri++) {
+        size_t rows = rows_list[ri], P;
+        for (P = 1; P <= 4 && P <= rows; P++)
+            for (flags = 0; flags < 32; flags++) {
+                rn_rownorm_config cfg = rn_rownorm_default();
+                rn_rownorm_state un;
+                cluster c;
+                size_t off[MAXP + 1], i, k, step;
+                float *W0 = fmat(rows * cols), *W1 = fmat(rows * cols), *W2 = fmat(rows * cols);
+                float *G = fmat(rows * cols), *S1 = fmat(rows * cols), *S2 = fmat(rows * cols);
+                if (flags & (RN_NO_CENTER_IN | RN_REFERENCE_COMPAT)) { free(W0); free(W1); free(W2); free(G); free(S1); free(S2); continue; }
+                split_rows(&r, rows, P, off);
+                cfg.flags = flags;
+                cfg.lr = 0.02;
+                if (flags & 1u) cfg.eps = 0.0;
+                for (i = 0; i < rows * cols; i++) W0[i] = W1[i] = W2[i] = (float)t_rng_normal(&r);
+                CHECK(rn_rownorm_init(&un, rows, cols) == RN_OK);
+                cl_init(&c, rows, cols, P, off);
+                c.in_place = (int)(flags >> 3) & 1;
+                for (step = 0; step < 5; step++) {
+                    for (k = 0; k < cols; k++) G[k] = (float)(exp(1.5 * t_rng_normal(&r)) * t_rng_normal(&r));
+                    for (i = 1; i < rows; i++) memcpy(G + i * cols, G, cols * sizeof(float));
+                    if (rn_rownorm_step(&un, &cfg, W1, cols, G, cols, S1, cols) != RN_OK) bad++;
+                    if (cl_step(&c, &cfg, W2, cols, G, cols, S2, cols) != RN_OK) bad++;
+                    if (!same_rows(W1, cols, W2, cols, rows, cols) || !same_rows(S1, cols, S2, cols, rows, cols) ||
+                        !cl_same_B(&c, &un))
+                        bad++;
+                    for (i = 0; i < rows * cols; i++) nonzero += S1[i] != 0.0f || S2[i] != 0.0f;
+                    runs++;
+                }
+                if (memcmp(W0, W1, rows * cols * sizeof(float)) || memcmp(W0, W2, rows * cols * sizeof(float))) nonzero++;
+                cl_free(&c);
+                rn_rownorm_free(&un);
+                free(W0); free(W1); free(W2); free(G); free(S1); free(S2);
+            }
+    }
+    CHECK_MSG(bad == 0, "%d of %d equal-row steps: sharded differs from unsharded", bad, runs);
+    CHECK_MSG(nonzero == 0, "equal rows: %d nonzero entries of S (or W moved) over %d steps", nonzero, runs);
+}
+
 /* ---- 2. several shards, exact sums: bit for bit ---------------------------------------- *
  * Data for which every column sum is exact in double: beta in {0, 1/2}, eps = 0, B and G of
  * the form c_t 1^T + R with c_t dyadic (k/8) and R a fixed set of rows with entries in
@@ -968,9 +1019,19 @@ static void test_rms_sharded(void)
     }
     printf("    sharded Hilbert RMS: common centre, inexact sums: max rel diff %.2g; local centres: %.2g; "
            "unsharded vs float64: %.2g\n", worst_cent, worst_local, worst_ref);
+#ifdef RN_USE_CBLAS
+    /* the products come from cblas_sgemm, whose rounding may depend on the block's size and on
+     * the library's threads (measured with OpenBLAS 0.3.21 on an AMD EPYC: 6 of 16 exact-sum runs
+     * differ, the common-centre runs by 1.4e-9): bit-identity is the built-in kernel's claim only,
+     * and here the sharded result must agree to float rounding */
+    (void)bad_one;
+    (void)bad_exact;
+    CHECK(worst_cent <= 1e-6 && worst_local <= 1e-5 && worst_ref <= 1e-5);
+#else
     CHECK_MSG(bad_one == 0 && bad_exact == 0, "%d one-shard, %d exact-sum runs (of %d) not bit-identical", bad_one,
               bad_exact, runs);
     CHECK(worst_cent <= 1e-9 && worst_local <= 1e-5 && worst_ref <= 1e-5);
+#endif
 }
 
 /* bit-identical across thread counts (1, 2, 3; without OpenMP: repeated calls), in both
@@ -1050,6 +1111,7 @@ static void test_rms_sharded_errors(void)
 int main(void)
 {
     RUN(test_one_shard_bitexact);
+    RUN(test_shards_equal_rows);
     RUN(test_shards_exact_bitexact);
     RUN(test_shards_general_rounding);
     RUN(test_shards_nonfinite);
