@@ -3,6 +3,7 @@
 
 #include "data.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -277,18 +278,68 @@ static const ckpt_field *find(const ckpt_reader *r, const char *name)
 
 int ckpt_has(const ckpt_reader *r, const char *name) { return r && name && find(r, name) != NULL; }
 
+/* The field, if it exists with `count` values of `type`; else NULL with a message. */
+static const ckpt_field *find_as(const ckpt_reader *r, const char *name, ckpt_type type, size_t count,
+                                 ckpt_status *s, char *err, size_t errlen)
+{
+    static const char *const tn[] = {"?", "u64", "f64", "f32"};
+    const ckpt_field *f = find(r, name);
+    if (!f) {
+        *s = fail(err, errlen, CKPT_ERR_MISSING, "%s: no field \"%s\"", r->file, name);
+        return NULL;
+    }
+    if (f->type != type || f->count != (uint64_t)count) {
+        *s = fail(err, errlen, CKPT_ERR_MISMATCH, "%s: field \"%s\" is %llu x %s, expected %zu x %s", r->file, name,
+                  (unsigned long long)f->count, tn[f->type <= 3 ? f->type : 0], count, tn[type]);
+        return NULL;
+    }
+    return f;
+}
+
+/* Index of the first NaN / Inf value of an f32 or f64 field, or f->count if there is none. */
+static uint64_t first_nonfinite(const ckpt_field *f)
+{
+    uint64_t i;
+    for (i = 0; i < f->count; i++) {
+        double v;
+        if (f->type == CKPT_F32) {
+            uint32_t bits = data_get_u32le(f->data + 4 * i);
+            float x;
+            memcpy(&x, &bits, 4);
+            v = (double)x;
+        } else if (f->type == CKPT_F64) {
+            uint64_t bits = data_get_u64le(f->data + 8 * i);
+            memcpy(&v, &bits, 8);
+        } else {
+            break;
+        }
+        if (!isfinite(v)) return i;
+    }
+    return f->type == CKPT_U64 ? f->count : i;
+}
+
+ckpt_status ckpt_check_field(const ckpt_reader *r, const char *name, ckpt_type type, size_t count, int finite,
+                             char *err, size_t errlen)
+{
+    const ckpt_field *f;
+    ckpt_status s = CKPT_OK;
+    uint64_t bad;
+    if (!r || !name) return fail(err, errlen, CKPT_ERR_NULL, "checkpoint: NULL argument");
+    if (!(f = find_as(r, name, type, count, &s, err, errlen))) return s;
+    if (finite && (bad = first_nonfinite(f)) < f->count)
+        return fail(err, errlen, CKPT_ERR_CORRUPT, "%s: field \"%s\" holds a NaN or Inf (value %llu)", r->file, name,
+                    (unsigned long long)bad);
+    return CKPT_OK;
+}
+
 static ckpt_status get(const ckpt_reader *r, const char *name, ckpt_type type, void *out, size_t count,
                        char *err, size_t errlen)
 {
-    static const char *const tn[] = {"?", "u64", "f64", "f32"};
     const ckpt_field *f;
+    ckpt_status s = CKPT_OK;
     size_t i;
     if (!r || !name || (!out && count)) return fail(err, errlen, CKPT_ERR_NULL, "checkpoint: NULL argument");
-    f = find(r, name);
-    if (!f) return fail(err, errlen, CKPT_ERR_MISSING, "%s: no field \"%s\"", r->file, name);
-    if (f->type != type || f->count != (uint64_t)count)
-        return fail(err, errlen, CKPT_ERR_MISMATCH, "%s: field \"%s\" is %llu x %s, expected %zu x %s", r->file, name,
-                    (unsigned long long)f->count, tn[f->type <= 3 ? f->type : 0], count, tn[type]);
+    if (!(f = find_as(r, name, type, count, &s, err, errlen))) return s;
     for (i = 0; i < count; i++) {
         if (type == CKPT_F32) {
             uint32_t bits = data_get_u32le(f->data + 4 * i);

@@ -120,6 +120,12 @@ ckpt_status ckpt_get_f32(const ckpt_reader *r, const char *name, float *out, siz
  * rows of a vocabulary-sharded tensor). */
 ckpt_status ckpt_get_f32_range(const ckpt_reader *r, const char *name, size_t total, size_t first, size_t count,
                                float *out, char *err, size_t errlen);
+/* Checks field `name` without copying it: MISSING if absent, MISMATCH for another type or
+ * count (as the getters); with finite != 0, CORRUPT if an f32 / f64 value is NaN or Inf (the
+ * message names the file, the field and the index). Lets a reader check a whole file before it
+ * allocates what the fields will be copied into. */
+ckpt_status ckpt_check_field(const ckpt_reader *r, const char *name, ckpt_type type, size_t count, int finite,
+                             char *err, size_t errlen);
 /* 1 if the field exists. */
 int ckpt_has(const ckpt_reader *r, const char *name);
 void ckpt_reader_free(ckpt_reader *r);

@@ -1,7 +1,13 @@
 /* data.c - token files, samplers, corpus and the shared file helpers (see data.h). */
+#define _POSIX_C_SOURCE 200809L
 #include "data.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,94 +77,217 @@ uint64_t data_get_u64le(const unsigned char *p)
     return (uint64_t)data_get_u32le(p) | ((uint64_t)data_get_u32le(p + 4) << 32);
 }
 
+/* Opens path for reading and checks, on the opened descriptor (so after symlinks are
+ * followed), that it is a regular file whose size fits in memory. */
+static FILE *data__open_regular(const char *path, size_t *size, data_status *st, char *err, size_t errlen)
+{
+    struct stat sb;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        data__err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        *st = DATA_ERR_IO;
+        return NULL;
+    }
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        data__err(err, errlen, "%s: not a regular file (only regular files are read)", path);
+        *st = DATA_ERR_IO;
+    } else if (sb.st_size < 0 || (uintmax_t)sb.st_size >= (uintmax_t)((size_t)-1)) {
+        data__err(err, errlen, "%s: file too large", path);
+        *st = DATA_ERR_SIZE;
+    } else {
+        *size = (size_t)sb.st_size;
+        return f;
+    }
+    fclose(f);
+    return NULL;
+}
+
 data_status data_read_file(const char *path, unsigned char **buf, size_t *n, char *err, size_t errlen)
 {
     FILE *f;
-    unsigned char *b = NULL;
-    size_t len = 0, cap = 0;
+    unsigned char *b;
+    size_t size = 0, got;
+    data_status st = DATA_OK;
+    int bad;
     if (!path || !buf || !n) {
         data__err(err, errlen, "data_read_file: null argument");
         return DATA_ERR_NULL;
     }
-    f = fopen(path, "rb");
-    if (!f) {
-        data__err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return DATA_ERR_IO;
-    }
-    /* Grow-as-you-read instead of fseek/ftell: works for pipes and for files over LONG_MAX. */
-    for (;;) {
-        size_t got;
-        if (len == cap) {
-            size_t ncap = cap ? cap * 2 : 65536;
-            unsigned char *nb;
-            if (ncap < cap) { free(b); fclose(f); data__err(err, errlen, "%s: file too large", path); return DATA_ERR_SIZE; }
-            nb = (unsigned char *)realloc(b, ncap);
-            if (!nb) {
-                free(b);
-                fclose(f);
-                data__err(err, errlen, "%s: out of memory reading %lu bytes", path, (unsigned long)ncap);
-                return DATA_ERR_NOMEM;
-            }
-            b = nb;
-            cap = ncap;
-        }
-        got = fread(b + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    if (ferror(f)) {
-        free(b);
+    f = data__open_regular(path, &size, &st, err, errlen);
+    if (!f) return st;
+    b = (unsigned char *)malloc(size ? size : 1);
+    if (!b) {
         fclose(f);
-        data__err(err, errlen, "%s: read error", path);
+        data__err(err, errlen, "%s: out of memory reading %zu bytes", path, size);
+        return DATA_ERR_NOMEM;
+    }
+    /* never more than the size fstat gave: one byte past it tells a file that grew meanwhile */
+    got = size ? fread(b, 1, size, f) : 0;
+    bad = ferror(f) || got != size || fgetc(f) != EOF;
+    fclose(f);
+    if (bad) {
+        free(b);
+        data__err(err, errlen, "%s: read error (%zu of %zu bytes, or the file changed while it was read)", path, got,
+                  size);
         return DATA_ERR_IO;
     }
-    fclose(f);
     *buf = b;
-    *n = len;
+    *n = size;
     return DATA_OK;
+}
+
+/* ---- the atomic writer ------------------------------------------------------------------ */
+
+/* A malloc'd, NUL-terminated copy of the first n bytes of s (NULL when out of memory). */
+static char *data__strndup(const char *s, size_t n)
+{
+    char *d = (char *)malloc(n + 1);
+    if (d) memcpy(d, s, n), d[n] = 0;
+    return d;
+}
+
+/* The file a write to path lands on: path itself, or, through symlinks (a chain of up to 40,
+ * relative ones taken from their link's directory), the file they end at, which may not exist
+ * yet. Returns a malloc'd path, or NULL with a message. */
+static char *data__write_target(const char *path, char *err, size_t errlen)
+{
+    char *cur = data__strndup(path, strlen(path));
+    int hops;
+    for (hops = 0; cur && hops < 40; hops++) {
+        struct stat sb;
+        char link[4096], *next;
+        const char *slash;
+        ssize_t len;
+        size_t dlen;
+        if (lstat(cur, &sb) != 0 || !S_ISLNK(sb.st_mode)) return cur; /* absent, or not a link */
+        len = readlink(cur, link, sizeof link - 1);
+        if (len < 0 || (size_t)len >= sizeof link - 1) {
+            data__err(err, errlen, "%s: cannot read the symlink %s", path, cur);
+            free(cur);
+            return NULL;
+        }
+        link[len] = 0;
+        slash = strrchr(cur, '/');
+        dlen = link[0] != '/' && slash ? (size_t)(slash - cur) + 1 : 0; /* relative: from cur's directory */
+        next = (char *)malloc(dlen + (size_t)len + 1);
+        if (next) memcpy(next, cur, dlen), memcpy(next + dlen, link, (size_t)len + 1);
+        free(cur);
+        cur = next;
+    }
+    if (!cur) {
+        data__err(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    data__err(err, errlen, "%s: too many levels of symlinks", path);
+    free(cur);
+    return NULL;
+}
+
+/* 0 if nothing is at p or a regular file is; else -1 with a message naming path (and p). */
+static int data__replaceable(const char *path, const char *p, char *err, size_t errlen)
+{
+    struct stat sb;
+    if (lstat(p, &sb) != 0 || S_ISREG(sb.st_mode)) return 0;
+    if (strcmp(path, p) == 0)
+        data__err(err, errlen, "%s: not a regular file (refusing to replace it)", path);
+    else
+        data__err(err, errlen, "%s: %s is not a regular file (refusing to replace it)", path, p);
+    return -1;
+}
+
+/* Writes all n bytes to fd and syncs them to the disk. */
+static int data__write_all(int fd, const unsigned char *b, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, b, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        b += w, n -= (size_t)w;
+    }
+    return fsync(fd);
+}
+
+/* Syncs the directory holding p (so a rename in it survives a power loss). File systems that
+ * cannot sync a directory (EINVAL) count as synced. */
+static int data__sync_dir(const char *p)
+{
+    const char *slash = strrchr(p, '/');
+    char *dir = slash ? data__strndup(p, slash == p ? 1 : (size_t)(slash - p)) : data__strndup(".", 1);
+    int fd, rc, e;
+    if (!dir) return -1;
+    fd = open(dir, O_RDONLY);
+    free(dir);
+    if (fd < 0) return -1;
+    rc = fsync(fd) == 0 || errno == EINVAL ? 0 : -1;
+    e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
+/* Creates (or empties) the temp file tmp, refusing a symlink or any non-regular file there. */
+static int data__open_temp(const char *tmp)
+{
+    struct stat sb;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0666);
+    if (fd < 0) return -1;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || ftruncate(fd, 0) != 0) {
+        close(fd);
+        errno = EEXIST;
+        return -1;
+    }
+    return fd;
 }
 
 data_status data_write_file_atomic(const char *path, const void *buf, size_t n, char *err, size_t errlen)
 {
     size_t plen;
-    char *tmp;
-    FILE *f;
-    int bad;
+    char *target, *tmp;
+    int fd, bad, e;
     if (!path || (!buf && n)) {
         data__err(err, errlen, "data_write_file_atomic: null argument");
         return DATA_ERR_NULL;
     }
-    plen = strlen(path);
+    target = data__write_target(path, err, errlen);
+    if (!target) return DATA_ERR_IO;
+    if (data__replaceable(path, target, err, errlen)) {
+        free(target);
+        return DATA_ERR_IO;
+    }
+    plen = strlen(target);
     tmp = (char *)malloc(plen + 5);
     if (!tmp) {
         data__err(err, errlen, "%s: out of memory", path);
+        free(target);
         return DATA_ERR_NOMEM;
     }
-    memcpy(tmp, path, plen);
+    memcpy(tmp, target, plen);
     memcpy(tmp + plen, ".tmp", 5);
-    f = fopen(tmp, "wb");
-    if (!f) {
-        data__err(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
-        free(tmp);
+    fd = data__open_temp(tmp);
+    if (fd < 0) {
+        data__err(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
+        free(tmp), free(target);
         return DATA_ERR_IO;
     }
-    bad = n && fwrite(buf, 1, n, f) != n;
-    bad |= fflush(f) != 0;
-    bad |= fclose(f) != 0;
+    bad = data__write_all(fd, (const unsigned char *)buf, n) != 0;
+    e = errno;
+    bad |= close(fd) != 0;
     if (bad) {
-        data__err(err, errlen, "%s: write failed", tmp);
+        data__err(err, errlen, "%s: write failed (%s): %s", tmp, path, strerror(e));
         remove(tmp);
-        free(tmp);
+        free(tmp), free(target);
         return DATA_ERR_IO;
     }
-    if (rename(tmp, path) != 0) {
-        data__err(err, errlen, "%s: cannot rename %s over it: %s", path, tmp, strerror(errno));
+    if (rename(tmp, target) != 0) {
+        data__err(err, errlen, "%s: cannot rename %s over it: %s", target, tmp, strerror(errno));
         remove(tmp);
-        free(tmp);
+        free(tmp), free(target);
         return DATA_ERR_IO;
     }
-    free(tmp);
-    return DATA_OK;
+    bad = data__sync_dir(target) != 0;
+    if (bad) data__err(err, errlen, "%s: written, but its directory cannot be synced: %s", target, strerror(errno));
+    free(tmp), free(target);
+    return bad ? DATA_ERR_IO : DATA_OK;
 }
 
 /* ---- token files ----------------------------------------------------------------------- */

@@ -3,7 +3,8 @@
  * Three things live here:
  *   1. File helpers shared by every binary file the trainer writes (tokenizer, token files,
  *      checkpoints): little-endian integer packing, an FNV-1a 64-bit checksum, a whole-file
- *      reader and an atomic writer (write PATH.tmp, flush, close, rename over PATH).
+ *      reader (regular files only) and an atomic writer (write PATH.tmp, fsync, rename over
+ *      PATH, fsync the directory).
  *   2. Token files (train.bin / val.bin) and two samplers over them: a seeded random one for
  *      training and a sequential one for validation. A sampler's whole state is two integers,
  *      so a checkpoint can store it and resume the exact stream.
@@ -63,12 +64,20 @@ uint32_t data_get_u32le(const unsigned char *p);
 uint64_t data_get_u64le(const unsigned char *p);
 
 /* Reads the whole file into a malloc'd buffer (*buf, freed by the caller; a 0-byte file gives a
- * 1-byte allocation and *n = 0). On error *buf and *n are untouched. */
+ * 1-byte allocation and *n = 0). Regular files only, after following symlinks (the opened
+ * descriptor is fstat'ed: a device such as /dev/zero, a FIFO or a directory is DATA_ERR_IO,
+ * "not a regular file"), and never more bytes than fstat's size (a file that changes size while
+ * it is read is DATA_ERR_IO). On error *buf and *n are untouched. */
 data_status data_read_file(const char *path, unsigned char **buf, size_t *n, char *err, size_t errlen);
 
-/* Writes n bytes to PATH.tmp, flushes and closes it, then renames it over path, so a reader
- * sees the old file or the new one, never a torn one. On error the temp file is removed and
- * path is untouched. */
+/* Writes n bytes to TARGET.tmp, fsyncs and closes it, renames it over TARGET and fsyncs
+ * TARGET's directory, so a reader sees the old file or the new one, never a torn one, and the
+ * new one survives a power loss once DATA_OK is returned. TARGET is path, or, when path is a
+ * symlink (or a chain of them), the file the links end at (which may not exist yet): the links
+ * stay, their target is replaced. Only a regular file is ever replaced: a device node, FIFO,
+ * socket or directory at TARGET is DATA_ERR_IO ("not a regular file", naming path), as is a
+ * symlink or non-regular file at TARGET.tmp. On error the temp file is removed and TARGET is
+ * untouched. */
 data_status data_write_file_atomic(const char *path, const void *buf, size_t n, char *err, size_t errlen);
 
 /* ---- 2. token files and samplers ------------------------------------------------------- */

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,14 @@ static muon_config block_muon_config(const optim_recipe *r, double lr, double be
     c.ns = muon_ns_preset(MUON_NS_JORDAN, r->ns_steps);
     c.cap = cap;
     return c;
+}
+
+/* The optimizer recipe r gives a tensor of kind k. */
+static optim_kind kind_for(const optim_recipe *r, gpt_tensor_kind k)
+{
+    if (k == GPT_TENSOR_EMBEDDING) return OPTIM_ADAMW;
+    if (k == GPT_TENSOR_BLOCK_MATRIX) return r->block == OPTIM_BLOCK_MUOWN ? OPTIM_MUOWN : OPTIM_MUON;
+    return r->head == OPTIM_HEAD_ROWNORM ? OPTIM_ROWNORM : r->head == OPTIM_HEAD_MUON ? OPTIM_MUON : OPTIM_ADAMW;
 }
 
 int optim_owns(const optim_set *o, int i)
@@ -195,37 +204,31 @@ int optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *mod
         optim_slot *s = &o->slots[i];
         gpt_tensor_info(model, i, &s->t);
         o->grad_sizes[i] = s->t.rows * s->t.cols;
+        s->kind = kind_for(r, s->t.kind);
         if (s->t.kind == GPT_TENSOR_EMBEDDING) {
-            s->kind = OPTIM_ADAMW;
             s->peak_lr = r->embed_lr;
             s->adamw_cfg.beta1 = r->embed_beta1, s->adamw_cfg.beta2 = r->embed_beta2;
             s->adamw_cfg.eps = r->embed_eps, s->adamw_cfg.weight_decay = r->embed_wd;
         } else if (s->t.kind == GPT_TENSOR_BLOCK_MATRIX) {
             s->peak_lr = r->muon_lr;
             s->muon_cfg = block_muon_config(r, r->muon_lr, r->muon_beta, r->muon_wd, r->cap);
-            if (r->block == OPTIM_BLOCK_MUOWN) {
-                s->kind = OPTIM_MUOWN;
+            if (s->kind == OPTIM_MUOWN) {
                 s->muown_cfg = muown_default();
                 s->muown_cfg.muon = s->muon_cfg;
                 s->muown_cfg.muon.cap = MUON_CAP_OFF;
                 s->muown_cfg.mag_lr = r->muon_lr;
-            } else {
-                s->kind = OPTIM_MUON;
             }
         } else {
             o->head_slot = i;
             s->peak_lr = r->head_lr;
-            if (r->head == OPTIM_HEAD_ROWNORM) {
-                s->kind = OPTIM_ROWNORM;
+            if (s->kind == OPTIM_ROWNORM) {
                 s->rownorm_cfg = rn_rownorm_default();
                 s->rownorm_cfg.beta = r->head_beta1;
                 s->rownorm_cfg.eps = r->head_eps;
                 s->rownorm_cfg.weight_decay = r->head_wd;
-            } else if (r->head == OPTIM_HEAD_MUON) {
-                s->kind = OPTIM_MUON;
+            } else if (s->kind == OPTIM_MUON) {
                 s->muon_cfg = block_muon_config(r, r->head_lr, r->head_beta1, r->head_wd, MUON_CAP_OFF);
             } else {
-                s->kind = OPTIM_ADAMW;
                 s->adamw_cfg.beta1 = r->head_beta1, s->adamw_cfg.beta2 = r->head_beta2;
                 s->adamw_cfg.eps = r->head_eps, s->adamw_cfg.weight_decay = r->head_wd;
             }
@@ -470,33 +473,59 @@ void optim_recipe_save(const optim_recipe *r, ckpt_writer *w)
     ckpt_put_f64_1(w, "recipe.clip", r->clip);
 }
 
+/* The recipe's f64 fields, their places in the recipe and the command line's range for each:
+ * finite in [0, hi], with hi itself excluded for the betas. */
+typedef struct {
+    const char *name;
+    size_t offset;
+    double hi;
+    int hi_open;
+} recipe_f64;
+
+#define RECIPE_F64(f, hi, open) {"recipe." #f, offsetof(optim_recipe, f), hi, open}
+static const recipe_f64 recipe_f64s[] = {
+    RECIPE_F64(muon_lr, 1e30, 0),     RECIPE_F64(muon_beta, 1.0, 1),    RECIPE_F64(muon_wd, 1e30, 0),
+    RECIPE_F64(embed_lr, 1e30, 0),    RECIPE_F64(embed_beta1, 1.0, 1),  RECIPE_F64(embed_beta2, 1.0, 1),
+    RECIPE_F64(embed_eps, 1e30, 0),   RECIPE_F64(embed_wd, 1e30, 0),    RECIPE_F64(head_lr, 1e30, 0),
+    RECIPE_F64(head_beta1, 1.0, 1),   RECIPE_F64(head_beta2, 1.0, 1),   RECIPE_F64(head_eps, 1e30, 0),
+    RECIPE_F64(head_wd, 1e30, 0),     RECIPE_F64(warmup_frac, 1.0, 0),  RECIPE_F64(final_frac, 1.0, 0),
+    RECIPE_F64(clip, 1e30, 0)};
+#undef RECIPE_F64
+
+/* u64 field `name` into *out, which must be in [lo, hi]. */
+static int recipe_u64(const ckpt_reader *rd, const char *name, uint64_t lo, uint64_t hi, uint64_t *out, char *err,
+                      size_t errlen)
+{
+    if (ckpt_get_u64(rd, name, out, 1, err, errlen)) return -1;
+    if (*out < lo || *out > hi)
+        return fail(err, errlen, "%s: field \"%s\" is %llu, expected %llu..%llu", rd->file, name,
+                    (unsigned long long)*out, (unsigned long long)lo, (unsigned long long)hi);
+    return 0;
+}
+
 int optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, size_t errlen)
 {
-    uint64_t u[4];
-    double *d[16];
-    static const char *const dn[16] = {"recipe.muon_lr",     "recipe.muon_beta",  "recipe.muon_wd",
-                                       "recipe.embed_lr",    "recipe.embed_beta1", "recipe.embed_beta2",
-                                       "recipe.embed_eps",   "recipe.embed_wd",   "recipe.head_lr",
-                                       "recipe.head_beta1",  "recipe.head_beta2", "recipe.head_eps",
-                                       "recipe.head_wd",     "recipe.warmup_frac", "recipe.final_frac",
-                                       "recipe.clip"};
     optim_recipe t = *r;
-    int k;
-    d[0] = &t.muon_lr, d[1] = &t.muon_beta, d[2] = &t.muon_wd, d[3] = &t.embed_lr, d[4] = &t.embed_beta1;
-    d[5] = &t.embed_beta2, d[6] = &t.embed_eps, d[7] = &t.embed_wd, d[8] = &t.head_lr, d[9] = &t.head_beta1;
-    d[10] = &t.head_beta2, d[11] = &t.head_eps, d[12] = &t.head_wd, d[13] = &t.warmup_frac;
-    d[14] = &t.final_frac, d[15] = &t.clip;
-    if (ckpt_get_u64(rd, "recipe.head", &u[0], 1, err, errlen) || ckpt_get_u64(rd, "recipe.block", &u[1], 1, err, errlen) ||
-        ckpt_get_u64(rd, "recipe.cap", &u[2], 1, err, errlen) || ckpt_get_u64(rd, "recipe.ns_steps", &u[3], 1, err, errlen))
+    uint64_t u[4];
+    size_t k;
+    if (recipe_u64(rd, "recipe.head", 0, OPTIM_HEAD_MUON, &u[0], err, errlen) ||
+        recipe_u64(rd, "recipe.block", 0, OPTIM_BLOCK_MUOWN, &u[1], err, errlen) ||
+        recipe_u64(rd, "recipe.cap", 0, MUON_CAP_ALWAYS, &u[2], err, errlen) ||
+        recipe_u64(rd, "recipe.ns_steps", 1, 100, &u[3], err, errlen))
         return -1;
-    if (u[0] > OPTIM_HEAD_MUON || u[1] > OPTIM_BLOCK_MUOWN || u[2] > MUON_CAP_ALWAYS || u[3] < 1 || u[3] > MUON_NS_MAX_STEPS)
-        return fail(err, errlen, "%s: recipe field out of range", rd->file);
     t.head = (optim_head_kind)u[0];
     t.block = (optim_block_kind)u[1];
     t.cap = (muon_cap_mode)u[2];
     t.ns_steps = (int)u[3];
-    for (k = 0; k < 16; k++)
-        if (ckpt_get_f64(rd, dn[k], d[k], 1, err, errlen)) return -1;
+    for (k = 0; k < sizeof recipe_f64s / sizeof recipe_f64s[0]; k++) {
+        const recipe_f64 *f = &recipe_f64s[k];
+        double v;
+        if (ckpt_get_f64(rd, f->name, &v, 1, err, errlen)) return -1;
+        if (!(v >= 0.0 && (f->hi_open ? v < f->hi : v <= f->hi)))
+            return fail(err, errlen, "%s: field \"%s\" is %g, expected a number in [0, %g%s", rd->file, f->name, v,
+                        f->hi, f->hi_open ? ")" : "]");
+        memcpy((char *)&t + f->offset, &v, sizeof v);
+    }
     *r = t;
     return 0;
 }
@@ -619,6 +648,84 @@ int optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *c, char *err, 
     return 0;
 }
 
+/* The arrays optim_save writes for a slot of each kind: name, type and size (a slot's
+ * rows x cols, rows, cols, or 2 values). */
+typedef enum { DIM_ALL, DIM_ROWS, DIM_COLS, DIM_TWO } slot_dim;
+typedef struct {
+    optim_kind kind;
+    const char *what;
+    ckpt_type type;
+    slot_dim dim;
+} slot_array;
+
+static const slot_array slot_arrays[] = {
+    {OPTIM_ADAMW, "m", CKPT_F32, DIM_ALL},       {OPTIM_ADAMW, "v", CKPT_F32, DIM_ALL},
+    {OPTIM_MUON, "momentum", CKPT_F32, DIM_ALL}, {OPTIM_MUON, "cap_u", CKPT_F64, DIM_ROWS},
+    {OPTIM_MUON, "cap_v", CKPT_F64, DIM_COLS},   {OPTIM_MUON, "cap", CKPT_F64, DIM_TWO},
+    {OPTIM_MUOWN, "g", CKPT_F64, DIM_ROWS},      {OPTIM_MUOWN, "vnorm", CKPT_F64, DIM_ROWS},
+    {OPTIM_MUOWN, "mag_m", CKPT_F64, DIM_ROWS},  {OPTIM_MUOWN, "mag_v", CKPT_F64, DIM_ROWS},
+    {OPTIM_MUOWN, "momentum", CKPT_F32, DIM_ALL}, {OPTIM_ROWNORM, "B", CKPT_F32, DIM_ALL}};
+
+/* -1 with a message if a value of f32 field `name` (n values, finite) is negative. */
+static int check_nonnegative(const ckpt_reader *rd, const char *name, size_t n, char *err, size_t errlen)
+{
+    float buf[1024];
+    size_t at, k;
+    for (at = 0; at < n; at += k) {
+        size_t len = n - at < 1024 ? n - at : 1024;
+        if (ckpt_get_f32_range(rd, name, n, at, len, buf, err, errlen)) return -1;
+        for (k = 0; k < len; k++)
+            if (buf[k] < 0.0f)
+                return fail(err, errlen, "%s: field \"%s\" holds a negative value (value %zu)", rd->file, name, at + k);
+    }
+    return 0;
+}
+
+/* The fields of one tensor's optimizer state (see optim_check_checkpoint). */
+static int check_slot(const optim_slot *s, const ckpt_reader *rd, char *err, size_t errlen)
+{
+    char name[96];
+    uint64_t v;
+    size_t k;
+    field(name, sizeof name, s, "kind");
+    if (ckpt_get_u64(rd, name, &v, 1, err, errlen)) return -1;
+    if (v != (uint64_t)s->kind)
+        return fail(err, errlen, "%s: field \"%s\": tensor %s was trained with another optimizer (kind %llu, this "
+                    "run %d)", rd->file, name, s->t.name, (unsigned long long)v, (int)s->kind);
+    field(name, sizeof name, s, "step");
+    if (ckpt_get_u64(rd, name, &v, 1, err, errlen)) return -1;
+    if (v > (uint64_t)OPTIM_MAX_STEPS)
+        return fail(err, errlen, "%s: field \"%s\" is %llu, expected 0..%ld", rd->file, name, (unsigned long long)v,
+                    OPTIM_MAX_STEPS);
+    for (k = 0; k < sizeof slot_arrays / sizeof slot_arrays[0]; k++) {
+        const slot_array *a = &slot_arrays[k];
+        size_t n = a->dim == DIM_ALL ? s->t.rows * s->t.cols : a->dim == DIM_ROWS ? s->t.rows
+                 : a->dim == DIM_COLS ? s->t.cols : 2;
+        if (a->kind != s->kind) continue;
+        field(name, sizeof name, s, a->what);
+        if (ckpt_check_field(rd, name, a->type, n, 1, err, errlen)) return -1;
+        if (s->kind == OPTIM_ADAMW && strcmp(a->what, "v") == 0 && check_nonnegative(rd, name, n, err, errlen)) return -1;
+    }
+    return 0;
+}
+
+int optim_check_checkpoint(const optim_recipe *r, const gpt_config *model, const ckpt_reader *rd, char *err,
+                           size_t errlen)
+{
+    gpt_layout lay = gpt_layout_of(model);
+    optim_slot s;
+    size_t head_n = 0;
+    int i;
+    memset(&s, 0, sizeof s);
+    for (i = 0; i < lay.n_tensors; i++) {
+        if (gpt_tensor_info(model, i, &s.t) != GPT_OK) return fail(err, errlen, "%s: bad model", rd->file);
+        s.kind = kind_for(r, s.t.kind);
+        if (s.t.kind == GPT_TENSOR_HEAD) head_n = s.t.rows * s.t.cols;
+        if (check_slot(&s, rd, err, errlen)) return -1;
+    }
+    return ckpt_check_field(rd, "opt.head_step", CKPT_F32, head_n, 1, err, errlen) ? -1 : 0;
+}
+
 int optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errlen)
 {
     char name[96];
@@ -636,6 +743,9 @@ int optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errlen)
                         r->file, s->t.name, (unsigned long long)kind, (int)s->kind);
         field(name, sizeof name, s, "step");
         if (ckpt_get_u64(r, name, &step, 1, err, errlen)) return -1;
+        if (step > (uint64_t)OPTIM_MAX_STEPS)
+            return fail(err, errlen, "%s: field \"%s\" is %llu, expected 0..%ld", r->file, name,
+                        (unsigned long long)step, OPTIM_MAX_STEPS);
         if (!optim_owns(o, i)) continue; /* its owner loads it */
         switch (s->kind) {
         case OPTIM_ADAMW:

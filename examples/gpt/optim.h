@@ -147,7 +147,18 @@ void optim_free(optim_set *o);
  * nothing was updated). */
 int optim_step(optim_set *o, float *params, float *grads, long step, long total, char *err, size_t errlen);
 
-/* Checkpoint fields "recipe.*" (every field of the recipe). load returns 0 or -1 with a message. */
+/* The longest schedule (--steps) and the largest optimizer step counter a checkpoint may hold:
+ * a counter counts the updates done, at most one per update, so it never exceeds the schedule;
+ * with this bound a resumed run can add another OPTIM_MAX_STEPS updates and stay far below the
+ * overflow of the libraries' counters (long long / unsigned long long) and within doubles'
+ * exact integers. */
+#define OPTIM_MAX_STEPS (1L << 30)
+
+/* Checkpoint fields "recipe.*" (every field of the recipe). load returns 0 or -1 with a message
+ * naming the file and the field, and checks every value as the command line does: head, block,
+ * cap among the known kinds, ns_steps in [1, 100] (--ns-steps), every rate, decay, eps and the
+ * clip finite in [0, 1e30], the betas in [0, 1), warmup_frac and final_frac in [0, 1]. On error
+ * *r is untouched. */
 void optim_recipe_save(const optim_recipe *r, ckpt_writer *w);
 int optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, size_t errlen);
 
@@ -156,6 +167,14 @@ int optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, size_t 
  * head), so a checkpoint of any number of ranks resumes on any number of ranks. */
 void optim_save(const optim_set *o, ckpt_writer *w);
 int optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errlen);
+/* Checks, without allocating, every "opt.*" field optim_load will read for a set of recipe r on
+ * model (resolved): each tensor's optimizer kind is the one r gives it, each step counter is in
+ * [0, OPTIM_MAX_STEPS], each array has its type and size for the tensor's shape, and every value
+ * is finite (AdamW's second moment v >= 0 too). Call it before creating the model: a file whose
+ * fields do not match its model.config fails here, whatever model it claims. Returns 0, or -1
+ * with a message naming the file and the field. */
+int optim_check_checkpoint(const optim_recipe *r, const gpt_config *model, const ckpt_reader *rd, char *err,
+                           size_t errlen);
 /* optim_save for a data-parallel set, collective over comm: rank 0's writer receives every field
  * in optim_save's order (the states of matrices owned elsewhere are serialised by their owners
  * and sent to rank 0; a sharded head's B rows are gathered), so the file is the one a single

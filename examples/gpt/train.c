@@ -17,6 +17,7 @@
 #include "cuda_backend.h" /* --backend cuda (build/gpt/train_cuda, cuda.mk) */
 #endif
 
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -163,6 +164,8 @@ static uint64_t data_seed(uint64_t seed) { return seed ^ 0xD1B54A32D192ED03ULL; 
 /* Host copies of the optimizer states are current (the CUDA backend keeps them on the device and
  * refreshes the host only when they are read: checkpoints, spectra). */
 static int sync_optimizer_to_host(run *r);
+/* Checks the writes to a log (the CSV log section). */
+static int log_ok(run *r, FILE *f, const char *path, int flush);
 
 static void clear_bar(run *r)
 {
@@ -243,8 +246,9 @@ static int save_checkpoint(run *r)
     char err[512];
     int i, failed = 0;
     if (!r->o.ckpt_path) return 0;
-    if (r->log) fflush(r->log); /* the log holds every row up to the checkpoint before it exists */
-    if (r->be->ops->pull_params(r->be) != GPT_OK) {
+    /* the log holds every row up to the checkpoint before it exists */
+    failed = r->log && log_ok(r, r->log, r->o.log_path, 1) != 0;
+    if (!failed && r->be->ops->pull_params(r->be) != GPT_OK) {
         set_error(r->res, "backend: cannot read the parameters back");
         failed = 1;
     }
@@ -324,11 +328,27 @@ static int read_checkpoint_image(run *r, ckpt_reader *ck)
     return 0;
 }
 
-/* Reads the run settings of a checkpoint into r->o (before the backend exists). */
+/* Value v of u64 field `name` (its element `what`, when the field has several) must be in
+ * [lo, hi], the command line's range for the setting; else the run fails naming file and field. */
+static int check_range(run *r, const ckpt_reader *ck, const char *name, const char *what, uint64_t v, uint64_t lo,
+                       uint64_t hi)
+{
+    if (v >= lo && v <= hi) return 0;
+    return set_error(r->res, "resume: %s: field \"%s\"%s%s is %llu, expected %llu..%llu", ck->file, name,
+                     what ? " " : "", what ? what : "", (unsigned long long)v, (unsigned long long)lo,
+                     (unsigned long long)hi);
+}
+
+/* Reads the run settings of a checkpoint into r->o (before the backend exists), each checked
+ * against the range of its flag (--layers, --d-model, ..., --steps, --batch, --seq, --accum). */
 static int read_checkpoint_settings(run *r, const ckpt_reader *ck)
 {
+    static const char *const what[6] = {"n_layers", "d_model", "n_heads", "seq_len", "vocab_size", "mlp_hidden"};
+    static const uint64_t lo[6] = {1, 2, 1, 1, 1, 1};
+    static const uint64_t hi[6] = {1u << 16, 1u << 16, 1u << 16, 1u << 16, TOK_MAX_VOCAB, 1u << 20};
     uint64_t words[6], v[5];
     char err[512];
+    int k;
     if (ckpt_get_u64(ck, "model.config", words, 6, err, sizeof err) ||
         ckpt_get_u64(ck, "train.steps", &v[0], 1, err, sizeof err) ||
         ckpt_get_u64(ck, "train.batch", &v[1], 1, err, sizeof err) ||
@@ -336,15 +356,63 @@ static int read_checkpoint_settings(run *r, const ckpt_reader *ck)
         ckpt_get_u64(ck, "train.accum", &v[3], 1, err, sizeof err) ||
         ckpt_get_u64(ck, "train.seed", &v[4], 1, err, sizeof err))
         return set_error(r->res, "resume: %s", err);
-    if (words[0] > 1u << 20 || words[1] > 1u << 20 || words[2] > 1u << 20 || words[3] > 1u << 20 ||
-        words[4] > 1u << 20 || words[5] > 1u << 20 || v[0] > 1u << 30 || v[1] > 1u << 20 || v[2] > 1u << 20 ||
-        v[3] > 1u << 20)
-        return set_error(r->res, "resume: %s: settings out of range", ck->file);
+    for (k = 0; k < 6; k++)
+        if (check_range(r, ck, "model.config", what[k], words[k], lo[k], hi[k])) return -1;
+    if (check_range(r, ck, "train.steps", NULL, v[0], 1, OPTIM_MAX_STEPS) ||
+        check_range(r, ck, "train.batch", NULL, v[1], 1, 1u << 16) ||
+        check_range(r, ck, "train.seq", NULL, v[2], 1, 1u << 16) ||
+        check_range(r, ck, "train.accum", NULL, v[3], 1, 1u << 16) ||
+        check_range(r, ck, "model.config", "seq_len (= train.seq)", words[3], v[2], v[2]))
+        return -1;
     r->o.model.n_layers = (int)words[0], r->o.model.d_model = (int)words[1], r->o.model.n_heads = (int)words[2];
     r->o.model.seq_len = (int)words[3], r->o.model.vocab_size = (int)words[4], r->o.model.mlp_hidden = (int)words[5];
     r->o.steps = (long)v[0], r->o.batch = (int)v[1], r->o.seq = (int)v[2], r->o.accum = (int)v[3];
     r->o.seed = v[4];
     if (optim_recipe_load(&r->o.recipe, ck, err, sizeof err)) return set_error(r->res, "resume: %s", err);
+    return 0;
+}
+
+/* Before anything is allocated for the model: every field read_checkpoint_state and optim_load
+ * will copy exists with the type and size that model.config implies, holds finite values, and
+ * train.step is within the schedule. The fields lie inside the file, so what the resume then
+ * allocates is bounded by the file's size. */
+static int check_checkpoint_fields(run *r, const ckpt_reader *ck)
+{
+    gpt_config cfg = r->o.model;
+    uint64_t step;
+    char err[512];
+    int i;
+    if (gpt_config_resolve(&cfg) != GPT_OK)
+        return set_error(r->res, "resume: %s: field \"model.config\" is not a valid model (d_model %d, %d heads, mlp "
+                         "%d, %d layers)", ck->file, r->o.model.d_model, r->o.model.n_heads, r->o.model.mlp_hidden,
+                         r->o.model.n_layers);
+    if (ckpt_get_u64(ck, "train.step", &step, 1, err, sizeof err) ||
+        ckpt_check_field(ck, "train.sampler", CKPT_U64, 2, 0, err, sizeof err) ||
+        ckpt_check_field(ck, "data.train_tokens", CKPT_U64, 1, 0, err, sizeof err) ||
+        ckpt_check_field(ck, "data.vocab", CKPT_U64, 1, 0, err, sizeof err))
+        return set_error(r->res, "resume: %s", err);
+    if (check_range(r, ck, "train.step", NULL, step, 0, (uint64_t)r->o.steps)) return -1;
+    for (i = 0; i < gpt_layout_of(&cfg).n_tensors; i++) {
+        gpt_tensor t;
+        char name[64];
+        gpt_tensor_info(&cfg, i, &t);
+        snprintf(name, sizeof name, "param.%s", t.name);
+        if (ckpt_check_field(ck, name, CKPT_F32, t.rows * t.cols, 1, err, sizeof err))
+            return set_error(r->res, "resume: %s", err);
+    }
+    if (optim_check_checkpoint(&r->o.recipe, &cfg, ck, err, sizeof err)) return set_error(r->res, "resume: %s", err);
+    return 0;
+}
+
+int train_check_checkpoint(const ckpt_reader *ck, train_options *opt, train_result *res)
+{
+    run r;
+    memset(&r, 0, sizeof r);
+    r.o = *opt;
+    r.res = res;
+    r.size = 1;
+    if (read_checkpoint_settings(&r, ck) || check_checkpoint_fields(&r, ck)) return -1;
+    *opt = r.o;
     return 0;
 }
 
@@ -385,6 +453,22 @@ static int read_checkpoint_state(run *r, const ckpt_reader *ck)
 
 static const char *log_header = "kind,step,tokens,loss,lr,ms,tok_per_s,gflops,grad_norm,d_lo,d_hi,d_exact,val_loss,hilbert_rms\n";
 
+/* 0 if every write to the log f at path has succeeded (and, with flush, reached the file); else
+ * the run fails with a message naming the log. */
+static int log_ok(run *r, FILE *f, const char *path, int flush)
+{
+    if (!ferror(f) && (!flush || fflush(f) == 0)) return 0;
+    return set_error(r->res, "%s: cannot write the log: %s", path, strerror(errno));
+}
+
+/* Closes a log; a failed write or close fails the run (unless it failed already). */
+static void close_log(run *r, FILE *f, const char *path)
+{
+    int bad = ferror(f) != 0;
+    bad |= fclose(f) != 0;
+    if (bad && r->res->outcome != TRAIN_FAILED) set_error(r->res, "%s: cannot write the log: %s", path, strerror(errno));
+}
+
 /* "%.17g", or an empty cell for NaN. */
 static void cell(FILE *f, double v) { if (v == v) fprintf(f, ",%.17g", v); else fputs(",", f); }
 
@@ -420,30 +504,30 @@ static int open_log(run *r, int resuming)
         }
         free(old);
     }
-    fflush(r->log);
-    return 0;
+    return log_ok(r, r->log, r->o.log_path, 1);
 }
 
-static void log_train(run *r, const train_step_rec *s, double tok_s, double gflops)
+static int log_train(run *r, const train_step_rec *s, double tok_s, double gflops)
 {
-    if (!r->log) return;
+    if (!r->log) return 0;
     fprintf(r->log, "train,%ld", s->step);
     cell(r->log, s->tokens), cell(r->log, s->loss), cell(r->log, s->lr), cell(r->log, s->ms);
     cell(r->log, tok_s), cell(r->log, gflops), cell(r->log, s->grad_norm), cell(r->log, s->d_lo);
     cell(r->log, s->d_hi), cell(r->log, s->d_exact), cell(r->log, NAN), cell(r->log, NAN);
     fputc('\n', r->log);
+    return log_ok(r, r->log, r->o.log_path, 0);
 }
 
-static void log_eval(run *r, const char *kind, long step, double tokens, double d_exact, double val, double hrms)
+static int log_eval(run *r, const char *kind, long step, double tokens, double d_exact, double val, double hrms)
 {
     int k;
-    if (!r->log) return;
+    if (!r->log) return 0;
     fprintf(r->log, "%s,%ld", kind, step);
     cell(r->log, tokens);
     for (k = 0; k < 8; k++) cell(r->log, NAN); /* loss .. d_hi */
     cell(r->log, d_exact), cell(r->log, val), cell(r->log, hrms);
     fputc('\n', r->log);
-    fflush(r->log);
+    return log_ok(r, r->log, r->o.log_path, 1);
 }
 
 /* ---- evaluation and diagnostics ----------------------------------------------------------- */
@@ -545,8 +629,7 @@ static int log_spectra(run *r)
             fprintf(r->sv_log, "%ld,%s,%.17g,%.17g,%.17g,%d\n", r->step, r->opt.slots[i].t.name, sp.q10, sp.q50,
                     sp.q90, sp.ns_steps_q50);
     }
-    if (r->sv_log) fflush(r->sv_log);
-    return 0;
+    return r->sv_log ? log_ok(r, r->sv_log, r->o.sv_log, 1) : 0;
 }
 
 /* Data parallel: the replicated parameters must be bit-identical on every rank (identical inputs
@@ -585,7 +668,7 @@ static int do_eval(run *r, int is_final)
     r->res->evals[r->res->n_evals].val_loss = r->last_val_loss;
     r->res->evals[r->res->n_evals].hilbert_rms = r->last_hilbert;
     r->res->n_evals++;
-    log_eval(r, "eval", r->step, tokens, NAN, r->last_val_loss, r->last_hilbert);
+    if (log_eval(r, "eval", r->step, tokens, NAN, r->last_val_loss, r->last_hilbert)) return -1;
     if (r->o.log_every > 0 || is_final) {
         if (r->last_hilbert == r->last_hilbert)
             console(r, "eval step %ld: val loss %.4f | Hilbert RMS %.4e\n", r->step, r->last_val_loss, r->last_hilbert);
@@ -756,6 +839,7 @@ static int setup(run *r)
     }
     r->o.model.vocab_size = (int)r->tok.vocab_size;
     r->o.model.seq_len = r->o.seq;
+    if (have_ck && check_checkpoint_fields(r, &ck)) goto done;
     gs = r->o.backend->create(&r->o.model, r->b_hi - r->b_lo, r->o.seq, r->o.seed, &r->be);
     if (gs != GPT_OK) {
         set_error(r->res, "backend %s: cannot create the model: %s", r->o.backend->name, gpt_status_string(gs));
@@ -815,8 +899,8 @@ done: /* every failure above has set r->res->outcome = TRAIN_FAILED */
 
 static void teardown(run *r)
 {
-    if (r->log) fclose(r->log);
-    if (r->sv_log) fclose(r->sv_log);
+    if (r->log) close_log(r, r->log, r->o.log_path);
+    if (r->sv_log) close_log(r, r->sv_log, r->o.sv_log);
 #ifdef GPT_WITH_CUDA
     if (r->dopt) gpt_cuda_optim_free(r->dopt);
 #endif
@@ -1036,7 +1120,7 @@ train_outcome train_run(const train_options *opt, train_result *res)
         {
             double tok_s = (double)r.tokens_per_update / (rec.ms * 1e-3);
             double gflops = flops_per_token * tok_s * 1e-9;
-            log_train(&r, &rec, tok_s, gflops);
+            if (log_train(&r, &rec, tok_s, gflops)) goto out;
             if (r.o.log_every > 0 && (r.step % r.o.log_every == 0 || r.step == r.o.steps)) {
                 char dx[48] = "";
                 if (rec.d_exact == rec.d_exact) snprintf(dx, sizeof dx, " D %.3e", rec.d_exact);
@@ -1072,9 +1156,10 @@ train_outcome train_run(const train_options *opt, train_result *res)
     res->final_hilbert_rms = r.last_hilbert;
     res->final_diameter = r.last_d_exact;
     if (done_here > 0) {
-        log_eval(&r, "final", r.step, (double)r.step * (double)r.tokens_per_update, r.last_d_exact, r.last_val_loss,
-                 r.last_hilbert);
-        if (save_checkpoint(&r)) goto out;
+        if (log_eval(&r, "final", r.step, (double)r.step * (double)r.tokens_per_update, r.last_d_exact,
+                     r.last_val_loss, r.last_hilbert) ||
+            save_checkpoint(&r))
+            goto out;
     }
     console(&r, "done: %ld steps, final val loss %.4f, D(S) %.4e, Hilbert RMS %.4e, %.1f s\n", r.step,
             res->final_val_loss, res->final_diameter, res->final_hilbert_rms, now_seconds() - res->seconds);
@@ -1246,9 +1331,9 @@ int train_parse_args(train_cli *cli, int argc, char **argv)
         } else if (strcmp(a, "--accum") == 0) {
             if ((ok = parse_long(v, 1, 1 << 16, &n))) o->accum = (int)n;
         } else if (strcmp(a, "--steps") == 0) {
-            if ((ok = parse_long(v, 1, 1L << 30, &n))) o->steps = n;
+            if ((ok = parse_long(v, 1, OPTIM_MAX_STEPS, &n))) o->steps = n;
         } else if (strcmp(a, "--stop-at") == 0) {
-            if ((ok = parse_long(v, 0, 1L << 30, &n))) o->stop_at = n;
+            if ((ok = parse_long(v, 0, OPTIM_MAX_STEPS, &n))) o->stop_at = n;
         } else if (strcmp(a, "--seed") == 0) {
             if ((ok = parse_long(v, 0, 0x7fffffffL, &n))) o->seed = (uint64_t)n;
         } else if (strcmp(a, "--seeds") == 0) {

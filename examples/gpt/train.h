@@ -20,6 +20,15 @@
  *   kind "final": the run's final numbers: val_loss and hilbert_rms of the last evaluation and
  *                 the exact D of the last update's head step (d_exact)
  * Numbers are printed with %.17g, so they read back exactly.
+ * A write, flush or close of a log (this one or sv_log) that fails, e.g. on a full disk or
+ * /dev/full, fails the run with a message naming the log.
+ *
+ * Resume: every value read from the checkpoint is checked before it is used, with the command
+ * line's rules (ranges of --layers .. --accum, --steps, the recipe's flags; finite numbers), the
+ * optimizer step counters against OPTIM_MAX_STEPS (optim.h), and the type and size of every
+ * param.* / opt.* field against model.config before the model is allocated; each error names
+ * the file and the field. Checkpoints are written with data_write_file_atomic (data.h): only
+ * over a regular file, through symlinks, synced to the disk before the run goes on.
  *
  * Data parallel (comm.h; README.md "Many processes"): with a communicator of n ranks, `batch` is
  * the GLOBAL micro-batch: every rank draws the same B sequences from the same sampler as a single
@@ -127,6 +136,14 @@ typedef struct train_result {
  * returns res->outcome. */
 train_outcome train_run(const train_options *opt, train_result *res);
 void train_result_free(train_result *res);
+
+/* The checks a resume runs on a checkpoint before anything is allocated for the model (tests,
+ * fuzzing): the run settings are read into *opt (model, steps, batch, seq, accum, seed, recipe;
+ * each in its flag's range), then every param.* / opt.* field is checked against model.config.
+ * The comparison with the tokenizer's vocabulary, done by a resume in between, is left to the
+ * caller (opt->model.vocab_size). Returns 0, or -1 with the message in res->error (res->outcome
+ * TRAIN_FAILED); *opt is written only on success. */
+int train_check_checkpoint(const ckpt_reader *ck, train_options *opt, train_result *res);
 
 /* Installs a SIGINT handler that asks running loops to save a checkpoint and stop (a second
  * SIGINT kills). Also clears a pending request. */

@@ -29,6 +29,13 @@ $(GPT_B)/test_train_asan: $(GPT_DIR)/tests/test_train.c $(GPT_TRAIN_DEPS) tests/
 
 GPT_TEST_BINS += $(GPT_B)/test_checkpoint $(GPT_B)/test_train $(GPT_B)/test_train_asan
 
+# The binaries against files that are not what they should be (devices, FIFOs, symlinks, a log
+# on /dev/full): tests/train_files.sh builds nothing, so test-build builds train and prepare.
+# It runs $(GPT_B)'s binaries when GPT_BIN=$(GPT_B) is set (default build/gpt).
+GPT_FILES_TEST := $(GPT_DIR)/tests/train_files.sh
+test-build: $(GPT_TRAIN) $(GPT_PREPARE)
+GPT_TEST_BINS += $(GPT_FILES_TEST)
+
 # The demo: prepare the default corpus if needed, then the paired experiment (sized to finish
 # in under 5 minutes on 2 cores; README.md has the measured time). Override DEMO_FLAGS to resize.
 DEMO_OUT   ?= $(GPT_B)/demo

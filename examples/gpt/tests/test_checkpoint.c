@@ -6,6 +6,7 @@
 #include "tests/test.h"
 
 #include <stdint.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static unsigned char *image_of_sample(size_t *len)
@@ -193,6 +194,40 @@ static void test_raw_append_and_range(void)
     free(ia), free(io);
 }
 
+/* ckpt_check_field: type and count as the getters, and NaN / Inf found without copying; a
+ * checkpoint written to a FIFO is refused and the FIFO stays. */
+static void test_check_field_and_fifo(void)
+{
+    size_t len;
+    unsigned char *img = image_of_sample(&len);
+    ckpt_reader r;
+    char err[256], dir[] = "/tmp/test_ckpt_XXXXXX", fifo[128];
+    ckpt_writer w;
+    struct stat st;
+    CHECK(ckpt_parse(&r, img, len, "mem.ck", NULL, 0) == CKPT_OK);
+    CHECK(ckpt_check_field(&r, "b.d", CKPT_F64, 2, 1, err, sizeof err) == CKPT_OK);
+    CHECK(ckpt_check_field(&r, "a.u", CKPT_U64, 3, 1, err, sizeof err) == CKPT_OK);
+    CHECK(ckpt_check_field(&r, "c.f", CKPT_F32, 4, 0, err, sizeof err) == CKPT_OK);
+    CHECK(ckpt_check_field(&r, "c.f", CKPT_F32, 4, 1, err, sizeof err) == CKPT_ERR_CORRUPT);
+    CHECK_MSG(strstr(err, "mem.ck") && strstr(err, "\"c.f\"") && strstr(err, "value 3"), "error: %s", err);
+    CHECK(ckpt_check_field(&r, "c.f", CKPT_F32, 5, 0, err, sizeof err) == CKPT_ERR_MISMATCH && strstr(err, "c.f"));
+    CHECK(ckpt_check_field(&r, "c.f", CKPT_F64, 4, 0, err, sizeof err) == CKPT_ERR_MISMATCH);
+    CHECK(ckpt_check_field(&r, "zz", CKPT_F64, 1, 0, err, sizeof err) == CKPT_ERR_MISSING && strstr(err, "zz"));
+    ckpt_reader_free(&r);
+    free(img);
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(fifo, sizeof fifo, "%s/ck.fifo", dir);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    ckpt_writer_init(&w);
+    ckpt_put_f64_1(&w, "x", 2.5);
+    CHECK(ckpt_write_file(&w, fifo, err, sizeof err) == CKPT_ERR_IO);
+    CHECK_MSG(strstr(err, fifo) && strstr(err, "not a regular file"), "error: %s", err);
+    ckpt_writer_free(&w);
+    CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+    remove(fifo);
+    rmdir(dir);
+}
+
 int main(void)
 {
     RUN(test_round_trip);
@@ -202,5 +237,6 @@ int main(void)
     RUN(test_damaged_headers);
     RUN(test_file_round_trip_and_io_error);
     RUN(test_raw_append_and_range);
+    RUN(test_check_field_and_fifo);
     return TEST_REPORT();
 }

@@ -1,10 +1,13 @@
 /* test_data.c - token files (round trip, every bad-file case), samplers (determinism from the
  * seed, state save/restore, sequential coverage), the corpus and the file helpers. */
+#define _POSIX_C_SOURCE 200809L
 #include "tests/test.h"
 #include "data.h"
 #include "tokenizer.h"
 
 #include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static uint32_t *ramp(size_t n, uint32_t vocab)
 {
@@ -304,6 +307,125 @@ static void test_pipeline(void)
     remove("test_data_pipe.bin");
 }
 
+
+/* Readers take regular files only (after following symlinks): a device, a symlink to one or a
+ * directory is refused at once, naming the path, instead of read until memory runs out. */
+static void test_read_refuses_non_regular_files(void)
+{
+    static const char *const devs[] = {"/dev/null", "/dev/zero"};
+    char dir[] = "/tmp/test_data_XXXXXX", link[128], err[256];
+    unsigned char *buf = (unsigned char *)"untouched";
+    size_t n = 12345, k;
+    data_tokens d;
+    CHECK(mkdtemp(dir) != NULL);
+    for (k = 0; k < 2; k++) {
+        err[0] = 0;
+        CHECK(data_read_file(devs[k], &buf, &n, err, sizeof err) == DATA_ERR_IO);
+        CHECK_MSG(strstr(err, devs[k]) && strstr(err, "not a regular file"), "error: %s", err);
+        snprintf(link, sizeof link, "%s/link%u.bin", dir, (unsigned)k);
+        CHECK(symlink(devs[k], link) == 0);
+        err[0] = 0;
+        CHECK(data_read_file(link, &buf, &n, err, sizeof err) == DATA_ERR_IO);
+        CHECK_MSG(strstr(err, link) && strstr(err, "not a regular file"), "error: %s", err);
+        memset(&d, 0, sizeof d);
+        CHECK(data_tokens_read(&d, link, err, sizeof err) == DATA_ERR_IO && d.tokens == NULL);
+        remove(link);
+    }
+    err[0] = 0;
+    CHECK(data_read_file(dir, &buf, &n, err, sizeof err) == DATA_ERR_IO);
+    CHECK_MSG(strstr(err, dir) && strstr(err, "not a regular file"), "error: %s", err);
+    CHECK(n == 12345 && strcmp((const char *)buf, "untouched") == 0); /* outputs untouched on error */
+    /* a regular file through a symlink reads as the file */
+    snprintf(link, sizeof link, "%s/real.txt", dir);
+    CHECK(data_write_file_atomic(link, "abc", 3, err, sizeof err) == DATA_OK);
+    {
+        char via[128];
+        snprintf(via, sizeof via, "%s/via.txt", dir);
+        CHECK(symlink("real.txt", via) == 0);
+        CHECK(data_read_file(via, &buf, &n, err, sizeof err) == DATA_OK && n == 3 && memcmp(buf, "abc", 3) == 0);
+        free(buf);
+        remove(via);
+    }
+    remove(link);
+    rmdir(dir);
+}
+
+static int is_symlink(const char *p)
+{
+    struct stat st;
+    return lstat(p, &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+static int file_is(const char *p, const char *want)
+{
+    unsigned char *b;
+    size_t n;
+    int same;
+    if (data_read_file(p, &b, &n, NULL, 0) != DATA_OK) return 0;
+    same = n == strlen(want) && memcmp(b, want, n) == 0;
+    free(b);
+    return same;
+}
+
+/* The atomic writer replaces regular files only, and writes through symlinks to their target
+ * (the temp file next to the target); a non-regular file (a FIFO here: as root a device node
+ * would be replaced the same way) or a directory is refused and left as it was. */
+static void test_atomic_write_targets(void)
+{
+    char dir[] = "/tmp/test_data_XXXXXX", sub[96], p[128], q[128], t[136], err[256];
+    struct stat st;
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    CHECK(mkdir(sub, 0777) == 0);
+    /* a symlink to an existing file, relative to the link's directory, in another directory */
+    snprintf(p, sizeof p, "%s/target.bin", sub);
+    CHECK(data_write_file_atomic(p, "old", 3, err, sizeof err) == DATA_OK);
+    snprintf(q, sizeof q, "%s/link.bin", dir);
+    CHECK(symlink("sub/target.bin", q) == 0);
+    CHECK(data_write_file_atomic(q, "new", 3, err, sizeof err) == DATA_OK);
+    CHECK(is_symlink(q) && file_is(p, "new"));
+    snprintf(t, sizeof t, "%s.tmp", p);
+    CHECK(access(t, F_OK) != 0);
+    snprintf(t, sizeof t, "%s.tmp", q);
+    CHECK(access(t, F_OK) != 0);
+    remove(q);
+    /* a chain of links, the last one dangling: the file is created where it points */
+    remove(p);
+    CHECK(symlink("sub/target.bin", q) == 0);
+    snprintf(t, sizeof t, "%s/link2.bin", dir);
+    CHECK(symlink("link.bin", t) == 0);
+    CHECK(data_write_file_atomic(t, "made", 4, err, sizeof err) == DATA_OK);
+    CHECK(is_symlink(t) && is_symlink(q) && file_is(p, "made"));
+    remove(t), remove(q), remove(p);
+    /* a FIFO and a directory are refused, named, and left alone */
+    snprintf(p, sizeof p, "%s/fifo", dir);
+    CHECK(mkfifo(p, 0600) == 0);
+    err[0] = 0;
+    CHECK(data_write_file_atomic(p, "x", 1, err, sizeof err) == DATA_ERR_IO);
+    CHECK_MSG(strstr(err, p) && strstr(err, "not a regular file"), "error: %s", err);
+    CHECK(lstat(p, &st) == 0 && S_ISFIFO(st.st_mode));
+    snprintf(q, sizeof q, "%s/fifo_link", dir);
+    CHECK(symlink("fifo", q) == 0);
+    CHECK(data_write_file_atomic(q, "x", 1, err, sizeof err) == DATA_ERR_IO);
+    CHECK(is_symlink(q) && lstat(p, &st) == 0 && S_ISFIFO(st.st_mode));
+    remove(q), remove(p);
+    err[0] = 0;
+    CHECK(data_write_file_atomic(sub, "x", 1, err, sizeof err) == DATA_ERR_IO);
+    CHECK_MSG(strstr(err, sub) && strstr(err, "not a regular file"), "error: %s", err);
+    CHECK(lstat(sub, &st) == 0 && S_ISDIR(st.st_mode));
+    /* a symlink left at PATH.tmp is not written through */
+    snprintf(p, sizeof p, "%s/out.bin", dir);
+    snprintf(q, sizeof q, "%s/victim.txt", dir);
+    CHECK(data_write_file_atomic(q, "keep", 4, err, sizeof err) == DATA_OK);
+    snprintf(t, sizeof t, "%s.tmp", p);
+    CHECK(symlink("victim.txt", t) == 0);
+    (void)data_write_file_atomic(p, "data", 4, err, sizeof err);
+    CHECK(file_is(q, "keep"));
+    remove(t), remove(p), remove(q);
+    rmdir(sub);
+    CHECK(rmdir(dir) == 0);
+}
+
 int main(void)
 {
     (void)t_rng_normal; /* harness helpers this file does not need */
@@ -316,5 +438,7 @@ int main(void)
     RUN(test_sequential_sampler);
     RUN(test_corpus);
     RUN(test_pipeline);
+    RUN(test_read_refuses_non_regular_files);
+    RUN(test_atomic_write_targets);
     return TEST_REPORT();
 }

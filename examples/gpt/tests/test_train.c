@@ -346,6 +346,201 @@ static void test_bad_files_give_clear_errors(void)
     expect_failure(&o, "missing.ck", "resume");
 }
 
+/* Copies checkpoint `from` to `to` with field `name` replaced by `count` values of `type` (a new
+ * field appended when absent), so the checksum stays valid. 1 on success. */
+static int ckpt_with(const char *from, const char *to, const char *name, ckpt_type type, const void *v, size_t count)
+{
+    ckpt_reader r;
+    ckpt_writer w;
+    uint32_t k;
+    int found = 0, ok;
+    if (ckpt_read_file(&r, from, NULL, 0) != CKPT_OK) return 0;
+    ckpt_writer_init(&w);
+    for (k = 0; k < r.n_fields; k++) {
+        const ckpt_field *f = &r.fields[k];
+        size_t es = f->type == CKPT_F32 ? 4 : 8;
+        if (f->name_len == strlen(name) && memcmp(f->name, name, f->name_len) == 0) {
+            found = 1;
+            if (type == CKPT_U64) ckpt_put_u64(&w, name, (const uint64_t *)v, count);
+            else if (type == CKPT_F64) ckpt_put_f64(&w, name, (const double *)v, count);
+            else ckpt_put_f32(&w, name, (const float *)v, count);
+        } else { /* the field's bytes as they are: u32 length, name, u32 type, u64 count, values */
+            ckpt_put_raw(&w, (const unsigned char *)f->name - 4, 16 + f->name_len + es * (size_t)f->count, 1);
+        }
+    }
+    ok = found && ckpt_write_file(&w, to, NULL, 0) == CKPT_OK;
+    ckpt_writer_free(&w);
+    ckpt_reader_free(&r);
+    return ok;
+}
+
+static void expect_resume_failure(const char *good, const char *bad, const char *name, ckpt_type type, const void *v,
+                                  size_t count, const char *words)
+{
+    train_options o = tiny();
+    train_result r;
+    o.resume = bad;
+    CHECK_MSG(ckpt_with(good, bad, name, type, v, count), "cannot rewrite %s", name);
+    CHECK(train_run(&o, &r) == TRAIN_FAILED);
+    CHECK_MSG(strstr(r.error, bad) && strstr(r.error, words), "%s: error '%s' lacks the file or '%s'", name, r.error,
+              words);
+    train_result_free(&r);
+}
+
+/* Every value read from a checkpoint is checked as the command line checks it (ranges,
+ * finiteness), and the optimizer step counters against OPTIM_MAX_STEPS; each error names the
+ * file and the field. */
+static void test_checkpoint_values_are_validated(void)
+{
+    char good[160], bad[160];
+    train_options o = tiny();
+    train_result r;
+    const uint64_t huge = 0x7FFFFFFFFFFFFFFFULL, all = 0xFFFFFFFFFFFFFFFFULL, over = (uint64_t)OPTIM_MAX_STEPS + 1;
+    const uint64_t zero = 0, big = 1u << 17;
+    const double nan_v = NAN, e300 = 1e300, neg = -1.0, one = 1.0, inf_v = INFINITY;
+    path_in(good, sizeof good, "values_good.ck");
+    path_in(bad, sizeof bad, "values_bad.ck");
+    o.ckpt_path = good;
+    o.steps = 3;
+    o.recipe = optim_default(OPTIM_HEAD_ROWNORM);
+    CHECK(train_run(&o, &r) == TRAIN_DONE);
+    train_result_free(&r);
+    /* optimizer step counters */
+    expect_resume_failure(good, bad, "opt.wte.step", CKPT_U64, &huge, 1, "opt.wte.step");
+    expect_resume_failure(good, bad, "opt.wte.step", CKPT_U64, &all, 1, "opt.wte.step");
+    expect_resume_failure(good, bad, "opt.wte.step", CKPT_U64, &over, 1, "opt.wte.step");
+    expect_resume_failure(good, bad, "opt.layers.0.wq.step", CKPT_U64, &huge, 1, "opt.layers.0.wq.step");
+    expect_resume_failure(good, bad, "opt.lm_head.step", CKPT_U64, &all, 1, "opt.lm_head.step");
+    /* the recipe: as --warmup, --lr-muon, ... */
+    expect_resume_failure(good, bad, "recipe.warmup_frac", CKPT_F64, &nan_v, 1, "recipe.warmup_frac");
+    expect_resume_failure(good, bad, "recipe.warmup_frac", CKPT_F64, &e300, 1, "recipe.warmup_frac");
+    expect_resume_failure(good, bad, "recipe.final_frac", CKPT_F64, &inf_v, 1, "recipe.final_frac");
+    expect_resume_failure(good, bad, "recipe.muon_lr", CKPT_F64, &neg, 1, "recipe.muon_lr");
+    expect_resume_failure(good, bad, "recipe.head_lr", CKPT_F64, &e300, 1, "recipe.head_lr");
+    expect_resume_failure(good, bad, "recipe.head_beta1", CKPT_F64, &one, 1, "recipe.head_beta1");
+    expect_resume_failure(good, bad, "recipe.ns_steps", CKPT_U64, &zero, 1, "recipe.ns_steps");
+    expect_resume_failure(good, bad, "recipe.head", CKPT_U64, &big, 1, "recipe.head");
+    /* the run settings: as --batch, --steps, ... */
+    expect_resume_failure(good, bad, "train.batch", CKPT_U64, &zero, 1, "train.batch");
+    expect_resume_failure(good, bad, "train.batch", CKPT_U64, &big, 1, "train.batch");
+    expect_resume_failure(good, bad, "train.accum", CKPT_U64, &big, 1, "train.accum");
+    expect_resume_failure(good, bad, "train.steps", CKPT_U64, &huge, 1, "train.steps");
+    expect_resume_failure(good, bad, "train.step", CKPT_U64, &all, 1, "train.step");
+    /* non-finite tensors */
+    {
+        ckpt_reader ck;
+        float *w = NULL;
+        size_t n = 0;
+        uint32_t k;
+        CHECK(ckpt_read_file(&ck, good, NULL, 0) == CKPT_OK);
+        for (k = 0; k < ck.n_fields; k++)
+            if (ck.fields[k].name_len == 9 && memcmp(ck.fields[k].name, "param.wte", 9) == 0) n = (size_t)ck.fields[k].count;
+        w = (float *)malloc((n ? n : 1) * sizeof *w);
+        CHECK(w && ckpt_get_f32(&ck, "param.wte", w, n, NULL, 0) == CKPT_OK);
+        ckpt_reader_free(&ck);
+        if (w && n > 7) {
+            w[7] = INFINITY;
+            expect_resume_failure(good, bad, "param.wte", CKPT_F32, w, n, "param.wte");
+            w[7] = NAN;
+            expect_resume_failure(good, bad, "param.wte", CKPT_F32, w, n, "param.wte");
+        }
+        free(w);
+    }
+    remove(good), remove(bad);
+}
+
+/* The sizes of the fields are checked against model.config before the model is allocated: a
+ * small checkpoint that claims a huge model fails naming the file and the first field that does
+ * not match, not with "out of memory" after allocating it. */
+static void test_checkpoint_sizes_checked_before_allocation(void)
+{
+    char good[160], bad[160];
+    train_options o = tiny();
+    train_result r;
+    uint64_t words[6];
+    ckpt_reader ck;
+    path_in(good, sizeof good, "sizes_good.ck");
+    path_in(bad, sizeof bad, "sizes_bad.ck");
+    o.ckpt_path = good;
+    o.steps = 2;
+    CHECK(train_run(&o, &r) == TRAIN_DONE);
+    train_result_free(&r);
+    CHECK(ckpt_read_file(&ck, good, NULL, 0) == CKPT_OK && ckpt_get_u64(&ck, "model.config", words, 6, NULL, 0) == CKPT_OK);
+    ckpt_reader_free(&ck);
+    /* 4096 layers of d 4096: some 3 TB, which no allocator gives */
+    words[0] = 4096, words[1] = 4096, words[5] = 10944;
+    expect_resume_failure(good, bad, "model.config", CKPT_U64, words, 6, "param.wte");
+    /* the case: d 4096 x 8 layers (6.4 GB) from a checkpoint of some 100 KB */
+    words[0] = 8, words[1] = 4096, words[5] = 10944;
+    expect_resume_failure(good, bad, "model.config", CKPT_U64, words, 6, "param.wte");
+    /* a config the model rejects, and one out of the command line's ranges */
+    words[0] = 1, words[1] = 15, words[5] = 40;
+    expect_resume_failure(good, bad, "model.config", CKPT_U64, words, 6, "model.config");
+    words[1] = 16, words[0] = 1u << 17;
+    expect_resume_failure(good, bad, "model.config", CKPT_U64, words, 6, "model.config");
+    remove(good), remove(bad);
+}
+
+/* Input files must be regular files: a symlink to /dev/zero as the tokenizer or a token file,
+ * or --resume /dev/zero, fails at once naming the file. */
+static void test_non_regular_inputs_refused(void)
+{
+    char dir[160], from[256], to[256];
+    const char *files[3] = {"tokenizer.bin", "train.bin", "val.bin"};
+    train_options o = tiny();
+    int f, g;
+    path_in(dir, sizeof dir, "devdata");
+    mkdir(dir, 0777);
+    o.data_dir = dir;
+    for (f = 0; f < 3; f++) {
+        for (g = 0; g < 3; g++) {
+            snprintf(from, sizeof from, "%s/%s", g_data, files[g]);
+            snprintf(to, sizeof to, "%s/%s", dir, files[g]);
+            remove(to);
+            if (g == f) CHECK(symlink("/dev/zero", to) == 0);
+            else copy_damaged(from, to, (size_t)-1, 0, NULL, 0);
+        }
+        expect_failure(&o, files[f], "not a regular file");
+    }
+    o = tiny();
+    o.resume = "/dev/zero";
+    expect_failure(&o, "/dev/zero", "not a regular file");
+    o.resume = g_dir; /* a directory */
+    expect_failure(&o, g_dir, "not a regular file");
+}
+
+/* Outputs: a checkpoint path that is not a regular file (a FIFO; as root a device node like
+ * /dev/full behaved the same) is refused and left alone; a symlink keeps pointing at its target,
+ * which gets the checkpoint; a log that cannot be written (/dev/full) fails the run naming it. */
+static void test_outputs_refused_or_written_through(void)
+{
+    char fifo[160], target[160], link[160];
+    train_options o = tiny();
+    train_result r;
+    struct stat st;
+    ckpt_reader ck;
+    path_in(fifo, sizeof fifo, "ckpt.fifo");
+    path_in(target, sizeof target, "real.ck");
+    path_in(link, sizeof link, "link.ck");
+    CHECK(mkfifo(fifo, 0600) == 0);
+    o.steps = 2;
+    o.ckpt_path = fifo;
+    expect_failure(&o, fifo, "not a regular file");
+    CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+    remove(fifo);
+    CHECK(symlink("real.ck", link) == 0);
+    o.ckpt_path = link;
+    CHECK(train_run(&o, &r) == TRAIN_DONE);
+    train_result_free(&r);
+    CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+    CHECK(ckpt_read_file(&ck, target, NULL, 0) == CKPT_OK);
+    ckpt_reader_free(&ck);
+    remove(link), remove(target);
+    o.ckpt_path = NULL;
+    o.log_path = "/dev/full";
+    expect_failure(&o, "/dev/full", "log");
+}
+
 /* Same losses and diagnostics on 1 and 2 OpenMP threads (and from run to run). */
 static void test_thread_count_does_not_change_results(void)
 {
@@ -505,6 +700,10 @@ int main(void)
     RUN(test_sigint_saves_and_resumes);
     RUN(test_experiment_table_equals_logs);
     RUN(test_bad_files_give_clear_errors);
+    RUN(test_checkpoint_values_are_validated);
+    RUN(test_checkpoint_sizes_checked_before_allocation);
+    RUN(test_non_regular_inputs_refused);
+    RUN(test_outputs_refused_or_written_through);
     RUN(test_nonfinite_loss_stops);
     RUN(test_sample_from_finished_checkpoint);
     RUN(test_thread_count_does_not_change_results);
