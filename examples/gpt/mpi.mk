@@ -1,12 +1,14 @@
 # examples/gpt/mpi.mk: data-parallel builds and their test (included from gpt.mk, after cuda.mk).
 #   make mpi           build/gpt/train_mpi: the trainer compiled with mpicc -DGPT_USE_MPI (comm_mpi.c)
-#   make test-mpi      examples/gpt/tests/mpi_train.sh: 1 process vs mpirun -np 2, same global batch
+#   make test-mpi      examples/gpt/tests/mpi_train.sh: 1 process vs mpirun -np 2, same global batch;
+#                      examples/gpt/tests/mpi_kill.sh: one of 2 ranks SIGKILLed mid-run ends the job
+#                      (no hang, mpirun names the rank), --resume reproduces the losses bit for bit
 #   make cuda-nccl     build/gpt/train_cuda_nccl: the CUDA trainer with NCCL (comm_nccl.cu) and MPI
 #                      for the ncclUniqueId; compiled and linked only (running it needs GPUs)
-#   make test          runs mpi_train.sh too (GPT_TEST_BINS); test-build builds train_mpi,
-#                      test_comm_mpi, train and prepare when mpicc and mpirun exist. Without them
-#                      the script prints "mpi_train: 0 passed, 0 failed (SKIPPED: no MPI)" and
-#                      exits 0, except that under CI=true test-build fails (as cuda.mk does for nvcc).
+#   make test          runs mpi_train.sh and mpi_kill.sh too (GPT_TEST_BINS); test-build builds
+#                      train_mpi, test_comm_mpi, train and prepare when mpicc and mpirun exist.
+#                      Without them each script prints "NAME: 0 passed, 0 failed (SKIPPED: no MPI)"
+#                      and exits 0, except that under CI=true test-build fails (as cuda.mk does for nvcc).
 # Options: MPICC=path (default mpicc), MPIRUN=path (default mpirun), NO_MPI=1 skips the MPI build.
 MPICC  ?= mpicc
 MPIRUN ?= mpirun
@@ -14,6 +16,7 @@ HAVE_MPI := $(if $(NO_MPI),,$(shell command -v $(MPICC) >/dev/null 2>&1 && comma
 
 GPT_MPI      := $(GPT_B)/train_mpi
 GPT_MPI_TEST := $(GPT_DIR)/tests/mpi_train.sh
+GPT_MPI_KILL := $(GPT_DIR)/tests/mpi_kill.sh
 
 $(GPT_MPI): $(GPT_TRAIN_DEPS) $(GPT_DIR)/comm_mpi.c | $(GPT_B)
 	$(MPICC) $(GPT_CFLAGS) -DGPT_USE_MPI -o $@ $(GPT_TRAIN_ALL) $(GPT_DIR)/comm_mpi.c $(LDLIBS)
@@ -30,7 +33,8 @@ mpi: $(GPT_MPI)
 # The script builds nothing: it needs both trainers, test_comm_mpi and prepare.
 GPT_MPI_NEEDS := $(GPT_TRAIN) $(GPT_MPI) $(GPT_B)/test_comm_mpi $(GPT_PREPARE)
 test-mpi: $(GPT_MPI_NEEDS)
-	MPIRUN=$(MPIRUN) ./$(GPT_MPI_TEST)
+	MPIRUN=$(MPIRUN) GPT_BIN=$(GPT_B) ./$(GPT_MPI_TEST)
+	MPIRUN=$(MPIRUN) GPT_BIN=$(GPT_B) ./$(GPT_MPI_KILL)
 
 ifeq ($(NO_MPI),1)
 mpi-check:
@@ -46,8 +50,10 @@ mpi-check:
 endif
 test-build: mpi-check
 ifneq ($(NO_MPI),1)
-GPT_TEST_BINS += $(GPT_MPI_TEST)
+GPT_TEST_BINS += $(GPT_MPI_TEST) $(GPT_MPI_KILL)
 endif
+# tests/run.sh runs the scripts: they read the binaries' directory from GPT_BIN (build/gpt unless B=...)
+test: export GPT_BIN := $(GPT_B)
 
 # ---- the CUDA trainer with NCCL (compile + link only here) --------------------------------------
 # The trainer's C sources with -DGPT_WITH_CUDA -DGPT_USE_MPI -DGPT_USE_NCCL (mpicc), the CUDA

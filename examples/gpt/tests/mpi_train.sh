@@ -21,15 +21,7 @@ MPIRUN=${MPIRUN:-mpirun}
 TOL=${TOL:-1e-4}
 NAME=mpi_train
 
-if ! command -v mpicc >/dev/null 2>&1 || ! command -v "$MPIRUN" >/dev/null 2>&1; then
-    echo "$NAME: mpicc or mpirun not found (install openmpi-bin libopenmpi-dev)"
-    echo "$NAME: 0 passed, 0 failed (SKIPPED: no MPI)"
-    echo "$NAME: 0 passed, 0 failed" # the form tests/run.sh parses (its pattern ends at "failed")
-    exit 0
-fi
-pass=0; fail=0
-ok()  { pass=$((pass + 1)); echo "  ok   $*"; }
-bad() { fail=$((fail + 1)); echo "  FAIL $*"; }
+. examples/gpt/tests/mpi_lib.sh # skip rule, ok/bad, RUNFLAGS, OPENMPI
 finish() { echo "$NAME: $pass passed, $fail failed"; rm -rf "$T"; [ "$fail" = 0 ]; exit $?; }
 
 T=$(mktemp -d /tmp/mpi_train.XXXXXX)
@@ -37,14 +29,6 @@ for f in "$B/train" "$B/train_mpi" "$B/test_comm_mpi" "$B/prepare"; do
     if [ ! -x "$f" ]; then bad "$f is missing (make test-mpi builds it)"; finish; fi
 done
 
-# OpenMPI: root in containers needs --allow-run-as-root; 2 ranks on fewer cores need
-# --oversubscribe; containers without ptrace need the copy mechanism off.
-RUNFLAGS=(-np 2)
-if "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
-    RUNFLAGS+=(--oversubscribe)
-    [ "$(id -u)" = 0 ] && RUNFLAGS+=(--allow-run-as-root)
-    export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
-fi
 export OMP_NUM_THREADS=1
 np2() { timeout 120 "$MPIRUN" "${RUNFLAGS[@]}" "$B/train_mpi" "$@"; }
 np1() { timeout 120 "$B/train" "$@"; }
