@@ -38,7 +38,9 @@ rel_try = @mkdir -p $(@D); rm -f $@ $@.log; ( $(1) ) >$@.log 2>&1 || { rm -f $@;
 # per standard: language flags and the SIMD path compiled (x86; elsewhere the native one)
 REL_STD_c99   := -std=c99
 REL_STD_c11   := -std=c11 $(SIMD2)
-REL_STD_c++11 := -x c++ -std=c++11 $(SIMD512)
+# C++11 builds the AVX-512 path where the CPU runs it (the programs are run, not only linked;
+# the AVX-512 variant of the suite is compiled on every x86 host by the Makefile)
+REL_STD_c++11 := -x c++ -std=c++11 $(if $(HAVE_AVX512),$(SIMD512),$(SIMD2))
 REL_STD_c++17 := -x c++ -std=c++17 $(SIMD2)
 REL_CC_gcc_c    := $(REL_GCC)
 REL_CC_gcc_c++  := $(REL_GXX)
@@ -99,6 +101,12 @@ $(FUZZ_B)/impl.o: tests/fuzz/fuzz_impl.c $(HEADER_DEPS)
 	$(call rel_try,$(REL_CLANG) $(FUZZ_FLAGS) $(FUZZ_SAN_OBJ) -c $< -o $@)
 $(FUZZ_B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_B)/impl.o
 	$(call rel_try,$(REL_CLANG) $(FUZZ_FLAGS) -Wall -Wextra -Werror $(FUZZ_SAN_BIN) $< $(FUZZ_B)/impl.o -o $@ $(LDLIBS))
+# The trainer's file readers (checkpoint, token file, tokenizer): linked with the trainer's own
+# sources (train.c without main; libs.c / libs_rownorm.c hold the header implementations, so
+# not impl.o), all instrumented.
+FUZZ_GPT_SRCS := $(GPT_TRAIN_ALL)
+$(FUZZ_B)/fuzz_gpt_files: tests/fuzz/fuzz_gpt_files.c tests/fuzz/fuzz_common.h $(GPT_TRAIN_DEPS)
+	$(call rel_try,$(REL_CLANG) -std=c99 $(FUZZ_FLAGS) -I$(GPT_DIR) -Wall -Wextra -Wpedantic -Wshadow -Werror $(FUZZ_SAN_BIN) -DTRAIN_NO_MAIN $< $(FUZZ_GPT_SRCS) -o $@ $(LDLIBS))
 endif
 
 # ---- kill during a checkpoint write (LD_PRELOAD shim; glibc) --------------------------------
