@@ -90,8 +90,8 @@ test: config test-build
 install:
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/lib/cmake/rownorm
 	install -m 644 $(HEADERS) $(DESTDIR)$(PREFIX)/include/
-	sed 's|@PREFIX@|$(PREFIX)|g' cmake/rownorm.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/rownorm.pc
-	install -m 644 cmake/rownormConfig.cmake $(DESTDIR)$(PREFIX)/lib/cmake/rownorm/
+	install -m 644 cmake/rownorm.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 644 cmake/rownormConfig.cmake cmake/rownormConfigVersion.cmake $(DESTDIR)$(PREFIX)/lib/cmake/rownorm/
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/include/,$(HEADERS)) $(DESTDIR)$(PREFIX)/lib/pkgconfig/rownorm.pc

@@ -7,6 +7,10 @@
 #   tests/rel_valgrind.sh   valgrind memcheck of the scalar builds of a subset
 #   tests/fuzz/run.sh       every libFuzzer target for FUZZ_SECONDS (CI: 15 s each)
 #   tests/rel_ckpt_kill.sh  SIGKILL in the middle of a trainer checkpoint write (killshim.c)
+#   tests/rel_windows.sh    both implementations after <windows.h> (mingw-w64, C99 and C++11), the
+#                           test suite built for Windows and run under wine
+#   tests/rel_cmake.sh      make install = cmake --install; find_package(rownorm 0.1), pkg-config,
+#                           add_subdirectory (installs nothing of ours unless ROWNORM_INSTALL=ON)
 # Builds here never stop `make test-build`: a build that fails leaves its log beside the
 # missing binary and the wrapper reports it as a failed test (the headers are shared work in
 # progress; one broken mode must not hide the results of the others).
@@ -85,6 +89,24 @@ $(foreach v,neon scalar,$(eval $(call rel_a64_rule,$(v))))
 REL_A64_BINS := $(foreach v,neon scalar,$(addprefix $(REL_B)/aarch64-$(v)/,$(TEST_NAMES)))
 endif
 
+# ---- Windows (mingw-w64), run under wine -------------------------------------------------------
+# The implementations compiled after <windows.h> (which defines far, near, min, max, ... as
+# macros) in C99 and C++11, and the whole test suite built for Windows (AVX2, no OpenMP) to run
+# under wine (tests/rel_windows.sh).
+REL_MINGW   ?= x86_64-w64-mingw32-gcc
+REL_MINGWXX ?= x86_64-w64-mingw32-g++
+REL_HAVE_MINGW := $(and $(call rel_have,$(REL_MINGW)),$(call rel_have,$(REL_MINGWXX)))
+REL_WIN_FL  := -O2 $(SIMD2) $(WARN) -I. -Itests
+ifneq ($(REL_HAVE_MINGW),)
+$(REL_B)/win/windows_h_c.o: tests/windows_h.c $(HEADER_DEPS)
+	$(call rel_try,$(REL_MINGW) -std=c99 $(REL_WIN_FL) -c $< -o $@)
+$(REL_B)/win/windows_h_cxx.o: tests/windows_h.c $(HEADER_DEPS)
+	$(call rel_try,$(REL_MINGWXX) -x c++ -std=c++11 $(REL_WIN_FL) -c $< -o $@)
+$(REL_B)/win/%.exe: tests/%.c tests/test.h $(HEADER_DEPS)
+	$(call rel_try,$(REL_MINGW) -std=c99 $(REL_WIN_FL) -DTEST_VARIANT='"win64"' -o $@ $< $(LDLIBS))
+REL_WIN_BINS := $(REL_B)/win/windows_h_c.o $(REL_B)/win/windows_h_cxx.o $(addprefix $(REL_B)/win/,$(addsuffix .exe,$(TEST_NAMES)))
+endif
+
 # ---- libFuzzer targets -------------------------------------------------------------------
 # One target per family of public entry points (tests/fuzz/fuzz_*.c); the implementations
 # are compiled once, instrumented, into impl.o. FUZZ_KNOWN may name -DFZ_AVOID_KNOWN_* macros
@@ -115,7 +137,7 @@ $(REL_B)/killshim.so: tests/killshim.c
 REL_KILL_DEPS := $(REL_B)/killshim.so $(GPT_TRAIN) $(GPT_PREPARE)
 
 .PHONY: rel-build rel-config fuzz fuzz-merge
-rel-build: $(REL_TWO_TU_BINS) $(REL_CLANG_BINS) $(REL_A64_BINS) $(FUZZ_BINS) $(REL_KILL_DEPS)
+rel-build: $(REL_TWO_TU_BINS) $(REL_CLANG_BINS) $(REL_A64_BINS) $(REL_WIN_BINS) $(FUZZ_BINS) $(REL_KILL_DEPS)
 test-build: rel-build
 test: rel-config
 rel-config:
@@ -123,7 +145,7 @@ rel-config:
 	@$(if $(and $(REL_HAVE_GCC),$(REL_HAVE_CLANG),$(REL_HAVE_FUZZ),$(REL_HAVE_CROSS),$(REL_HAVE_QEMU),$(REL_HAVE_VALGRIND)),true,echo "reliability: the checks needing a MISSING tool $(if $(filter true,$(CI)),FAIL (CI=true),are skipped here (they fail in CI))")
 
 RUN_BINS += tests/rel_two_tu.sh tests/rel_clang.sh tests/qemu/run.sh tests/rel_valgrind.sh tests/fuzz/run.sh \
-            tests/rel_ckpt_kill.sh
+            tests/rel_ckpt_kill.sh tests/rel_cmake.sh tests/rel_windows.sh
 
 # By hand: longer fuzzing (the total per target goes into docs/reliability.md), and merging
 # the inputs it found into the kept corpus (minimised; keep tests/fuzz/corpus small).
