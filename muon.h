@@ -585,6 +585,14 @@ MUONDEF muon_status muon_clip_grad_norm(float **grads, const size_t *sizes, size
 #ifndef MUON_IMPLEMENTATION_DONE
 #define MUON_IMPLEMENTATION_DONE
 
+/* C++ with -Wold-style-cast: the implementation is C99 and casts C-style throughout; the
+ * diagnostic is silenced for the implementation only (pushed here, popped at its end), so the
+ * including file keeps its own setting and the declarations above stay checked. */
+#if defined(__cplusplus) && (defined(__GNUC__) || defined(__clang__))
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+#endif
+
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -1820,7 +1828,7 @@ MUONDEF double muon_ns_transfer(const muon_ns_config *ns, double sigma)
     muon_ns_config c;
     double x;
     int k;
-    if (muon__ns_resolve(ns, &c) != MUON_OK) return NAN;
+    if (muon__ns_resolve(ns, &c) != MUON_OK) return (double)NAN;
     x = sigma / c.safety;
     for (k = 0; k < c.steps; k++) x = muon__ns_poly(muon__ns_triple(&c, k), x);
     return x;
@@ -2774,7 +2782,7 @@ static muon_status muon__ns_chunks_scaled(float *U, size_t rows, size_t cols, co
         if (s != MUON_OK) return s;
     }
     fd = -c->lr * muon__shape_scale(c, r, cols); /* equal chunks: one scale */
-    if (!(fabs(fd) <= FLT_MAX)) return MUON_ERR_RANGE;
+    if (!(fabs(fd) <= (double)FLT_MAX)) return MUON_ERR_RANGE;
     f = (float)fd;
     MUON__OMP(omp parallel for schedule(static) reduction(|:bad) if ((double)rows * (double)cols >= MUON__PAR_MIN))
     for (i = 0; i < rows; i++) {
@@ -3514,6 +3522,9 @@ MUONDEF muon_status muon_clip_grad_norm(float **grads, const size_t *sizes, size
     return MUON_OK;
 }
 
+#if defined(__cplusplus) && (defined(__GNUC__) || defined(__clang__))
+#pragma GCC diagnostic pop
+#endif
 #endif /* MUON_IMPLEMENTATION_DONE */
 #endif /* MUON_IMPLEMENTATION */
 

@@ -576,6 +576,14 @@ RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t l
 #ifndef ROWNORM_IMPLEMENTATION_DONE
 #define ROWNORM_IMPLEMENTATION_DONE
 
+/* C++ with -Wold-style-cast: the implementation is C99 and casts C-style throughout; the
+ * diagnostic is silenced for the implementation only (pushed here, popped at its end), so the
+ * including file keeps its own setting and the declarations above stay checked. */
+#if defined(__cplusplus) && (defined(__GNUC__) || defined(__clang__))
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+#endif
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -4045,6 +4053,9 @@ RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t l
     return st;
 }
 
+#if defined(__cplusplus) && (defined(__GNUC__) || defined(__clang__))
+#pragma GCC diagnostic pop
+#endif
 #endif /* ROWNORM_IMPLEMENTATION_DONE */
 #endif /* ROWNORM_IMPLEMENTATION */
 

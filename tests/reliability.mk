@@ -9,6 +9,7 @@
 #   tests/rel_ckpt_kill.sh  SIGKILL in the middle of a trainer checkpoint write (killshim.c)
 #   tests/rel_windows.sh    both implementations after <windows.h> (mingw-w64, C99 and C++11), the
 #                           test suite built for Windows and run under wine
+#   tests/rel_cxx_strict.sh both implementations as C++20 under an engine's warning set, -Werror
 #   tests/rel_cmake.sh      make install = cmake --install; find_package(rownorm 0.1), pkg-config,
 #                           add_subdirectory (installs nothing of ours unless ROWNORM_INSTALL=ON)
 # Builds here never stop `make test-build`: a build that fails leaves its log beside the
@@ -107,6 +108,25 @@ $(REL_B)/win/%.exe: tests/%.c tests/test.h $(HEADER_DEPS)
 REL_WIN_BINS := $(REL_B)/win/windows_h_c.o $(REL_B)/win/windows_h_cxx.o $(addprefix $(REL_B)/win/,$(addsuffix .exe,$(TEST_NAMES)))
 endif
 
+# ---- the implementations under a C++ engine's warning set ------------------------------------
+REL_STRICT_FL := -x c++ -std=c++20 -fno-exceptions -fno-rtti -Wall -Wextra -Wpedantic -Wshadow -Wconversion \
+                 -Wold-style-cast -Wcast-qual -Wdouble-promotion -Werror -O2 -I.
+REL_STRICT_simd   := $(SIMD2)
+REL_STRICT_scalar := -DRN_NO_SIMD -DMUON_NO_SIMD
+define rel_strict_rule
+$(REL_B)/cxx_strict/$(1)-$(2).o: tests/cxx_strict.c $(HEADER_DEPS)
+	$$(call rel_try,$(3) $(REL_STRICT_FL) $(REL_STRICT_$(2)) -c $$< -o $$@)
+endef
+REL_STRICT_BINS :=
+ifneq ($(REL_HAVE_GCC),)
+$(foreach m,simd scalar,$(eval $(call rel_strict_rule,gcc,$(m),$(REL_GXX))))
+REL_STRICT_BINS += $(REL_B)/cxx_strict/gcc-simd.o $(REL_B)/cxx_strict/gcc-scalar.o
+endif
+ifneq ($(REL_HAVE_CLANG),)
+$(foreach m,simd scalar,$(eval $(call rel_strict_rule,clang,$(m),$(REL_CLANGXX))))
+REL_STRICT_BINS += $(REL_B)/cxx_strict/clang-simd.o $(REL_B)/cxx_strict/clang-scalar.o
+endif
+
 # ---- libFuzzer targets -------------------------------------------------------------------
 # One target per family of public entry points (tests/fuzz/fuzz_*.c); the implementations
 # are compiled once, instrumented, into impl.o. FUZZ_KNOWN may name -DFZ_AVOID_KNOWN_* macros
@@ -137,7 +157,7 @@ $(REL_B)/killshim.so: tests/killshim.c
 REL_KILL_DEPS := $(REL_B)/killshim.so $(GPT_TRAIN) $(GPT_PREPARE)
 
 .PHONY: rel-build rel-config fuzz fuzz-merge
-rel-build: $(REL_TWO_TU_BINS) $(REL_CLANG_BINS) $(REL_A64_BINS) $(REL_WIN_BINS) $(FUZZ_BINS) $(REL_KILL_DEPS)
+rel-build: $(REL_TWO_TU_BINS) $(REL_CLANG_BINS) $(REL_A64_BINS) $(REL_WIN_BINS) $(REL_STRICT_BINS) $(FUZZ_BINS) $(REL_KILL_DEPS)
 test-build: rel-build
 test: rel-config
 rel-config:
@@ -145,7 +165,7 @@ rel-config:
 	@$(if $(and $(REL_HAVE_GCC),$(REL_HAVE_CLANG),$(REL_HAVE_FUZZ),$(REL_HAVE_CROSS),$(REL_HAVE_QEMU),$(REL_HAVE_VALGRIND)),true,echo "reliability: the checks needing a MISSING tool $(if $(filter true,$(CI)),FAIL (CI=true),are skipped here (they fail in CI))")
 
 RUN_BINS += tests/rel_two_tu.sh tests/rel_clang.sh tests/qemu/run.sh tests/rel_valgrind.sh tests/fuzz/run.sh \
-            tests/rel_ckpt_kill.sh tests/rel_cmake.sh tests/rel_windows.sh
+            tests/rel_ckpt_kill.sh tests/rel_cmake.sh tests/rel_windows.sh tests/rel_cxx_strict.sh
 
 # By hand: longer fuzzing (the total per target goes into docs/reliability.md), and merging
 # the inputs it found into the kept corpus (minimised; keep tests/fuzz/corpus small).
