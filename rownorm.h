@@ -696,7 +696,8 @@ RN__FN size_t rn__mul(size_t a, size_t b)
 }
 
 /* ======================================================================================= */
-/* Kernels. Every kernel has a scalar reference rn__X_scalar, compiled always; rn__X dispatches. */
+/* Kernels. Every row kernel rn__X has a scalar reference rn__X_scalar, compiled always; rn__X
+ * is written once on the SIMD layer below (or is the reference when there is no SIMD). */
 
 /* All n floats finite. */
 RN__FN int rn__all_finite_scalar(const float *x, size_t n)
@@ -832,85 +833,182 @@ RN__FN void rn__panel_tile_scalar(const float *Pa, const float *Pb, size_t k, fl
     }
 }
 
-#define RN__KC 128 /* k-chunk of the panel micro-kernels: the micro-panels stay in L1 */
-
-#if defined(RN__AVX512)
-#if defined(__GNUC__) && !defined(__clang__)
+/* ---- SIMD layer -------------------------------------------------------------------------
+ * The vector operations the row kernels use, defined once per ISA; each row kernel is then
+ * written once on top of them (below), so AVX-512, AVX2 and NEON share one source. rn__vf holds
+ * RN__VW floats; rn__vd holds RN__VD = RN__VW / 2 doubles (one half of an rn__vf, widened:
+ * rn__vd_lo / rn__vd_hi); rn__vu holds RN__VW 32-bit lanes (the finiteness scan). Every
+ * multiply-add is fused (rn__vf_fma(a, b, c) = a b + c rounded once; rn__vd_fms = a b - c).
+ * The panel micro-kernels (GEMM-shaped register blocks) stay per ISA, as in BLIS.
+ *
+ * Bit-identity policy (stb_image_resize2 states one; this is ours). The vector kernels round
+ * every element the same way on every ISA: an elementwise result (the moments, the weights,
+ * the column sums, nu, the written step) is bit-identical across AVX-512, AVX2 and NEON, and
+ * the finiteness scans agree exactly. A reduction (a sum of squares) adds the same terms in a
+ * width-dependent order, so it differs across ISAs by a few ulps of the sum; an ISA gives the
+ * same bits on every run and thread count. The scalar references rn__X_scalar are the literal
+ * formulas (unfused: the moment update b' = beta b + omb g rounds twice where the vector kernels
+ * round once) and hold every path to within the tolerances of tests/test_rownorm.c. */
+#if defined(RN__AVX512) && defined(__GNUC__) && !defined(__clang__)
 /* GCC's AVX-512 headers self-initialise _mm512_undefined_*(), which -Wmaybe-uninitialized
  * flags in C++ once inlined; the values are never used. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
-RN__FN int rn__all_finite_avx512(const float *x, size_t n)
+
+#if defined(RN__AVX512)
+#define RN__SIMD 1
+#define RN__VW 16
+typedef __m512 rn__vf;
+typedef __m512d rn__vd;
+typedef __m512i rn__vu;
+#define rn__vf_load(p) _mm512_loadu_ps(p)
+#define rn__vf_store(p, v) _mm512_storeu_ps((p), (v))
+#define rn__vf_set1(x) _mm512_set1_ps(x)
+#define rn__vf_mul(a, b) _mm512_mul_ps((a), (b))
+#define rn__vf_add(a, b) _mm512_add_ps((a), (b))
+#define rn__vf_fma(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define rn__vd_lo(v) _mm512_cvtps_pd(_mm512_castps512_ps256(v))
+#define rn__vd_hi(v) _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)))
+#define rn__vd_loadf(p) _mm512_cvtps_pd(_mm256_loadu_ps(p))
+#define rn__vd_storef(p, v) _mm256_storeu_ps((p), _mm512_cvtpd_ps(v))
+#define rn__vd_load(p) _mm512_loadu_pd(p)
+#define rn__vd_store(p, v) _mm512_storeu_pd((p), (v))
+#define rn__vd_set1(x) _mm512_set1_pd(x)
+#define rn__vd_zero() _mm512_setzero_pd()
+#define rn__vd_add(a, b) _mm512_add_pd((a), (b))
+#define rn__vd_sub(a, b) _mm512_sub_pd((a), (b))
+#define rn__vd_mul(a, b) _mm512_mul_pd((a), (b))
+#define rn__vd_fma(a, b, c) _mm512_fmadd_pd((a), (b), (c))
+#define rn__vd_fms(a, b, c) _mm512_fmsub_pd((a), (b), (c))
+#define rn__vd_hsum(v) _mm512_reduce_add_pd(v)
+#define rn__vu_zero() _mm512_setzero_si512()
+#define rn__vu_absmax(m, v) _mm512_max_epu32((m), _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)))
+#define rn__vu_store(p, m) _mm512_storeu_si512((void *)(p), (m))
+
+#elif defined(RN__AVX2)
+#define RN__SIMD 1
+#define RN__VW 8
+typedef __m256 rn__vf;
+typedef __m256d rn__vd;
+typedef __m256i rn__vu;
+#define rn__vf_load(p) _mm256_loadu_ps(p)
+#define rn__vf_store(p, v) _mm256_storeu_ps((p), (v))
+#define rn__vf_set1(x) _mm256_set1_ps(x)
+#define rn__vf_mul(a, b) _mm256_mul_ps((a), (b))
+#define rn__vf_add(a, b) _mm256_add_ps((a), (b))
+#define rn__vf_fma(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define rn__vd_lo(v) _mm256_cvtps_pd(_mm256_castps256_ps128(v))
+#define rn__vd_hi(v) _mm256_cvtps_pd(_mm256_extractf128_ps((v), 1))
+#define rn__vd_loadf(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
+#define rn__vd_storef(p, v) _mm_storeu_ps((p), _mm256_cvtpd_ps(v))
+#define rn__vd_load(p) _mm256_loadu_pd(p)
+#define rn__vd_store(p, v) _mm256_storeu_pd((p), (v))
+#define rn__vd_set1(x) _mm256_set1_pd(x)
+#define rn__vd_zero() _mm256_setzero_pd()
+#define rn__vd_add(a, b) _mm256_add_pd((a), (b))
+#define rn__vd_sub(a, b) _mm256_sub_pd((a), (b))
+#define rn__vd_mul(a, b) _mm256_mul_pd((a), (b))
+#define rn__vd_fma(a, b, c) _mm256_fmadd_pd((a), (b), (c))
+#define rn__vd_fms(a, b, c) _mm256_fmsub_pd((a), (b), (c))
+#define rn__vd_hsum(v) rn__hsum256d(v)
+#define rn__vu_zero() _mm256_setzero_si256()
+#define rn__vu_absmax(m, v) _mm256_max_epu32((m), _mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(0x7fffffff)))
+#define rn__vu_store(p, m) _mm256_storeu_si256((__m256i *)(void *)(p), (m))
+RN__FN double rn__hsum256d(__m256d v)
 {
-    const __m512i msk = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
-    __mmask16 bad = 0;
-    size_t k = 0, nv = n - n % 16;
-    for (; k < nv; k += 16)
-        bad = (__mmask16)(bad | _mm512_cmpge_epu32_mask(_mm512_and_si512(_mm512_loadu_si512((const void *)(x + k)), msk), inf));
-    if (k < n) {
-        __mmask16 t = (__mmask16)((1u << (n - k)) - 1u);
-        bad = (__mmask16)(bad | _mm512_cmpge_epu32_mask(_mm512_and_si512(_mm512_castps_si512(_mm512_maskz_loadu_ps(t, x + k)), msk), inf));
-    }
-    return bad == 0;
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
+    return _mm_cvtsd_f64(s);
 }
-RN__FN double rn__sumsq_fd_avx512(const float *x, const double *mu, size_t n)
+
+#elif defined(RN__NEON)
+#define RN__SIMD 1
+#define RN__VW 4
+typedef float32x4_t rn__vf;
+typedef float64x2_t rn__vd;
+typedef uint32x4_t rn__vu;
+#define rn__vf_load(p) vld1q_f32(p)
+#define rn__vf_store(p, v) vst1q_f32((p), (v))
+#define rn__vf_set1(x) vdupq_n_f32(x)
+#define rn__vf_mul(a, b) vmulq_f32((a), (b))
+#define rn__vf_add(a, b) vaddq_f32((a), (b))
+#define rn__vf_fma(a, b, c) vfmaq_f32((c), (a), (b))
+#define rn__vd_lo(v) vcvt_f64_f32(vget_low_f32(v))
+#define rn__vd_hi(v) vcvt_high_f64_f32(v)
+#define rn__vd_loadf(p) vcvt_f64_f32(vld1_f32(p))
+#define rn__vd_storef(p, v) vst1_f32((p), vcvt_f32_f64(v))
+#define rn__vd_load(p) vld1q_f64(p)
+#define rn__vd_store(p, v) vst1q_f64((p), (v))
+#define rn__vd_set1(x) vdupq_n_f64(x)
+#define rn__vd_zero() vdupq_n_f64(0.0)
+#define rn__vd_add(a, b) vaddq_f64((a), (b))
+#define rn__vd_sub(a, b) vsubq_f64((a), (b))
+#define rn__vd_mul(a, b) vmulq_f64((a), (b))
+#define rn__vd_fma(a, b, c) vfmaq_f64((c), (a), (b))
+#define rn__vd_fms(a, b, c) vfmaq_f64(vnegq_f64(c), (a), (b))
+#define rn__vd_hsum(v) vaddvq_f64(v)
+#define rn__vu_zero() vdupq_n_u32(0)
+#define rn__vu_absmax(m, v) vmaxq_u32((m), vandq_u32(vreinterpretq_u32_f32(v), vdupq_n_u32(0x7fffffffu)))
+#define rn__vu_store(p, m) vst1q_u32((p), (m))
+#endif
+
+#if defined(RN__SIMD)
+#define RN__VD (RN__VW / 2)
+
+/* The row kernels, once, on the layer: full vectors, then the remainder element by element
+ * with the same fused formulas (so the remainder rounds as the vectors do). */
+RN__FN int rn__all_finite(const float *x, size_t n)
 {
-    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
-    size_t k = 0, nv = n - n % 16;
-    for (; k < nv; k += 16) {
-        __m512d a = _mm512_cvtps_pd(_mm256_loadu_ps(x + k));
-        __m512d b = _mm512_cvtps_pd(_mm256_loadu_ps(x + k + 8));
-        if (mu) { a = _mm512_sub_pd(a, _mm512_loadu_pd(mu + k)); b = _mm512_sub_pd(b, _mm512_loadu_pd(mu + k + 8)); }
-        s0 = _mm512_fmadd_pd(a, a, s0);
-        s1 = _mm512_fmadd_pd(b, b, s1);
-    }
-    if (k < n) {
-        size_t r = n - k;
-        __mmask8 t0 = (__mmask8)(r >= 8 ? 0xff : ((1u << r) - 1u));
-        __mmask8 t1 = (__mmask8)(r > 8 ? ((1u << (r - 8)) - 1u) : 0u);
-        __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_maskz_loadu_ps((__mmask16)t0, x + k)));
-        __m512d b = _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_maskz_loadu_ps((__mmask16)t1, x + k + 8)));
-        if (mu) { a = _mm512_sub_pd(a, _mm512_maskz_loadu_pd(t0, mu + k)); b = _mm512_sub_pd(b, _mm512_maskz_loadu_pd(t1, mu + k + 8)); }
-        s0 = _mm512_fmadd_pd(a, a, s0);
-        s1 = _mm512_fmadd_pd(b, b, s1);
-    }
-    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+    rn__vu m = rn__vu_zero();
+    unsigned int lanes[RN__VW], r = 0;
+    size_t k = 0, nv = n - n % RN__VW;
+    int q;
+    for (; k < nv; k += RN__VW) m = rn__vu_absmax(m, rn__vf_load(x + k));
+    rn__vu_store(lanes, m);
+    for (q = 0; q < RN__VW; q++) r = lanes[q] > r ? lanes[q] : r;
+    return r < 0x7f800000u && rn__all_finite_scalar(x + k, n - k);
 }
-RN__FN double rn__sumsq_ff_avx512(const float *x, const float *y, size_t n)
+RN__FN double rn__sumsq_fd(const float *x, const double *mu, size_t n)
 {
-    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
-    size_t k = 0, nv = n - n % 16;
-    for (; k < nv; k += 16) {
-        __m512d a = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + k)), _mm512_cvtps_pd(_mm256_loadu_ps(y + k)));
-        __m512d b = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + k + 8)), _mm512_cvtps_pd(_mm256_loadu_ps(y + k + 8)));
-        s0 = _mm512_fmadd_pd(a, a, s0);
-        s1 = _mm512_fmadd_pd(b, b, s1);
+    rn__vd s0 = rn__vd_zero(), s1 = rn__vd_zero();
+    size_t k = 0, nv = n - n % RN__VW;
+    for (; k < nv; k += RN__VW) {
+        rn__vf v = rn__vf_load(x + k);
+        rn__vd lo = rn__vd_lo(v), hi = rn__vd_hi(v);
+        if (mu) { lo = rn__vd_sub(lo, rn__vd_load(mu + k)); hi = rn__vd_sub(hi, rn__vd_load(mu + k + RN__VD)); }
+        s0 = rn__vd_fma(lo, lo, s0);
+        s1 = rn__vd_fma(hi, hi, s1);
     }
-    if (k < n) {
-        __mmask16 t = (__mmask16)((1u << (n - k)) - 1u);
-        __m512 xv = _mm512_maskz_loadu_ps(t, x + k), yv = _mm512_maskz_loadu_ps(t, y + k);
-        __m512d a = _mm512_sub_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(xv)), _mm512_cvtps_pd(_mm512_castps512_ps256(yv)));
-        __m512d b = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(xv), 1))),
-                                  _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(yv), 1))));
-        s0 = _mm512_fmadd_pd(a, a, s0);
-        s1 = _mm512_fmadd_pd(b, b, s1);
-    }
-    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+    return rn__vd_hsum(rn__vd_add(s0, s1)) + rn__sumsq_fd_scalar(x + k, mu ? mu + k : NULL, n - k);
 }
-RN__FN void rn__row_ema_avx512(float *b, const float *g, size_t n, float beta, float omb, double *colacc)
+RN__FN double rn__sumsq_ff(const float *x, const float *y, size_t n)
 {
-    __m512 vb = _mm512_set1_ps(beta), vo = _mm512_set1_ps(omb);
-    size_t k = 0, nv = n - n % 16;
-    for (; k < nv; k += 16) {
-        __m512 v = _mm512_fmadd_ps(vb, _mm512_loadu_ps(b + k), _mm512_mul_ps(vo, _mm512_loadu_ps(g + k)));
-        _mm512_storeu_ps(b + k, v);
-        if (colacc) {
-            _mm512_storeu_pd(colacc + k, _mm512_add_pd(_mm512_loadu_pd(colacc + k), _mm512_cvtps_pd(_mm512_castps512_ps256(v))));
-            _mm512_storeu_pd(colacc + k + 8, _mm512_add_pd(_mm512_loadu_pd(colacc + k + 8),
-                             _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)))));
-        }
+    rn__vd s0 = rn__vd_zero(), s1 = rn__vd_zero();
+    size_t k = 0, nv = n - n % RN__VW;
+    for (; k < nv; k += RN__VW) {
+        rn__vf a = rn__vf_load(x + k), b = rn__vf_load(y + k);
+        rn__vd lo = rn__vd_sub(rn__vd_lo(a), rn__vd_lo(b)), hi = rn__vd_sub(rn__vd_hi(a), rn__vd_hi(b));
+        s0 = rn__vd_fma(lo, lo, s0);
+        s1 = rn__vd_fma(hi, hi, s1);
+    }
+    return rn__vd_hsum(rn__vd_add(s0, s1)) + rn__sumsq_ff_scalar(x + k, y + k, n - k);
+}
+/* colacc[k..k+VW) += the VW floats of v, widened. */
+#define RN__COLACC(acc, v)                                                            \
+    do {                                                                              \
+        rn__vd_store((acc), rn__vd_add(rn__vd_load(acc), rn__vd_lo(v)));              \
+        rn__vd_store((acc) + RN__VD, rn__vd_add(rn__vd_load((acc) + RN__VD), rn__vd_hi(v))); \
+    } while (0)
+RN__FN void rn__row_ema(float *b, const float *g, size_t n, float beta, float omb, double *colacc)
+{
+    rn__vf vb = rn__vf_set1(beta), vo = rn__vf_set1(omb);
+    size_t k = 0, nv = n - n % RN__VW;
+    for (; k < nv; k += RN__VW) {
+        rn__vf v = rn__vf_fma(vb, rn__vf_load(b + k), rn__vf_mul(vo, rn__vf_load(g + k)));
+        rn__vf_store(b + k, v);
+        if (colacc) RN__COLACC(colacc + k, v);
     }
     for (; k < n; k++) {
         float v = fmaf(beta, b[k], omb * g[k]);
@@ -918,117 +1016,99 @@ RN__FN void rn__row_ema_avx512(float *b, const float *g, size_t n, float beta, f
         if (colacc) colacc[k] += (double)v;
     }
 }
-RN__FN double rn__row_ema_sq_avx512(float *b, const float *g, size_t n, float beta, float omb)
+RN__FN double rn__row_ema_sq(float *b, const float *g, size_t n, float beta, float omb)
 {
-    __m512 vb = _mm512_set1_ps(beta), vo = _mm512_set1_ps(omb);
-    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
-    size_t k = 0, nv = n - n % 16;
-    for (; k < nv; k += 16) {
-        __m512 v = _mm512_fmadd_ps(vb, _mm512_loadu_ps(b + k), _mm512_mul_ps(vo, _mm512_loadu_ps(g + k)));
-        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-        _mm512_storeu_ps(b + k, v);
-        s0 = _mm512_fmadd_pd(lo, lo, s0);
-        s1 = _mm512_fmadd_pd(hi, hi, s1);
+    rn__vf vb = rn__vf_set1(beta), vo = rn__vf_set1(omb);
+    rn__vd s0 = rn__vd_zero(), s1 = rn__vd_zero();
+    double s;
+    size_t k = 0, nv = n - n % RN__VW;
+    for (; k < nv; k += RN__VW) {
+        rn__vf v = rn__vf_fma(vb, rn__vf_load(b + k), rn__vf_mul(vo, rn__vf_load(g + k)));
+        rn__vd lo = rn__vd_lo(v), hi = rn__vd_hi(v);
+        rn__vf_store(b + k, v);
+        s0 = rn__vd_fma(lo, lo, s0);
+        s1 = rn__vd_fma(hi, hi, s1);
     }
-    if (k < n) {
-        __mmask16 t = (__mmask16)((1u << (n - k)) - 1u);
-        __m512 v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(t, b + k), _mm512_mul_ps(vo, _mm512_maskz_loadu_ps(t, g + k)));
-        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-        _mm512_mask_storeu_ps(b + k, t, v);
-        s0 = _mm512_fmadd_pd(lo, lo, s0);
-        s1 = _mm512_fmadd_pd(hi, hi, s1);
+    s = rn__vd_hsum(rn__vd_add(s0, s1));
+    for (; k < n; k++) {
+        float v = fmaf(beta, b[k], omb * g[k]);
+        b[k] = v;
+        s += (double)v * (double)v;
     }
-    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+    return s;
 }
-RN__FN void rn__row_axpby_avx512(const float *b, float alpha, double decay, float *w, float *sout, size_t n)
+RN__FN void rn__row_axpby(const float *b, float alpha, double decay, float *w, float *sout, size_t n)
 {
-    __m512 va = _mm512_set1_ps(alpha), vc = _mm512_set1_ps((float)(decay - 1.0));
-    size_t k = 0, nv = n - n % 16;
-    for (; k < nv; k += 16) {
-        __m512 sv = _mm512_mul_ps(va, _mm512_loadu_ps(b + k)), wv = _mm512_loadu_ps(w + k);
-        _mm512_storeu_ps(w + k, _mm512_add_ps(wv, _mm512_fmadd_ps(vc, wv, sv)));
-        if (sout) _mm512_storeu_ps(sout + k, sv);
+    float c = (float)(decay - 1.0); /* see rn__row_axpby_scalar */
+    rn__vf va = rn__vf_set1(alpha), vc = rn__vf_set1(c);
+    size_t k = 0, nv = n - n % RN__VW;
+    for (; k < nv; k += RN__VW) {
+        rn__vf sv = rn__vf_mul(va, rn__vf_load(b + k)), wv = rn__vf_load(w + k);
+        rn__vf_store(w + k, rn__vf_add(wv, rn__vf_fma(vc, wv, sv)));
+        if (sout) rn__vf_store(sout + k, sv);
     }
-    if (k < n) {
-        __mmask16 t = (__mmask16)((1u << (n - k)) - 1u);
-        __m512 sv = _mm512_mul_ps(va, _mm512_maskz_loadu_ps(t, b + k)), wv = _mm512_maskz_loadu_ps(t, w + k);
-        _mm512_mask_storeu_ps(w + k, t, _mm512_add_ps(wv, _mm512_fmadd_ps(vc, wv, sv)));
-        if (sout) _mm512_mask_storeu_ps(sout + k, t, sv);
+    for (; k < n; k++) {
+        float sv = alpha * b[k];
+        w[k] = w[k] + fmaf(c, w[k], sv);
+        if (sout) sout[k] = sv;
     }
 }
-RN__FN double rn__row_ema_stats_avx512(float *b, const float *g, size_t n, float beta, float omb,
-                                       const double *mu, double *colacc)
+RN__FN double rn__row_ema_stats(float *b, const float *g, size_t n, float beta, float omb,
+                                const double *mu, double *colacc)
 {
-    __m512 vb = _mm512_set1_ps(beta), vo = _mm512_set1_ps(omb);
-    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
-    size_t k = 0, nv = n - n % 16;
-    for (; k < nv; k += 16) {
-        __m512 v = _mm512_fmadd_ps(vb, _mm512_loadu_ps(b + k), _mm512_mul_ps(vo, _mm512_loadu_ps(g + k)));
-        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-        __m512d d0 = _mm512_sub_pd(lo, _mm512_loadu_pd(mu + k)), d1 = _mm512_sub_pd(hi, _mm512_loadu_pd(mu + k + 8));
-        _mm512_storeu_ps(b + k, v);
-        _mm512_storeu_pd(colacc + k, _mm512_add_pd(_mm512_loadu_pd(colacc + k), lo));
-        _mm512_storeu_pd(colacc + k + 8, _mm512_add_pd(_mm512_loadu_pd(colacc + k + 8), hi));
-        s0 = _mm512_fmadd_pd(d0, d0, s0);
-        s1 = _mm512_fmadd_pd(d1, d1, s1);
+    rn__vf vb = rn__vf_set1(beta), vo = rn__vf_set1(omb);
+    rn__vd s0 = rn__vd_zero(), s1 = rn__vd_zero();
+    double s;
+    size_t k = 0, nv = n - n % RN__VW;
+    for (; k < nv; k += RN__VW) {
+        rn__vf v = rn__vf_fma(vb, rn__vf_load(b + k), rn__vf_mul(vo, rn__vf_load(g + k)));
+        rn__vd d0 = rn__vd_sub(rn__vd_lo(v), rn__vd_load(mu + k));
+        rn__vd d1 = rn__vd_sub(rn__vd_hi(v), rn__vd_load(mu + k + RN__VD));
+        rn__vf_store(b + k, v);
+        RN__COLACC(colacc + k, v);
+        s0 = rn__vd_fma(d0, d0, s0);
+        s1 = rn__vd_fma(d1, d1, s1);
     }
-    if (k < n) {
-        size_t r = n - k;
-        __mmask16 t = (__mmask16)((1u << r) - 1u);
-        __mmask8 t0 = (__mmask8)(r >= 8 ? 0xffu : ((1u << r) - 1u));
-        __mmask8 t1 = (__mmask8)(r > 8 ? ((1u << (r - 8)) - 1u) : 0u);
-        __m512 v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(t, b + k), _mm512_mul_ps(vo, _mm512_maskz_loadu_ps(t, g + k)));
-        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-        __m512d d0 = _mm512_sub_pd(lo, _mm512_maskz_loadu_pd(t0, mu + k));
-        __m512d d1 = _mm512_sub_pd(hi, _mm512_maskz_loadu_pd(t1, mu + k + 8));
-        _mm512_mask_storeu_ps(b + k, t, v);
-        _mm512_mask_storeu_pd(colacc + k, t0, _mm512_add_pd(_mm512_maskz_loadu_pd(t0, colacc + k), lo));
-        _mm512_mask_storeu_pd(colacc + k + 8, t1, _mm512_add_pd(_mm512_maskz_loadu_pd(t1, colacc + k + 8), hi));
-        s0 = _mm512_fmadd_pd(d0, d0, s0);
-        s1 = _mm512_fmadd_pd(d1, d1, s1);
+    s = rn__vd_hsum(rn__vd_add(s0, s1));
+    for (; k < n; k++) {
+        float v = fmaf(beta, b[k], omb * g[k]);
+        double d = (double)v - mu[k];
+        b[k] = v;
+        colacc[k] += (double)v;
+        s += d * d;
     }
-    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+    return s;
 }
-RN__FN int rn__row_gsum_avx512(const float *g, size_t n, double *acc)
+RN__FN int rn__row_gsum(const float *g, size_t n, double *acc)
 {
-    const __m512i msk = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
-    __mmask16 bad = 0;
-    size_t k = 0, nv = n - n % 16;
-    for (; k < nv; k += 16) {
-        __m512 v = _mm512_loadu_ps(g + k);
-        bad = (__mmask16)(bad | _mm512_cmpge_epu32_mask(_mm512_and_si512(_mm512_castps_si512(v), msk), inf));
-        _mm512_storeu_pd(acc + k, _mm512_add_pd(_mm512_loadu_pd(acc + k), _mm512_cvtps_pd(_mm512_castps512_ps256(v))));
-        _mm512_storeu_pd(acc + k + 8, _mm512_add_pd(_mm512_loadu_pd(acc + k + 8),
-                         _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)))));
+    size_t k = 0, nv = n - n % RN__VW;
+    for (; k < nv; k += RN__VW) {
+        rn__vf v = rn__vf_load(g + k);
+        RN__COLACC(acc + k, v);
     }
     for (; k < n; k++) acc[k] += (double)g[k];
-    return bad == 0 && rn__all_finite_scalar(g + nv, n - nv);
+    return rn__all_finite(g, n); /* the row is in L1 now */
 }
-RN__FN void rn__row_nu_avx512(const float *b, const double *mu, double inv, double *acc, size_t n)
+RN__FN void rn__row_nu(const float *b, const double *mu, double inv, double *acc, size_t n)
 {
-    __m512d vi = _mm512_set1_pd(inv);
-    size_t k = 0, nv = n - n % 8;
-    for (; k < nv; k += 8) {
-        __m512d d = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(b + k)), _mm512_loadu_pd(mu + k));
-        _mm512_storeu_pd(acc + k, _mm512_fmadd_pd(d, vi, _mm512_loadu_pd(acc + k)));
+    rn__vd vi = rn__vd_set1(inv);
+    size_t k = 0, nv = n - n % RN__VD;
+    for (; k < nv; k += RN__VD) {
+        rn__vd d = rn__vd_sub(rn__vd_loadf(b + k), rn__vd_load(mu + k));
+        rn__vd_store(acc + k, rn__vd_fma(d, vi, rn__vd_load(acc + k)));
     }
     for (; k < n; k++) acc[k] = fma((double)b[k] - mu[k], inv, acc[k]);
 }
-RN__FN void rn__row_write_avx512(const float *b, const double *mu, double inv, const double *nu,
-                                 double neglr, double decay, float *w, float *sout, size_t n)
+RN__FN void rn__row_write(const float *b, const double *mu, double inv, const double *nu,
+                          double neglr, double decay, float *w, float *sout, size_t n)
 {
-    __m512d vi = _mm512_set1_pd(inv), vl = _mm512_set1_pd(neglr), vd = _mm512_set1_pd(decay);
-    size_t k = 0, nv = n - n % 8;
-    for (; k < nv; k += 8) {
-        __m512d d = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(b + k)), _mm512_loadu_pd(mu + k));
-        __m512d s = _mm512_mul_pd(vl, _mm512_fmsub_pd(d, vi, _mm512_loadu_pd(nu + k)));
-        __m512d wv = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm256_loadu_ps(w + k)), vd, s);
-        _mm256_storeu_ps(w + k, _mm512_cvtpd_ps(wv));
-        if (sout) _mm256_storeu_ps(sout + k, _mm512_cvtpd_ps(s));
+    rn__vd vi = rn__vd_set1(inv), vl = rn__vd_set1(neglr), vd = rn__vd_set1(decay);
+    size_t k = 0, nv = n - n % RN__VD;
+    for (; k < nv; k += RN__VD) {
+        rn__vd d = rn__vd_sub(rn__vd_loadf(b + k), rn__vd_load(mu + k));
+        rn__vd s = rn__vd_mul(vl, rn__vd_fms(d, vi, rn__vd_load(nu + k)));
+        rn__vd_storef(w + k, rn__vd_fma(rn__vd_loadf(w + k), vd, s));
+        if (sout) rn__vd_storef(sout + k, s);
     }
     for (; k < n; k++) {
         double s = neglr * fma((double)b[k] - mu[k], inv, -nu[k]);
@@ -1036,6 +1116,23 @@ RN__FN void rn__row_write_avx512(const float *b, const double *mu, double inv, c
         if (sout) sout[k] = (float)s;
     }
 }
+#undef RN__COLACC
+#else /* no SIMD: the references are the kernels */
+#define rn__all_finite rn__all_finite_scalar
+#define rn__sumsq_fd rn__sumsq_fd_scalar
+#define rn__sumsq_ff rn__sumsq_ff_scalar
+#define rn__row_ema rn__row_ema_scalar
+#define rn__row_ema_sq rn__row_ema_sq_scalar
+#define rn__row_axpby rn__row_axpby_scalar
+#define rn__row_ema_stats rn__row_ema_stats_scalar
+#define rn__row_gsum rn__row_gsum_scalar
+#define rn__row_nu rn__row_nu_scalar
+#define rn__row_write rn__row_write_scalar
+#endif /* RN__SIMD */
+
+/* ---- panel micro-kernels (per ISA, BLIS-style register blocks) ------------------------- */
+#define RN__KC 128 /* k-chunk of the panel micro-kernels: the micro-panels stay in L1 */
+#if defined(RN__AVX512)
 /* 8 x 32 register block (16 zmm accumulators): per l, two loads of Pb, eight broadcasts of Pa. */
 RN__FN void rn__panel_tile_avx512(const float *Pa, const float *Pb, size_t k, float *C)
 {
@@ -1069,186 +1166,9 @@ RN__FN void rn__panel_tile_avx512(const float *Pa, const float *Pb, size_t k, fl
     }
     if (k == 0) memset(C, 0, 64 * 64 * sizeof(float));
 }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 #endif /* RN__AVX512 */
 
 #if defined(RN__AVX2)
-RN__FN float rn__hsum256(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-    return _mm_cvtss_f32(s);
-}
-RN__FN double rn__hsum256d(__m256d v)
-{
-    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
-    s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
-    return _mm_cvtsd_f64(s);
-}
-RN__FN int rn__all_finite_avx2(const float *x, size_t n)
-{
-    __m256i m = _mm256_setzero_si256(), msk = _mm256_set1_epi32(0x7fffffff);
-    unsigned int lanes[8], r = 0;
-    size_t k = 0, nv = n - n % 8;
-    int q;
-    for (; k < nv; k += 8)
-        m = _mm256_max_epu32(m, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(x + k)), msk));
-    _mm256_storeu_si256((__m256i *)(void *)lanes, m);
-    for (q = 0; q < 8; q++) r = lanes[q] > r ? lanes[q] : r;
-    return r < 0x7f800000u && rn__all_finite_scalar(x + k, n - k);
-}
-RN__FN double rn__sumsq_fd_avx2(const float *x, const double *mu, size_t n)
-{
-    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
-    double s;
-    size_t k = 0, nv = n - n % 8;
-    for (; k < nv; k += 8) {
-        __m256d a = _mm256_cvtps_pd(_mm_loadu_ps(x + k)), b = _mm256_cvtps_pd(_mm_loadu_ps(x + k + 4));
-        if (mu) { a = _mm256_sub_pd(a, _mm256_loadu_pd(mu + k)); b = _mm256_sub_pd(b, _mm256_loadu_pd(mu + k + 4)); }
-        s0 = _mm256_fmadd_pd(a, a, s0);
-        s1 = _mm256_fmadd_pd(b, b, s1);
-    }
-    s = rn__hsum256d(_mm256_add_pd(s0, s1));
-    return s + rn__sumsq_fd_scalar(x + k, mu ? mu + k : NULL, n - k);
-}
-RN__FN double rn__sumsq_ff_avx2(const float *x, const float *y, size_t n)
-{
-    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
-    double s;
-    size_t k = 0, nv = n - n % 8;
-    for (; k < nv; k += 8) {
-        __m256d a = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + k)), _mm256_cvtps_pd(_mm_loadu_ps(y + k)));
-        __m256d b = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + k + 4)), _mm256_cvtps_pd(_mm_loadu_ps(y + k + 4)));
-        s0 = _mm256_fmadd_pd(a, a, s0);
-        s1 = _mm256_fmadd_pd(b, b, s1);
-    }
-    s = rn__hsum256d(_mm256_add_pd(s0, s1));
-    return s + rn__sumsq_ff_scalar(x + k, y + k, n - k);
-}
-RN__FN void rn__row_ema_avx2(float *b, const float *g, size_t n, float beta, float omb, double *colacc)
-{
-    __m256 vb = _mm256_set1_ps(beta), vo = _mm256_set1_ps(omb);
-    size_t k = 0, nv = n - n % 8;
-    for (; k < nv; k += 8) {
-        __m256 v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(b + k), _mm256_mul_ps(vo, _mm256_loadu_ps(g + k)));
-        _mm256_storeu_ps(b + k, v);
-        if (colacc) {
-            _mm256_storeu_pd(colacc + k, _mm256_add_pd(_mm256_loadu_pd(colacc + k), _mm256_cvtps_pd(_mm256_castps256_ps128(v))));
-            _mm256_storeu_pd(colacc + k + 4, _mm256_add_pd(_mm256_loadu_pd(colacc + k + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
-        }
-    }
-    for (; k < n; k++) {
-        float v = fmaf(beta, b[k], omb * g[k]);
-        b[k] = v;
-        if (colacc) colacc[k] += (double)v;
-    }
-}
-RN__FN double rn__row_ema_sq_avx2(float *b, const float *g, size_t n, float beta, float omb)
-{
-    __m256 vb = _mm256_set1_ps(beta), vo = _mm256_set1_ps(omb);
-    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
-    double s;
-    size_t k = 0, nv = n - n % 8;
-    for (; k < nv; k += 8) {
-        __m256 v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(b + k), _mm256_mul_ps(vo, _mm256_loadu_ps(g + k)));
-        __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
-        _mm256_storeu_ps(b + k, v);
-        s0 = _mm256_fmadd_pd(lo, lo, s0);
-        s1 = _mm256_fmadd_pd(hi, hi, s1);
-    }
-    s = rn__hsum256d(_mm256_add_pd(s0, s1));
-    for (; k < n; k++) {
-        float v = fmaf(beta, b[k], omb * g[k]);
-        b[k] = v;
-        s += (double)v * (double)v;
-    }
-    return s;
-}
-RN__FN void rn__row_axpby_avx2(const float *b, float alpha, double decay, float *w, float *sout, size_t n)
-{
-    float c = (float)(decay - 1.0);
-    __m256 va = _mm256_set1_ps(alpha), vc = _mm256_set1_ps(c);
-    size_t k = 0, nv = n - n % 8;
-    for (; k < nv; k += 8) {
-        __m256 sv = _mm256_mul_ps(va, _mm256_loadu_ps(b + k)), wv = _mm256_loadu_ps(w + k);
-        _mm256_storeu_ps(w + k, _mm256_add_ps(wv, _mm256_fmadd_ps(vc, wv, sv)));
-        if (sout) _mm256_storeu_ps(sout + k, sv);
-    }
-    for (; k < n; k++) {
-        float sv = alpha * b[k];
-        w[k] = w[k] + fmaf(c, w[k], sv);
-        if (sout) sout[k] = sv;
-    }
-}
-RN__FN double rn__row_ema_stats_avx2(float *b, const float *g, size_t n, float beta, float omb,
-                                     const double *mu, double *colacc)
-{
-    __m256 vb = _mm256_set1_ps(beta), vo = _mm256_set1_ps(omb);
-    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
-    double s;
-    size_t k = 0, nv = n - n % 8;
-    for (; k < nv; k += 8) {
-        __m256 v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(b + k), _mm256_mul_ps(vo, _mm256_loadu_ps(g + k)));
-        __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
-        __m256d d0 = _mm256_sub_pd(lo, _mm256_loadu_pd(mu + k)), d1 = _mm256_sub_pd(hi, _mm256_loadu_pd(mu + k + 4));
-        _mm256_storeu_ps(b + k, v);
-        _mm256_storeu_pd(colacc + k, _mm256_add_pd(_mm256_loadu_pd(colacc + k), lo));
-        _mm256_storeu_pd(colacc + k + 4, _mm256_add_pd(_mm256_loadu_pd(colacc + k + 4), hi));
-        s0 = _mm256_fmadd_pd(d0, d0, s0);
-        s1 = _mm256_fmadd_pd(d1, d1, s1);
-    }
-    s = rn__hsum256d(_mm256_add_pd(s0, s1));
-    for (; k < n; k++) {
-        float v = fmaf(beta, b[k], omb * g[k]);
-        double d = (double)v - mu[k];
-        b[k] = v;
-        colacc[k] += (double)v;
-        s += d * d;
-    }
-    return s;
-}
-RN__FN int rn__row_gsum_avx2(const float *g, size_t n, double *acc)
-{
-    size_t k = 0, nv = n - n % 8;
-    for (; k < nv; k += 8) {
-        __m256 v = _mm256_loadu_ps(g + k);
-        _mm256_storeu_pd(acc + k, _mm256_add_pd(_mm256_loadu_pd(acc + k), _mm256_cvtps_pd(_mm256_castps256_ps128(v))));
-        _mm256_storeu_pd(acc + k + 4, _mm256_add_pd(_mm256_loadu_pd(acc + k + 4), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
-    }
-    for (; k < n; k++) acc[k] += (double)g[k];
-    return rn__all_finite_avx2(g, n); /* the row is in L1 now */
-}
-RN__FN void rn__row_nu_avx2(const float *b, const double *mu, double inv, double *acc, size_t n)
-{
-    __m256d vi = _mm256_set1_pd(inv);
-    size_t k = 0, nv = n - n % 4;
-    for (; k < nv; k += 4) {
-        __m256d d = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(b + k)), _mm256_loadu_pd(mu + k));
-        _mm256_storeu_pd(acc + k, _mm256_fmadd_pd(d, vi, _mm256_loadu_pd(acc + k)));
-    }
-    for (; k < n; k++) acc[k] = fma((double)b[k] - mu[k], inv, acc[k]);
-}
-RN__FN void rn__row_write_avx2(const float *b, const double *mu, double inv, const double *nu,
-                               double neglr, double decay, float *w, float *sout, size_t n)
-{
-    __m256d vi = _mm256_set1_pd(inv), vl = _mm256_set1_pd(neglr), vd = _mm256_set1_pd(decay);
-    size_t k = 0, nv = n - n % 4;
-    for (; k < nv; k += 4) {
-        __m256d d = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(b + k)), _mm256_loadu_pd(mu + k));
-        __m256d s = _mm256_mul_pd(vl, _mm256_fmsub_pd(d, vi, _mm256_loadu_pd(nu + k)));
-        __m256d wv = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(w + k)), vd, s);
-        _mm_storeu_ps(w + k, _mm256_cvtpd_ps(wv));
-        if (sout) _mm_storeu_ps(sout + k, _mm256_cvtpd_ps(s));
-    }
-    for (; k < n; k++) {
-        double s = neglr * fma((double)b[k] - mu[k], inv, -nu[k]);
-        w[k] = (float)fma((double)w[k], decay, s);
-        if (sout) sout[k] = (float)s;
-    }
-}
 /* 4 x 16 register block (8 ymm accumulators + 2 loads + 1 broadcast of the 16 registers). */
 RN__FN void rn__panel_tile_avx2(const float *Pa, const float *Pb, size_t k, float *C)
 {
@@ -1284,160 +1204,6 @@ RN__FN void rn__panel_tile_avx2(const float *Pa, const float *Pb, size_t k, floa
 #endif /* RN__AVX2 */
 
 #if defined(RN__NEON)
-RN__FN int rn__all_finite_neon(const float *x, size_t n)
-{
-    uint32x4_t m = vdupq_n_u32(0), msk = vdupq_n_u32(0x7fffffffu);
-    size_t k = 0, nv = n - n % 4;
-    for (; k < nv; k += 4) m = vmaxq_u32(m, vandq_u32(vreinterpretq_u32_f32(vld1q_f32(x + k)), msk));
-    return vmaxvq_u32(m) < 0x7f800000u && rn__all_finite_scalar(x + k, n - k);
-}
-RN__FN double rn__sumsq_fd_neon(const float *x, const double *mu, size_t n)
-{
-    float64x2_t s0 = vdupq_n_f64(0.0), s1 = vdupq_n_f64(0.0);
-    size_t k = 0, nv = n - n % 4;
-    for (; k < nv; k += 4) {
-        float32x4_t v = vld1q_f32(x + k);
-        float64x2_t lo = vcvt_f64_f32(vget_low_f32(v)), hi = vcvt_high_f64_f32(v);
-        if (mu) { lo = vsubq_f64(lo, vld1q_f64(mu + k)); hi = vsubq_f64(hi, vld1q_f64(mu + k + 2)); }
-        s0 = vfmaq_f64(s0, lo, lo);
-        s1 = vfmaq_f64(s1, hi, hi);
-    }
-    return vaddvq_f64(vaddq_f64(s0, s1)) + rn__sumsq_fd_scalar(x + k, mu ? mu + k : NULL, n - k);
-}
-RN__FN double rn__sumsq_ff_neon(const float *x, const float *y, size_t n)
-{
-    float64x2_t s0 = vdupq_n_f64(0.0), s1 = vdupq_n_f64(0.0);
-    size_t k = 0, nv = n - n % 4;
-    for (; k < nv; k += 4) {
-        float32x4_t a = vld1q_f32(x + k), b = vld1q_f32(y + k);
-        float64x2_t lo = vsubq_f64(vcvt_f64_f32(vget_low_f32(a)), vcvt_f64_f32(vget_low_f32(b)));
-        float64x2_t hi = vsubq_f64(vcvt_high_f64_f32(a), vcvt_high_f64_f32(b));
-        s0 = vfmaq_f64(s0, lo, lo);
-        s1 = vfmaq_f64(s1, hi, hi);
-    }
-    return vaddvq_f64(vaddq_f64(s0, s1)) + rn__sumsq_ff_scalar(x + k, y + k, n - k);
-}
-RN__FN void rn__row_ema_neon(float *b, const float *g, size_t n, float beta, float omb, double *colacc)
-{
-    float32x4_t vb = vdupq_n_f32(beta);
-    size_t k = 0, nv = n - n % 4;
-    for (; k < nv; k += 4) {
-        float32x4_t v = vfmaq_f32(vmulq_n_f32(vld1q_f32(g + k), omb), vb, vld1q_f32(b + k));
-        vst1q_f32(b + k, v);
-        if (colacc) {
-            vst1q_f64(colacc + k, vaddq_f64(vld1q_f64(colacc + k), vcvt_f64_f32(vget_low_f32(v))));
-            vst1q_f64(colacc + k + 2, vaddq_f64(vld1q_f64(colacc + k + 2), vcvt_high_f64_f32(v)));
-        }
-    }
-    for (; k < n; k++) {
-        float v = fmaf(beta, b[k], omb * g[k]);
-        b[k] = v;
-        if (colacc) colacc[k] += (double)v;
-    }
-}
-RN__FN double rn__row_ema_sq_neon(float *b, const float *g, size_t n, float beta, float omb)
-{
-    float32x4_t vb = vdupq_n_f32(beta);
-    float64x2_t s0 = vdupq_n_f64(0.0), s1 = vdupq_n_f64(0.0);
-    double s;
-    size_t k = 0, nv = n - n % 4;
-    for (; k < nv; k += 4) {
-        float32x4_t v = vfmaq_f32(vmulq_n_f32(vld1q_f32(g + k), omb), vb, vld1q_f32(b + k));
-        float64x2_t lo = vcvt_f64_f32(vget_low_f32(v)), hi = vcvt_high_f64_f32(v);
-        vst1q_f32(b + k, v);
-        s0 = vfmaq_f64(s0, lo, lo);
-        s1 = vfmaq_f64(s1, hi, hi);
-    }
-    s = vaddvq_f64(vaddq_f64(s0, s1));
-    for (; k < n; k++) {
-        float v = fmaf(beta, b[k], omb * g[k]);
-        b[k] = v;
-        s += (double)v * (double)v;
-    }
-    return s;
-}
-RN__FN void rn__row_axpby_neon(const float *b, float alpha, double decay, float *w, float *sout, size_t n)
-{
-    float c = (float)(decay - 1.0);
-    float32x4_t vc = vdupq_n_f32(c);
-    size_t k = 0, nv = n - n % 4;
-    for (; k < nv; k += 4) {
-        float32x4_t sv = vmulq_n_f32(vld1q_f32(b + k), alpha), wv = vld1q_f32(w + k);
-        vst1q_f32(w + k, vaddq_f32(wv, vfmaq_f32(sv, vc, wv)));
-        if (sout) vst1q_f32(sout + k, sv);
-    }
-    for (; k < n; k++) {
-        float sv = alpha * b[k];
-        w[k] = w[k] + fmaf(c, w[k], sv);
-        if (sout) sout[k] = sv;
-    }
-}
-RN__FN double rn__row_ema_stats_neon(float *b, const float *g, size_t n, float beta, float omb,
-                                     const double *mu, double *colacc)
-{
-    float32x4_t vb = vdupq_n_f32(beta);
-    float64x2_t s0 = vdupq_n_f64(0.0), s1 = vdupq_n_f64(0.0);
-    double s;
-    size_t k = 0, nv = n - n % 4;
-    for (; k < nv; k += 4) {
-        float32x4_t v = vfmaq_f32(vmulq_n_f32(vld1q_f32(g + k), omb), vb, vld1q_f32(b + k));
-        float64x2_t lo = vcvt_f64_f32(vget_low_f32(v)), hi = vcvt_high_f64_f32(v);
-        float64x2_t d0 = vsubq_f64(lo, vld1q_f64(mu + k)), d1 = vsubq_f64(hi, vld1q_f64(mu + k + 2));
-        vst1q_f32(b + k, v);
-        vst1q_f64(colacc + k, vaddq_f64(vld1q_f64(colacc + k), lo));
-        vst1q_f64(colacc + k + 2, vaddq_f64(vld1q_f64(colacc + k + 2), hi));
-        s0 = vfmaq_f64(s0, d0, d0);
-        s1 = vfmaq_f64(s1, d1, d1);
-    }
-    s = vaddvq_f64(vaddq_f64(s0, s1));
-    for (; k < n; k++) {
-        float v = fmaf(beta, b[k], omb * g[k]);
-        double d = (double)v - mu[k];
-        b[k] = v;
-        colacc[k] += (double)v;
-        s += d * d;
-    }
-    return s;
-}
-RN__FN int rn__row_gsum_neon(const float *g, size_t n, double *acc)
-{
-    size_t k = 0, nv = n - n % 4;
-    for (; k < nv; k += 4) {
-        float32x4_t v = vld1q_f32(g + k);
-        vst1q_f64(acc + k, vaddq_f64(vld1q_f64(acc + k), vcvt_f64_f32(vget_low_f32(v))));
-        vst1q_f64(acc + k + 2, vaddq_f64(vld1q_f64(acc + k + 2), vcvt_high_f64_f32(v)));
-    }
-    for (; k < n; k++) acc[k] += (double)g[k];
-    return rn__all_finite_neon(g, n);
-}
-RN__FN void rn__row_nu_neon(const float *b, const double *mu, double inv, double *acc, size_t n)
-{
-    float64x2_t vi = vdupq_n_f64(inv);
-    size_t k = 0, nv = n - n % 2;
-    for (; k < nv; k += 2) {
-        float64x2_t d = vsubq_f64(vcvt_f64_f32(vld1_f32(b + k)), vld1q_f64(mu + k));
-        vst1q_f64(acc + k, vfmaq_f64(vld1q_f64(acc + k), d, vi));
-    }
-    for (; k < n; k++) acc[k] = fma((double)b[k] - mu[k], inv, acc[k]);
-}
-RN__FN void rn__row_write_neon(const float *b, const double *mu, double inv, const double *nu,
-                               double neglr, double decay, float *w, float *sout, size_t n)
-{
-    float64x2_t vi = vdupq_n_f64(inv), vl = vdupq_n_f64(neglr), vd = vdupq_n_f64(decay);
-    size_t k = 0, nv = n - n % 2;
-    for (; k < nv; k += 2) {
-        float64x2_t d = vsubq_f64(vcvt_f64_f32(vld1_f32(b + k)), vld1q_f64(mu + k));
-        float64x2_t sv = vmulq_f64(vl, vfmaq_f64(vnegq_f64(vld1q_f64(nu + k)), d, vi));
-        float64x2_t wv = vfmaq_f64(sv, vcvt_f64_f32(vld1_f32(w + k)), vd);
-        vst1_f32(w + k, vcvt_f32_f64(wv));
-        if (sout) vst1_f32(sout + k, vcvt_f32_f64(sv));
-    }
-    for (; k < n; k++) {
-        double sv = neglr * fma((double)b[k] - mu[k], inv, -nu[k]);
-        w[k] = (float)fma((double)w[k], decay, sv);
-        if (sout) sout[k] = (float)sv;
-    }
-}
 /* 4 x 16 register block (16 q accumulators). */
 RN__FN void rn__panel_tile_neon(const float *Pa, const float *Pb, size_t k, float *C)
 {
@@ -1470,130 +1236,10 @@ RN__FN void rn__panel_tile_neon(const float *Pa, const float *Pb, size_t k, floa
     if (k == 0) memset(C, 0, 64 * 64 * sizeof(float));
 }
 #endif /* RN__NEON */
+#if defined(RN__AVX512) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
-/* dispatch */
-RN__FN int rn__all_finite(const float *x, size_t n)
-{
-#if defined(RN__AVX512)
-    return rn__all_finite_avx512(x, n);
-#elif defined(RN__AVX2)
-    return rn__all_finite_avx2(x, n);
-#elif defined(RN__NEON)
-    return rn__all_finite_neon(x, n);
-#else
-    return rn__all_finite_scalar(x, n);
-#endif
-}
-RN__FN double rn__sumsq_fd(const float *x, const double *mu, size_t n)
-{
-#if defined(RN__AVX512)
-    return rn__sumsq_fd_avx512(x, mu, n);
-#elif defined(RN__AVX2)
-    return rn__sumsq_fd_avx2(x, mu, n);
-#elif defined(RN__NEON)
-    return rn__sumsq_fd_neon(x, mu, n);
-#else
-    return rn__sumsq_fd_scalar(x, mu, n);
-#endif
-}
-RN__FN double rn__sumsq_ff(const float *x, const float *y, size_t n)
-{
-#if defined(RN__AVX512)
-    return rn__sumsq_ff_avx512(x, y, n);
-#elif defined(RN__AVX2)
-    return rn__sumsq_ff_avx2(x, y, n);
-#elif defined(RN__NEON)
-    return rn__sumsq_ff_neon(x, y, n);
-#else
-    return rn__sumsq_ff_scalar(x, y, n);
-#endif
-}
-RN__FN void rn__row_ema(float *b, const float *g, size_t n, float beta, float omb, double *colacc)
-{
-#if defined(RN__AVX512)
-    rn__row_ema_avx512(b, g, n, beta, omb, colacc);
-#elif defined(RN__AVX2)
-    rn__row_ema_avx2(b, g, n, beta, omb, colacc);
-#elif defined(RN__NEON)
-    rn__row_ema_neon(b, g, n, beta, omb, colacc);
-#else
-    rn__row_ema_scalar(b, g, n, beta, omb, colacc);
-#endif
-}
-RN__FN double rn__row_ema_sq(float *b, const float *g, size_t n, float beta, float omb)
-{
-#if defined(RN__AVX512)
-    return rn__row_ema_sq_avx512(b, g, n, beta, omb);
-#elif defined(RN__AVX2)
-    return rn__row_ema_sq_avx2(b, g, n, beta, omb);
-#elif defined(RN__NEON)
-    return rn__row_ema_sq_neon(b, g, n, beta, omb);
-#else
-    return rn__row_ema_sq_scalar(b, g, n, beta, omb);
-#endif
-}
-RN__FN void rn__row_axpby(const float *b, float alpha, double decay, float *w, float *sout, size_t n)
-{
-#if defined(RN__AVX512)
-    rn__row_axpby_avx512(b, alpha, decay, w, sout, n);
-#elif defined(RN__AVX2)
-    rn__row_axpby_avx2(b, alpha, decay, w, sout, n);
-#elif defined(RN__NEON)
-    rn__row_axpby_neon(b, alpha, decay, w, sout, n);
-#else
-    rn__row_axpby_scalar(b, alpha, decay, w, sout, n);
-#endif
-}
-RN__FN double rn__row_ema_stats(float *b, const float *g, size_t n, float beta, float omb,
-                                const double *mu, double *colacc)
-{
-#if defined(RN__AVX512)
-    return rn__row_ema_stats_avx512(b, g, n, beta, omb, mu, colacc);
-#elif defined(RN__AVX2)
-    return rn__row_ema_stats_avx2(b, g, n, beta, omb, mu, colacc);
-#elif defined(RN__NEON)
-    return rn__row_ema_stats_neon(b, g, n, beta, omb, mu, colacc);
-#else
-    return rn__row_ema_stats_scalar(b, g, n, beta, omb, mu, colacc);
-#endif
-}
-RN__FN int rn__row_gsum(const float *g, size_t n, double *acc)
-{
-#if defined(RN__AVX512)
-    return rn__row_gsum_avx512(g, n, acc);
-#elif defined(RN__AVX2)
-    return rn__row_gsum_avx2(g, n, acc);
-#elif defined(RN__NEON)
-    return rn__row_gsum_neon(g, n, acc);
-#else
-    return rn__row_gsum_scalar(g, n, acc);
-#endif
-}
-RN__FN void rn__row_nu(const float *b, const double *mu, double inv, double *acc, size_t n)
-{
-#if defined(RN__AVX512)
-    rn__row_nu_avx512(b, mu, inv, acc, n);
-#elif defined(RN__AVX2)
-    rn__row_nu_avx2(b, mu, inv, acc, n);
-#elif defined(RN__NEON)
-    rn__row_nu_neon(b, mu, inv, acc, n);
-#else
-    rn__row_nu_scalar(b, mu, inv, acc, n);
-#endif
-}
-RN__FN void rn__row_write(const float *b, const double *mu, double inv, const double *nu,
-                          double neglr, double decay, float *w, float *sout, size_t n)
-{
-#if defined(RN__AVX512)
-    rn__row_write_avx512(b, mu, inv, nu, neglr, decay, w, sout, n);
-#elif defined(RN__AVX2)
-    rn__row_write_avx2(b, mu, inv, nu, neglr, decay, w, sout, n);
-#elif defined(RN__NEON)
-    rn__row_write_neon(b, mu, inv, nu, neglr, decay, w, sout, n);
-#else
-    rn__row_write_scalar(b, mu, inv, nu, neglr, decay, w, sout, n);
-#endif
-}
 RN__FN void rn__panel_tile(const float *Pa, const float *Pb, size_t k, float *C)
 {
 #if defined(RN_USE_CBLAS)
