@@ -699,24 +699,36 @@ MUONDEF const char *muon_status_string(muon_status s)
 #include <arm_neon.h>
 #endif
 
-/* Cache blocking (elements). Defaults sized for a Sapphire Rapids-class core (48 KB L1d,
- * 2 MB L2, large shared L3) with the 14 x 32 AVX-512 kernel:
+/* Cache blocking (elements), per kernel (BLIS registers MR/NR and MC/KC/NC with each
+ * micro-kernel): each kernel's entry in muon__gemm_pick_kernel names its upper bounds, and
+ * muon__gemm_blocking fits them to the problem at run time (so the packing space of a small
+ * product is small). Every kernel uses the values tuned for the 14 x 32 AVX-512 kernel on a
+ * Sapphire Rapids-class core (48 KB L1d, 2 MB L2, large shared L3):
  *   KC 384:  the A micro-panel (14 x 384 x 4 B = 21 KB) stays in L1d while B streams past it;
  *   NC 512:  a thread's B block (384 x 512 x 4 B = 768 KB) sits in L2 next to the streaming data;
  *   MC 1008: a thread's A panel (at most 1008 x 384 x 4 B = 1.5 MB; L2 or L3): large, so B is
  *            repacked rarely; 1008 is a multiple of every MR (4, 6, 8, 14).
  * The blocks actually used are split evenly (k = 1024 runs as 3 x 342, not 384 + 384 + 256;
  * m = 1024 on one thread as 518 + 506) and rounded to the kernel's MR / NR. On the NS shapes
- * KC 256/320/512 and NC 256/768/1024 measured within noise of these. Override any of them
- * with -DMUON_GEMM_KC=... (the workspace size follows). */
-#ifndef MUON_GEMM_KC
-#define MUON_GEMM_KC 384
+ * KC 256/320/512 and NC 256/768/1024 measured within noise of these. -DMUON_GEMM_KC=... (and
+ * _MC, _NC) overrides the bound of every kernel (the workspace size follows). */
+#define MUON__GEMM_KC_DEFAULT 384
+#define MUON__GEMM_MC_DEFAULT 1008
+#define MUON__GEMM_NC_DEFAULT 512
+#ifdef MUON_GEMM_KC
+#define MUON__GEMM_KC(dflt) ((size_t)(MUON_GEMM_KC))
+#else
+#define MUON__GEMM_KC(dflt) ((size_t)(dflt))
 #endif
-#ifndef MUON_GEMM_MC
-#define MUON_GEMM_MC 1008
+#ifdef MUON_GEMM_MC
+#define MUON__GEMM_MC(dflt) ((size_t)(MUON_GEMM_MC))
+#else
+#define MUON__GEMM_MC(dflt) ((size_t)(dflt))
 #endif
-#ifndef MUON_GEMM_NC
-#define MUON_GEMM_NC 512
+#ifdef MUON_GEMM_NC
+#define MUON__GEMM_NC(dflt) ((size_t)(MUON_GEMM_NC))
+#else
+#define MUON__GEMM_NC(dflt) ((size_t)(dflt))
 #endif
 /* Problems below this many multiply-adds (m*n*k; default 128^3, about 40 us of one core) run
  * on the calling thread without forking a team. */
@@ -748,7 +760,8 @@ typedef void (*muon__gemm_ukr_fn)(size_t kc, const float *a, const float *b, flo
                                   float alpha, float beta);
 typedef struct muon__gemm_kernel {
     muon__gemm_ukr_fn fn;
-    size_t mr, nr;
+    size_t mr, nr;     /* register block */
+    size_t mc, kc, nc; /* cache blocks: upper bounds, fitted to each problem by muon__gemm_blocking */
     const char *name;
 } muon__gemm_kernel;
 
@@ -955,31 +968,37 @@ static void muon__gemm_ukr_neon(size_t kc, const float *a, const float *b, float
 #endif /* MUON__GEMM_NEON */
 
 /* The kernel a build uses (scalar != 0: the scalar reference, whatever the build). */
-static muon__gemm_kernel muon__gemm_pick_kernel(int scalar)
+static muon__gemm_kernel muon__gemm_make_kernel(muon__gemm_ukr_fn fn, size_t mr, size_t nr, size_t mc, size_t kc,
+                                                size_t nc, const char *name)
 {
     muon__gemm_kernel kr;
-    kr.fn = muon__gemm_ukr_scalar;
-    kr.mr = MUON__GEMM_SCALAR_MR;
-    kr.nr = MUON__GEMM_SCALAR_NR;
-    kr.name = "scalar 4x8";
-    if (scalar) return kr;
-#if defined(MUON__GEMM_AVX512)
-    kr.fn = muon__gemm_ukr_avx512;
-    kr.mr = MUON__GEMM_AVX512_MR;
-    kr.nr = MUON__GEMM_AVX512_NR;
-    kr.name = "avx512 14x32";
-#elif defined(MUON__GEMM_AVX2)
-    kr.fn = muon__gemm_ukr_avx2;
-    kr.mr = MUON__GEMM_AVX2_MR;
-    kr.nr = MUON__GEMM_AVX2_NR;
-    kr.name = "avx2 6x16";
-#elif defined(MUON__GEMM_NEON)
-    kr.fn = muon__gemm_ukr_neon;
-    kr.mr = MUON__GEMM_NEON_MR;
-    kr.nr = MUON__GEMM_NEON_NR;
-    kr.name = "neon 8x8";
-#endif
+    kr.fn = fn;
+    kr.mr = mr;
+    kr.nr = nr;
+    kr.mc = mc;
+    kr.kc = kc;
+    kr.nc = nc;
+    kr.name = name;
     return kr;
+}
+static muon__gemm_kernel muon__gemm_pick_kernel(int scalar)
+{
+    const size_t mc = MUON__GEMM_MC(MUON__GEMM_MC_DEFAULT), kc = MUON__GEMM_KC(MUON__GEMM_KC_DEFAULT);
+    const size_t nc = MUON__GEMM_NC(MUON__GEMM_NC_DEFAULT);
+    if (!scalar) {
+#if defined(MUON__GEMM_AVX512)
+        return muon__gemm_make_kernel(muon__gemm_ukr_avx512, MUON__GEMM_AVX512_MR, MUON__GEMM_AVX512_NR, mc, kc, nc,
+                                      "avx512 14x32");
+#elif defined(MUON__GEMM_AVX2)
+        return muon__gemm_make_kernel(muon__gemm_ukr_avx2, MUON__GEMM_AVX2_MR, MUON__GEMM_AVX2_NR, mc, kc, nc,
+                                      "avx2 6x16");
+#elif defined(MUON__GEMM_NEON)
+        return muon__gemm_make_kernel(muon__gemm_ukr_neon, MUON__GEMM_NEON_MR, MUON__GEMM_NEON_NR, mc, kc, nc,
+                                      "neon 8x8");
+#endif
+    }
+    return muon__gemm_make_kernel(muon__gemm_ukr_scalar, MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR, mc, kc, nc,
+                                  "scalar 4x8");
 }
 
 /* ---- packing ----------------------------------------------------------------------------- */
@@ -1113,15 +1132,15 @@ typedef struct muon__gemm_blocks {
 
 static size_t muon__gemm_mc_max(const muon__gemm_kernel *kr)
 {
-    size_t mc = (size_t)MUON_GEMM_MC / kr->mr * kr->mr;
+    size_t mc = kr->mc / kr->mr * kr->mr;
     return mc < kr->mr ? kr->mr : mc;
 }
 
 static muon__gemm_blocks muon__gemm_blocking(const muon__gemm_kernel *kr, size_t m, size_t n, size_t k)
 {
     muon__gemm_blocks bl;
-    size_t mcmax = muon__gemm_mc_max(kr), ncmax = (size_t)MUON_GEMM_NC / kr->nr * kr->nr;
-    size_t kcmax = (size_t)MUON_GEMM_KC, nb;
+    size_t mcmax = muon__gemm_mc_max(kr), ncmax = kr->nc / kr->nr * kr->nr;
+    size_t kcmax = kr->kc, nb;
     if (ncmax < kr->nr) ncmax = kr->nr;
     if (kcmax < 1) kcmax = 1;
     bl.mc = muon__gemm_round_up(m, kr->mr) < mcmax ? muon__gemm_round_up(m, kr->mr) : mcmax;
@@ -1211,8 +1230,38 @@ static void muon__gemm_mirror_rows(float *C, size_t ldc, size_t r0, size_t r1)
     }
 }
 
-/* One thread's share: rows [r0, r1) x column panels [q0, q1) of C, all of k. No sharing, no
- * barrier: it packs its own A panels and B blocks. */
+/* The macro-kernel (BLIS loops 2 and 1): C rows [i0, i0 + npa*MR) x columns of the NR panels
+ * [jq, jqend) += the packed A panel (npa micro-panels, kc deep) times the packed B block, one
+ * MR x NR micro-kernel call per tile; partial tiles (C's edges, SSYRK's diagonal) go through
+ * `tile` and a masked store. beta applies to this k block (1 after the first). */
+static void muon__gemm_macro(const muon__gemm_problem *g, const muon__gemm_kernel *kr, const float *apack,
+                             const float *bpack, size_t i0, size_t npa, size_t jq, size_t jqend, size_t kc,
+                             float beta, float *tile)
+{
+    const size_t mr = kr->mr, nr = kr->nr;
+    size_t ir, q;
+    for (ir = 0; ir < npa; ir++) {
+        size_t ii = i0 + ir * mr, mre = g->m - ii < mr ? g->m - ii : mr;
+        const float *ap = apack + ir * mr * kc;
+        for (q = jq; q < jqend; q++) {
+            size_t jj = q * nr, nre = g->n - jj < nr ? g->n - jj : nr;
+            const float *bp = bpack + (q - jq) * nr * kc;
+            float *cp = g->C + ii * g->ldc + jj;
+            if (g->syrk && jj > ii + mre - 1) break; /* this tile and later: above */
+            if (mre == mr && nre == nr && (!g->syrk || jj + nr - 1 <= ii)) {
+                kr->fn(kc, ap, bp, cp, g->ldc, g->alpha, beta);
+            } else {
+                ptrdiff_t diag = g->syrk ? (ptrdiff_t)ii - (ptrdiff_t)jj : (ptrdiff_t)nr;
+                kr->fn(kc, ap, bp, tile, nr, 1.0f, 0.0f);
+                muon__gemm_store_partial(tile, nr, cp, g->ldc, mre, nre, g->alpha, beta, diag);
+            }
+        }
+    }
+}
+
+/* One thread's share: rows [r0, r1) x column panels [q0, q1) of C, all of k: the blocked
+ * loops (BLIS loops 5, 4, 3: MC row blocks, KC k blocks, NC column blocks) with their packing,
+ * around the macro-kernel. No sharing, no barrier: it packs its own A panels and B blocks. */
 static void muon__gemm_part(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
                             const muon__gemm_blocks *bl, size_t r0, size_t r1, size_t q0, size_t q1,
                             float *apack, float *bpack)
@@ -1235,29 +1284,13 @@ static void muon__gemm_part(const muon__gemm_problem *g, const muon__gemm_kernel
                                   apack + qa * mr * kc);
             }
             for (jq = q0; jq < npb; jq += ncp) {
-                size_t jqend = jq + ncp < npb ? jq + ncp : npb, q, ir;
+                size_t jqend = jq + ncp < npb ? jq + ncp : npb, q;
                 for (q = jq; q < jqend; q++) {
                     size_t jj = q * nr;
                     muon__gemm_pack_b(g->tb, g->B, g->ldb, jj, g->n - jj < nr ? g->n - jj : nr, p0, kc, nr,
                                       bpack + (q - jq) * nr * kc);
                 }
-                for (ir = 0; ir < npa; ir++) {
-                    size_t ii = i0 + ir * mr, mre = g->m - ii < mr ? g->m - ii : mr;
-                    const float *ap = apack + ir * mr * kc;
-                    for (q = jq; q < jqend; q++) {
-                        size_t jj = q * nr, nre = g->n - jj < nr ? g->n - jj : nr;
-                        const float *bp = bpack + (q - jq) * nr * kc;
-                        float *cp = g->C + ii * g->ldc + jj;
-                        if (g->syrk && jj > ii + mre - 1) break; /* this tile and later: above */
-                        if (mre == mr && nre == nr && (!g->syrk || jj + nr - 1 <= ii)) {
-                            kr->fn(kc, ap, bp, cp, g->ldc, g->alpha, beta);
-                        } else {
-                            ptrdiff_t diag = g->syrk ? (ptrdiff_t)ii - (ptrdiff_t)jj : (ptrdiff_t)nr;
-                            kr->fn(kc, ap, bp, tile, nr, 1.0f, 0.0f);
-                            muon__gemm_store_partial(tile, nr, cp, g->ldc, mre, nre, g->alpha, beta, diag);
-                        }
-                    }
-                }
+                muon__gemm_macro(g, kr, apack, bpack, i0, npa, jq, jqend, kc, beta, tile);
             }
         }
         /* SSYRK: these rows are final; their mirror lands in the upper triangle, which no
@@ -1480,20 +1513,26 @@ static muon_status muon__gemm_cblas(const muon__gemm_problem *g)
 #define MUON__GEMM_EXEC(g, ws, ws_bytes) muon__gemm_run(g, 0, ws, ws_bytes, 0)
 #endif
 
+/* Per-thread packing space for the largest blocks kernel kr can use, plus alignment slack. */
+static size_t muon__gemm_ws_bound(const muon__gemm_kernel *kr)
+{
+    size_t mc = kr->mc + MUON__GEMM_MR_MAX, nc = kr->nc + MUON__GEMM_NR_MAX;
+    return muon__gemm_round_up(mc * kr->kc * sizeof(float), MUON__GEMM_ALIGN) +
+           muon__gemm_round_up(nc * kr->kc * sizeof(float), MUON__GEMM_ALIGN);
+}
+
 MUONDEF size_t muon_gemm_workspace_size(int threads)
 {
-    /* The largest blocks any kernel of this build can use, plus alignment slack. */
-    size_t kc = (size_t)MUON_GEMM_KC, mc = (size_t)MUON_GEMM_MC + MUON__GEMM_MR_MAX;
-    size_t nc = (size_t)MUON_GEMM_NC + MUON__GEMM_NR_MAX, t;
+    /* the larger of the build's kernel and the scalar reference (the tests' path) */
+    muon__gemm_kernel kv = muon__gemm_pick_kernel(0), ks = muon__gemm_pick_kernel(1);
+    size_t bv = muon__gemm_ws_bound(&kv), bs = muon__gemm_ws_bound(&ks);
     if (threads <= 0) {
 #ifdef _OPENMP
         threads = omp_get_max_threads();
 #endif
         if (threads <= 0) threads = 1;
     }
-    t = (size_t)threads;
-    return MUON__GEMM_ALIGN + t * (muon__gemm_round_up(mc * kc * sizeof(float), MUON__GEMM_ALIGN) +
-                                   muon__gemm_round_up(nc * kc * sizeof(float), MUON__GEMM_ALIGN));
+    return MUON__GEMM_ALIGN + (size_t)threads * (bv > bs ? bv : bs);
 }
 
 MUONDEF muon_status muon_sgemm_ws(muon_transpose ta, muon_transpose tb, size_t m, size_t n, size_t k,

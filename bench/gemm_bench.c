@@ -98,8 +98,9 @@ int main(int argc, char **argv)
     size_t si, wsb = muon_gemm_workspace_size(2);
     void *ws = malloc(wsb);
     if (reps < 5) reps = 5;
-    printf("muon kernel: %s; blocks KC=%d MC=%d NC=%d; reps=%d (median)\n", muon__gemm_kernel_name(0),
-           (int)MUON_GEMM_KC, (int)MUON_GEMM_MC, (int)MUON_GEMM_NC, reps);
+    muon__gemm_kernel kr = muon__gemm_pick_kernel(0);
+    printf("muon kernel: %s; blocks KC=%d MC=%d NC=%d; reps=%d (median)\n", kr.name, (int)kr.kc, (int)kr.mc,
+           (int)kr.nc, reps);
     printf("cblas: %s\n", openblas_get_config());
     printf("%-46s %3s %10s %10s %7s\n", "shape", "thr", "muon GF/s", "cblas GF/s", "ratio");
     for (ti = 0; ti < 2 && threads[ti] <= nthr; ti++) {
