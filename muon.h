@@ -602,6 +602,15 @@ MUONDEF muon_status muon_clip_grad_norm(float **grads, const size_t *sizes, size
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#ifdef MUON_USE_CBLAS
+#include <cblas.h>
+#endif
+
+#ifdef _OPENMP
+#define MUON__OMP(x) _Pragma(#x)
+#else
+#define MUON__OMP(x)
+#endif
 
 #if defined(MUON_MALLOC) && defined(MUON_FREE)
 #elif !defined(MUON_MALLOC) && !defined(MUON_FREE)
@@ -632,9 +641,8 @@ MUONDEF const char *muon_status_string(muon_status s)
     return "unknown muon_status";
 }
 
-/* ---- muon.h: SGEMM / SSYRK (row-major) ------------------------------------------------
- * Included from inside muon.h's implementation section (after the status enum and
- * MUON_MALLOC/MUON_FREE); inlined into muon.h at release. Serves SPEC.md 2.1: per Newton-Schulz
+/* ---- SGEMM / SSYRK (row-major) ---------------------------------------------------------
+ * Serves SPEC.md 2.1: per Newton-Schulz
  * step A = X X^T (SSYRK), A A (SSYRK: A is symmetric), B X (SGEMM).
  *
  * Layering (BLIS): cache blocking -> packing -> register-blocked micro-kernel.
@@ -670,22 +678,6 @@ MUONDEF const char *muon_status_string(muon_status s)
  * Packing turns all four transposes into one layout; the two strided cases (op(A) = A,
  * op(B) = B^T) go through 8 x 8 AVX transposes on x86.
  */
-#include <stdint.h>
-#include <limits.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-#ifdef MUON_USE_CBLAS
-#include <cblas.h>
-#endif
-
-#ifndef MUON__OMP
-#ifdef _OPENMP
-#define MUON__OMP(x) _Pragma(#x)
-#else
-#define MUON__OMP(x)
-#endif
-#endif
 
 /* Kernel selection: compile-time, from the compiler's target macros. */
 #if !defined(MUON_NO_SIMD) && defined(__AVX512F__) && !defined(MUON_FORCE_AVX2)

@@ -589,6 +589,7 @@ RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t l
 #include <string.h>
 #include <float.h>
 #include <limits.h>
+#include <stdint.h>
 
 #if defined(RN_MALLOC) && defined(RN_FREE)
 #elif !defined(RN_MALLOC) && !defined(RN_FREE)
@@ -2935,11 +2936,9 @@ RNDEF rn_status rn_rownorm_shard_finish(rn_rownorm_state *st, float *W, size_t l
 }
 
 /* ---- Certified exact diameter-constrained steepest step (SPEC 1.4): implementation ----------
- * Included at the end of rownorm.h's implementation section. Private names rn__ex_*.
+ * The last part of rownorm.h's implementation section. Private names rn__ex_*.
  * Internally the problem is normalised: eta = 1 and the reduced gradient h = Q^T (P.G) / sigma
  * with sigma = sum_i ||g_i - gbar|| / 2, so that Delta*' is in [1, sqrt(2)]. */
-
-#include <stdint.h>
 
 #define RN__EX_MAX_NEWTON 2000u  /* Newton steps before RN_ERR_NOCONVERGE */
 #define RN__EX_NB 48             /* Cholesky block size */
