@@ -1,4 +1,4 @@
-/* muon.h - v0.1.0 - the Muon family of optimizers in one header (C99 / C++)
+/* muon.h - v0.2.0 - the Muon family of optimizers in one header (C99 / C++)
  *
  * Newton-Schulz orthogonalisation (any coefficient schedule), the Muon step, Muown (row
  * magnitudes as their own variable), a spectral cap (reconstructed from a paper's abstract),
@@ -25,7 +25,6 @@
  *     MUON_STATIC            all functions static (private to the including file)
  *     MUONDEF                override the linkage of every function
  *     MUON_MALLOC(sz) / MUON_FREE(p)   both or neither (default malloc/free)
- *     MUON_ASSERT(x)         default assert(x)
  *     MUON_USE_CBLAS         matrix products go to cblas_sgemm / cblas_ssyrk (link a CBLAS)
  *     MUON_NO_SIMD           scalar reference GEMM micro-kernel only (otherwise AVX-512F,
  *                            AVX2+FMA or NEON, chosen from the compiler's target macros)
@@ -48,7 +47,7 @@
  *
  * Threading: the Newton-Schulz products run on the threads of the GEMM section (OpenMP when
  * compiled with -fopenmp, or the CBLAS's own threads); batches of small matrices run one matrix
- * per OpenMP thread when given muon_ns_batched_workspace_size() bytes. The elementwise passes of
+ * per OpenMP thread when given muon_orthogonalize_batched_workspace_size() bytes. The elementwise passes of
  * the step functions are split by rows under OpenMP. No global mutable state: distinct states may be
  * stepped from distinct threads.
  *
@@ -73,7 +72,7 @@
 #include <stddef.h>
 
 #define MUON_VERSION_MAJOR 0
-#define MUON_VERSION_MINOR 1
+#define MUON_VERSION_MINOR 2
 #define MUON_VERSION_PATCH 0
 
 #ifndef MUONDEF
@@ -207,6 +206,11 @@ typedef struct muon_ns_config {
  * it with MUON_ERR_DOMAIN. An unknown kind returns a config that every function rejects with
  * MUON_ERR_DOMAIN (count = -1). */
 MUONDEF muon_ns_config muon_ns_preset(muon_ns_kind kind, int steps);
+/* The schedule every function runs for `in` (NULL: Jordan x 5): its zero-means-default fields
+ * filled in (count 0: the Jordan preset with in->steps steps, in->method and in->gram_restart;
+ * steps 0: count; safety 0: 1; gram_restart 0: 2), then validated against the domain above.
+ * NULL (out NULL), DOMAIN (a schedule every function rejects; *out untouched). */
+MUONDEF muon_status muon_ns_resolve(const muon_ns_config *in, muon_ns_config *out);
 
 /* NS orthogonalisation of G (rows x cols, ld ldg) into out (rows x cols, ld ldo), SPEC 2.1:
  *     X = G / (s*||G||_F + eps)   (norm accumulated in double)
@@ -243,14 +247,14 @@ MUONDEF muon_status muon_orthogonalize(const float *G, size_t rows, size_t cols,
  * for the GEMM section at the current OpenMP thread count. 0 on zero or overflowing sizes.
  * (A smaller workspace, down to the size for one thread, is accepted: the products then run on
  * fewer threads. So raising the thread count after sizing never turns a call into an error.) */
-MUONDEF size_t muon_ns_workspace_size(size_t rows, size_t cols);
+MUONDEF size_t muon_orthogonalize_workspace_size(size_t rows, size_t cols);
 MUONDEF muon_status muon_orthogonalize_ws(const float *G, size_t rows, size_t cols, size_t ldg,
                                           const muon_ns_config *ns, float *out, size_t ldo,
                                           void *ws, size_t ws_bytes);
 /* `count` same-shape matrices, matrix i at G + i*stride_g (out + i*stride_o): each one is
  * normalised and orthogonalised on its own (never across matrices). The _ws form needs at least
- * muon_ns_workspace_size(rows, cols) bytes and then runs the matrices one after the other;
- * given muon_ns_batched_workspace_size(count, rows, cols) bytes, small matrices (whose products
+ * muon_orthogonalize_workspace_size(rows, cols) bytes and then runs the matrices one after the other;
+ * given muon_orthogonalize_batched_workspace_size(count, rows, cols) bytes, small matrices (whose products
  * the GEMM would run on one thread) run concurrently, one per OpenMP thread, with bit-identical
  * results. The allocating form allocates the batched size. For count > 1 the strides
  * must keep the output matrices apart (stride_o >= (rows-1)*ldo + cols, else MUON_ERR_SIZE);
@@ -262,8 +266,8 @@ MUONDEF muon_status muon_orthogonalize_batched(const float *G, size_t count, siz
                                                size_t ldg, size_t stride_g, const muon_ns_config *ns,
                                                float *out, size_t ldo, size_t stride_o);
 /* Bytes that let muon_orthogonalize_batched_ws run a batch concurrently (see above); equal to
- * muon_ns_workspace_size when it would not. 0 on zero or overflowing sizes. */
-MUONDEF size_t muon_ns_batched_workspace_size(size_t count, size_t rows, size_t cols);
+ * muon_orthogonalize_workspace_size when it would not. 0 on zero or overflowing sizes. */
+MUONDEF size_t muon_orthogonalize_batched_workspace_size(size_t count, size_t rows, size_t cols);
 MUONDEF muon_status muon_orthogonalize_batched_ws(const float *G, size_t count, size_t rows, size_t cols,
                                                   size_t ldg, size_t stride_g, const muon_ns_config *ns,
                                                   float *out, size_t ldo, size_t stride_o,
@@ -303,9 +307,9 @@ MUONDEF muon_status muon_ns_choose(const double *sv, size_t n, double q, double 
  * them and loses everything below sqrt(eps_double)*sigma_1). Cost O(rows*cols*min) per sweep,
  * typically 6-10 sweeps: a diagnostic, not for every step of a large layer. Rank-deficient input
  * gives (near-)zero values. Statuses: NULL, SIZE, NONFINITE, NOMEM. Allocates; the _ws form
- * takes muon_sv_workspace_size(rows, cols) bytes. */
+ * takes muon_singular_values_workspace_size(rows, cols) bytes. */
 MUONDEF muon_status muon_singular_values(const float *M, size_t rows, size_t cols, size_t ld, double *sv);
-MUONDEF size_t muon_sv_workspace_size(size_t rows, size_t cols);
+MUONDEF size_t muon_singular_values_workspace_size(size_t rows, size_t cols);
 MUONDEF muon_status muon_singular_values_ws(const float *M, size_t rows, size_t cols, size_t ld,
                                             double *sv, void *ws, size_t ws_bytes);
 
@@ -349,6 +353,10 @@ typedef struct muon_config {
 /* lr 0.02, momentum 0.95, Nesterov, EMA, ORIGINAL, scale_coeff 0.2, weight decay 0, Jordan x 5,
  * no split, cap off (cap_iters 2). */
 MUONDEF muon_config muon_default(void);
+/* The config muon_step runs for *in: zero-means-default fields filled in (scale_coeff 0.2,
+ * split_rows 1, cap_iters 2, ns through muon_ns_resolve), then validated. NULL, DOMAIN (*out
+ * untouched). */
+MUONDEF muon_status muon_config_resolve(const muon_config *in, muon_config *out);
 
 #define MUON_CAP_COLD_ITERS 30 /* power iterations when the stored pair is not yet valid */
 
@@ -359,22 +367,27 @@ typedef struct muon_state {
     double *cap_u, *cap_v;  /* top singular pair of W before the last capped step (rows, cols) */
     double cap_sigma;       /* its sigma_1 estimate (0 until the cap has run) */
     int cap_valid;          /* the pair is a warm start */
-    void *workspace;        /* owned workspace for muon_step (NULL from muon_init_ex(.., 0)) */
+    void *workspace;        /* owned workspace for muon_step (NULL from MUON_INIT_NO_WORKSPACE) */
     size_t workspace_bytes;
     void *block;            /* the single allocation behind all of the above */
 } muon_state;
 
 /* Allocates (MUON_MALLOC) the momentum, the cap pair and a workspace for muon_step of
- * muon_workspace_size(rows, cols, NULL) bytes. Statuses: NULL, SIZE, NOMEM; st untouched on
+ * muon_step_workspace_size(rows, cols, NULL) bytes. Statuses: NULL, SIZE, NOMEM; st untouched on
  * error. */
 MUONDEF muon_status muon_init(muon_state *st, size_t rows, size_t cols);
-/* As muon_init; with_workspace == 0 allocates no workspace, and then only muon_step_ws steps
- * (share one workspace across layers). */
-MUONDEF muon_status muon_init_ex(muon_state *st, size_t rows, size_t cols, int with_workspace);
+/* What muon_init_ex allocates besides the momentum and the cap pair. */
+typedef enum muon_init_mode {
+    MUON_INIT_NO_WORKSPACE = 0, /* no workspace: only muon_step_ws steps (one workspace shared by layers) */
+    MUON_INIT_WORKSPACE = 1     /* a workspace for muon_step, as muon_init */
+} muon_init_mode;
+/* As muon_init, with `mode` a muon_init_mode (an int, so that 0 and 1 keep working from C++);
+ * any value other than MUON_INIT_NO_WORKSPACE allocates the workspace. */
+MUONDEF muon_status muon_init_ex(muon_state *st, size_t rows, size_t cols, int mode);
 /* Bytes muon_step_ws needs for a rows x cols weight under cfg (split_rows matters; cfg NULL:
  * the no-split worst case), sized for the current OpenMP thread count (less, down to the
  * one-thread size, runs on fewer threads). 0 on overflow or zero size. */
-MUONDEF size_t muon_workspace_size(size_t rows, size_t cols, const muon_config *cfg);
+MUONDEF size_t muon_step_workspace_size(size_t rows, size_t cols, const muon_config *cfg);
 /* One Muon step on W (rows x cols, ld ldw) with gradient G (ld ldg), SPEC 2.2:
  *     u = Nesterov/plain momentum of G (cfg->momentum_form);  O = NS(u) per row chunk
  *     D = -lr * scale(chunk) * O;  spectral cap on D if cfg->cap (SPEC 2.4)
@@ -411,7 +424,7 @@ MUONDEF void muon_free(muon_state *st);
  * only on the arguments (exact double comparisons, loads summed in a fixed order), so every
  * rank computes the same answer. Optional load[nranks] (NULL allowed) receives each rank's
  * summed cost (ranks that own nothing get 0).
- * Memory and time: the _ws form takes muon_assign_workspace_size(count, nranks) bytes (an index
+ * Memory and time: the _ws form takes muon_assign_owners_workspace_size(count, nranks) bytes (an index
  * permutation and the costs, 16 bytes per matrix; a heap of the ranks and their loads, 12 bytes
  * per rank; plus 64) and never allocates; O(count log count + count log nranks) time
  * (heapsort of the matrices, binary heap of the ranks). The plain form uses a 4 KB stack buffer when the
@@ -423,7 +436,7 @@ MUONDEF void muon_free(muon_state *st);
 MUONDEF muon_status muon_assign_owners(const size_t *rows, const size_t *cols, size_t count,
                                        int nranks, int *owner, double *load);
 /* Bytes muon_assign_owners_ws needs; 0 when count == 0, nranks < 1 or the size overflows. */
-MUONDEF size_t muon_assign_workspace_size(size_t count, int nranks);
+MUONDEF size_t muon_assign_owners_workspace_size(size_t count, int nranks);
 MUONDEF muon_status muon_assign_owners_ws(const size_t *rows, const size_t *cols, size_t count,
                                           int nranks, int *owner, double *load, void *ws,
                                           size_t ws_bytes);
@@ -481,12 +494,15 @@ typedef struct muown_config {
     muown_magnitude_rule magnitude;
     double mag_lr;                 /* step size of the magnitude rule, >= 0 */
     double mag_beta1, mag_beta2;   /* Adam (Signum uses beta1), in [0, 1) */
-    double mag_eps;                /* Adam, > 0 */
+    double mag_eps;                /* Adam, > 0 (0: 1e-8) */
 } muown_config;
 
 /* muon_default() for the direction; Adam on magnitudes with mag_lr 0.02 (= lr; tune it),
  * betas (0.9, 0.95), eps 1e-8. */
 MUONDEF muown_config muown_default(void);
+/* The config muown_step runs for *in: the Muon part through muon_config_resolve, mag_eps 0 ->
+ * 1e-8, then validated. NULL, DOMAIN (*out untouched). */
+MUONDEF muon_status muown_config_resolve(const muown_config *in, muown_config *out);
 
 typedef struct muown_state {
     size_t rows, cols;
@@ -504,7 +520,7 @@ typedef struct muown_state {
 /* g = ||v|| = row norms of W (double). DOMAIN if a row of W is zero (its direction is
  * undefined), NONFINITE, NULL, SIZE, NOMEM. Allocates the state and a muown_step workspace. */
 MUONDEF muon_status muown_init(muown_state *st, const float *W, size_t rows, size_t cols, size_t ldw);
-MUONDEF size_t muown_workspace_size(size_t rows, size_t cols, const muown_config *cfg);
+MUONDEF size_t muown_step_workspace_size(size_t rows, size_t cols, const muown_config *cfg);
 /* u = W/g (row-wise, signed: a row whose g_i has gone negative has u_i = -W_i/||W_i||, the
  * direction of v_i; computed as sign(g_i) W_i/||W_i||, equal under the invariant and exactly
  * unit), grad_g_i = <G_i, u_i>, grad_v = (g/||v||) o (G - u o grad_g) (rows orthogonal to u);
@@ -536,23 +552,33 @@ MUONDEF muon_status muown_resync(muown_state *st, const float *W, size_t ldw);
 MUONDEF void muown_free(muown_state *st);
 
 /* ---- AdamW and clipping (SPEC 2.6) ------------------------------------------------------ */
-/* All fields literal; start from muon_adamw_default(). */
+/* Start from muon_adamw_default(). lr, betas and weight_decay are literal (0 is a valid value);
+ * eps 0 means the default 1e-8 (0 itself is not a valid eps). */
 typedef struct muon_adamw_config {
     double lr;           /* >= 0 */
     double beta1, beta2; /* in [0, 1) */
-    double eps;          /* > 0 */
+    double eps;          /* > 0 (0: 1e-8) */
     double weight_decay; /* >= 0, decoupled: p <- p (1 - lr wd) */
 } muon_adamw_config;
 /* lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay 0.01. */
 MUONDEF muon_adamw_config muon_adamw_default(void);
+/* The config muon_adamw_step runs for *in (eps 0: 1e-8), validated. NULL, DOMAIN (*out untouched). */
+MUONDEF muon_status muon_adamw_config_resolve(const muon_adamw_config *in, muon_adamw_config *out);
 
 typedef struct muon_adamw_state {
     size_t size;
     long long step;
     float *m, *v;   /* first and second moments (size each) */
+    void *muon__own; /* private: the block muon_adamw_free releases (NULL: caller memory) */
 } muon_adamw_state;
-/* Allocates 2*size floats (MUON_MALLOC), zeroed. NULL, SIZE, NOMEM. */
+/* Allocates 2*size floats (MUON_MALLOC), zeroed. NULL, SIZE, NOMEM; st untouched on error. */
 MUONDEF muon_status muon_adamw_init(muon_adamw_state *st, size_t size);
+/* Bytes of caller memory muon_adamw_init_ws needs (any alignment); 0 on zero or overflowing size. */
+MUONDEF size_t muon_adamw_init_workspace_size(size_t size);
+/* As muon_adamw_init, in caller memory (>= muon_adamw_init_workspace_size(size) bytes, kept
+ * alive while the state is used; muon_adamw_free then frees nothing). NULL, SIZE (size 0 or
+ * overflowing, mem_bytes too small); st untouched on error. */
+MUONDEF muon_status muon_adamw_init_ws(muon_adamw_state *st, size_t size, void *mem, size_t mem_bytes);
 /* t <- t+1; p <- p - (lr wd) p (in double: never lost to rounding); m, v EMA of g, g^2;
  * p <- p - lr m_hat / (sqrt(v_hat) + eps) with bias corrections 1 - beta^t computed as
  * -expm1(t log beta). v is formed in double and stored no larger than FLT_MAX, so the moments
@@ -575,6 +601,18 @@ MUONDEF void muon_adamw_free(muon_adamw_state *st);
  * counted and scaled twice; empty tensors overlap nothing), NONFINITE (nothing is scaled). */
 MUONDEF muon_status muon_clip_grad_norm(float **grads, const size_t *sizes, size_t count, double max_norm,
                                         double *total_norm_out);
+
+/* ---- Deprecated names -------------------------------------------------------------------
+ * Renamed in 0.2.0 so that every x pairs with x_ws and x_workspace_size (CHANGELOG.md); the
+ * old names remain as macros until 0.3.0. Define MUON_NO_DEPRECATED to hide them. */
+#ifndef MUON_NO_DEPRECATED
+#define muon_ns_workspace_size muon_orthogonalize_workspace_size
+#define muon_ns_batched_workspace_size muon_orthogonalize_batched_workspace_size
+#define muon_sv_workspace_size muon_singular_values_workspace_size
+#define muon_workspace_size muon_step_workspace_size
+#define muown_workspace_size muown_step_workspace_size
+#define muon_assign_workspace_size muon_assign_owners_workspace_size
+#endif
 
 #ifdef __cplusplus
 }
@@ -620,10 +658,6 @@ MUONDEF muon_status muon_clip_grad_norm(float **grads, const size_t *sizes, size
 #error "muon.h: define both MUON_MALLOC and MUON_FREE, or neither"
 #endif
 
-#ifndef MUON_ASSERT
-#include <assert.h>
-#define MUON_ASSERT(x) assert(x)
-#endif
 
 MUONDEF const char *muon_status_string(muon_status s)
 {
@@ -1816,22 +1850,25 @@ static int muon__ns_bounded(const muon_ns_config *c)
     return 1;
 }
 
-/* Resolve the zero-field defaults of a schedule into *out and validate it. */
-static muon_status muon__ns_resolve(const muon_ns_config *in, muon_ns_config *out)
+MUONDEF muon_status muon_ns_resolve(const muon_ns_config *in, muon_ns_config *out)
 {
+    muon_ns_config saved;
     int i;
+    if (!out) return MUON_ERR_NULL;
     if (!in) {
         *out = muon_ns_preset(MUON_NS_JORDAN, 0);
         return MUON_OK;
     }
     if (in->method != MUON_NS_PLAIN && in->method != MUON_NS_GRAM) return MUON_ERR_DOMAIN;
     if (in->gram_restart < 0 || in->gram_restart > MUON_NS_MAX_STEPS) return MUON_ERR_DOMAIN;
+    saved = *out;
     if (in->count == 0) {
         if (in->steps > MUON_NS_MAX_STEPS) return MUON_ERR_DOMAIN;
         *out = muon_ns_preset(MUON_NS_JORDAN, in->steps);
         out->method = in->method;
-        out->gram_restart = in->gram_restart; /* 0 (= 2) is resolved where it is used */
-        return muon__ns_bounded(out) ? MUON_OK : MUON_ERR_DOMAIN;
+        out->gram_restart = in->gram_restart ? in->gram_restart : 2;
+        if (!muon__ns_bounded(out)) { *out = saved; return MUON_ERR_DOMAIN; }
+        return MUON_OK;
     }
     if (in->count < 0 || in->count > MUON_NS_MAX_TRIPLES) return MUON_ERR_DOMAIN;
     if (in->steps < 0 || in->steps > MUON_NS_MAX_STEPS) return MUON_ERR_DOMAIN;
@@ -1845,7 +1882,9 @@ static muon_status muon__ns_resolve(const muon_ns_config *in, muon_ns_config *ou
     *out = *in;
     if (out->steps == 0) out->steps = out->count;
     if (out->safety == 0.0) out->safety = 1.0;
-    return muon__ns_bounded(out) ? MUON_OK : MUON_ERR_DOMAIN;
+    if (out->gram_restart == 0) out->gram_restart = 2;
+    if (!muon__ns_bounded(out)) { *out = saved; return MUON_ERR_DOMAIN; }
+    return MUON_OK;
 }
 
 static double muon__ns_poly(const double *t, double x)
@@ -1859,7 +1898,7 @@ MUONDEF double muon_ns_transfer(const muon_ns_config *ns, double sigma)
     muon_ns_config c;
     double x;
     int k;
-    if (muon__ns_resolve(ns, &c) != MUON_OK) return (double)NAN;
+    if (muon_ns_resolve(ns, &c) != MUON_OK) return (double)NAN;
     x = sigma / c.safety;
     for (k = 0; k < c.steps; k++) x = muon__ns_poly(muon__ns_triple(&c, k), x);
     return x;
@@ -1870,7 +1909,7 @@ MUONDEF int muon_ns_min_steps(const muon_ns_config *ns, double sigma, double tau
     muon_ns_config c;
     double x;
     int k;
-    if (muon__ns_resolve(ns, &c) != MUON_OK || max_steps < 1) return -1;
+    if (muon_ns_resolve(ns, &c) != MUON_OK || max_steps < 1) return -1;
     if (!muon__u_isfinite(sigma) || !muon__u_isfinite(tau)) return -1;
     x = sigma / c.safety;
     for (k = 0; k < max_steps; k++) {
@@ -1929,7 +1968,7 @@ MUONDEF muon_status muon_ns_choose(const double *sv, size_t n, double q, double 
     }
     for (i = 0; i < count; i++) {
         muon_ns_config tmp;
-        if (muon__ns_resolve(&list[i], &tmp) != MUON_OK) return MUON_ERR_DOMAIN;
+        if (muon_ns_resolve(&list[i], &tmp) != MUON_OK) return MUON_ERR_DOMAIN;
     }
     s = muon_sv_quantile(sv, n, q, &sq);
     if (s != MUON_OK) return s;
@@ -1945,7 +1984,7 @@ MUONDEF muon_status muon_ns_choose(const double *sv, size_t n, double q, double 
         }
     }
     if (best_k < 0) return MUON_ERR_UNREACHABLE;
-    muon__ns_resolve(&list[best_i], &best);
+    muon_ns_resolve(&list[best_i], &best);
     best.steps = best_k;
     *out = best;
     if (index_out) *index_out = best_i;
@@ -1985,7 +2024,7 @@ static size_t muon__ns_ws_bytes(size_t rows, size_t cols, int single_thread)
     return total;
 }
 
-MUONDEF size_t muon_ns_workspace_size(size_t rows, size_t cols)
+MUONDEF size_t muon_orthogonalize_workspace_size(size_t rows, size_t cols)
 {
     return muon__ns_ws_bytes(rows, cols, 0);
 }
@@ -2010,7 +2049,7 @@ static size_t muon__batch_lanes(size_t count, size_t rows, size_t cols, size_t w
 #endif
 }
 
-MUONDEF size_t muon_ns_batched_workspace_size(size_t count, size_t rows, size_t cols)
+MUONDEF size_t muon_orthogonalize_batched_workspace_size(size_t count, size_t rows, size_t cols)
 {
     size_t one = muon__ns_ws_bytes(rows, cols, 1), lanes, total;
     if (count == 0 || one == 0) return 0;
@@ -2220,7 +2259,7 @@ MUONDEF muon_status muon_orthogonalize_batched_ws(const float *G, size_t count, 
     }
     need = muon__ns_ws_bytes(rows, cols, 1); /* the GEMM uses fewer threads in less space */
     if (need == 0 || ws_bytes < need) return MUON_ERR_SIZE;
-    if ((s = muon__ns_resolve(ns, &c)) != MUON_OK) return s;
+    if ((s = muon_ns_resolve(ns, &c)) != MUON_OK) return s;
     if (muon__u_overlap(G, tg * sizeof(float), out, to * sizeof(float)) &&
         !(G == out && ldg == ldo && (count == 1 || stride_g == stride_o)))
         return MUON_ERR_ALIAS;
@@ -2268,8 +2307,8 @@ MUONDEF muon_status muon_orthogonalize_batched(const float *G, size_t count, siz
     if (count == 0) return MUON_ERR_SIZE;
     if ((s = muon__u_check_shape(rows, cols, ldg)) != MUON_OK) return s;
     if ((s = muon__u_check_shape(rows, cols, ldo)) != MUON_OK) return s;
-    if ((s = muon__ns_resolve(ns, &c)) != MUON_OK) return s;
-    need = muon_ns_batched_workspace_size(count, rows, cols);
+    if ((s = muon_ns_resolve(ns, &c)) != MUON_OK) return s;
+    need = muon_orthogonalize_batched_workspace_size(count, rows, cols);
     if (need == 0) return MUON_ERR_SIZE;
     ws = MUON_MALLOC(need);
     if (!ws) return MUON_ERR_NOMEM;
@@ -2346,7 +2385,7 @@ static void muon__jacobi_sv(double *A, size_t q, size_t p, double *sv)
     }
 }
 
-MUONDEF size_t muon_sv_workspace_size(size_t rows, size_t cols)
+MUONDEF size_t muon_singular_values_workspace_size(size_t rows, size_t cols)
 {
     size_t b;
     if (rows == 0 || cols == 0) return 0;
@@ -2376,7 +2415,7 @@ MUONDEF muon_status muon_singular_values_ws(const float *M, size_t rows, size_t 
     double *A;
     if (!M || !sv || !ws) return MUON_ERR_NULL;
     if ((s = muon__u_check_shape(rows, cols, ld)) != MUON_OK) return s;
-    need = muon_sv_workspace_size(rows, cols);
+    need = muon_singular_values_workspace_size(rows, cols);
     if (need == 0 || ws_bytes < need) return MUON_ERR_SIZE;
     p = rows < cols ? rows : cols;
     q = rows < cols ? cols : rows;
@@ -2398,7 +2437,7 @@ MUONDEF muon_status muon_singular_values(const float *M, size_t rows, size_t col
     void *ws;
     if (!M || !sv) return MUON_ERR_NULL;
     if ((s = muon__u_check_shape(rows, cols, ld)) != MUON_OK) return s;
-    need = muon_sv_workspace_size(rows, cols);
+    need = muon_singular_values_workspace_size(rows, cols);
     if (need == 0) return MUON_ERR_SIZE;
     ws = MUON_MALLOC(need);
     if (!ws) return MUON_ERR_NOMEM;
@@ -2564,7 +2603,7 @@ MUONDEF muon_status muon_spectral_decomposition(const float *W, size_t rows, siz
     if (muon__u_sumsq(W, rows, cols, ld) == 0.0) return MUON_ERR_DOMAIN;
     p = rows < cols ? rows : cols;
     q = rows < cols ? cols : rows;
-    nbytes = muon_sv_workspace_size(rows, cols);
+    nbytes = muon_singular_values_workspace_size(rows, cols);
     if (nbytes == 0 || !muon__u_add(nbytes, (p + rows) * sizeof(double), &nbytes)) return MUON_ERR_SIZE;
     mem = (unsigned char *)MUON_MALLOC(nbytes);
     if (!mem) return MUON_ERR_NOMEM;
@@ -2636,11 +2675,12 @@ static int muon__step_count_ok(long long step)
     return step >= 0 && step < LLONG_MAX;
 }
 
-/* cfg with zero-field defaults resolved and validated */
-static muon_status muon__cfg_resolve(const muon_config *in, muon_config *out)
+MUONDEF muon_status muon_config_resolve(const muon_config *in, muon_config *out)
 {
     muon_status s;
-    *out = *in;
+    muon_config r;
+    if (!in || !out) return MUON_ERR_NULL;
+    r = *in;
     if (!muon__lr_wd_ok(in->lr, in->weight_decay)) return MUON_ERR_DOMAIN;
     if (!(in->momentum >= 0.0 && in->momentum < 1.0)) return MUON_ERR_DOMAIN;
     if (in->momentum_form != MUON_MOMENTUM_EMA && in->momentum_form != MUON_MOMENTUM_SUM) return MUON_ERR_DOMAIN;
@@ -2650,10 +2690,11 @@ static muon_status muon__cfg_resolve(const muon_config *in, muon_config *out)
     if (!muon__u_isfinite(in->scale_coeff) || in->scale_coeff < 0.0) return MUON_ERR_DOMAIN;
     if (in->cap != MUON_CAP_OFF && in->cap != MUON_CAP_GROWTH && in->cap != MUON_CAP_ALWAYS) return MUON_ERR_DOMAIN;
     if (in->cap_iters < 0 || in->cap_iters > 100) return MUON_ERR_DOMAIN;
-    if ((s = muon__ns_resolve(&in->ns, &out->ns)) != MUON_OK) return s;
-    if (out->scale_coeff == 0.0) out->scale_coeff = 0.2;
-    if (out->split_rows == 0) out->split_rows = 1;
-    if (out->cap_iters == 0) out->cap_iters = 2;
+    if ((s = muon_ns_resolve(&in->ns, &r.ns)) != MUON_OK) return s;
+    if (r.scale_coeff == 0.0) r.scale_coeff = 0.2;
+    if (r.split_rows == 0) r.split_rows = 1;
+    if (r.cap_iters == 0) r.cap_iters = 2;
+    *out = r;
     return MUON_OK;
 }
 
@@ -2688,14 +2729,14 @@ static size_t muon__step_ws_bytes(size_t rows, size_t cols, size_t split, size_t
     return total;
 }
 
-MUONDEF size_t muon_workspace_size(size_t rows, size_t cols, const muon_config *cfg)
+MUONDEF size_t muon_step_workspace_size(size_t rows, size_t cols, const muon_config *cfg)
 {
     size_t split = 1;
     if (cfg) split = cfg->split_rows ? cfg->split_rows : 1;
     return muon__step_ws_bytes(rows, cols, split, 0, 0);
 }
 
-MUONDEF muon_status muon_init_ex(muon_state *st, size_t rows, size_t cols, int with_workspace)
+MUONDEF muon_status muon_init_ex(muon_state *st, size_t rows, size_t cols, int mode)
 {
     size_t mb, pb, wb = 0, total;
     unsigned char *mem, *base;
@@ -2706,7 +2747,7 @@ MUONDEF muon_status muon_init_ex(muon_state *st, size_t rows, size_t cols, int w
     if (!muon__u_add(rows, cols, &pb) || !muon__u_mul(pb, sizeof(double), &pb)) return MUON_ERR_SIZE;
     pb = muon__u_round(pb);
     if (!mb || !pb) return MUON_ERR_SIZE;
-    if (with_workspace) {
+    if (mode != MUON_INIT_NO_WORKSPACE) {
         wb = muon__step_ws_bytes(rows, cols, 1, 0, 0);
         if (!wb) return MUON_ERR_SIZE;
     }
@@ -2724,7 +2765,7 @@ MUONDEF muon_status muon_init_ex(muon_state *st, size_t rows, size_t cols, int w
     st->momentum = (float *)base;
     st->cap_u = (double *)(base + mb);
     st->cap_v = st->cap_u + rows;
-    if (with_workspace) {
+    if (wb) {
         st->workspace = base + mb + pb;
         st->workspace_bytes = wb;
     }
@@ -2733,7 +2774,7 @@ MUONDEF muon_status muon_init_ex(muon_state *st, size_t rows, size_t cols, int w
 
 MUONDEF muon_status muon_init(muon_state *st, size_t rows, size_t cols)
 {
-    return muon_init_ex(st, rows, cols, 1);
+    return muon_init_ex(st, rows, cols, MUON_INIT_WORKSPACE);
 }
 
 MUONDEF void muon_free(muon_state *st)
@@ -2900,7 +2941,7 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
     if (!st || !cfg || !W || !G || !ws) return MUON_ERR_NULL;
     if (!st->momentum || !st->cap_u || !st->cap_v) return MUON_ERR_NULL;
     /* the config first: split_rows is needed by the shape checks */
-    if ((s = muon__cfg_resolve(cfg, &c)) != MUON_OK) return s;
+    if ((s = muon_config_resolve(cfg, &c)) != MUON_OK) return s;
     rows = st->rows;
     cols = st->cols;
     reg[0] = st->momentum;
@@ -2971,7 +3012,7 @@ static size_t muon__assign_ws_bytes(size_t count, int nranks)
     return total;
 }
 
-MUONDEF size_t muon_assign_workspace_size(size_t count, int nranks)
+MUONDEF size_t muon_assign_owners_workspace_size(size_t count, int nranks)
 {
     return muon__assign_ws_bytes(count, nranks);
 }
@@ -3118,7 +3159,7 @@ MUONDEF muown_config muown_default(void)
     return c;
 }
 
-MUONDEF size_t muown_workspace_size(size_t rows, size_t cols, const muown_config *cfg)
+MUONDEF size_t muown_step_workspace_size(size_t rows, size_t cols, const muown_config *cfg)
 {
     size_t split = 1;
     if (cfg) split = cfg->muon.split_rows ? cfg->muon.split_rows : 1;
@@ -3261,6 +3302,24 @@ MUONDEF muon_status muown_resync(muown_state *st, const float *W, size_t ldw)
     return MUON_OK;
 }
 
+MUONDEF muon_status muown_config_resolve(const muown_config *in, muown_config *out)
+{
+    muown_config r;
+    muon_status s;
+    if (!in || !out) return MUON_ERR_NULL;
+    r = *in;
+    if ((s = muon_config_resolve(&in->muon, &r.muon)) != MUON_OK) return s;
+    if (in->magnitude != MUOWN_MAG_ADAM && in->magnitude != MUOWN_MAG_SIGNUM && in->magnitude != MUOWN_MAG_FIXED)
+        return MUON_ERR_DOMAIN;
+    if (!muon__u_isfinite(in->mag_lr) || in->mag_lr < 0.0) return MUON_ERR_DOMAIN;
+    if (!(in->mag_beta1 >= 0.0 && in->mag_beta1 < 1.0) || !(in->mag_beta2 >= 0.0 && in->mag_beta2 < 1.0))
+        return MUON_ERR_DOMAIN;
+    if (!muon__u_isfinite(in->mag_eps) || in->mag_eps < 0.0) return MUON_ERR_DOMAIN;
+    if (r.mag_eps == 0.0) r.mag_eps = 1e-8;
+    *out = r;
+    return MUON_OK;
+}
+
 /* The magnitude rule: g's new value from its gradient gi; *m_out, *v_out the rule's moments
  * (unchanged for the rules that do not use them). */
 static double muon__muown_mag(const muown_config *cfg, double g, double m, double v, double gi, double bc1,
@@ -3286,6 +3345,7 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
 {
     int bad = 0;
     muon_config c;
+    muown_config rc;
     muon_status s;
     size_t rows, cols, ub, i;
     unsigned char *base;
@@ -3296,13 +3356,9 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     size_t reg_bytes[5], k;
     if (!st || !cfg || !W || !G || !ws) return MUON_ERR_NULL;
     if (!st->g || !st->vnorm || !st->mag_m || !st->mag_v || !st->momentum) return MUON_ERR_NULL;
-    if ((s = muon__cfg_resolve(&cfg->muon, &c)) != MUON_OK) return s;
-    if (cfg->magnitude != MUOWN_MAG_ADAM && cfg->magnitude != MUOWN_MAG_SIGNUM && cfg->magnitude != MUOWN_MAG_FIXED)
-        return MUON_ERR_DOMAIN;
-    if (!muon__u_isfinite(cfg->mag_lr) || cfg->mag_lr < 0.0) return MUON_ERR_DOMAIN;
-    if (!(cfg->mag_beta1 >= 0.0 && cfg->mag_beta1 < 1.0) || !(cfg->mag_beta2 >= 0.0 && cfg->mag_beta2 < 1.0))
-        return MUON_ERR_DOMAIN;
-    if (!muon__u_isfinite(cfg->mag_eps) || !(cfg->mag_eps > 0.0)) return MUON_ERR_DOMAIN;
+    if ((s = muown_config_resolve(cfg, &rc)) != MUON_OK) return s;
+    cfg = &rc; /* from here on the resolved config */
+    c = rc.muon;
     rows = st->rows;
     cols = st->cols;
     reg[0] = st->momentum;
@@ -3435,26 +3491,69 @@ MUONDEF muon_adamw_config muon_adamw_default(void)
     return c;
 }
 
-MUONDEF muon_status muon_adamw_init(muon_adamw_state *st, size_t size)
+MUONDEF muon_status muon_adamw_config_resolve(const muon_adamw_config *in, muon_adamw_config *out)
+{
+    muon_adamw_config r;
+    if (!in || !out) return MUON_ERR_NULL;
+    r = *in;
+    if (!muon__lr_wd_ok(in->lr, in->weight_decay)) return MUON_ERR_DOMAIN;
+    if (!(in->beta1 >= 0.0 && in->beta1 < 1.0) || !(in->beta2 >= 0.0 && in->beta2 < 1.0)) return MUON_ERR_DOMAIN;
+    if (!muon__u_isfinite(in->eps) || in->eps < 0.0) return MUON_ERR_DOMAIN;
+    if (r.eps == 0.0) r.eps = 1e-8;
+    *out = r;
+    return MUON_OK;
+}
+
+/* 2 size floats (0 on zero or overflowing size) */
+static size_t muon__adamw_bytes(size_t size)
 {
     size_t b;
-    float *mem;
-    if (!st) return MUON_ERR_NULL;
-    if (size == 0 || !muon__u_mul(size, 2 * sizeof(float), &b)) return MUON_ERR_SIZE;
-    mem = (float *)MUON_MALLOC(b);
-    if (!mem) return MUON_ERR_NOMEM;
-    memset(mem, 0, b);
+    if (size == 0 || !muon__u_mul(size, 2 * sizeof(float), &b)) return 0;
+    return b;
+}
+
+static void muon__adamw_attach(muon_adamw_state *st, size_t size, float *mem, void *own)
+{
+    memset(mem, 0, size * 2 * sizeof(float));
     st->size = size;
     st->step = 0;
     st->m = mem;
     st->v = mem + size;
+    st->muon__own = own;
+}
+
+MUONDEF muon_status muon_adamw_init(muon_adamw_state *st, size_t size)
+{
+    size_t b = muon__adamw_bytes(size);
+    float *mem;
+    if (!st) return MUON_ERR_NULL;
+    if (!b) return MUON_ERR_SIZE;
+    mem = (float *)MUON_MALLOC(b);
+    if (!mem) return MUON_ERR_NOMEM;
+    muon__adamw_attach(st, size, mem, mem);
+    return MUON_OK;
+}
+
+MUONDEF size_t muon_adamw_init_workspace_size(size_t size)
+{
+    size_t b = muon__adamw_bytes(size);
+    return b && b <= SIZE_MAX - (sizeof(float) - 1) ? b + (sizeof(float) - 1) : 0;
+}
+
+MUONDEF muon_status muon_adamw_init_ws(muon_adamw_state *st, size_t size, void *mem, size_t mem_bytes)
+{
+    size_t need = muon_adamw_init_workspace_size(size), off;
+    if (!st || !mem) return MUON_ERR_NULL;
+    if (!need || mem_bytes < need) return MUON_ERR_SIZE;
+    off = (sizeof(float) - (size_t)((uintptr_t)mem % sizeof(float))) % sizeof(float);
+    muon__adamw_attach(st, size, (float *)(void *)((unsigned char *)mem + off), NULL);
     return MUON_OK;
 }
 
 MUONDEF void muon_adamw_free(muon_adamw_state *st)
 {
     if (!st) return;
-    if (st->m) MUON_FREE(st->m);
+    if (st->muon__own) MUON_FREE(st->muon__own);
     memset(st, 0, sizeof *st);
 }
 
@@ -3480,12 +3579,12 @@ MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_confi
     size_t n, i;
     long long t;
     double bc1, bc2, lr, b1, b2, eps, lrwd;
+    muon_adamw_config rc;
     if (!st || !cfg || !param || !grad) return MUON_ERR_NULL;
     if (!st->m || !st->v) return MUON_ERR_NULL;
     n = st->size;
-    if (!muon__lr_wd_ok(cfg->lr, cfg->weight_decay)) return MUON_ERR_DOMAIN;
-    if (!(cfg->beta1 >= 0.0 && cfg->beta1 < 1.0) || !(cfg->beta2 >= 0.0 && cfg->beta2 < 1.0)) return MUON_ERR_DOMAIN;
-    if (!muon__u_isfinite(cfg->eps) || !(cfg->eps > 0.0)) return MUON_ERR_DOMAIN;
+    if (muon_adamw_config_resolve(cfg, &rc) != MUON_OK) return MUON_ERR_DOMAIN;
+    cfg = &rc;
     if (!muon__step_count_ok(st->step)) return MUON_ERR_DOMAIN;
     if (muon__u_overlap(param, n * sizeof(float), grad, n * sizeof(float)) ||
         muon__u_overlap(param, n * sizeof(float), st->m, n * sizeof(float)) ||

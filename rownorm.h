@@ -1,4 +1,4 @@
-/* rownorm.h - v0.1.0 - geometry of the language-model head: Hilbert distances, exact row
+/* rownorm.h - v0.2.0 - geometry of the language-model head: Hilbert distances, exact row
  * diameter, Hilbert RMS, projected RowNorm and the RowNorm head optimizer (SPEC.md section 1).
  *
  * #define ROWNORM_IMPLEMENTATION in exactly one C or C++ file before including this header.
@@ -50,7 +50,7 @@
 #include <stddef.h>
 
 #define RN_VERSION_MAJOR 0
-#define RN_VERSION_MINOR 1
+#define RN_VERSION_MINOR 2
 #define RN_VERSION_PATCH 0
 
 #ifndef RNDEF
@@ -292,7 +292,9 @@ RNDEF rn_status rn_projected_rownorm_ws(const float *A, size_t rows, size_t cols
 #define RN_NO_CENTER_IN       2u  /* skip the inner P (use when 1^T G = 0 is known) */
 #define RN_NO_CENTER_OUT      4u  /* skip the outer P */
 #define RN_REFERENCE_COMPAT   8u  /* the authors' released rule: no projections, B normalised
-                                     with eps (1 - beta^t) (= B-hat with eps) */
+                                     with eps (1 - beta^t) (= B-hat with eps); the same step as
+                                     RN_NO_CENTER_IN | RN_NO_CENTER_OUT, a name for it (the two
+                                     bits are what rn_rownorm_config_resolve reports) */
 #define RN_SKIP_CHECKS        16u /* skip the finiteness test of G; a NaN/Inf in G then propagates
                                      into B and W unreported. Saves the read-only pre-pass over G
                                      only when the inner P is off (the pre-pass also yields the
@@ -338,11 +340,15 @@ typedef struct rn_rownorm_state {
 /* lr 3.2e-3 (the paper's head rate at its smallest size), beta 0.95, eps 1e-8, weight_decay 0,
  * flags 0. */
 RNDEF rn_rownorm_config rn_rownorm_default(void);
-/* Allocates the state (rn_rownorm_state_size bytes) through RN_MALLOC; B = 0, t = 0. */
+/* The config rn_rownorm_step runs for *in: validated against the domain above, with
+ * RN_REFERENCE_COMPAT spelled out as the two flags it implies (no field has a zero default: every
+ * zero is a valid value). RN_ERR_NULL, RN_ERR_DOMAIN (*out untouched). */
+RNDEF rn_status rn_rownorm_config_resolve(const rn_rownorm_config *in, rn_rownorm_config *out);
+/* Allocates the state (rn_rownorm_init_workspace_size bytes) through RN_MALLOC; B = 0, t = 0. */
 RNDEF rn_status rn_rownorm_init(rn_rownorm_state *st, size_t rows, size_t cols);
 /* Bytes of caller memory rn_rownorm_init_ws needs (0 if the size overflows). */
-RNDEF size_t rn_rownorm_state_size(size_t rows, size_t cols);
-/* As rn_rownorm_init, in caller memory (any alignment, >= rn_rownorm_state_size bytes, kept
+RNDEF size_t rn_rownorm_init_workspace_size(size_t rows, size_t cols);
+/* As rn_rownorm_init, in caller memory (any alignment, >= rn_rownorm_init_workspace_size bytes, kept
  * alive until the state is no longer used; rn_rownorm_free then frees nothing). */
 RNDEF rn_status rn_rownorm_init_ws(rn_rownorm_state *st, size_t rows, size_t cols,
                                    void *mem, size_t mem_bytes);
@@ -565,6 +571,13 @@ RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_
 RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t ldg, double eta,
                               double rel_tol, double *S, size_t lds, double *flow, size_t ldf,
                               rn_exact_result *res);
+
+/* ---- Deprecated names -------------------------------------------------------------------
+ * Renamed in 0.2.0 so that every x pairs with x_ws and x_workspace_size (CHANGELOG.md); the
+ * old name remains as a macro until 0.3.0. Define RN_NO_DEPRECATED to hide it. */
+#ifndef RN_NO_DEPRECATED
+#define rn_rownorm_state_size rn_rownorm_init_workspace_size
+#endif
 
 #ifdef __cplusplus
 }
@@ -2390,7 +2403,7 @@ RNDEF rn_rownorm_config rn_rownorm_default(void)
     return c;
 }
 
-RNDEF size_t rn_rownorm_state_size(size_t rows, size_t cols)
+RNDEF size_t rn_rownorm_init_workspace_size(size_t rows, size_t cols)
 {
     size_t nch, s;
     if (rows == 0 || cols == 0) return 0;
@@ -2411,7 +2424,7 @@ RNDEF rn_status rn_rownorm_init_ws(rn_rownorm_state *st, size_t rows, size_t col
     rn_rownorm_state s;
     if (!st || !mem) return RN_ERR_NULL;
     if (!rn__extent(rows, cols, cols)) return RN_ERR_SIZE;
-    need = rn_rownorm_state_size(rows, cols);
+    need = rn_rownorm_init_workspace_size(rows, cols);
     if (need == 0 || mem_bytes < need) return RN_ERR_SIZE;
     nch = (rows + RN__CHUNK_ROWS - 1) / RN__CHUNK_ROWS;
     cur = (char *)mem; end = cur + mem_bytes;
@@ -2441,7 +2454,7 @@ RNDEF rn_status rn_rownorm_init(rn_rownorm_state *st, size_t rows, size_t cols)
     rn_status r;
     if (!st) return RN_ERR_NULL;
     if (!rn__extent(rows, cols, cols)) return RN_ERR_SIZE;
-    need = rn_rownorm_state_size(rows, cols);
+    need = rn_rownorm_init_workspace_size(rows, cols);
     if (need == 0) return RN_ERR_SIZE;
     mem = RN_MALLOC(need);
     if (!mem) return RN_ERR_NOMEM;
@@ -2623,6 +2636,26 @@ RN__FN int rn__cfg_ok(const rn_rownorm_config *cfg)
            (wd >= 0.0 && wd <= DBL_MAX) && (lr * wd <= 1.0) && !(cfg->flags & ~31u);
 }
 
+/* The centring and checking a flags word selects (RN_REFERENCE_COMPAT implies no centring). */
+RN__FN void rn__flag_modes(unsigned flags, int *cin, int *cout, int *check)
+{
+    if (flags & RN_REFERENCE_COMPAT) flags |= RN_NO_CENTER_IN | RN_NO_CENTER_OUT;
+    if (cin) *cin = !(flags & RN_NO_CENTER_IN);
+    if (cout) *cout = !(flags & RN_NO_CENTER_OUT);
+    if (check) *check = !(flags & RN_SKIP_CHECKS);
+}
+
+RNDEF rn_status rn_rownorm_config_resolve(const rn_rownorm_config *in, rn_rownorm_config *out)
+{
+    rn_rownorm_config r;
+    if (!in || !out) return RN_ERR_NULL;
+    if (!rn__cfg_ok(in)) return RN_ERR_DOMAIN;
+    r = *in;
+    if (r.flags & RN_REFERENCE_COMPAT) r.flags |= RN_NO_CENTER_IN | RN_NO_CENTER_OUT;
+    *out = r;
+    return RN_OK;
+}
+
 /* Every pointer of an initialised state. */
 RN__FN int rn__state_ok(const rn_rownorm_state *st)
 {
@@ -2656,16 +2689,14 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
     if (step_out) { es = rn__extent(rows, cols, lds); if (!es) return RN_ERR_SIZE; }
     lr = cfg->lr; beta = cfg->beta; eps = cfg->eps; wd = cfg->weight_decay; flags = cfg->flags;
     if (!rn__cfg_ok(cfg)) return RN_ERR_DOMAIN;
-    nb = rn_rownorm_state_size(rows, cols); /* the whole state block: B and the scratch */
+    nb = rn_rownorm_init_workspace_size(rows, cols); /* the whole state block: B and the scratch */
     if (rn__overlap(W, ew * sizeof(float), G, eg * sizeof(float)) ||
         rn__overlap(W, ew * sizeof(float), step_out, es * sizeof(float)) ||
         rn__overlap(G, eg * sizeof(float), step_out, es * sizeof(float)) ||
         rn__overlap(W, ew * sizeof(float), st->rn__mem, nb) || rn__overlap(G, eg * sizeof(float), st->rn__mem, nb) ||
         rn__overlap(step_out, es * sizeof(float), st->rn__mem, nb))
         return RN_ERR_ALIAS;
-    cin = !(flags & (RN_NO_CENTER_IN | RN_REFERENCE_COMPAT));
-    cout = !(flags & (RN_NO_CENTER_OUT | RN_REFERENCE_COMPAT));
-    check = !(flags & RN_SKIP_CHECKS);
+    rn__flag_modes(flags, &cin, &cout, &check);
 
     /* pre-pass over G (read-only on G, W and step_out): the finiteness check and, with the
      * inner P, the per-chunk column sums of G into rn__part. rn__part is all zeros between
@@ -2792,13 +2823,12 @@ RNDEF rn_status rn_rownorm_shard_begin(rn_rownorm_state *st, const rn_rownorm_co
     nx = rn_rownorm_shard_exchange_size(cols);
     if (!eg || !nx) return RN_ERR_SIZE;
     if (!rn__cfg_ok(cfg)) return RN_ERR_DOMAIN;
-    nb = rn_rownorm_state_size(rows, cols);
+    nb = rn_rownorm_init_workspace_size(rows, cols);
     if (rn__overlap(G, eg * sizeof(float), st->rn__mem, nb) || rn__overlap(send, nx * sizeof(double), G, eg * sizeof(float)) ||
         rn__overlap(send, nx * sizeof(double), st->rn__mem, nb) || rn__overlap(count, sizeof *count, send, nx * sizeof(double)) ||
         rn__overlap(count, sizeof *count, st->rn__mem, nb))
         return RN_ERR_ALIAS;
-    cin = !(cfg->flags & (RN_NO_CENTER_IN | RN_REFERENCE_COMPAT));
-    check = !(cfg->flags & RN_SKIP_CHECKS);
+    rn__flag_modes(cfg->flags, &cin, NULL, &check);
     n = cin ? 2 + 2 * cols : 2;
     /* rn__part is zero between steps: it holds the per-chunk sums of G for a moment */
     if (check || cin) bad = rn__gpass_count(G, ldg, rows, cols, nch, check, cin ? st->rn__part : NULL);
@@ -2845,11 +2875,9 @@ RNDEF rn_status rn_rownorm_shard_middle(rn_rownorm_state *st, const float *G, si
     eg = rn__extent(rows, cols, ldg);
     nx = rn_rownorm_shard_exchange_size(cols);
     if (!eg || !nx) return RN_ERR_SIZE;
-    cin = !(flags & (RN_NO_CENTER_IN | RN_REFERENCE_COMPAT));
-    cout = !(flags & (RN_NO_CENTER_OUT | RN_REFERENCE_COMPAT));
-    check = !(flags & RN_SKIP_CHECKS);
+    rn__flag_modes(flags, &cin, &cout, &check);
     n1 = cin ? 2 + 2 * cols : 2;
-    nb = rn_rownorm_state_size(rows, cols);
+    nb = rn_rownorm_init_workspace_size(rows, cols);
     if (rn__overlap(G, eg * sizeof(float), st->rn__mem, nb) || rn__overlap(send, nx * sizeof(double), G, eg * sizeof(float)) ||
         rn__overlap(send, nx * sizeof(double), st->rn__mem, nb) || rn__overlap(recv, n1 * sizeof(double), st->rn__mem, nb) ||
         (recv != send && rn__overlap(recv, n1 * sizeof(double), send, nx * sizeof(double))) ||
@@ -2904,15 +2932,13 @@ RNDEF rn_status rn_rownorm_shard_finish(rn_rownorm_state *st, float *W, size_t l
     if (!rn__state_ok(st)) return RN_ERR_NULL;
     if (st->rn__sphase != 2) return RN_ERR_PHASE;
     rows = st->rows; cols = st->cols; nch = st->rn__nchunks; flags = st->rn__sflags;
-    cin = !(flags & (RN_NO_CENTER_IN | RN_REFERENCE_COMPAT));
-    cout = !(flags & (RN_NO_CENTER_OUT | RN_REFERENCE_COMPAT));
-    check = !(flags & RN_SKIP_CHECKS);
+    rn__flag_modes(flags, &cin, &cout, &check);
     n2 = cout ? cols : 0;
     if (n2 && !recv) return RN_ERR_NULL;
     ew = rn__extent(rows, cols, ldw);
     if (!ew) return RN_ERR_SIZE;
     if (step_out) { es = rn__extent(rows, cols, lds); if (!es) return RN_ERR_SIZE; }
-    nb = rn_rownorm_state_size(rows, cols);
+    nb = rn_rownorm_init_workspace_size(rows, cols);
     if (rn__overlap(W, ew * sizeof(float), step_out, es * sizeof(float)) ||
         rn__overlap(W, ew * sizeof(float), st->rn__mem, nb) || rn__overlap(step_out, es * sizeof(float), st->rn__mem, nb) ||
         (n2 && (rn__overlap(recv, n2 * sizeof(double), W, ew * sizeof(float)) ||

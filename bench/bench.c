@@ -483,7 +483,7 @@ static void section_ns(const int *thr, int nthr, int reps)
             c.Y = falloc(c.m * c.n);
             c.A = falloc(c.m * c.m);
             c.B = falloc(c.m * c.m);
-            c.wsb = muon_ns_workspace_size(c.rows, c.cols);
+            c.wsb = muon_orthogonalize_workspace_size(c.rows, c.cols);
             c.wscb = bench_cblas_ns_workspace_size(c.rows, c.cols);
             c.ws = malloc(c.wsb);
             c.wsc = malloc(c.wscb);

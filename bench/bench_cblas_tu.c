@@ -12,7 +12,7 @@ int bench_cblas_ns_gram(const float *G, size_t rows, size_t cols, float *out, vo
 
 size_t bench_cblas_ns_workspace_size(size_t rows, size_t cols)
 {
-    return muon_ns_workspace_size(rows, cols);
+    return muon_orthogonalize_workspace_size(rows, cols);
 }
 
 int bench_cblas_ns(const float *G, size_t rows, size_t cols, float *out, void *ws, size_t ws_bytes)

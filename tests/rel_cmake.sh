@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The install paths a CMake or pkg-config user takes (issue 13): `make install` and
 # `cmake --install` must install the same files; a consumer finds them with
-# find_package(rownorm 0.1) (and is refused 0.2 and 1.0), or with pkg-config from a relocated
+# find_package(rownorm 0.2) (and is refused 0.1, 0.3 and 1.0), or with pkg-config from a relocated
 # prefix; under add_subdirectory() nothing of ours is installed unless ROWNORM_INSTALL=ON.
 # Each consumer defines both implementations and runs a step of each header.
 set -u
@@ -64,13 +64,13 @@ done
 # 2. find_package with a version, from a prefix that was moved after installing
 mv "$T/mk" "$T/moved"
 for pfx in moved cm; do
-    if q cmake -S "$T/consumer" -B "$T/c-$pfx" -DWANT=0.1 -DCMAKE_PREFIX_PATH="$T/$pfx" &&
-       q cmake --build "$T/c-$pfx" && q "$T/c-$pfx/consumer"; then ok "find_package(rownorm 0.1) from $pfx, built, ran"
-    else rel_bad "find_package(rownorm 0.1) consumer from $pfx"; fi
+    if q cmake -S "$T/consumer" -B "$T/c-$pfx" -DWANT=0.2 -DCMAKE_PREFIX_PATH="$T/$pfx" &&
+       q cmake --build "$T/c-$pfx" && q "$T/c-$pfx/consumer"; then ok "find_package(rownorm 0.2) from $pfx, built, ran"
+    else rel_bad "find_package(rownorm 0.2) consumer from $pfx"; fi
 done
-for v in 0.2 1.0; do
+for v in 0.1 0.3 1.0; do
     if cmake -S "$T/consumer" -B "$T/c-v$v" -DWANT=$v -DCMAKE_PREFIX_PATH="$T/moved" >/dev/null 2>&1; then
-        rel_bad "find_package(rownorm $v) accepted version 0.1.0"
+        rel_bad "find_package(rownorm $v) accepted version 0.2.0"
     else ok "find_package(rownorm $v) refused"; fi
 done
 

@@ -10,7 +10,7 @@
 #   tests/rel_windows.sh    both implementations after <windows.h> (mingw-w64, C99 and C++11), the
 #                           test suite built for Windows and run under wine
 #   tests/rel_cxx_strict.sh both implementations as C++20 under an engine's warning set, -Werror
-#   tests/rel_cmake.sh      make install = cmake --install; find_package(rownorm 0.1), pkg-config,
+#   tests/rel_cmake.sh      make install = cmake --install; find_package(rownorm 0.2), pkg-config,
 #                           add_subdirectory (installs nothing of ours unless ROWNORM_INSTALL=ON)
 # Builds here never stop `make test-build`: a build that fails leaves its log beside the
 # missing binary and the wrapper reports it as a failed test (the headers are shared work in

@@ -540,8 +540,8 @@ static int edge_compute(edge_run *e)
     bad |= muon_singular_values(G, 8, 8, E_C, e->sv) != MUON_OK;
     /* batched: concurrent workspace and sequential workspace */
     {
-        size_t nb = (size_t)E_BATCH * E_BR * E_BC, wsc = muon_ns_batched_workspace_size(E_BATCH, E_BR, E_BC);
-        size_t wss = muon_ns_workspace_size(E_BR, E_BC);
+        size_t nb = (size_t)E_BATCH * E_BR * E_BC, wsc = muon_orthogonalize_batched_workspace_size(E_BATCH, E_BR, E_BC);
+        size_t wss = muon_orthogonalize_workspace_size(E_BR, E_BC);
         void *ws = malloc(wsc > wss ? wsc : wss);
         e->batched_conc = edge_alloc(nb);
         e->batched_seq = edge_alloc(nb);

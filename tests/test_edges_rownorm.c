@@ -497,7 +497,7 @@ static void test_step_param_domain(void)
                                     {1e200, 1e200}, {1e30, 1e10}, {1e-3, 1e300}, {1.0, 1.0000001},
                                     {(double)HUGE_VAL, 0.0}, {-1e-3, 0.0}, {0.1, (double)HUGE_VAL},
                                     {0.1, -1.0}, {0.1, (double)NAN}};
-    size_t bytes = rn_rownorm_state_size(r, c), q, nx = rn_rownorm_shard_exchange_size(c);
+    size_t bytes = rn_rownorm_init_workspace_size(r, c), q, nx = rn_rownorm_shard_exchange_size(c);
     unsigned char *mem = (unsigned char *)malloc(bytes), *mem0 = (unsigned char *)malloc(bytes);
     float *W = ealloc(n), *W0 = ealloc(n), *G = ealloc(n), *S = ealloc(n), *S0 = ealloc(n);
     double *snd = (double *)malloc(nx * sizeof(double)), *snd0 = (double *)malloc(nx * sizeof(double));

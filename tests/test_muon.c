@@ -590,7 +590,7 @@ static void test_ns_workspace(void)
 {
     t_rng r = {9};
     float G[40], O1[40], O2[40];
-    size_t need = muon_ns_workspace_size(5, 8);
+    size_t need = muon_orthogonalize_workspace_size(5, 8);
     unsigned char *ws = (unsigned char *)malloc(need + 3);
     rand_fill(&r, G, 40, 1.0);
     CHECK(need > 0);
@@ -602,9 +602,9 @@ static void test_ns_workspace(void)
     CHECK(muon_orthogonalize_ws(G, 5, 8, 8, NULL, O1, 8, ws, need - 1) == MUON_ERR_SIZE);
     { /* batched workspace (concurrent under OpenMP) == minimal workspace (sequential), bitwise */
         float Gb[7 * 40], Ob1[7 * 40], Ob2[7 * 40];
-        size_t nb = muon_ns_batched_workspace_size(7, 5, 8), n1 = muon_ns_workspace_size(5, 8);
+        size_t nb = muon_orthogonalize_batched_workspace_size(7, 5, 8), n1 = muon_orthogonalize_workspace_size(5, 8);
         void *wb = malloc(nb), *w1 = malloc(n1);
-        CHECK(nb >= n1 && muon_ns_batched_workspace_size(0, 5, 8) == 0);
+        CHECK(nb >= n1 && muon_orthogonalize_batched_workspace_size(0, 5, 8) == 0);
         rand_fill(&r, Gb, 7 * 40, 1.0);
         CHECK(muon_orthogonalize_batched_ws(Gb, 7, 5, 8, 8, 40, NULL, Ob1, 8, 40, wb, nb) == MUON_OK);
         CHECK(muon_orthogonalize_batched_ws(Gb, 7, 5, 8, 8, 40, NULL, Ob2, 8, 40, w1, n1) == MUON_OK);
@@ -612,8 +612,8 @@ static void test_ns_workspace(void)
         free(wb);
         free(w1);
     }
-    CHECK(muon_ns_workspace_size(0, 8) == 0);
-    CHECK(muon_ns_workspace_size((size_t)-1, (size_t)-1) == 0);
+    CHECK(muon_orthogonalize_workspace_size(0, 8) == 0);
+    CHECK(muon_orthogonalize_workspace_size((size_t)-1, (size_t)-1) == 0);
     free(ws);
 }
 
@@ -806,7 +806,7 @@ static void test_muon_ws_variants(void)
     float W1[30], W2[30], G[30];
     muon_state s1, s2;
     muon_config cfg = muon_default();
-    size_t need = muon_workspace_size(6, 5, &cfg);
+    size_t need = muon_step_workspace_size(6, 5, &cfg);
     void *ws = malloc(need);
     int k;
     rand_fill(&r, W1, 30, 1.0);
@@ -1703,7 +1703,7 @@ static void test_alias_statuses(void)
         muon_state st, fake, fk;
         muon_config cfg = muon_default();
         float W[N], G[N], Wk[N];
-        size_t need = muon_workspace_size(R, C, &cfg), total = need + 1024;
+        size_t need = muon_step_workspace_size(R, C, &cfg), total = need + 1024;
         unsigned char *blk = (unsigned char *)malloc(total), *keep = (unsigned char *)malloc(total);
         float *Wb = falloc(N + 2 * C);
         int which;
@@ -1744,7 +1744,7 @@ static void test_alias_statuses(void)
         muown_state st, fake, fk;
         muown_config cfg = muown_default();
         float W[N], *G = falloc(N), Wk[N];
-        size_t need = muown_workspace_size(R, C, &cfg), total = need + 1024;
+        size_t need = muown_step_workspace_size(R, C, &cfg), total = need + 1024;
         unsigned char *blk = (unsigned char *)malloc(total), *keep = (unsigned char *)malloc(total);
         float *Wb = falloc(N + 2 * C);
         double gk[R];
@@ -2002,7 +2002,7 @@ static void test_error_statuses(void)
             ocfg.magnitude = (muown_magnitude_rule)9;
             CHECK(muown_step(&ow, &ocfg, W, 5, G, 5) == MUON_ERR_DOMAIN);
             ocfg = muown_default();
-            ocfg.mag_eps = 0.0;
+            ocfg.mag_eps = -1e-8; /* 0 is the default (test_config_resolve) */
             CHECK(muown_step(&ow, &ocfg, W, 5, G, 5) == MUON_ERR_DOMAIN);
             ocfg = muown_default();
             ocfg.mag_beta2 = 1.0;
@@ -2028,7 +2028,7 @@ static void test_error_statuses(void)
     }
     CHECK(muon_adamw_init(&as, 20) == MUON_OK);
     memcpy(Wk, W, sizeof W);
-    ac.eps = 0.0;
+    ac.eps = -1e-8; /* 0 is the default (test_config_resolve) */
     CHECK(muon_adamw_step(&as, &ac, W, G) == MUON_ERR_DOMAIN);
     ac = muon_adamw_default();
     ac.beta1 = -0.1;
@@ -2187,6 +2187,130 @@ static void test_determinism(void)
     free(b);
 }
 
+/* One defaults rule (zero means default where zero is not a valid value), the public resolvers
+ * that say what a step runs, the AdamW _ws form and the deprecated names. */
+static void test_config_resolve(void)
+{
+    muon_ns_config z, r, poison;
+    muon_config mz, mr, mp;
+    size_t i;
+    memset(&z, 0, sizeof z);
+    memset(&poison, 0x5A, sizeof poison);
+    CHECK(muon_ns_resolve(&z, NULL) == MUON_ERR_NULL);
+    CHECK(muon_ns_resolve(&z, &r) == MUON_OK);
+    {
+        muon_ns_config j = muon_ns_preset(MUON_NS_JORDAN, 0);
+        CHECK(r.count == j.count && r.steps == 5 && r.coeffs[0][0] == j.coeffs[0][0] && r.safety == j.safety &&
+              r.eps == j.eps && r.method == MUON_NS_PLAIN && r.gram_restart == 2);
+    }
+    z.count = 2, z.steps = 0, z.safety = 0.0, z.coeffs[0][0] = 1.5, z.coeffs[0][1] = -0.5, z.coeffs[1][0] = 1.5;
+    z.coeffs[1][1] = -0.5, z.method = MUON_NS_GRAM;
+    CHECK(muon_ns_resolve(&z, &r) == MUON_OK && r.steps == 2 && r.safety == 1.0 && r.gram_restart == 2);
+    z.count = -1;
+    r = poison;
+    CHECK(muon_ns_resolve(&z, &r) == MUON_ERR_DOMAIN && memcmp(&r, &poison, sizeof r) == 0);
+    z.count = 1, z.coeffs[0][0] = 1e30, z.steps = 3; /* leaves float's range: rejected after filling */
+    CHECK(muon_ns_resolve(&z, &r) == MUON_ERR_DOMAIN && memcmp(&r, &poison, sizeof r) == 0);
+
+    memset(&mz, 0, sizeof mz);
+    CHECK(muon_config_resolve(NULL, &mr) == MUON_ERR_NULL && muon_config_resolve(&mz, NULL) == MUON_ERR_NULL);
+    CHECK(muon_config_resolve(&mz, &mr) == MUON_OK);
+    CHECK(mr.scale_coeff == 0.2 && mr.split_rows == 1 && mr.cap_iters == 2 && mr.ns.steps == 5 && mr.lr == 0.0 &&
+          mr.momentum == 0.0);
+    memset(&mp, 0x33, sizeof mp);
+    mr = mp;
+    mz.cap_iters = 101;
+    CHECK(muon_config_resolve(&mz, &mr) == MUON_ERR_DOMAIN && memcmp(&mr, &mp, sizeof mr) == 0);
+    { /* a step with the zero fields equals a step with their resolved values, bit for bit */
+        float W1[6 * 8], W2[6 * 8], G[6 * 8];
+        muon_state s1, s2;
+        muon_config c1 = muon_default(), c2;
+        t_rng rg = {77};
+        rand_fill(&rg, G, 48, 1.0);
+        rand_fill(&rg, W1, 48, 1.0);
+        memcpy(W2, W1, sizeof W1);
+        c1.scale = MUON_SCALE_MATCH_ADAMW, c1.scale_coeff = 0.0, c1.split_rows = 0, c1.cap = MUON_CAP_GROWTH;
+        c1.cap_iters = 0;
+        memset(&c1.ns, 0, sizeof c1.ns);
+        CHECK(muon_config_resolve(&c1, &c2) == MUON_OK);
+        CHECK(muon_init_ex(&s1, 6, 8, MUON_INIT_WORKSPACE) == MUON_OK && s1.workspace != NULL);
+        CHECK(muon_init(&s2, 6, 8) == MUON_OK);
+        for (i = 0; i < 3; i++) {
+            CHECK(muon_step(&s1, &c1, W1, 8, G, 8) == MUON_OK);
+            CHECK(muon_step(&s2, &c2, W2, 8, G, 8) == MUON_OK);
+        }
+        CHECK(memcmp(W1, W2, sizeof W1) == 0);
+        muon_free(&s1), muon_free(&s2);
+        CHECK(muon_init_ex(&s1, 6, 8, MUON_INIT_NO_WORKSPACE) == MUON_OK && s1.workspace == NULL);
+        CHECK(muon_step(&s1, &c1, W1, 8, G, 8) == MUON_ERR_NULL);
+        muon_free(&s1);
+    }
+    { /* Muown: mag_eps 0 is 1e-8 */
+        float W0[4 * 5], W1[4 * 5], W2[4 * 5], G[4 * 5];
+        muown_state o1, o2;
+        muown_config a = muown_default(), b = muown_default(), ar;
+        t_rng rg = {78};
+        rand_fill(&rg, G, 20, 1.0);
+        rand_fill(&rg, W0, 20, 1.0);
+        memcpy(W1, W0, sizeof W0), memcpy(W2, W0, sizeof W0);
+        a.mag_eps = 0.0, b.mag_eps = 1e-8;
+        CHECK(muown_config_resolve(&a, &ar) == MUON_OK && ar.mag_eps == 1e-8 && ar.muon.cap_iters == 2);
+        CHECK(muown_init(&o1, W0, 4, 5, 5) == MUON_OK && muown_init(&o2, W0, 4, 5, 5) == MUON_OK);
+        for (i = 0; i < 3; i++) {
+            CHECK(muown_step(&o1, &a, W1, 5, G, 5) == MUON_OK);
+            CHECK(muown_step(&o2, &b, W2, 5, G, 5) == MUON_OK);
+        }
+        CHECK(memcmp(W1, W2, sizeof W1) == 0 && memcmp(o1.g, o2.g, 4 * sizeof(double)) == 0);
+        muown_free(&o1), muown_free(&o2);
+        a.mag_eps = -1.0;
+        ar = b;
+        CHECK(muown_config_resolve(&a, &ar) == MUON_ERR_DOMAIN && memcmp(&ar, &b, sizeof ar) == 0);
+    }
+    { /* AdamW: eps 0 is 1e-8; the _ws form in caller memory of any alignment */
+        enum { N = 37 };
+        float p1[N], p2[N], g[N];
+        unsigned char buf[2 * N * sizeof(float) + 16];
+        muon_adamw_state s1, s2, sk;
+        muon_adamw_config a = muon_adamw_default(), b = muon_adamw_default(), ar;
+        size_t need = muon_adamw_init_workspace_size(N);
+        t_rng rg = {79};
+        rand_fill(&rg, g, N, 1.0);
+        rand_fill(&rg, p1, N, 1.0);
+        memcpy(p2, p1, sizeof p1);
+        a.eps = 0.0, b.eps = 1e-8;
+        CHECK(muon_adamw_config_resolve(&a, &ar) == MUON_OK && ar.eps == 1e-8 && ar.lr == a.lr);
+        CHECK(muon_adamw_config_resolve(&a, NULL) == MUON_ERR_NULL);
+        CHECK(need >= 2 * N * sizeof(float) && need <= sizeof buf - 1);
+        CHECK(muon_adamw_init_workspace_size(0) == 0 && muon_adamw_init_workspace_size((size_t)-1 / 4) == 0);
+        memset(&s1, 0x11, sizeof s1);
+        sk = s1;
+        CHECK(muon_adamw_init_ws(&s1, N, buf + 1, need - 1) == MUON_ERR_SIZE);
+        CHECK(muon_adamw_init_ws(&s1, 0, buf + 1, need) == MUON_ERR_SIZE);
+        CHECK(muon_adamw_init_ws(&s1, N, NULL, need) == MUON_ERR_NULL);
+        CHECK(memcmp(&s1, &sk, sizeof s1) == 0);
+        CHECK(muon_adamw_init_ws(&s1, N, buf + 1, need) == MUON_OK); /* misaligned on purpose */
+        CHECK((size_t)((uintptr_t)s1.m % sizeof(float)) == 0 && (unsigned char *)s1.m >= buf + 1 &&
+              (unsigned char *)(s1.v + N) <= buf + 1 + need);
+        CHECK(muon_adamw_init(&s2, N) == MUON_OK);
+        for (i = 0; i < 3; i++) {
+            CHECK(muon_adamw_step(&s1, &a, p1, g) == MUON_OK);
+            CHECK(muon_adamw_step(&s2, &b, p2, g) == MUON_OK);
+        }
+        CHECK(memcmp(p1, p2, sizeof p1) == 0 && memcmp(s1.m, s2.m, N * sizeof(float)) == 0 &&
+              memcmp(s1.v, s2.v, N * sizeof(float)) == 0);
+        muon_adamw_free(&s1); /* frees nothing (ASan would report a free of the stack buffer) */
+        CHECK(s1.m == NULL && s1.size == 0);
+        muon_adamw_free(&s2);
+    }
+    /* the deprecated names are the new functions */
+    CHECK(muon_ns_workspace_size(8, 16) == muon_orthogonalize_workspace_size(8, 16));
+    CHECK(muon_ns_batched_workspace_size(3, 8, 16) == muon_orthogonalize_batched_workspace_size(3, 8, 16));
+    CHECK(muon_sv_workspace_size(8, 16) == muon_singular_values_workspace_size(8, 16));
+    CHECK(muon_workspace_size(8, 16, NULL) == muon_step_workspace_size(8, 16, NULL));
+    CHECK(muown_workspace_size(8, 16, NULL) == muown_step_workspace_size(8, 16, NULL));
+    CHECK(muon_assign_workspace_size(5, 2) == muon_assign_owners_workspace_size(5, 2));
+}
+
 int main(void)
 {
     RUN(test_status_strings);
@@ -2220,6 +2344,7 @@ int main(void)
     RUN(test_adamw);
     RUN(test_clip);
     RUN(test_error_statuses);
+    RUN(test_config_resolve);
     RUN(test_alias_statuses);
     RUN(test_nomem);
     RUN(test_determinism);

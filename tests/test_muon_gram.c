@@ -321,8 +321,8 @@ static void test_errors_and_workspace(void)
     CHECK(muon_orthogonalize(G, rows, cols, cols, &bad, O, cols) == MUON_ERR_DOMAIN);
     CHECK(isnan(muon_ns_transfer(&bad, 0.5)));
     CHECK(memcmp(O, O0, n * sizeof(float)) == 0);
-    /* the Gram form runs in the plain form's workspace: muon_ns_workspace_size is unchanged */
-    need = muon_ns_workspace_size(rows, cols);
+    /* the Gram form runs in the plain form's workspace: muon_orthogonalize_workspace_size is unchanged */
+    need = muon_orthogonalize_workspace_size(rows, cols);
     ws = (unsigned char *)malloc(need);
     if (!ws) abort();
     bad = gram_cfg(MUON_NS_JORDAN, 2);
@@ -402,7 +402,7 @@ static void test_batched_and_step(void)
         c2.ns.method = (muon_ns_method)5;
         CHECK(muon_step(&s2, &c2, W2, cols, Gs, cols) == MUON_ERR_DOMAIN);
         CHECK(memcmp(W1, W2, n * sizeof(float)) == 0 && s2.step == 3);
-        CHECK(muon_workspace_size(rows, cols, &c3) == muon_workspace_size(rows, cols, &c1));
+        CHECK(muon_step_workspace_size(rows, cols, &c3) == muon_step_workspace_size(rows, cols, &c1));
         muon_free(&s1);
         muon_free(&s2);
         muon_free(&s3);

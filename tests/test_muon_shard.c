@@ -190,7 +190,7 @@ static void test_determinism_and_ws(void)
     random_shapes(&g, count, rows, cols, 1);
     CHECK(muon_assign_owners(rows, cols, count, nranks, a, la) == MUON_OK);
     CHECK(muon_assign_owners(rows, cols, count, nranks, b, lb) == MUON_OK);
-    need = muon_assign_workspace_size(count, nranks);
+    need = muon_assign_owners_workspace_size(count, nranks);
     CHECK(need >= count * 16 + (size_t)nranks * 12);
     ws = malloc(need + 1);
     if (!ws) abort();
@@ -210,9 +210,9 @@ static void test_determinism_and_ws(void)
     CHECK(muon_assign_owners_ws(rows, cols, count, nranks, b, NULL, ws, need) == MUON_OK); /* never allocates */
     t_fail_alloc = 0;
     free(ws);
-    CHECK(muon_assign_workspace_size(0, 4) == 0);
-    CHECK(muon_assign_workspace_size(4, 0) == 0);
-    CHECK(muon_assign_workspace_size((size_t)-1 / 8, 4) == 0);
+    CHECK(muon_assign_owners_workspace_size(0, 4) == 0);
+    CHECK(muon_assign_owners_workspace_size(4, 0) == 0);
+    CHECK(muon_assign_owners_workspace_size((size_t)-1 / 8, 4) == 0);
 }
 
 static void test_more_ranks_than_matrices_and_one_rank(void)
@@ -240,7 +240,7 @@ static void test_errors_leave_outputs_untouched(void)
     int owner[4], o0[4];
     double load[3], l0[3];
     unsigned char ws[1024];
-    size_t need = muon_assign_workspace_size(4, 3);
+    size_t need = muon_assign_owners_workspace_size(4, 3);
     memset(owner, 0x7B, sizeof owner);
     memset(load, 0x7C, sizeof load);
     memcpy(o0, owner, sizeof owner);

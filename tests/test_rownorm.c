@@ -1101,7 +1101,7 @@ static void test_rownorm_errors(void)
     rn_rownorm_free(&st);
     rn_rownorm_free(NULL);
     /* init_ws: caller memory, any alignment, too small is an error */
-    need = rn_rownorm_state_size(V, d);
+    need = rn_rownorm_init_workspace_size(V, d);
     CHECK(need > V * d * 4);
     mem = malloc(need + 3);
     CHECK(rn_rownorm_init_ws(&st, V, d, mem, need - 1) == RN_ERR_SIZE);
@@ -1127,7 +1127,7 @@ static void test_rownorm_error_state(void)
     static const unsigned modes[] = {0u, RN_REFERENCE_COMPAT, RN_NO_CENTER_IN, RN_NO_CENTER_OUT,
                                      RN_NO_CENTER_IN | RN_NO_CENTER_OUT, RN_NO_BIAS_CORRECTION};
     t_rng r = {26};
-    size_t V = 600, d = 13, i, mi, need = rn_rownorm_state_size(V, d);
+    size_t V = 600, d = 13, i, mi, need = rn_rownorm_init_workspace_size(V, d);
     float *W = mat_new(&r, V, d, d, 1.0), *G = mat_new(&r, V, d, d, 1.0), *So = mat_new(&r, V, d, d, 0.0);
     float *Wc = (float *)malloc(V * d * 4), *Sc = (float *)malloc(V * d * 4);
     unsigned char *mem = (unsigned char *)malloc(need), *copy = (unsigned char *)malloc(need);
@@ -1234,7 +1234,7 @@ static void test_sizes_and_hidden_state_rules(void)
     CHECK(rn_hilbert_rms_workspace_size((size_t)-1, 1) == 0);
     CHECK(rn_hilbert_rms_workspace_size(4, 100) > 100 * 4 * 4);
     CHECK(rn_row_diameter_workspace_size((size_t)-1, 2) == 0);
-    CHECK(rn_rownorm_state_size((size_t)-1 / 2, 3) == 0);
+    CHECK(rn_rownorm_init_workspace_size((size_t)-1 / 2, 3) == 0);
     { /* one row whose cols * 4 bytes overflow: a size error, nothing read */
         double lo = 5.0, hi = 5.0, D = 5.0;
         CHECK(rn_row_diameter_bounds(S, 1, (size_t)-1 - 1, (size_t)-1 - 1, &lo, &hi) == RN_ERR_SIZE);
@@ -1487,9 +1487,49 @@ static void test_nomem(void)
     free(S); free(out); free(copy);
 }
 
+/* rn_rownorm_config_resolve: validation only (every zero is a valid value), RN_REFERENCE_COMPAT
+ * spelled out as the two flags it implies, and the same step either way; the deprecated name. */
+static void test_config_resolve(void)
+{
+    rn_rownorm_config c = rn_rownorm_default(), r, poison;
+    t_rng rg = {91};
+    size_t rows = 9, cols = 7, i;
+    float *W1 = mat_new(&rg, rows, cols, cols, 1.0), *W2 = (float *)malloc(rows * cols * 4);
+    float *G = mat_new(&rg, rows, cols, cols, 1.0);
+    rn_rownorm_state s1, s2;
+    memset(&poison, 0x5A, sizeof poison);
+    CHECK(rn_rownorm_config_resolve(&c, NULL) == RN_ERR_NULL && rn_rownorm_config_resolve(NULL, &r) == RN_ERR_NULL);
+    CHECK(rn_rownorm_config_resolve(&c, &r) == RN_OK && memcmp(&r, &c, sizeof r) == 0);
+    memset(&c, 0, sizeof c);
+    CHECK(rn_rownorm_config_resolve(&c, &r) == RN_OK && r.lr == 0.0 && r.beta == 0.0 && r.eps == 0.0);
+    c = rn_rownorm_default();
+    c.flags = RN_REFERENCE_COMPAT;
+    CHECK(rn_rownorm_config_resolve(&c, &r) == RN_OK &&
+          r.flags == (RN_REFERENCE_COMPAT | RN_NO_CENTER_IN | RN_NO_CENTER_OUT));
+    c.beta = 1.0;
+    r = poison;
+    CHECK(rn_rownorm_config_resolve(&c, &r) == RN_ERR_DOMAIN && memcmp(&r, &poison, sizeof r) == 0);
+    /* RN_REFERENCE_COMPAT and RN_NO_CENTER_IN | RN_NO_CENTER_OUT: the same steps, bit for bit */
+    memcpy(W2, W1, rows * cols * 4);
+    CHECK(rn_rownorm_init(&s1, rows, cols) == RN_OK && rn_rownorm_init(&s2, rows, cols) == RN_OK);
+    c = rn_rownorm_default();
+    r = c;
+    c.flags = RN_REFERENCE_COMPAT;
+    r.flags = RN_NO_CENTER_IN | RN_NO_CENTER_OUT;
+    for (i = 0; i < 3; i++) {
+        CHECK(rn_rownorm_step(&s1, &c, W1, cols, G, cols, NULL, 0) == RN_OK);
+        CHECK(rn_rownorm_step(&s2, &r, W2, cols, G, cols, NULL, 0) == RN_OK);
+    }
+    CHECK(memcmp(W1, W2, rows * cols * 4) == 0 && memcmp(s1.B, s2.B, rows * cols * 4) == 0);
+    rn_rownorm_free(&s1), rn_rownorm_free(&s2);
+    CHECK(rn_rownorm_state_size(rows, cols) == rn_rownorm_init_workspace_size(rows, cols));
+    free(W1), free(W2), free(G);
+}
+
 int main(void)
 {
     RUN(test_status_strings);
+    RUN(test_config_resolve);
     RUN(test_hilbert_logits);
     RUN(test_hilbert_probs);
     RUN(test_hilbert_errors);

@@ -444,7 +444,7 @@ static void test_shards_nonfinite(void)
         /* the bad value in the middle one-row shard, then the last, then the first */
         G[(trial == 0 ? 200 : trial == 1 ? 529 : trial == 2 ? 0 : 300) * cols + (size_t)trial] = badv[trial];
         for (p = 0; p < P; p++) {
-            bytes[p] = rn_rownorm_state_size(c.st[p].rows, cols);
+            bytes[p] = rn_rownorm_init_workspace_size(c.st[p].rows, cols);
             snap_mem[p] = malloc(bytes[p]);
             memcpy(snap_mem[p], c.st[p].rn__mem, bytes[p]);
             snap_st[p] = c.st[p];
@@ -504,7 +504,7 @@ typedef struct {
 static void snap_take(snap *s, const rn_rownorm_state *st)
 {
     s->st = *st;
-    s->bytes = rn_rownorm_state_size(st->rows, st->cols);
+    s->bytes = rn_rownorm_init_workspace_size(st->rows, st->cols);
     s->mem = (unsigned char *)malloc(s->bytes);
     memcpy(s->mem, st->rn__mem, s->bytes);
 }
@@ -596,14 +596,14 @@ static void test_shard_phases_and_errors(void)
     /* the unsharded step is fine in phase 1 (it discards the begin) but not in phase 2 */
     {
         rn_rownorm_state tw;
-        void *m2 = malloc(rn_rownorm_state_size(rows, cols));
+        void *m2 = malloc(rn_rownorm_init_workspace_size(rows, cols));
         float *W3 = fmat(rows * cols);
         memcpy(W3, W, rows * cols * sizeof(float));
         tw = st;
-        memcpy(m2, st.rn__mem, rn_rownorm_state_size(rows, cols));
+        memcpy(m2, st.rn__mem, rn_rownorm_init_workspace_size(rows, cols));
         CHECK(rn_rownorm_step(&st, &cfg, W3, cols, G, cols, NULL, 0) == RN_OK && st.rn__sphase == 0 && st.t == 1);
         st = tw; /* restore the state to phase 1 */
-        memcpy(st.rn__mem, m2, rn_rownorm_state_size(rows, cols));
+        memcpy(st.rn__mem, m2, rn_rownorm_init_workspace_size(rows, cols));
         free(m2);
         free(W3);
     }

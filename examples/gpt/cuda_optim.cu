@@ -165,6 +165,7 @@ gpt_status gpt_cuda_muon_step(gpt_backend *be, float *w, const float *g, float *
 {
     gpt_cuda_ctx *c = gpt_cuda__ctx(be);
     muon_ns_config ns;
+    muon_config rc;
     size_t split, r, ch, total;
     float *U, *X, *Y, *A, *Bm;
     double *sumsq, scale;
@@ -173,10 +174,10 @@ gpt_status gpt_cuda_muon_step(gpt_backend *be, float *w, const float *g, float *
     if (!c || !w || !g || !momentum || !cfg || !ws) return GPT_ERR_NULL;
     if (rows == 0 || cols == 0) return GPT_ERR_SIZE;
     if (cfg->cap != MUON_CAP_OFF) return GPT_ERR_CONFIG; /* not on the device (see the header) */
-    if (!(cfg->lr >= 0.0) || !(cfg->momentum >= 0.0 && cfg->momentum < 1.0) || !(cfg->weight_decay >= 0.0))
-        return GPT_ERR_CONFIG;
-    if (!gm_ns_resolve(&cfg->ns, &ns)) return GPT_ERR_CONFIG;
-    split = cfg->split_rows ? cfg->split_rows : 1;
+    if (muon_config_resolve(cfg, &rc) != MUON_OK) return GPT_ERR_CONFIG; /* muon_step's own rules */
+    cfg = &rc;
+    ns = rc.ns;
+    split = rc.split_rows;
     if (rows % split != 0) return GPT_ERR_SIZE;
     r = rows / split;
     total = rows * cols;

@@ -16,7 +16,8 @@
  * results rounded to float once; exp in float (expf), logs and the RoPE angles in double.
  * The optimizer element updates copy the arithmetic of muon_adamw_step, muon.h's momentum rule
  * and rn_rownorm_step's row sweeps operation by operation; NS coefficients are read from a
- * muon_ns_config (muon_ns_preset) through gm_ns_resolve / gm_ns_triple, never from a table here.
+ * muon_ns_config resolved by muon.h's own muon_config_resolve / muon_ns_resolve and read through
+ * gm_ns_triple, never from a table here.
  */
 #ifndef GPT_GPU_MATH_H
 #define GPT_GPU_MATH_H
@@ -261,7 +262,7 @@ static inline double gm_muon_shape_scale(int mode, double coeff, double r, doubl
 {
     switch (mode) {
     case MUON_SCALE_ORIGINAL: return sqrt(r > c ? r / c : 1.0);
-    case MUON_SCALE_MATCH_ADAMW: return (coeff == 0.0 ? 0.2 : coeff) * sqrt(r > c ? r : c);
+    case MUON_SCALE_MATCH_ADAMW: return coeff * sqrt(r > c ? r : c); /* coeff resolved (muon_config_resolve) */
     case MUON_SCALE_SPECTRAL: return sqrt(r / c);
     default: return 1.0;
     }
@@ -275,31 +276,7 @@ GM_FN size_t gm_ns_index(size_t e, size_t r, size_t cols, int tall)
     return tall ? (e % cols) * r + e / cols : e;
 }
 
-/* A schedule with its zero fields resolved (muon.h's rules: count 0 = Jordan preset with
- * `steps`, steps 0 = count, safety 0 = 1). Returns 0 when the schedule is invalid. */
-static inline int gm_ns_resolve(const muon_ns_config *in, muon_ns_config *out)
-{
-    int i;
-    if (!in || in->count == 0) {
-        *out = muon_ns_preset(MUON_NS_JORDAN, in ? in->steps : 0);
-        return out->count > 0;
-    }
-    if (in->count < 0 || in->count > MUON_NS_MAX_TRIPLES || in->steps < 0 ||
-        in->steps > MUON_NS_MAX_STEPS)
-        return 0;
-    if (in->mode != MUON_NS_REPEAT_LAST && in->mode != MUON_NS_CYCLE) return 0;
-    for (i = 0; i < in->count; i++)
-        if (!isfinite(in->coeffs[i][0]) || !isfinite(in->coeffs[i][1]) ||
-            !isfinite(in->coeffs[i][2]))
-            return 0;
-    if (!isfinite(in->safety) || in->safety < 0.0 || !isfinite(in->eps) || in->eps < 0.0) return 0;
-    *out = *in;
-    if (out->steps == 0) out->steps = out->count;
-    if (out->safety == 0.0) out->safety = 1.0;
-    return 1;
-}
-
-/* the (a, b, c) triple of step k of a resolved schedule */
+/* the (a, b, c) triple of step k of a schedule resolved by muon_ns_resolve */
 static inline const double *gm_ns_triple(const muon_ns_config *c, int k)
 {
     if (c->count <= 0) return c->coeffs[0]; /* unresolved: never used by a valid step */

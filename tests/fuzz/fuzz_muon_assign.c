@@ -1,4 +1,4 @@
-/* fuzz_muon_assign.c - muon_assign_owners, muon_assign_owners_ws, muon_assign_workspace_size:
+/* fuzz_muon_assign.c - muon_assign_owners, muon_assign_owners_ws, muon_assign_owners_workspace_size:
  * fuzzed shape lists (small, tied, huge and zero dimensions), rank counts (negative, zero, more
  * than the matrices), load NULL or not, workspaces exact, short, unaligned or NULL.
  * Checks: on an error owner and load are untouched; count 0, a zero dimension, nranks < 1 and a
@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(owner0, owner, sizeof owner);
     memcpy(load0, load, sizeof load);
 
-    need = muon_assign_workspace_size(count, nranks);
+    need = muon_assign_owners_workspace_size(count, nranks);
     if (count == 0 || nranks < 1) FZ_CHECK(need == 0, "workspace size %zu (count %zu, nranks %d)", need, count, nranks);
     else FZ_CHECK(need >= 64 + 16 * count + 12 * (size_t)nranks, "workspace size %zu (count %zu, nranks %d)", need, count, nranks);
     {
@@ -137,7 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* the other form gives the same answer */
     {
-        size_t n2 = muon_assign_workspace_size(count, nranks);
+        size_t n2 = muon_assign_owners_workspace_size(count, nranks);
         unsigned char *w2 = (unsigned char *)fz_malloc(n2);
         memset(owner2, 0, sizeof owner2);
         if (form >= 2) st = muon_assign_owners(rows, cols, count, nranks, owner2, load2);

@@ -1,6 +1,6 @@
 /* fuzz_muon_orthogonalize.c - muon_orthogonalize, muon_orthogonalize_ws,
- * muon_orthogonalize_batched, muon_orthogonalize_batched_ws, muon_ns_workspace_size,
- * muon_ns_batched_workspace_size, with fuzzed schedules, shapes, leading dimensions, strides,
+ * muon_orthogonalize_batched, muon_orthogonalize_batched_ws, muon_orthogonalize_workspace_size,
+ * muon_orthogonalize_batched_workspace_size, with fuzzed schedules, shapes, leading dimensions, strides,
  * values and placements of the output (separate, in place, overlapping).
  * Checks: on an error the output buffer (all of it) is untouched and G too; G never changes
  * unless the call is in place; invalid sizes never return OK; an overlap other than exact in
@@ -80,10 +80,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (overlap) gtot = tot; /* both snapshots cover the whole buffer */
     }
     if (use_ws) {
-        size_t need = batched ? muon_ns_batched_workspace_size(count, s.rows, s.cols) : muon_ns_workspace_size(s.rows, s.cols);
+        size_t need = batched ? muon_orthogonalize_batched_workspace_size(count, s.rows, s.cols) : muon_orthogonalize_workspace_size(s.rows, s.cols);
         uint8_t w = fz_u8(&in);
         ws_bytes = w % 8 == 0 && need ? need / 2 : need;
-        if (batched && w % 8 == 1) ws_bytes = muon_ns_workspace_size(s.rows, s.cols);
+        if (batched && w % 8 == 1) ws_bytes = muon_orthogonalize_workspace_size(s.rows, s.cols);
         ws = fz_malloc(ws_bytes);
     }
     snG = fz_take_snap(G, gtot * sizeof(float));

@@ -1,4 +1,4 @@
-/* fuzz_muon_spectral.c - muon_singular_values, muon_singular_values_ws, muon_sv_workspace_size,
+/* fuzz_muon_spectral.c - muon_singular_values, muon_singular_values_ws, muon_singular_values_workspace_size,
  * muon_top_singular_pair, muon_spectral_cap, muon_min_entropy, muon_spectral_decomposition.
  * Checks: outputs untouched on an error, the matrix never changes (muon_spectral_cap: D only on
  * OK); invalid sizes and NaN/Inf in the matrix never OK (except muon_spectral_cap, which does
@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 0: { /* singular values, allocating or _ws */
         snOut = fz_take_snap(sv, mn * sizeof(double));
         if (op & 8) {
-            size_t need = muon_sv_workspace_size(s.rows, s.cols), have = (op & 16) && need ? need - 1 : need;
+            size_t need = muon_singular_values_workspace_size(s.rows, s.cols), have = (op & 16) && need ? need - 1 : need;
             void *ws = fz_malloc(have);
             st = muon_singular_values_ws(M, s.rows, s.cols, s.ld, sv, ws, have);
             free(ws);

@@ -1,4 +1,4 @@
-/* fuzz_muon_step.c - muon_default, muon_init, muon_init_ex, muon_workspace_size, muon_step,
+/* fuzz_muon_step.c - muon_default, muon_init, muon_init_ex, muon_step_workspace_size, muon_step,
  * muon_step_ws, muon_free: 1-3 steps with fuzzed configs (every field, including out-of-range
  * enums and non-finite numbers), shapes, leading dimensions, QKV splits, gradients (NaN/Inf,
  * denormal, huge) and placements of G (separate or overlapping W).
@@ -121,7 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         snG = fz_take_snap(G, gn * sizeof(float));
         snBuf = fz_take_snap(buf, (gn + wn) * sizeof(float));
         if (use_ws) {
-            ws_bytes = muon_workspace_size(s.rows, s.cols, (fz_u8(&in) & 1) ? &cfg : NULL);
+            ws_bytes = muon_step_workspace_size(s.rows, s.cols, (fz_u8(&in) & 1) ? &cfg : NULL);
             if (fz_u8(&in) % 8 == 0 && ws_bytes) ws_bytes /= 3;
             ws = fz_malloc(ws_bytes);
             rs = muon_step_ws(&st, &cfg, W, ldw, G, s.ld, ws, ws_bytes);

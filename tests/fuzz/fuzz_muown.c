@@ -1,4 +1,4 @@
-/* fuzz_muown.c - muown_default, muown_init, muown_workspace_size, muown_step, muown_step_ws,
+/* fuzz_muown.c - muown_default, muown_init, muown_step_workspace_size, muown_step, muown_step_ws,
  * muown_gradients, muown_resync, muown_free with fuzzed configs, shapes, leading dimensions
  * and values (zero rows, NaN/Inf, denormal, huge).
  * Checks: on an error the state (g, ||v||, magnitude moments, momentum, step), W and G are
@@ -99,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint8_t which = fz_u8(&in) % 4;
         mw_take(&ms, &st);
         if (which == 0) {
-            size_t need = muown_workspace_size(s.rows, s.cols, (fz_u8(&in) & 1) ? &cfg : NULL);
+            size_t need = muown_step_workspace_size(s.rows, s.cols, (fz_u8(&in) & 1) ? &cfg : NULL);
             size_t have = fz_u8(&in) % 8 == 0 ? need / 2 : need;
             void *ws = fz_malloc(have);
             rs = muown_step_ws(&st, &cfg, W, s.ld, G, s.ld, ws, have);

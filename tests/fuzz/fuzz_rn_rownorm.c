@@ -1,5 +1,5 @@
 /* fuzz_rn_rownorm.c - rn_rownorm_default, rn_rownorm_init, rn_rownorm_init_ws,
- * rn_rownorm_state_size, rn_rownorm_step, rn_rownorm_sync, rn_rownorm_free: 1-3 steps with
+ * rn_rownorm_init_workspace_size, rn_rownorm_step, rn_rownorm_sync, rn_rownorm_free: 1-3 steps with
  * fuzzed configs (every flag bit, non-finite and negative numbers), shapes, leading
  * dimensions, gradients and placements of G and step_out (separate or overlapping W).
  * Checks: on an error W, step_out, G and the state (the struct, B) are untouched (the private
@@ -50,24 +50,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         FZ_CHECK(rs != RN_OK, "init accepted %zu x %zu", s.rows, s.cols);
         FZ_CHECK(memcmp(&st, &st0, sizeof st) == 0, "init wrote the state on error %d", (int)rs);
-        FZ_CHECK(rn_rownorm_state_size(s.rows, s.cols) == 0, "state_size of invalid sizes");
+        FZ_CHECK(rn_rownorm_init_workspace_size(s.rows, s.cols) == 0, "state_size of invalid sizes");
         return 0;
     }
     if (use_ws) {
-        mem_bytes = rn_rownorm_state_size(s.rows, s.cols);
+        mem_bytes = rn_rownorm_init_workspace_size(s.rows, s.cols);
         FZ_CHECK(mem_bytes > 0, "state_size 0 for %zu x %zu", s.rows, s.cols);
         if (fz_u8(&in) % 16 == 0) mem_bytes--;
         mem = fz_malloc(mem_bytes);
         rs = rn_rownorm_init_ws(&st, s.rows, s.cols, mem, mem_bytes);
         if (rs != RN_OK) {
-            FZ_CHECK(mem_bytes < rn_rownorm_state_size(s.rows, s.cols), "init_ws failed: %d", (int)rs);
+            FZ_CHECK(mem_bytes < rn_rownorm_init_workspace_size(s.rows, s.cols), "init_ws failed: %d", (int)rs);
             free(mem);
             return 0;
         }
     } else {
         rs = rn_rownorm_init(&st, s.rows, s.cols);
         FZ_CHECK(rs == RN_OK, "init failed: %d", (int)rs);
-        mem_bytes = rn_rownorm_state_size(s.rows, s.cols);
+        mem_bytes = rn_rownorm_init_workspace_size(s.rows, s.cols);
         mem = NULL;
     }
     wn = s.bogus ? s.alloc : fz_extent(s.rows, s.cols, ldw);

@@ -23,7 +23,7 @@ typedef struct {
 static void snap_take(fz_state_snap *s, const rn_rownorm_state *st)
 {
     s->st = *st;
-    s->bytes = rn_rownorm_state_size(st->rows, st->cols);
+    s->bytes = rn_rownorm_init_workspace_size(st->rows, st->cols);
     s->mem = (unsigned char *)fz_malloc(s->bytes);
     memcpy(s->mem, st->rn__mem, s->bytes);
 }

@@ -448,9 +448,9 @@ static void test_ns_schedules(void)
     double sig[4] = {1e-3, 0.05, 0.3, 1.0};
     int i, k, kind;
     memset(&zero, 0, sizeof zero);
-    CHECK(gm_ns_resolve(&zero, &r) && r.count == 1 && r.steps == 5 && r.coeffs[0][0] == 3.4445 &&
+    CHECK(muon_ns_resolve(&zero, &r) == MUON_OK && r.count == 1 && r.steps == 5 && r.coeffs[0][0] == 3.4445 &&
           r.coeffs[0][1] == -4.7750 && r.coeffs[0][2] == 2.0315);
-    CHECK(gm_ns_resolve(NULL, &r) && r.steps == 5);
+    CHECK(muon_ns_resolve(NULL, &r) == MUON_OK && r.steps == 5);
     /* the transfer built from gm_ns_triple equals muon.h's for every preset and a cycle schedule */
     memset(&cyc, 0, sizeof cyc);
     cyc.count = 2, cyc.steps = 5, cyc.mode = MUON_NS_CYCLE, cyc.safety = 1.0;
@@ -458,7 +458,7 @@ static void test_ns_schedules(void)
     cyc.coeffs[1][2] = 0.5;
     for (kind = 0; kind <= 4; kind++) {
         muon_ns_config src = kind < 4 ? muon_ns_preset((muon_ns_kind)kind, 0) : cyc;
-        CHECK(gm_ns_resolve(&src, &r));
+        CHECK(muon_ns_resolve(&src, &r) == MUON_OK);
         for (i = 0; i < 4; i++) {
             double x = sig[i] / r.safety, want = muon_ns_transfer(&src, sig[i]);
             for (k = 0; k < r.steps; k++) {
@@ -471,7 +471,7 @@ static void test_ns_schedules(void)
     CHECK(gm_ns_triple(&pe, 0)[0] == pe.coeffs[0][0] && gm_ns_triple(&pe, 7)[0] == 1.875 &&
           gm_ns_triple(&pe, 12)[0] == 1.875);
     zero.count = -1;
-    CHECK(!gm_ns_resolve(&zero, &r));
+    CHECK(muon_ns_resolve(&zero, &r) == MUON_ERR_DOMAIN);
 }
 
 /* cuBLAS's ssyrk (column-major; only the `lower` triangle i >= j of C written) and ssymm with
@@ -507,16 +507,19 @@ static void cm_ssymm_right_lower(int m, int n, float alpha, const float *A, int 
 /* gpt_cuda_muon_step's algorithm on the host: the same cuBLAS calls with the same arguments
  * (emulated above), the same index logic as its kernels, element work through gpu_math.h; for
  * comparison with muon_step */
-static void sim_muon_step(float *w, const float *g, float *mom, size_t rows, size_t cols, const muon_config *cfg)
+static void sim_muon_step(float *w, const float *g, float *mom, size_t rows, size_t cols, const muon_config *cfg0)
 {
-    muon_ns_config ns;
-    size_t split = cfg->split_rows ? cfg->split_rows : 1, r = rows / split, total = rows * cols, ch, e, i, j;
+    muon_config rc;
+    const muon_config *cfg = &rc;
+    muon_status rs = muon_config_resolve(cfg0, &rc); /* as gpt_cuda_muon_step */
+    muon_ns_config ns = rc.ns;
+    size_t split = rc.split_rows, r = rows / split, total = rows * cols, ch, e, i, j;
     float *U = alloc_f(total), *X = alloc_f(total), *Y = alloc_f(total), *A, *Bm;
     double scale = gm_muon_shape_scale((int)cfg->scale, cfg->scale_coeff, (double)r, (double)cols);
     int k;
     size_t m0 = r < cols ? r : cols;
     A = alloc_f(m0 * m0), Bm = alloc_f(m0 * m0);
-    CHECK(gm_ns_resolve(&cfg->ns, &ns));
+    CHECK(rs == MUON_OK);
     for (e = 0; e < total; e++) {
         float nb;
         U[e] = gm_muon_direction(mom[e], g[e], cfg->momentum, cfg->nesterov, (int)cfg->momentum_form, &nb);
