@@ -6,6 +6,43 @@
  * global-norm gradient clipping.
  * The math is SPEC.md section 2; section numbers below refer to it.
  *
+ * CONTENTS (each section starts at a banner with its title: search for it)
+ *   Declarations
+ *     status codes and compile-time options  muon_status, muon_status_string
+ *     SGEMM / SSYRK (row-major)             muon_sgemm, muon_ssyrk (+ _ws), muon_gemm_workspace_size
+ *     Newton-Schulz schedules (SPEC 2.1)    muon_ns_config, muon_ns_preset, muon_ns_resolve,
+ *                                           muon_orthogonalize (+ _ws, _workspace_size),
+ *                                           muon_orthogonalize_batched (+ _ws, _workspace_size)
+ *     Transfer function and the NS budget   muon_ns_transfer, muon_ns_min_steps,
+ *                                           muon_sv_quantile, muon_ns_choose
+ *     Exact singular values (SPEC 2.5)      muon_singular_values (+ _ws, _workspace_size)
+ *     The Muon step (SPEC 2.2, 2.4)         muon_config (+ muon_default, muon_config_resolve),
+ *                                           muon_init, muon_init_ex, muon_step (+ _ws,
+ *                                           _workspace_size), muon_free
+ *     Data-parallel Muon                    muon_assign_owners (+ _ws, _workspace_size)
+ *     Spectral cap and spectral diagnostics muon_top_singular_pair, muon_spectral_cap,
+ *                                           muon_min_entropy, muon_spectral_decomposition
+ *     Muown (SPEC 2.3)                      muown_config (+ _default, _resolve), muown_init,
+ *                                           muown_step (+ _ws, _workspace_size), muown_gradients,
+ *                                           muown_resync, muown_free
+ *     AdamW and clipping (SPEC 2.6)         muon_adamw_config (+ _default, _resolve),
+ *                                           muon_adamw_init (+ _ws, _workspace_size),
+ *                                           muon_adamw_step, muon_adamw_free, muon_clip_grad_norm
+ *     Deprecated names                      (macros for the names renamed in 0.2.0)
+ *   Implementation (#ifdef MUON_IMPLEMENTATION), in the same order
+ *     preamble; SGEMM / SSYRK (micro-kernels per ISA, packing, driver with the blocked loops
+ *     and the macro-kernel, entry points); schedules; Newton-Schulz; exact singular values;
+ *     spectral cap and diagnostics; the Muon step; data-parallel work assignment; Muown;
+ *     AdamW and clipping
+ * Long-form API: docs/api-muon.md, docs/api-muon-gemm.md; numerics and measurements:
+ * docs/numerics.md; changes: CHANGELOG.md.
+ *
+ * Config defaults (one rule for both headers): a field whose zero is not a valid value treats
+ * 0 as its documented default (scale_coeff, split_rows, cap_iters, the schedule's count /
+ * steps / safety / gram_restart, AdamW eps, Muown mag_eps); a field whose zero is valid (lr,
+ * momenta, weight decay, ns.eps) is literal. Start from muon_default() and friends; the
+ * *_resolve functions return the config a step actually runs.
+ *
  * Do this:
  *     #define MUON_IMPLEMENTATION
  * before you include this file in *one* C or C++ file to create the implementation.
@@ -29,8 +66,9 @@
  *     MUON_NO_SIMD           scalar reference GEMM micro-kernel only (otherwise AVX-512F,
  *                            AVX2+FMA or NEON, chosen from the compiler's target macros)
  *     MUON_FORCE_AVX2        use the AVX2+FMA kernel even where AVX-512F is enabled
- *     MUON_GEMM_KC / _MC / _NC   cache blocking (defaults 384 / 1008 / 512, for 48 KB L1d and
- *                            2 MB L2 per core); MUON_GEMM_PARALLEL_MIN: multiply-adds below which
+ *     MUON_NO_DEPRECATED     hide the old names renamed in 0.2.0 (CHANGELOG.md)
+ *     MUON_GEMM_KC / _MC / _NC   override every kernel's cache blocks (defaults 384 / 1008 /
+ *                            512, for 48 KB L1d and 2 MB L2 per core); MUON_GEMM_PARALLEL_MIN: multiply-adds below which
  *                            a product stays on one thread; MUON_GEMM_STACK_BYTES: stack buffer
  *                            the plain GEMM forms use for small problems instead of allocating
  *
@@ -57,14 +95,10 @@
  * results are therefore bit-identical across runs and thread counts exactly when the GEMM section
  * is (see its documentation; a threaded CBLAS generally is not).
  *
- * Numerics of the normalisation (SPEC 4, first pitfall): Newton-Schulz divides by
- * s*||G||_F + eps with an absolute eps (the contract of the presets: eps = 1e-7). The norm is
- * accumulated in double, and an all-zero input is caught explicitly (zero in, zero out), so
- * eps = 0 is safe and makes the result exactly scale invariant. With eps > 0 every singular
- * value is shrunk by ||G||_F / (s*||G||_F + eps): negligible for ||G||_F >> eps; at
- * ||G||_F = 1e-9 with eps = 1e-7 the iteration starts from a matrix of norm about 0.01 (Jordan's
- * slope of 485 at 0 still lifts the larger directions), and at ||G||_F = 1e-11 from 1e-4, where
- * the output is about 0.05 x orthogonal. Set ns.eps = 0 when gradients can be that small.
+ * Numerics of the normalisation (SPEC 4, first pitfall): NS divides by s*||G||_F + eps with
+ * an absolute eps (the presets: 1e-7), the norm in double and zero in giving zero out, so eps = 0
+ * is safe and exactly scale invariant; set ns.eps = 0 when gradients can be below ~1e-9 in
+ * norm (docs/numerics.md has the numbers).
  */
 #ifndef MUON_H
 #define MUON_H
@@ -168,7 +202,9 @@ typedef enum muon_ns_mode {
 /* How the steps are evaluated (the same polynomials either way; see muon_orthogonalize). */
 typedef enum muon_ns_method {
     MUON_NS_PLAIN = 0, /* iterate on X (m x n): the default */
-    MUON_NS_GRAM = 1   /* opt-in: iterate on m x m polynomials of the Gram matrix, with restarts */
+    MUON_NS_GRAM = 1   /* opt-in: iterate on m x m polynomials of the Gram matrix, with restarts;
+                          only where max(rows, cols) >= 3 min(rows, cols): other shapes run the
+                          plain iteration (same result up to rounding, no saving to be had) */
 } muon_ns_method;
 #define MUON_NS_GRAM_NEVER MUON_NS_MAX_STEPS /* gram_restart value: never restart */
 
@@ -229,15 +265,10 @@ MUONDEF muon_status muon_ns_resolve(const muon_ns_config *in, muon_ns_config *ou
  *     m x m only); after every r = ns->gram_restart steps (0: 2) the restart X <- Q X,
  *     R <- X X^T, Q <- I; at the end X <- Q X.
  * In float32 forming R squares the conditioning (an absolute error eps*||R|| on sigma^2), which
- * the restarts bound: measured, Jordan x 5 on 256x1024 .. 1024x4096 (wide and tall), Gaussian and
- * singular values over 1e-3..1: ||X_gram - X_plain||_F/||X_plain||_F <= 1.2e-5 with r = 2 or 3,
- * <= 7.9e-5 without restarts (the plain float32 iteration is itself 2e-6..8e-6 from float64);
- * along the exact singular directions the values stay within 8e-6 of the transfer function
- * (plain: 1e-6). Without restarts long schedules break down (DeepSeek-V4's 10 steps on
- * singular values over 1e-6..1: relative error 23); keep r <= 3.
- * Cost (multiply-adds, n = 4m, Jordan x 5): plain 32.5 m^3, Gram 25.5 (r = 2), 22 (r = 3),
- * 18.5 (no restart); measured 0.70-0.84x of the plain time (r = 2), 0.65-0.77x (r = 3) at
- * 768x3072 and 1024x4096 on one thread. It runs only where max(rows, cols) >= 3*min(rows, cols)
+ * the restarts bound: keep r <= 3 (without restarts long schedules break down). Cost: Gram
+ * needs about 25.5 m^3 multiply-adds (r = 2) against the plain 32.5 m^3 (n = 4m, Jordan x 5);
+ * the measured accuracy and speed are in docs/numerics.md (muon_orthogonalize, Gram).
+ * It runs only where max(rows, cols) >= 3*min(rows, cols)
  * (then it fits the plain workspace: the workspace sizes are the same for both methods); other
  * shapes, where it saves little or nothing, run the plain iteration. r = 1 restarts before
  * every step and is the plain iteration bit for bit. Deterministic as the plain form. */

@@ -1,6 +1,34 @@
 /* rownorm.h - v0.2.0 - geometry of the language-model head: Hilbert distances, exact row
  * diameter, Hilbert RMS, projected RowNorm and the RowNorm head optimizer (SPEC.md section 1).
  *
+ * CONTENTS (each section starts at a banner with its title: search for it)
+ *   Declarations
+ *     status codes and conventions         rn_status, rn_status_string
+ *     1.1  Hilbert projective distance     rn_hilbert_logits, rn_hilbert_probs, rn_tv_bound
+ *     1.2  Row diameter                    rn_row_diameter (+ _ws, _workspace_size)
+ *     1.2b The exact diameter with the rows split across processes
+ *                                          rn_row_diameter_pair (+ _ws, _workspace_size),
+ *                                          rn_diameter_ring(_rounds), rn_diameter_best_*,
+ *                                          rn_row_diameter_bounds, rn_worst_hidden_state
+ *     1.3  Hilbert RMS                     rn_hilbert_rms (+ _workspace_size, _partial_ws,
+ *                                          _center_sums, _partial_centered_ws, _from_range)
+ *     1.4  Projected RowNorm               rn_projected_rownorm (+ _ws, _workspace_size)
+ *     1.5  The RowNorm head optimizer      rn_rownorm_config (+ _default, _resolve),
+ *                                          rn_rownorm_init (+ _ws, _workspace_size),
+ *                                          rn_rownorm_step, rn_rownorm_sync, rn_rownorm_free
+ *     1.5b The RowNorm step with the vocabulary split across processes
+ *                                          rn_rownorm_shard_begin / _middle / _finish
+ *     Certified exact diameter-constrained steepest step
+ *                                          rn_exact_step (+ _ws, _workspace_size)
+ *     Deprecated names                     (macros for the names renamed in 0.2.0)
+ *   Implementation (#ifdef ROWNORM_IMPLEMENTATION)
+ *     preamble (includes, allocator, SIMD selection), validation helpers
+ *     Kernels: scalar references, SIMD layer (row kernels written once), panel micro-kernels
+ *     1.1 Hilbert distance, 1.2 Row diameter, 1.3 Hilbert RMS, 1.4 Projected RowNorm,
+ *     1.5 RowNorm optimizer, 1.5b the sharded step, the exact solver: the order above
+ * Long-form API: docs/api-rownorm.md; numerics and measurements: docs/numerics.md;
+ * changes: CHANGELOG.md.
+ *
  * #define ROWNORM_IMPLEMENTATION in exactly one C or C++ file before including this header.
  * It needs <math.h> (link -lm).
  *
@@ -21,6 +49,7 @@
  *     RN_MALLOC/RN_FREE   allocator used by the functions documented as allocating (both or neither)
  *     RN_ASSERT(x)        internal assertions (default: assert from <assert.h>)
  *     RN_NO_SIMD          use the scalar reference kernels only
+ *     RN_NO_DEPRECATED    hide the old name renamed in 0.2.0 (CHANGELOG.md)
  *     RN_FORCE_AVX2       on an AVX-512 build, use the AVX2 kernels instead
  *     RN_USE_CBLAS        send the GEMM-shaped tiles (diameter, Hilbert RMS) to cblas_sgemm
  *                         (include path for <cblas.h> and a CBLAS library are then needed)
@@ -28,6 +57,11 @@
  * __FMA__, then __ARM_NEON (AArch64); otherwise the scalar reference. The scalar reference of
  * every kernel is always compiled (internal names rn__*_scalar) and the tests hold every
  * vector path to it.
+ *
+ * Config defaults (one rule for both headers): a field whose zero is not a valid value treats
+ * 0 as its documented default; a field whose zero is valid is literal. Every rn_rownorm_config
+ * field is of the second kind (a zeroed config means lr 0, beta 0, eps 0): start from
+ * rn_rownorm_default(); rn_rownorm_config_resolve says what a step will run.
  *
  * Determinism: every function gives bit-identical results across runs and across OpenMP
  * thread counts for a given build (fixed blocking, reductions combined in a fixed order).
@@ -255,8 +289,8 @@ RNDEF rn_status rn_hilbert_rms_partial_ws(const float *S, size_t rows, size_t co
  * float32's subnormal range, below 2^-126 of their block's largest row). Otherwise the centre
  * differs by double rounding and the result by a few ulps. Under RN_USE_CBLAS the tile
  * products come from cblas_sgemm, whose rounding may depend on the block's size and the
- * library's threads: the sharded result then agrees to float rounding (measured: 1.4e-9
- * relative), not bit for bit. Communication: d + 1 doubles, then
+ * library's threads: the sharded result then agrees to float rounding, not bit for bit
+ * (docs/numerics.md). Communication: d + 1 doubles, then
  * 2 N. center_sums: sums[0..cols) = column sums of S in double (rows in order), sums[cols] =
  * rows; RN_ERR_NONFINITE for NaN/Inf in S, RN_ERR_ALIAS if sums overlaps S. partial_centered:
  * as rn_hilbert_rms_partial_ws with the centre from sums (cols + 1 doubles, reduced over all
@@ -361,27 +395,12 @@ RNDEF rn_status rn_rownorm_init_ws(rn_rownorm_state *st, size_t rows, size_t col
  * W, G, step_out and the state must not overlap (RN_ERR_ALIAS). RN_ERR_NULL for an
  * uninitialised state; RN_ERR_DOMAIN for lr, eps, weight_decay < 0 or non-finite, lr > RN_LR_MAX,
  * lr * weight_decay > 1, beta outside [0, 1), unknown flags (the domain above
- * rn_rownorm_config). Memory traffic in full array passes (the step is bandwidth-bound):
- * default: pre-pass G (finiteness + column sums), sweep {G,B -> B, norms, outer-mean sums},
- * sweep {B,W -> W (,S)} = 1 + 3 + 3 = 7; no projections: {G,B -> B, norm, W -> W} = 5 (+1 for
- * the check). The inner centre is the column mean of B, tracked as beta mean(B_{t-1}) +
- * (1 - beta) mean(G) in double (mean(B_{t-1}) re-accumulated from the stored floats at every
- * step, so rounding does not build up); call rn_rownorm_sync after writing B directly.
- * Accuracy of that centre: it differs from the mean of the stored (float-rounded) B_t by about
- * u |mean B| per column (u = 2^-24, the rounding of the EMA update), so S carries a relative
- * error of about u |mean B| / (spread of the rows of B about their mean): negligible unless
- * the rows share a common component far larger than their spread (common/spread = 1e4 gives
- * about 1e-4 relative in S). It does not accumulate across steps, and rn_rownorm_sync does not
- * change it (sync only matters after B was written directly). A row whose EMA, formed in
- * double before its rounding to float, equals that centre exactly gets a zero RN row (its
- * b - mu is only the float rounding of the update): so rows of B_{t-1} all equal and rows of
- * G all equal (one row; or every G with equal rows, from B = 0) give S = 0 exactly with the
- * inner projection, with or without the outer one. On any error (NaN/Inf in G
- * included) W, step_out, the struct and the whole state block (B and the private scratch,
- * every byte of the init_ws memory) are as before the call. Weight decay keeps its accuracy
- * for tiny lr weight_decay (1e-8 and below) in every mode: with projections w (1 - lr wd) + s
- * is formed in double and rounded once; without, as w + fl(c w + s) with c = -lr wd as a
- * float (never the float 1 - lr wd, which is off by up to 60% of lr wd near 1e-7). */
+ * rn_rownorm_config). On any error (NaN/Inf in G included) W, step_out, the struct and the
+ * whole state block (B and the private scratch, every byte of the init_ws memory) are as before
+ * the call. The inner centre is the column mean of B, tracked across steps in double: call
+ * rn_rownorm_sync after writing B directly. With the inner projection, rows of B_{t-1} all
+ * equal and rows of G all equal give S = 0 exactly. Memory traffic, the accuracy of the tracked
+ * centre and of tiny weight decay: docs/numerics.md (rn_rownorm_step). */
 RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *cfg, float *W, size_t ldw,
                                 const float *G, size_t ldg, float *step_out, size_t lds);
 /* Call after writing st->B directly (e.g. restoring a checkpoint): the column mean of B that
@@ -427,9 +446,7 @@ RNDEF void rn_rownorm_free(rn_rownorm_state *st);
  * its own order), so when every such double addition is exact (e.g. dyadic data with few
  * significant bits, as in the tests) the results coincide. Otherwise the centres differ from
  * the unsharded ones by double rounding (~1e-16 relative) and W, step_out can differ in the
- * last float bit, rarely (measured on heavy-tailed gradient-like data, 2-5 shards, 6 steps:
- * the outer centres differed in half the columns; of 3.2 million floats of W and S none
- * differed in the SIMD builds, one by 1 ulp in the scalar build).
+ * last float bit, rarely (measured: docs/numerics.md).
  * Deterministic for a fixed shard layout and a deterministic all-reduce.
  *
  * Errors. Every phase validates before it writes (RN_ERR_NULL, RN_ERR_SIZE, RN_ERR_DOMAIN,
@@ -508,9 +525,7 @@ RNDEF rn_status rn_rownorm_shard_finish(rn_rownorm_state *st, float *W, size_t l
  * Cost. n = (V-1) k unknowns, k <= min(V-1, d) the numerical rank: each Newton step assembles
  * O(V^2 k^2) and factors n^3/3 flops (about 6-7 GFLOP/s, one thread); typically 35-50 Newton
  * steps, more (up to a few hundred cheap ones) for low rank with many rows. Workspace about
- * 8 (max(n, V(V-1)/2)^2 + 5 V d + k d) bytes. Measured (AVX2 build): V = 12 full rank 6 ms,
- * V = 32 full rank 2 s, V = 64 rank 8 0.5 s, rank 24 8 s; V = 64 at full rank (n = 3969) about
- * 3 s per Newton step, 127 s per solve (44 steps). Note that a float matrix built as a rounded
+ * 8 (max(n, V(V-1)/2)^2 + 5 V d + k d) bytes; measured times in docs/numerics.md. Note that a float matrix built as a rounded
  * low-rank product is full rank at the 1e-7 level: at rel_tol 1e-6 its rounding noise is below
  * the truncation threshold and is dropped; at much smaller rel_tol it is kept (and costs).
  * Tolerances down to about 1e-11 are reached; below that the gap sits at the rounding floor.
@@ -860,7 +875,9 @@ RN__FN void rn__panel_tile_scalar(const float *Pa, const float *Pb, size_t k, fl
  * the column sums, nu, the written step) is bit-identical across AVX-512, AVX2 and NEON, and
  * the finiteness scans agree exactly. A reduction (a sum of squares) adds the same terms in a
  * width-dependent order, so it differs across ISAs by a few ulps of the sum; an ISA gives the
- * same bits on every run and thread count. The scalar references rn__X_scalar are the literal
+ * same bits on every run and thread count. AVX-512 finishes a reduction's row with a masked
+ * vector (RN__VTAIL: lanes past the end are zero), the other ISAs element by element (both as
+ * in 0.1.0, so every ISA's bits are unchanged). The scalar references rn__X_scalar are the literal
  * formulas (unfused: the moment update b' = beta b + omb g rounds twice where the vector kernels
  * round once) and hold every path to within the tolerances of tests/test_rownorm.c. */
 #if defined(RN__AVX512) && defined(__GNUC__) && !defined(__clang__)
@@ -900,6 +917,15 @@ typedef __m512i rn__vu;
 #define rn__vu_zero() _mm512_setzero_si512()
 #define rn__vu_absmax(m, v) _mm512_max_epu32((m), _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)))
 #define rn__vu_store(p, m) _mm512_storeu_si512((void *)(p), (m))
+/* Masked remainders (AVX-512 only): the reductions finish a row with one more vector whose
+ * lanes past its end are zero. r is the number of elements left (1..RN__VW); rn__vd_*n take a
+ * count that may be <= 0 (no lane) or >= RN__VD (every lane). */
+#define RN__VTAIL 1
+#define rn__vf_loadn(p, r) _mm512_maskz_loadu_ps((__mmask16)((1u << (r)) - 1u), (p))
+#define rn__vf_storen(p, v, r) _mm512_mask_storeu_ps((p), (__mmask16)((1u << (r)) - 1u), (v))
+#define rn__vd_loadn(p, r) _mm512_maskz_loadu_pd(rn__mask8(r), (p))
+#define rn__vd_storen(p, v, r) _mm512_mask_storeu_pd((p), rn__mask8(r), (v))
+RN__FN __mmask8 rn__mask8(ptrdiff_t r) { return (__mmask8)(r >= 8 ? 0xffu : r <= 0 ? 0u : (1u << r) - 1u); }
 
 #elif defined(RN__AVX2)
 #define RN__SIMD 1
@@ -995,6 +1021,17 @@ RN__FN double rn__sumsq_fd(const float *x, const double *mu, size_t n)
         s0 = rn__vd_fma(lo, lo, s0);
         s1 = rn__vd_fma(hi, hi, s1);
     }
+#if defined(RN__VTAIL)
+    if (k < n) {
+        ptrdiff_t r = (ptrdiff_t)(n - k);
+        rn__vf v = rn__vf_loadn(x + k, r);
+        rn__vd lo = rn__vd_lo(v), hi = rn__vd_hi(v);
+        if (mu) { lo = rn__vd_sub(lo, rn__vd_loadn(mu + k, r)); hi = rn__vd_sub(hi, rn__vd_loadn(mu + k + RN__VD, r - RN__VD)); }
+        s0 = rn__vd_fma(lo, lo, s0);
+        s1 = rn__vd_fma(hi, hi, s1);
+        k = n;
+    }
+#endif
     return rn__vd_hsum(rn__vd_add(s0, s1)) + rn__sumsq_fd_scalar(x + k, mu ? mu + k : NULL, n - k);
 }
 RN__FN double rn__sumsq_ff(const float *x, const float *y, size_t n)
@@ -1007,6 +1044,15 @@ RN__FN double rn__sumsq_ff(const float *x, const float *y, size_t n)
         s0 = rn__vd_fma(lo, lo, s0);
         s1 = rn__vd_fma(hi, hi, s1);
     }
+#if defined(RN__VTAIL)
+    if (k < n) {
+        rn__vf a = rn__vf_loadn(x + k, n - k), b = rn__vf_loadn(y + k, n - k);
+        rn__vd lo = rn__vd_sub(rn__vd_lo(a), rn__vd_lo(b)), hi = rn__vd_sub(rn__vd_hi(a), rn__vd_hi(b));
+        s0 = rn__vd_fma(lo, lo, s0);
+        s1 = rn__vd_fma(hi, hi, s1);
+        k = n;
+    }
+#endif
     return rn__vd_hsum(rn__vd_add(s0, s1)) + rn__sumsq_ff_scalar(x + k, y + k, n - k);
 }
 /* colacc[k..k+VW) += the VW floats of v, widened. */
@@ -1043,6 +1089,16 @@ RN__FN double rn__row_ema_sq(float *b, const float *g, size_t n, float beta, flo
         s0 = rn__vd_fma(lo, lo, s0);
         s1 = rn__vd_fma(hi, hi, s1);
     }
+#if defined(RN__VTAIL)
+    if (k < n) {
+        rn__vf v = rn__vf_fma(vb, rn__vf_loadn(b + k, n - k), rn__vf_mul(vo, rn__vf_loadn(g + k, n - k)));
+        rn__vd lo = rn__vd_lo(v), hi = rn__vd_hi(v);
+        rn__vf_storen(b + k, v, n - k);
+        s0 = rn__vd_fma(lo, lo, s0);
+        s1 = rn__vd_fma(hi, hi, s1);
+        k = n;
+    }
+#endif
     s = rn__vd_hsum(rn__vd_add(s0, s1));
     for (; k < n; k++) {
         float v = fmaf(beta, b[k], omb * g[k]);
@@ -1083,6 +1139,21 @@ RN__FN double rn__row_ema_stats(float *b, const float *g, size_t n, float beta, 
         s0 = rn__vd_fma(d0, d0, s0);
         s1 = rn__vd_fma(d1, d1, s1);
     }
+#if defined(RN__VTAIL)
+    if (k < n) {
+        ptrdiff_t r = (ptrdiff_t)(n - k);
+        rn__vf v = rn__vf_fma(vb, rn__vf_loadn(b + k, r), rn__vf_mul(vo, rn__vf_loadn(g + k, r)));
+        rn__vd lo = rn__vd_lo(v), hi = rn__vd_hi(v);
+        rn__vd d0 = rn__vd_sub(lo, rn__vd_loadn(mu + k, r));
+        rn__vd d1 = rn__vd_sub(hi, rn__vd_loadn(mu + k + RN__VD, r - RN__VD));
+        rn__vf_storen(b + k, v, r);
+        rn__vd_storen(colacc + k, rn__vd_add(rn__vd_loadn(colacc + k, r), lo), r);
+        rn__vd_storen(colacc + k + RN__VD, rn__vd_add(rn__vd_loadn(colacc + k + RN__VD, r - RN__VD), hi), r - RN__VD);
+        s0 = rn__vd_fma(d0, d0, s0);
+        s1 = rn__vd_fma(d1, d1, s1);
+        k = n;
+    }
+#endif
     s = rn__vd_hsum(rn__vd_add(s0, s1));
     for (; k < n; k++) {
         float v = fmaf(beta, b[k], omb * g[k]);
