@@ -2207,7 +2207,7 @@ static void test_config_resolve(void)
     z.coeffs[1][1] = -0.5, z.method = MUON_NS_GRAM;
     CHECK(muon_ns_resolve(&z, &r) == MUON_OK && r.steps == 2 && r.safety == 1.0 && r.gram_restart == 2);
     z.count = -1;
-    r = poison;
+    memcpy(&r, &poison, sizeof r); /* bytes, padding included (memcmp below) */
     CHECK(muon_ns_resolve(&z, &r) == MUON_ERR_DOMAIN && memcmp(&r, &poison, sizeof r) == 0);
     z.count = 1, z.coeffs[0][0] = 1e30, z.steps = 3; /* leaves float's range: rejected after filling */
     CHECK(muon_ns_resolve(&z, &r) == MUON_ERR_DOMAIN && memcmp(&r, &poison, sizeof r) == 0);
@@ -2218,7 +2218,7 @@ static void test_config_resolve(void)
     CHECK(mr.scale_coeff == 0.2 && mr.split_rows == 1 && mr.cap_iters == 2 && mr.ns.steps == 5 && mr.lr == 0.0 &&
           mr.momentum == 0.0);
     memset(&mp, 0x33, sizeof mp);
-    mr = mp;
+    memcpy(&mr, &mp, sizeof mr);
     mz.cap_iters = 101;
     CHECK(muon_config_resolve(&mz, &mr) == MUON_ERR_DOMAIN && memcmp(&mr, &mp, sizeof mr) == 0);
     { /* a step with the zero fields equals a step with their resolved values, bit for bit */
@@ -2263,7 +2263,8 @@ static void test_config_resolve(void)
         CHECK(memcmp(W1, W2, sizeof W1) == 0 && memcmp(o1.g, o2.g, 4 * sizeof(double)) == 0);
         muown_free(&o1), muown_free(&o2);
         a.mag_eps = -1.0;
-        ar = b;
+        memset(&b, 0x44, sizeof b);
+        memcpy(&ar, &b, sizeof ar);
         CHECK(muown_config_resolve(&a, &ar) == MUON_ERR_DOMAIN && memcmp(&ar, &b, sizeof ar) == 0);
     }
     { /* AdamW: eps 0 is 1e-8; the _ws form in caller memory of any alignment */
@@ -2283,7 +2284,7 @@ static void test_config_resolve(void)
         CHECK(need >= 2 * N * sizeof(float) && need <= sizeof buf - 1);
         CHECK(muon_adamw_init_workspace_size(0) == 0 && muon_adamw_init_workspace_size((size_t)-1 / 4) == 0);
         memset(&s1, 0x11, sizeof s1);
-        sk = s1;
+        memcpy(&sk, &s1, sizeof sk);
         CHECK(muon_adamw_init_ws(&s1, N, buf + 1, need - 1) == MUON_ERR_SIZE);
         CHECK(muon_adamw_init_ws(&s1, 0, buf + 1, need) == MUON_ERR_SIZE);
         CHECK(muon_adamw_init_ws(&s1, N, NULL, need) == MUON_ERR_NULL);
