@@ -2024,6 +2024,23 @@ MUONDEF muon_status muon_ns_choose(const double *sv, size_t n, double q, double 
 
 /* ---- Newton-Schulz ---------------------------------------------------------------------- */
 
+/* GEMM packing space for every product of an NS (plain or Gram) on an m x n iterate (m <= n)
+ * on t threads: SSYRK m x m with k = n or m, SGEMM m x n or m x m with k = m. Sized from the
+ * blocks muon__gemm_blocking fits to these shapes, not from the largest blocks, so that a small
+ * layer carries a small workspace (32 x 64: tens of KB, not the 2.4 MB of the default bound). */
+static size_t muon__ns_gemm_bytes(size_t m, size_t n, int t)
+{
+    muon__gemm_kernel kr = muon__gemm_pick_kernel(0);
+    const size_t shapes[3][3] = {{m, m, n}, {m, m, m}, {m, n, m}};
+    size_t best = 0, i;
+    for (i = 0; i < 3; i++) {
+        muon__gemm_blocks bl = muon__gemm_blocking(&kr, shapes[i][0], shapes[i][1], shapes[i][2]);
+        size_t need = muon__gemm_ws_need(&bl, t);
+        if (need > best) best = need;
+    }
+    return best;
+}
+
 /* Layout of one NS workspace (after aligning the base): X, Y (m x n), A, B (m x m), GEMM ws. */
 static size_t muon__ns_ws_bytes(size_t rows, size_t cols, int single_thread)
 {
@@ -2043,7 +2060,7 @@ static size_t muon__ns_ws_bytes(size_t rows, size_t cols, int single_thread)
 #ifdef MUON_GEMM_PARALLEL_MIN
         if ((double)m * (double)m * (double)n < (double)MUON_GEMM_PARALLEL_MIN) t = 1;
 #endif
-        graw = muon_gemm_workspace_size(t);
+        graw = muon__ns_gemm_bytes(m, n, t);
         gb = muon__u_round(graw);
         if (!xb || !ab || (!gb && graw != 0)) return 0;
     }
