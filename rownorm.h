@@ -917,14 +917,15 @@ typedef __m512i rn__vu;
 #define rn__vu_zero() _mm512_setzero_si512()
 #define rn__vu_absmax(m, v) _mm512_max_epu32((m), _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)))
 #define rn__vu_store(p, m) _mm512_storeu_si512((void *)(p), (m))
-/* Masked remainders (AVX-512 only): the reductions finish a row with one more vector whose
- * lanes past its end are zero. r is the number of elements left (1..RN__VW); rn__vd_*n take a
- * count that may be <= 0 (no lane) or >= RN__VD (every lane). */
+/* Masked remainders (AVX-512 only, RN__VTAIL): the reductions run their vector loop to the end
+ * of the row, the last vector masked (lanes past the end are zero). The *_r operations take r,
+ * the count of elements left from p (ptrdiff_t; >= the width: a full vector; <= 0: no lane). */
 #define RN__VTAIL 1
-#define rn__vf_loadn(p, r) _mm512_maskz_loadu_ps((__mmask16)((1u << (r)) - 1u), (p))
-#define rn__vf_storen(p, v, r) _mm512_mask_storeu_ps((p), (__mmask16)((1u << (r)) - 1u), (v))
-#define rn__vd_loadn(p, r) _mm512_maskz_loadu_pd(rn__mask8(r), (p))
-#define rn__vd_storen(p, v, r) _mm512_mask_storeu_pd((p), rn__mask8(r), (v))
+#define rn__vf_loadr(p, r) _mm512_maskz_loadu_ps(rn__mask16(r), (p))
+#define rn__vf_storer(p, v, r) _mm512_mask_storeu_ps((p), rn__mask16(r), (v))
+#define rn__vd_loadr(p, r) _mm512_maskz_loadu_pd(rn__mask8(r), (p))
+#define rn__vd_storer(p, v, r) _mm512_mask_storeu_pd((p), rn__mask8(r), (v))
+RN__FN __mmask16 rn__mask16(ptrdiff_t r) { return (__mmask16)(r >= 16 ? 0xffffu : r <= 0 ? 0u : (1u << r) - 1u); }
 RN__FN __mmask8 rn__mask8(ptrdiff_t r) { return (__mmask8)(r >= 8 ? 0xffu : r <= 0 ? 0u : (1u << r) - 1u); }
 
 #elif defined(RN__AVX2)
@@ -996,6 +997,17 @@ typedef uint32x4_t rn__vu;
 
 #if defined(RN__SIMD)
 #define RN__VD (RN__VW / 2)
+#if defined(RN__VTAIL)
+#define RN__VEND(n) (n) /* the reductions' vector loops run to the end (last vector masked) */
+#else
+#define RN__VEND(n) ((n) - (n) % RN__VW) /* full vectors; the rest element by element */
+#define rn__vf_loadr(p, r) ((void)(r), rn__vf_load(p)) /* r >= the width whenever reached */
+#define rn__vf_storer(p, v, r) ((void)(r), rn__vf_store((p), (v)))
+#define rn__vd_loadr(p, r) ((void)(r), rn__vd_load(p))
+#define rn__vd_storer(p, v, r) ((void)(r), rn__vd_store((p), (v)))
+#endif
+/* elements left from k (the count the *_r operations take) */
+#define RN__LEFT(n, k) ((ptrdiff_t)(n) - (ptrdiff_t)(k))
 
 /* The row kernels, once, on the layer: full vectors, then the remainder element by element
  * with the same fused formulas (so the remainder rounds as the vectors do). */
@@ -1013,46 +1025,31 @@ RN__FN int rn__all_finite(const float *x, size_t n)
 RN__FN double rn__sumsq_fd(const float *x, const double *mu, size_t n)
 {
     rn__vd s0 = rn__vd_zero(), s1 = rn__vd_zero();
-    size_t k = 0, nv = n - n % RN__VW;
+    size_t k = 0, nv = RN__VEND(n);
     for (; k < nv; k += RN__VW) {
-        rn__vf v = rn__vf_load(x + k);
+        rn__vf v = rn__vf_loadr(x + k, RN__LEFT(n, k));
         rn__vd lo = rn__vd_lo(v), hi = rn__vd_hi(v);
-        if (mu) { lo = rn__vd_sub(lo, rn__vd_load(mu + k)); hi = rn__vd_sub(hi, rn__vd_load(mu + k + RN__VD)); }
+        if (mu) {
+            lo = rn__vd_sub(lo, rn__vd_loadr(mu + k, RN__LEFT(n, k)));
+            hi = rn__vd_sub(hi, rn__vd_loadr(mu + k + RN__VD, RN__LEFT(n, k + RN__VD)));
+        }
         s0 = rn__vd_fma(lo, lo, s0);
         s1 = rn__vd_fma(hi, hi, s1);
     }
-#if defined(RN__VTAIL)
-    if (k < n) {
-        ptrdiff_t r = (ptrdiff_t)(n - k);
-        rn__vf v = rn__vf_loadn(x + k, r);
-        rn__vd lo = rn__vd_lo(v), hi = rn__vd_hi(v);
-        if (mu) { lo = rn__vd_sub(lo, rn__vd_loadn(mu + k, r)); hi = rn__vd_sub(hi, rn__vd_loadn(mu + k + RN__VD, r - RN__VD)); }
-        s0 = rn__vd_fma(lo, lo, s0);
-        s1 = rn__vd_fma(hi, hi, s1);
-        k = n;
-    }
-#endif
+    if (k > n) k = n;
     return rn__vd_hsum(rn__vd_add(s0, s1)) + rn__sumsq_fd_scalar(x + k, mu ? mu + k : NULL, n - k);
 }
 RN__FN double rn__sumsq_ff(const float *x, const float *y, size_t n)
 {
     rn__vd s0 = rn__vd_zero(), s1 = rn__vd_zero();
-    size_t k = 0, nv = n - n % RN__VW;
+    size_t k = 0, nv = RN__VEND(n);
     for (; k < nv; k += RN__VW) {
-        rn__vf a = rn__vf_load(x + k), b = rn__vf_load(y + k);
+        rn__vf a = rn__vf_loadr(x + k, RN__LEFT(n, k)), b = rn__vf_loadr(y + k, RN__LEFT(n, k));
         rn__vd lo = rn__vd_sub(rn__vd_lo(a), rn__vd_lo(b)), hi = rn__vd_sub(rn__vd_hi(a), rn__vd_hi(b));
         s0 = rn__vd_fma(lo, lo, s0);
         s1 = rn__vd_fma(hi, hi, s1);
     }
-#if defined(RN__VTAIL)
-    if (k < n) {
-        rn__vf a = rn__vf_loadn(x + k, n - k), b = rn__vf_loadn(y + k, n - k);
-        rn__vd lo = rn__vd_sub(rn__vd_lo(a), rn__vd_lo(b)), hi = rn__vd_sub(rn__vd_hi(a), rn__vd_hi(b));
-        s0 = rn__vd_fma(lo, lo, s0);
-        s1 = rn__vd_fma(hi, hi, s1);
-        k = n;
-    }
-#endif
+    if (k > n) k = n;
     return rn__vd_hsum(rn__vd_add(s0, s1)) + rn__sumsq_ff_scalar(x + k, y + k, n - k);
 }
 /* colacc[k..k+VW) += the VW floats of v, widened. */
@@ -1081,24 +1078,16 @@ RN__FN double rn__row_ema_sq(float *b, const float *g, size_t n, float beta, flo
     rn__vf vb = rn__vf_set1(beta), vo = rn__vf_set1(omb);
     rn__vd s0 = rn__vd_zero(), s1 = rn__vd_zero();
     double s;
-    size_t k = 0, nv = n - n % RN__VW;
+    size_t k = 0, nv = RN__VEND(n);
     for (; k < nv; k += RN__VW) {
-        rn__vf v = rn__vf_fma(vb, rn__vf_load(b + k), rn__vf_mul(vo, rn__vf_load(g + k)));
+        ptrdiff_t r = RN__LEFT(n, k);
+        rn__vf v = rn__vf_fma(vb, rn__vf_loadr(b + k, r), rn__vf_mul(vo, rn__vf_loadr(g + k, r)));
         rn__vd lo = rn__vd_lo(v), hi = rn__vd_hi(v);
-        rn__vf_store(b + k, v);
+        rn__vf_storer(b + k, v, r);
         s0 = rn__vd_fma(lo, lo, s0);
         s1 = rn__vd_fma(hi, hi, s1);
     }
-#if defined(RN__VTAIL)
-    if (k < n) {
-        rn__vf v = rn__vf_fma(vb, rn__vf_loadn(b + k, n - k), rn__vf_mul(vo, rn__vf_loadn(g + k, n - k)));
-        rn__vd lo = rn__vd_lo(v), hi = rn__vd_hi(v);
-        rn__vf_storen(b + k, v, n - k);
-        s0 = rn__vd_fma(lo, lo, s0);
-        s1 = rn__vd_fma(hi, hi, s1);
-        k = n;
-    }
-#endif
+    if (k > n) k = n;
     s = rn__vd_hsum(rn__vd_add(s0, s1));
     for (; k < n; k++) {
         float v = fmaf(beta, b[k], omb * g[k]);
@@ -1129,31 +1118,20 @@ RN__FN double rn__row_ema_stats(float *b, const float *g, size_t n, float beta, 
     rn__vf vb = rn__vf_set1(beta), vo = rn__vf_set1(omb);
     rn__vd s0 = rn__vd_zero(), s1 = rn__vd_zero();
     double s;
-    size_t k = 0, nv = n - n % RN__VW;
+    size_t k = 0, nv = RN__VEND(n);
     for (; k < nv; k += RN__VW) {
-        rn__vf v = rn__vf_fma(vb, rn__vf_load(b + k), rn__vf_mul(vo, rn__vf_load(g + k)));
-        rn__vd d0 = rn__vd_sub(rn__vd_lo(v), rn__vd_load(mu + k));
-        rn__vd d1 = rn__vd_sub(rn__vd_hi(v), rn__vd_load(mu + k + RN__VD));
-        rn__vf_store(b + k, v);
-        RN__COLACC(colacc + k, v);
-        s0 = rn__vd_fma(d0, d0, s0);
-        s1 = rn__vd_fma(d1, d1, s1);
-    }
-#if defined(RN__VTAIL)
-    if (k < n) {
-        ptrdiff_t r = (ptrdiff_t)(n - k);
-        rn__vf v = rn__vf_fma(vb, rn__vf_loadn(b + k, r), rn__vf_mul(vo, rn__vf_loadn(g + k, r)));
+        ptrdiff_t r = RN__LEFT(n, k), rh = RN__LEFT(n, k + RN__VD);
+        rn__vf v = rn__vf_fma(vb, rn__vf_loadr(b + k, r), rn__vf_mul(vo, rn__vf_loadr(g + k, r)));
         rn__vd lo = rn__vd_lo(v), hi = rn__vd_hi(v);
-        rn__vd d0 = rn__vd_sub(lo, rn__vd_loadn(mu + k, r));
-        rn__vd d1 = rn__vd_sub(hi, rn__vd_loadn(mu + k + RN__VD, r - RN__VD));
-        rn__vf_storen(b + k, v, r);
-        rn__vd_storen(colacc + k, rn__vd_add(rn__vd_loadn(colacc + k, r), lo), r);
-        rn__vd_storen(colacc + k + RN__VD, rn__vd_add(rn__vd_loadn(colacc + k + RN__VD, r - RN__VD), hi), r - RN__VD);
+        rn__vd d0 = rn__vd_sub(lo, rn__vd_loadr(mu + k, r));
+        rn__vd d1 = rn__vd_sub(hi, rn__vd_loadr(mu + k + RN__VD, rh));
+        rn__vf_storer(b + k, v, r);
+        rn__vd_storer(colacc + k, rn__vd_add(rn__vd_loadr(colacc + k, r), lo), r);
+        rn__vd_storer(colacc + k + RN__VD, rn__vd_add(rn__vd_loadr(colacc + k + RN__VD, rh), hi), rh);
         s0 = rn__vd_fma(d0, d0, s0);
         s1 = rn__vd_fma(d1, d1, s1);
-        k = n;
     }
-#endif
+    if (k > n) k = n;
     s = rn__vd_hsum(rn__vd_add(s0, s1));
     for (; k < n; k++) {
         float v = fmaf(beta, b[k], omb * g[k]);
