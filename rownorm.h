@@ -2685,10 +2685,16 @@ RN__FN int rn__cfg_ok(const rn_rownorm_config *cfg)
            (wd >= 0.0 && wd <= DBL_MAX) && (lr * wd <= 1.0) && !(cfg->flags & ~31u);
 }
 
-/* The centring and checking a flags word selects (RN_REFERENCE_COMPAT implies no centring). */
+/* A flags word with what RN_REFERENCE_COMPAT implies spelled out (no centring). */
+RN__FN unsigned rn__flags_expand(unsigned flags)
+{
+    return (flags & RN_REFERENCE_COMPAT) ? flags | RN_NO_CENTER_IN | RN_NO_CENTER_OUT : flags;
+}
+
+/* The centring and checking a flags word selects. */
 RN__FN void rn__flag_modes(unsigned flags, int *cin, int *cout, int *check)
 {
-    if (flags & RN_REFERENCE_COMPAT) flags |= RN_NO_CENTER_IN | RN_NO_CENTER_OUT;
+    flags = rn__flags_expand(flags);
     if (cin) *cin = !(flags & RN_NO_CENTER_IN);
     if (cout) *cout = !(flags & RN_NO_CENTER_OUT);
     if (check) *check = !(flags & RN_SKIP_CHECKS);
@@ -2700,7 +2706,7 @@ RNDEF rn_status rn_rownorm_config_resolve(const rn_rownorm_config *in, rn_rownor
     if (!in || !out) return RN_ERR_NULL;
     if (!rn__cfg_ok(in)) return RN_ERR_DOMAIN;
     r = *in;
-    if (r.flags & RN_REFERENCE_COMPAT) r.flags |= RN_NO_CENTER_IN | RN_NO_CENTER_OUT;
+    r.flags = rn__flags_expand(r.flags);
     *out = r;
     return RN_OK;
 }
