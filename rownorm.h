@@ -240,7 +240,10 @@ RNDEF rn_status rn_row_diameter_bounds(const float *S, size_t rows, size_t cols,
 
 /* The worst-case hidden state of SPEC 1.2: h = radius (s_i - s_j)/||s_i - s_j|| (cols floats),
  * which attains sup_{||h|| <= radius} osc(S h) = radius * D(S) when (i, j) is a maximising
- * pair. If s_i == s_j (or i == j) every h attains 0 and h = 0 is written.
+ * pair. If s_i == s_j (or i == j) every h attains 0 and h = 0 is written. Each entry is the
+ * float nearest its value (computed in double), so ||h|| = radius to float precision; a radius
+ * near or below the subnormal range (< 2^-126 sqrt(cols)) keeps only the absolute precision of
+ * subnormals, 2^-150 per entry (radius 8e-46 gives an entry 2^-149; 1e-46 gives h = 0).
  * RN_ERR_DOMAIN for i or j >= rows, radius < 0, NaN or above FLT_MAX (so every entry of h is
  * a finite float); RN_ERR_ALIAS if h overlaps S (its whole extent, (rows-1)*ld + cols floats).
  * No allocation. */

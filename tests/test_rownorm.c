@@ -1251,6 +1251,26 @@ static void test_sizes_and_hidden_state_rules(void)
         for (k = 0; k < 5; k++) { fin &= h[k] == h[k] && fabs(h[k]) <= FLT_MAX; n += (double)h[k] * h[k]; }
         CHECK(fin && fabs(sqrt(n) / FLT_MAX - 1.0) <= 1e-6);
     }
+    { /* subnormal radii: every entry is the float nearest its double value (never a NaN or
+       * a raised norm beyond half a subnormal per entry), and radii below 2^-150 give h = 0 */
+        static const double radii[] = {1e-38, 1e-40, 1e-44, 8.0037598499155074e-46, 1e-46, 5e-324};
+        size_t q;
+        for (q = 0; q < sizeof radii / sizeof radii[0]; q++) {
+            double n2 = 0.0, nh = 0.0, sc;
+            int k, nearest = 1;
+            CHECK(rn_worst_hidden_state(S, V, d, ld, 0, 1, radii[q], h) == RN_OK);
+            for (k = 0; k < 5; k++) n2 += ((double)S[k] - S[ld + k]) * ((double)S[k] - S[ld + k]);
+            sc = radii[q] / sqrt(n2);
+            for (k = 0; k < 5; k++) {
+                double x = ((double)S[k] - S[ld + k]) * sc;
+                nearest &= fabs((double)h[k] - x) <= ldexp(1.0, -150) * (1.0 + 1e-9) + fabs(x) * 0x1p-24;
+                nh += (double)h[k] * h[k];
+            }
+            CHECK(nearest);
+            CHECK(fabs(sqrt(nh) - radii[q]) <= radii[q] * 1e-6 + sqrt(5.0) * ldexp(1.0, -150));
+            if (radii[q] < ldexp(1.0, -151)) CHECK(nh == 0.0);
+        }
+    }
     /* h inside S (even in a row's padding, or over rows i, j themselves) */
     CHECK(rn_worst_hidden_state(S, V, d, ld, 0, 1, 1.0, S + 2 * ld) == RN_ERR_ALIAS);
     CHECK(rn_worst_hidden_state(S, V, d, ld, 0, 1, 1.0, S + d) == RN_ERR_ALIAS);
