@@ -54,7 +54,7 @@
  *     if (muon_init(&st, rows, cols) != MUON_OK) ...   // allocates momentum + workspace
  *     for (...) {
  *         compute G (rows x cols, leading dimension ldg);
- *         muon_status s = muon_step(&st, &cfg, W, ldw, G, ldg);  // G is never modified
+ *         muon_status s = muon_step(&st, &cfg, W, ldw, G, ldg, NULL, 0);  // G is never modified
  *     }
  *     muon_free(&st);
  *
@@ -434,13 +434,18 @@ MUONDEF size_t muon_step_workspace_size(size_t rows, size_t cols, const muon_con
  * (NaN/Inf in G or in the momentum; in W too when the cap is on, since it reads W), RANGE
  * (finite inputs whose result does not fit a float: the SUM momentum or u past FLT_MAX, the
  * scaled step or a finite entry of W pushed past FLT_MAX; with the cap the test is the
- * sufficient |w (1 - lr lambda)| + |d| + ||D||_F <= FLT_MAX). On every error W and the whole
- * state are as before. Without the cap W is not checked: a NaN/Inf already in W stays in its
- * own entry. No allocation. */
+ * sufficient |w (1 - lr lambda)| + |d| + ||D||_F <= FLT_MAX). On every error W, step_out and
+ * the whole state are as before. Without the cap W is not checked: a NaN/Inf already in W stays
+ * in its own entry. No allocation.
+ * step_out: NULL (nothing written, nothing costs), or receives the step S = D (capped), rows x
+ * cols with ld lds >= cols (SIZE otherwise), the signed change excluding the decoupled decay:
+ * W_after = fl((w - lr lambda w) + S) entrywise, so W_after - (1 - lr lambda) W_before = S to
+ * rounding. It may overlap none of W, G, ws and the state (ALIAS). */
 MUONDEF muon_status muon_step(muon_state *st, const muon_config *cfg, float *W, size_t ldw,
-                              const float *G, size_t ldg);
+                              const float *G, size_t ldg, float *step_out, size_t lds);
 MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *W, size_t ldw,
-                                 const float *G, size_t ldg, void *ws, size_t ws_bytes);
+                                 const float *G, size_t ldg, float *step_out, size_t lds, void *ws,
+                                 size_t ws_bytes);
 /* Frees what muon_init allocated and zeroes *st. NULL and zeroed states are fine. */
 MUONDEF void muon_free(muon_state *st);
 
@@ -567,12 +572,16 @@ MUONDEF size_t muown_step_workspace_size(size_t rows, size_t cols, const muown_c
  * Statuses as muon_step_ws, plus NONFINITE for NaN/Inf in W (W is read: it carries the
  * directions), DOMAIN for st->step negative or LLONG_MAX, and RANGE when a new magnitude g_i
  * or v_new would not fit a float (|g_new| (1 + 2^-23) + lr lambda max|W_i| <= FLT_MAX per
- * row); W and the state are untouched on every error; ws, W and G may not overlap the state's
- * buffers (ALIAS). No allocation. */
+ * row); W, step_out and the state are untouched on every error; ws, W and G may not overlap
+ * the state's buffers (ALIAS). No allocation.
+ * step_out: NULL, or receives S = g_new o v_new/||v_new|| - W_before (formed in double, rounded
+ * once; rows x cols, ld lds >= cols), the signed change excluding the decay: W_after =
+ * fl(S + W_before - lr lambda W_before) to rounding. Aliasing rules as muon_step_ws. */
 MUONDEF muon_status muown_step(muown_state *st, const muown_config *cfg, float *W, size_t ldw,
-                               const float *G, size_t ldg);
+                               const float *G, size_t ldg, float *step_out, size_t lds);
 MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, float *W, size_t ldw,
-                                  const float *G, size_t ldg, void *ws, size_t ws_bytes);
+                                  const float *G, size_t ldg, float *step_out, size_t lds, void *ws,
+                                  size_t ws_bytes);
 /* The Muown gradients at the state's (g, ||v||) for W, G: grad_g (rows, double) and grad_v
  * (rows x cols, ld ldv). For tests and diagnostics. NULL, SIZE, NONFINITE. */
 MUONDEF muon_status muown_gradients(const muown_state *st, const float *W, size_t ldw, const float *G,
@@ -611,17 +620,20 @@ MUONDEF size_t muon_adamw_init_workspace_size(size_t size);
  * overflowing, mem_bytes too small); st untouched on error. */
 MUONDEF muon_status muon_adamw_init_ws(muon_adamw_state *st, size_t size, void *mem, size_t mem_bytes);
 /* t <- t+1; p <- p - (lr wd) p (in double: never lost to rounding); m, v EMA of g, g^2;
- * p <- p - lr m_hat / (sqrt(v_hat) + eps) with bias corrections 1 - beta^t computed as
- * -expm1(t log beta). v is formed in double and stored no larger than FLT_MAX, so the moments
+ * p <- p + s, s = -lr m_hat / (sqrt(v_hat) + eps) with bias corrections 1 - beta^t computed as
+ * -expm1(t log beta). step_out: NULL, or receives s (size floats; the signed change without the
+ * decoupled decay, formed in double from the unrounded moments and rounded once, so that
+ * param_after = fl((p - lr wd p) + s) and param_after - (1 - lr wd) param_before = s to
+ * rounding); it may overlap none of param, grad, m, v (ALIAS). v is formed in double and stored no larger than FLT_MAX, so the moments
  * stay finite for every finite gradient (a gradient above ~1e19 no longer leaves v = Inf,
  * which froze its entry). Statuses: NULL, DOMAIN (lr outside [0, MUON_LR_MAX],
  * lr * weight_decay > 1, betas outside [0, 1), eps <= 0, st->step negative or LLONG_MAX),
  * NONFINITE (NaN/Inf in grad, st->m or st->v), ALIAS (param overlaps grad, or param or grad
- * overlaps st->m or st->v), RANGE (a finite parameter would leave float's range: only from a
- * state written by hand or a rate near MUON_LR_MAX). A read-only pre-pass finds every error, so
- * on an error param and the state are untouched. No allocation. */
+ * overlaps st->m or st->v), RANGE (a finite parameter or the step s would leave float's range:
+ * only from a state written by hand or a rate near MUON_LR_MAX). A read-only pre-pass finds
+ * every error, so on an error param, step_out and the state are untouched. No allocation. */
 MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_config *cfg, float *param,
-                                    const float *grad);
+                                    const float *grad, float *step_out);
 MUONDEF void muon_adamw_free(muon_adamw_state *st);
 
 /* Global-norm clipping over `count` tensors (grads[i] has sizes[i] floats; sizes may be 0):
@@ -2947,36 +2959,38 @@ static int muon__step_fits(const float *W, size_t ldw, const float *U, size_t ro
 }
 
 /* validation shared by muon_step_ws and muown_step_ws; the nreg state buffers reg[k] (reg_bytes[k]
- * bytes each) may overlap none of W, G and ws */
+ * bytes each) may overlap none of W, G, ws and S (the optional step output, ld lds) */
 static muon_status muon__step_check(size_t rows, size_t cols, const float *W, size_t ldw, const float *G,
-                                    size_t ldg, const muon_config *c, void *ws, size_t ws_bytes,
-                                    size_t extra_doubles, const void *const *reg, const size_t *reg_bytes,
-                                    size_t nreg)
+                                    size_t ldg, const float *S, size_t lds, const muon_config *c, void *ws,
+                                    size_t ws_bytes, size_t extra_doubles, const void *const *reg,
+                                    const size_t *reg_bytes, size_t nreg)
 {
     muon_status s;
-    size_t need, k;
+    size_t need, k, wb, gb, sb = 0;
     if ((s = muon__u_check_shape(rows, cols, ldw)) != MUON_OK) return s;
     if ((s = muon__u_check_shape(rows, cols, ldg)) != MUON_OK) return s;
+    if (S && (s = muon__u_check_shape(rows, cols, lds)) != MUON_OK) return s;
     if (rows % c->split_rows != 0) return MUON_ERR_SIZE;
     need = muon__step_ws_bytes(rows, cols, c->split_rows, extra_doubles, 1);
     if (need == 0 || ws_bytes < need) return MUON_ERR_SIZE;
-    if (muon__u_overlap(W, muon__u_extent(rows, cols, ldw) * sizeof(float), G,
-                        muon__u_extent(rows, cols, ldg) * sizeof(float)))
-        return MUON_ERR_ALIAS;
-    if (muon__u_overlap(ws, ws_bytes, W, muon__u_extent(rows, cols, ldw) * sizeof(float)) ||
-        muon__u_overlap(ws, ws_bytes, G, muon__u_extent(rows, cols, ldg) * sizeof(float)))
+    wb = muon__u_extent(rows, cols, ldw) * sizeof(float);
+    gb = muon__u_extent(rows, cols, ldg) * sizeof(float);
+    if (S) sb = muon__u_extent(rows, cols, lds) * sizeof(float);
+    if (muon__u_overlap(W, wb, G, gb)) return MUON_ERR_ALIAS;
+    if (muon__u_overlap(ws, ws_bytes, W, wb) || muon__u_overlap(ws, ws_bytes, G, gb)) return MUON_ERR_ALIAS;
+    if (S && (muon__u_overlap(S, sb, W, wb) || muon__u_overlap(S, sb, G, gb) || muon__u_overlap(S, sb, ws, ws_bytes)))
         return MUON_ERR_ALIAS;
     for (k = 0; k < nreg; k++)
-        if (muon__u_overlap(reg[k], reg_bytes[k], W, muon__u_extent(rows, cols, ldw) * sizeof(float)) ||
-            muon__u_overlap(reg[k], reg_bytes[k], G, muon__u_extent(rows, cols, ldg) * sizeof(float)) ||
-            muon__u_overlap(reg[k], reg_bytes[k], ws, ws_bytes))
+        if (muon__u_overlap(reg[k], reg_bytes[k], W, wb) || muon__u_overlap(reg[k], reg_bytes[k], G, gb) ||
+            muon__u_overlap(reg[k], reg_bytes[k], ws, ws_bytes) || (S && muon__u_overlap(reg[k], reg_bytes[k], S, sb)))
             return MUON_ERR_ALIAS;
     if (!muon__u_finite_matrix(G, rows, cols, ldg)) return MUON_ERR_NONFINITE;
     return MUON_OK;
 }
 
 MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *W, size_t ldw,
-                                 const float *G, size_t ldg, void *ws, size_t ws_bytes)
+                                 const float *G, size_t ldg, float *step_out, size_t lds, void *ws,
+                                 size_t ws_bytes)
 {
     muon_config c;
     muon_status s;
@@ -2998,7 +3012,7 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
     reg_bytes[1] = rows * sizeof(double);
     reg[2] = st->cap_v;
     reg_bytes[2] = cols * sizeof(double);
-    s = muon__step_check(rows, cols, W, ldw, G, ldg, &c, ws, ws_bytes, 0, reg, reg_bytes, 3);
+    s = muon__step_check(rows, cols, W, ldw, G, ldg, step_out, lds, &c, ws, ws_bytes, 0, reg, reg_bytes, 3);
     if (s != MUON_OK) return s;
     if (!muon__step_count_ok(st->step)) return MUON_ERR_DOMAIN;
     /* the cap reads W (power iteration): NaN/Inf there would enter the stored pair */
@@ -3033,17 +3047,18 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
         const float *d = U + i * cols;
         size_t j;
         for (j = 0; j < cols; j++) w[j] = muon__step_new_w(w[j], d[j], lrwd);
+        if (step_out) memcpy(step_out + i * lds, d, cols * sizeof(float)); /* S = D (capped) */
     }
     st->step++;
     return MUON_OK;
 }
 
 MUONDEF muon_status muon_step(muon_state *st, const muon_config *cfg, float *W, size_t ldw, const float *G,
-                              size_t ldg)
+                              size_t ldg, float *step_out, size_t lds)
 {
     if (!st) return MUON_ERR_NULL;
     if (!st->workspace) return MUON_ERR_NULL;
-    return muon_step_ws(st, cfg, W, ldw, G, ldg, st->workspace, st->workspace_bytes);
+    return muon_step_ws(st, cfg, W, ldw, G, ldg, step_out, lds, st->workspace, st->workspace_bytes);
 }
 
 /* ---- data-parallel work assignment -------------------------------------------------------- */
@@ -3389,7 +3404,8 @@ static double muon__muown_mag(const muown_config *cfg, double g, double m, doubl
 }
 
 MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, float *W, size_t ldw,
-                                  const float *G, size_t ldg, void *ws, size_t ws_bytes)
+                                  const float *G, size_t ldg, float *step_out, size_t lds, void *ws,
+                                  size_t ws_bytes)
 {
     int bad = 0;
     muon_config c;
@@ -3416,7 +3432,7 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     reg[3] = st->mag_m;
     reg[4] = st->mag_v;
     for (k = 1; k < 5; k++) reg_bytes[k] = rows * sizeof(double);
-    s = muon__step_check(rows, cols, W, ldw, G, ldg, &c, ws, ws_bytes, rows, reg, reg_bytes, 5);
+    s = muon__step_check(rows, cols, W, ldw, G, ldg, step_out, lds, &c, ws, ws_bytes, rows, reg, reg_bytes, 5);
     if (s != MUON_OK) return s;
     /* W is read too (its rows carry the directions): NaN/Inf there would enter g and ||v|| */
     if (!muon__u_finite_matrix(W, rows, cols, ldw)) return MUON_ERR_NONFINITE;
@@ -3474,6 +3490,7 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     MUON__OMP(omp parallel for schedule(static) if ((double)rows * (double)cols >= MUON__PAR_MIN))
     for (i = 0; i < rows; i++) {
         float *w = W + i * ldw, *d = U + i * cols, *b = st->momentum + i * cols;
+        float *so = step_out ? step_out + i * lds : NULL;
         const float *gr = G + i * ldg;
         double us, f, gi = gg[i], nv = 0.0, gn = st->g[i], scale;
         size_t j;
@@ -3498,6 +3515,8 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
             for (j = 0; j < cols; j++) d[j] = (float)((double)w[j] * us);
             if (us == 0.0) gn = 0.0; /* W_i stays 0, so ||W_i|| = |g_i| keeps holding */
         }
+        if (so) /* S = the new row without the decay minus the old: g_new v_new/||v_new|| - W_i */
+            for (j = 0; j < cols; j++) so[j] = (float)(scale * (double)d[j] - (double)w[j]);
         if (lrwd != 0.0) {
             double acc = 0.0, dot = 0.0;
             for (j = 0; j < cols; j++) {
@@ -3519,11 +3538,11 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
 }
 
 MUONDEF muon_status muown_step(muown_state *st, const muown_config *cfg, float *W, size_t ldw, const float *G,
-                               size_t ldg)
+                               size_t ldg, float *step_out, size_t lds)
 {
     if (!st) return MUON_ERR_NULL;
     if (!st->workspace) return MUON_ERR_NULL;
-    return muown_step_ws(st, cfg, W, ldw, G, ldg, st->workspace, st->workspace_bytes);
+    return muown_step_ws(st, cfg, W, ldw, G, ldg, step_out, lds, st->workspace, st->workspace_bytes);
 }
 
 /* ---- AdamW and clipping (SPEC 2.6) ------------------------------------------------------ */
@@ -3611,18 +3630,20 @@ MUONDEF void muon_adamw_free(muon_adamw_state *st)
  * float) leaves a finite second moment that decays again (an Inf would freeze the entry: m/Inf
  * = 0 forever). The parameter update uses the unclamped v of this step. */
 static float muon__adamw_one(float param, float grad, float m0, float v0, double b1, double b2, double lr,
-                             double lrwd, double eps, double bc1, double bc2, float *m_out, float *v_out)
+                             double lrwd, double eps, double bc1, double bc2, float *m_out, float *v_out,
+                             double *step)
 {
     double g = (double)grad, p = (double)param;
     double m = b1 * (double)m0 + (1.0 - b1) * g;
     double v = b2 * (double)v0 + (1.0 - b2) * g * g;
     *m_out = (float)m;
     *v_out = (float)(v < (double)FLT_MAX ? v : (double)FLT_MAX);
-    return (float)((p - lrwd * p) - lr * (m / bc1) / (sqrt(v / bc2) + eps));
+    *step = -(lr * (m / bc1) / (sqrt(v / bc2) + eps));
+    return (float)((p - lrwd * p) + *step);
 }
 
 MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_config *cfg, float *param,
-                                    const float *grad)
+                                    const float *grad, float *step_out)
 {
     size_t n, i;
     long long t;
@@ -3640,6 +3661,11 @@ MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_confi
         muon__u_overlap(grad, n * sizeof(float), st->m, n * sizeof(float)) ||
         muon__u_overlap(grad, n * sizeof(float), st->v, n * sizeof(float)))
         return MUON_ERR_ALIAS;
+    if (step_out && (muon__u_overlap(step_out, n * sizeof(float), param, n * sizeof(float)) ||
+                     muon__u_overlap(step_out, n * sizeof(float), grad, n * sizeof(float)) ||
+                     muon__u_overlap(step_out, n * sizeof(float), st->m, n * sizeof(float)) ||
+                     muon__u_overlap(step_out, n * sizeof(float), st->v, n * sizeof(float))))
+        return MUON_ERR_ALIAS;
     t = st->step + 1;
     b1 = cfg->beta1;
     b2 = cfg->beta2;
@@ -3656,16 +3682,23 @@ MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_confi
         MUON__OMP(omp parallel for schedule(static) reduction(|:bad_in, bad_out) if ((double)n >= MUON__PAR_MIN))
         for (i = 0; i < n; i++) {
             float pn, mn, vn;
+            double sn;
             bad_in |= !(fabsf(grad[i]) <= FLT_MAX) | !(fabsf(st->m[i]) <= FLT_MAX) | !(fabsf(st->v[i]) <= FLT_MAX);
-            pn = muon__adamw_one(param[i], grad[i], st->m[i], st->v[i], b1, b2, lr, lrwd, eps, bc1, bc2, &mn, &vn);
+            pn = muon__adamw_one(param[i], grad[i], st->m[i], st->v[i], b1, b2, lr, lrwd, eps, bc1, bc2, &mn, &vn,
+                                 &sn);
             bad_out |= (fabsf(param[i]) <= FLT_MAX) & !(fabsf(pn) <= FLT_MAX);
+            bad_out |= !(fabs(sn) <= (double)FLT_MAX); /* the step itself must fit a float */
         }
         if (bad_in) return MUON_ERR_NONFINITE;
         if (bad_out) return MUON_ERR_RANGE;
     }
     MUON__OMP(omp parallel for schedule(static) if ((double)n >= MUON__PAR_MIN))
-    for (i = 0; i < n; i++) param[i] = muon__adamw_one(param[i], grad[i], st->m[i], st->v[i], b1, b2, lr, lrwd, eps,
-                                                      bc1, bc2, &st->m[i], &st->v[i]);
+    for (i = 0; i < n; i++) {
+        double sn;
+        param[i] = muon__adamw_one(param[i], grad[i], st->m[i], st->v[i], b1, b2, lr, lrwd, eps, bc1, bc2, &st->m[i],
+                                   &st->v[i], &sn);
+        if (step_out) step_out[i] = (float)sn;
+    }
     st->step = t;
     return MUON_OK;
 }

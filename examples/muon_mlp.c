@@ -217,12 +217,12 @@ int main(void)
         ema = ema < 0.0 ? loss : 0.95 * ema + 0.05 * loss;
         backward(&model, X, y, BATCH, &act, &grad);
         must(muon_clip_grad_norm(grads, sizes, 6, 1.0, &gnorm), "clip");
-        must(muon_step(&s1, &mc, model.W1, D_IN, grad.W1, D_IN), "muon W1");
-        must(muon_step(&s2, &mc, model.W2, D_H, grad.W2, D_H), "muon W2");
-        must(muon_adamw_step(&a3, &ac, model.W3, grad.W3), "adamw W3");
-        must(muon_adamw_step(&ab1, &ac, model.b1, grad.b1), "adamw b1");
-        must(muon_adamw_step(&ab2, &ac, model.b2, grad.b2), "adamw b2");
-        must(muon_adamw_step(&ab3, &ac, model.b3, grad.b3), "adamw b3");
+        must(muon_step(&s1, &mc, model.W1, D_IN, grad.W1, D_IN, NULL, 0), "muon W1");
+        must(muon_step(&s2, &mc, model.W2, D_H, grad.W2, D_H, NULL, 0), "muon W2");
+        must(muon_adamw_step(&a3, &ac, model.W3, grad.W3, NULL), "adamw W3");
+        must(muon_adamw_step(&ab1, &ac, model.b1, grad.b1, NULL), "adamw b1");
+        must(muon_adamw_step(&ab2, &ac, model.b2, grad.b2, NULL), "adamw b2");
+        must(muon_adamw_step(&ab3, &ac, model.b3, grad.b3, NULL), "adamw b3");
         if (step % 50 == 0) {
             double tl = 0.0;
             int i, correct = 0, c;

@@ -251,7 +251,7 @@ static void test_zero_gradients(void)
                 cfg.cap = (muon_cap_mode)cap;
                 memcpy(W, W0, n * sizeof(float));
                 CHECK(muon_init(&st, r, c) == MUON_OK);
-                for (t = 0; t < 3; t++) CHECK(muon_step(&st, &cfg, W, c, G, c) == MUON_OK);
+                for (t = 0; t < 3; t++) CHECK(muon_step(&st, &cfg, W, c, G, c, NULL, 0) == MUON_OK);
                 CHECK_MSG(memcmp(W, W0, n * sizeof(float)) == 0, "form %d nesterov %d cap %d", form, nest, cap);
                 CHECK(all_zero(st.momentum, n));
                 muon_free(&st);
@@ -264,8 +264,8 @@ static void test_zero_gradients(void)
         double maxd = 0.0;
         memcpy(W, W0, n * sizeof(float));
         CHECK(muown_init(&st, W, r, c, c) == MUON_OK);
-        CHECK(muown_step(&st, &cfg, W, c, G, c) == MUON_OK);
-        CHECK(muown_step(&st, &cfg, W, c, G, c) == MUON_OK);
+        CHECK(muown_step(&st, &cfg, W, c, G, c, NULL, 0) == MUON_OK);
+        CHECK(muown_step(&st, &cfg, W, c, G, c, NULL, 0) == MUON_OK);
         CHECK(all_finite(W, r, c, c));
         for (i = 0; i < n; i++) {
             double d = fabs((double)W[i] - W0[i]);
@@ -284,8 +284,8 @@ static void test_zero_gradients(void)
         cfg.weight_decay = 0.0;
         memcpy(W, W0, n * sizeof(float));
         CHECK(muon_adamw_init(&st, n) == MUON_OK);
-        CHECK(muon_adamw_step(&st, &cfg, W, G) == MUON_OK);
-        CHECK(muon_adamw_step(&st, &cfg, W, G) == MUON_OK);
+        CHECK(muon_adamw_step(&st, &cfg, W, G, NULL) == MUON_OK);
+        CHECK(muon_adamw_step(&st, &cfg, W, G, NULL) == MUON_OK);
         CHECK(memcmp(W, W0, n * sizeof(float)) == 0);
         CHECK(all_zero(st.m, n) && all_zero(st.v, n));
         muon_adamw_free(&st);
@@ -331,7 +331,7 @@ static void test_vectors(void)
             memcpy(W, W0, len * sizeof(float));
             cfg.ns = ns;
             CHECK(muon_init(&st, r, c) == MUON_OK);
-            CHECK(muon_step(&st, &cfg, W, c, G, c) == MUON_OK);
+            CHECK(muon_step(&st, &cfg, W, c, G, c, NULL, 0) == MUON_OK);
             scale = sqrt(r > c ? (double)r / (double)c : 1.0);
             maxd = 0.0;
             for (i = 0; i < len; i++) {
@@ -381,8 +381,8 @@ static void test_leading_dimensions(void)
         CHECK(muon_init(&st, r, c) == MUON_OK);
         CHECK(muon_init(&stp, r, c) == MUON_OK);
         for (i = 0; i < 3; i++) {
-            CHECK(muon_step(&st, &cfg, W, c, G, c) == MUON_OK);
-            CHECK(muon_step(&stp, &cfg, Wp, ld, Gp, ld) == MUON_OK);
+            CHECK(muon_step(&st, &cfg, W, c, G, c, NULL, 0) == MUON_OK);
+            CHECK(muon_step(&stp, &cfg, Wp, ld, Gp, ld, NULL, 0) == MUON_OK);
         }
         CHECK(same_bits(W, c, Wp, ld, r, c));
         CHECK(padding_intact(Wp, r, c, ld));
@@ -444,15 +444,15 @@ static void test_aliasing_rules(void)
     /* Muon step: G overlapping W is ALIAS, W and the state untouched */
     CHECK(muon_init(&st, r, c) == MUON_OK);
     fill_matrix(W, r, c, c, 0.2, 73);
-    CHECK(muon_step(&st, &cfg, W, c, G, c) == MUON_OK);
+    CHECK(muon_step(&st, &cfg, W, c, G, c, NULL, 0) == MUON_OK);
     fill_matrix(buf, 2 * r, c, c, 1.0, 74);
     memcpy(snap, buf, 2 * n * sizeof(float));
     {
         float *mom = edge_alloc(n);
         long long step = st.step;
         memcpy(mom, st.momentum, n * sizeof(float));
-        CHECK(muon_step(&st, &cfg, buf, c, buf + 5, c) == MUON_ERR_ALIAS);
-        CHECK(muon_step(&st, &cfg, buf, c, buf, c) == MUON_ERR_ALIAS);
+        CHECK(muon_step(&st, &cfg, buf, c, buf + 5, c, NULL, 0) == MUON_ERR_ALIAS);
+        CHECK(muon_step(&st, &cfg, buf, c, buf, c, NULL, 0) == MUON_ERR_ALIAS);
         CHECK(memcmp(buf, snap, 2 * n * sizeof(float)) == 0);
         CHECK(memcmp(mom, st.momentum, n * sizeof(float)) == 0 && st.step == step);
         free(mom);
@@ -463,7 +463,7 @@ static void test_aliasing_rules(void)
         muon_adamw_state as;
         muon_adamw_config ac = muon_adamw_default();
         CHECK(muon_adamw_init(&as, n) == MUON_OK);
-        CHECK(muon_adamw_step(&as, &ac, buf, buf + 1) == MUON_ERR_ALIAS);
+        CHECK(muon_adamw_step(&as, &ac, buf, buf + 1, NULL) == MUON_ERR_ALIAS);
         CHECK(memcmp(buf, snap, 2 * n * sizeof(float)) == 0 && as.step == 0);
         muon_adamw_free(&as);
     }
@@ -566,7 +566,7 @@ static int edge_compute(edge_run *e)
         bad |= muon_init(&st, E_R, E_C) != MUON_OK;
         for (t = 0; t < 3 && !bad; t++) {
             for (i = 0; i < (size_t)E_R * E_C; i++) G[i] = G[i] * 0.9f + 0.01f * (float)t;
-            bad |= muon_step(&st, &cfg, e->W_muon, E_C, G, E_C) != MUON_OK;
+            bad |= muon_step(&st, &cfg, e->W_muon, E_C, G, E_C, NULL, 0) != MUON_OK;
         }
         muon_free(&st);
     }
@@ -577,7 +577,7 @@ static int edge_compute(edge_run *e)
         e->W_muown = edge_alloc((size_t)E_R * E_C);
         fill_matrix(e->W_muown, E_R, E_C, E_C, 0.05, 87);
         bad |= muown_init(&st, e->W_muown, E_R, E_C, E_C) != MUON_OK;
-        for (t = 0; t < 2 && !bad; t++) bad |= muown_step(&st, &cfg, e->W_muown, E_C, G, E_C) != MUON_OK;
+        for (t = 0; t < 2 && !bad; t++) bad |= muown_step(&st, &cfg, e->W_muown, E_C, G, E_C, NULL, 0) != MUON_OK;
         muown_free(&st);
     }
     /* AdamW on the flattened matrix and clipping of two tensors */
@@ -590,7 +590,7 @@ static int edge_compute(edge_run *e)
         e->p_adamw = edge_alloc(n);
         fill_matrix(e->p_adamw, n, 1, 1, 0.1, 88);
         bad |= muon_adamw_init(&st, n) != MUON_OK;
-        for (t = 0; t < 2 && !bad; t++) bad |= muon_adamw_step(&st, &cfg, e->p_adamw, G) != MUON_OK;
+        for (t = 0; t < 2 && !bad; t++) bad |= muon_adamw_step(&st, &cfg, e->p_adamw, G, NULL) != MUON_OK;
         muon_adamw_free(&st);
         e->clip = edge_alloc(n + 1);
         memcpy(e->clip, G, n * sizeof(float));

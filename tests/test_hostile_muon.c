@@ -92,7 +92,7 @@ static void expect_muon_refused(muon_state *st, const muon_config *cfg, float *W
     muon_snap snap;
     muon_status s;
     muon_snap_take(&snap, st);
-    s = muon_step(st, cfg, W, st->cols, G, st->cols);
+    s = muon_step(st, cfg, W, st->cols, G, st->cols, NULL, 0);
     CHECK_MSG(s == want, "%s: status %d (%s), want %d", what, (int)s, muon_status_string(s), (int)want);
     CHECK_MSG(memcmp(W, W0, n * sizeof(float)) == 0, "%s: W changed", what);
     CHECK_MSG(muon_snap_same(&snap, st), "%s: state changed", what);
@@ -121,14 +121,14 @@ static void test_sum_momentum_overflow(void)
         if (nest) {
             expect_muon_refused(&st, &cfg, W, G, MUON_ERR_RANGE, "SUM nesterov, first step");
         } else {
-            CHECK(muon_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+            CHECK(muon_step(&st, &cfg, W, cols, G, cols, NULL, 0) == MUON_OK);
             CHECK(h_finite(W, n) && h_finite(st.momentum, n));
             /* second step: B = 0.95 * 2e38 + 2e38 = 3.9e38 overflows */
             expect_muon_refused(&st, &cfg, W, G, MUON_ERR_RANGE, "SUM plain, second step");
         }
         /* the EMA form is a convex combination: never overflows, same input is fine */
         cfg.momentum_form = MUON_MOMENTUM_EMA;
-        for (i = 0; i < 3; i++) CHECK(muon_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+        for (i = 0; i < 3; i++) CHECK(muon_step(&st, &cfg, W, cols, G, cols, NULL, 0) == MUON_OK);
         CHECK(h_finite(W, n) && h_finite(st.momentum, n));
         muon_free(&st);
     }
@@ -155,7 +155,7 @@ static void test_lr_wd_domain(void)
     bad = cfg; bad.lr = 0.5; bad.weight_decay = 3.0;
     expect_muon_refused(&st, &bad, W, G, MUON_ERR_DOMAIN, "lr*wd 1.5");
     bad = cfg; bad.lr = 0.5; bad.weight_decay = 2.0; /* lr*wd = 1: W <- S, allowed */
-    CHECK(muon_step(&st, &bad, W, cols, G, cols) == MUON_OK);
+    CHECK(muon_step(&st, &bad, W, cols, G, cols, NULL, 0) == MUON_OK);
     CHECK(h_finite(W, n));
     /* lr at the bound: the step overflows float, which is reported, not written */
     bad = cfg; bad.lr = MUON_LR_MAX; bad.scale = MUON_SCALE_MATCH_ADAMW; bad.scale_coeff = 1e10;
@@ -178,7 +178,7 @@ static void test_lr_wd_domain(void)
         float *Wn = h_copy(W, n);
         size_t i, others = 1;
         Wn[5] = NAN;
-        CHECK(muon_step(&st, &cfg, Wn, cols, G, cols) == MUON_OK);
+        CHECK(muon_step(&st, &cfg, Wn, cols, G, cols, NULL, 0) == MUON_OK);
         CHECK(Wn[5] != Wn[5]);
         for (i = 0; i < n; i++)
             if (i != 5 && !(fabsf(Wn[i]) <= FLT_MAX)) others = 0;
@@ -263,7 +263,7 @@ static void test_cap_nonfinite(void)
     h_fill(G, n, 1.0, 8);
     cfg.cap = MUON_CAP_GROWTH;
     CHECK(muon_init(&st, rows, cols) == MUON_OK);
-    CHECK(muon_step(&st, &cfg, W, cols, G, cols) == MUON_OK); /* a valid warm pair */
+    CHECK(muon_step(&st, &cfg, W, cols, G, cols, NULL, 0) == MUON_OK); /* a valid warm pair */
     W[7] = INFINITY;
     expect_muon_refused(&st, &cfg, W, G, MUON_ERR_NONFINITE, "cap with Inf in W");
     W[7] = NAN;
@@ -305,17 +305,17 @@ static void test_adamw_moments_finite(void)
         p[i] = 0.5f;
         g[i] = i == 3 ? 1e30f : 0.25f;
     }
-    CHECK(muon_adamw_step(&st, &cfg, p, g) == MUON_OK);
+    CHECK(muon_adamw_step(&st, &cfg, p, g, NULL) == MUON_OK);
     CHECK(h_finite(st.m, n) && h_finite(st.v, n) && h_finite(p, n));
     /* ordinary gradients afterwards: entry 3 keeps moving (it froze before) */
     for (i = 0; i < n; i++) g[i] = 0.25f;
     memcpy(p1, p, sizeof p);
-    for (k = 0; k < 3; k++) CHECK(muon_adamw_step(&st, &cfg, p, g) == MUON_OK);
+    for (k = 0; k < 3; k++) CHECK(muon_adamw_step(&st, &cfg, p, g, NULL) == MUON_OK);
     CHECK(p[3] != p1[3]);
     CHECK(h_finite(st.v, n) && h_finite(p, n));
     /* FLT_MAX gradients: still finite */
     for (i = 0; i < n; i++) g[i] = (i & 1) ? FLT_MAX : -FLT_MAX;
-    for (k = 0; k < 3; k++) CHECK(muon_adamw_step(&st, &cfg, p, g) == MUON_OK);
+    for (k = 0; k < 3; k++) CHECK(muon_adamw_step(&st, &cfg, p, g, NULL) == MUON_OK);
     CHECK(h_finite(st.m, n) && h_finite(st.v, n) && h_finite(p, n));
     muon_adamw_free(&st);
 }
@@ -333,26 +333,26 @@ static void test_adamw_refusals(void)
         p[i] = 1.0f;
         g[i] = 0.5f;
     }
-    CHECK(muon_adamw_step(&st, &cfg, p, g) == MUON_OK);
+    CHECK(muon_adamw_step(&st, &cfg, p, g, NULL) == MUON_OK);
 #define SNAP() (memcpy(p0, p, sizeof p), memcpy(m0, st.m, sizeof m0), memcpy(v0, st.v, sizeof v0), s0 = st.step)
 #define SAME() (memcmp(p0, p, sizeof p) == 0 && memcmp(m0, st.m, sizeof m0) == 0 && \
                 memcmp(v0, st.v, sizeof v0) == 0 && s0 == st.step)
     SNAP();
     bad = cfg; bad.lr = 1e300;
-    CHECK(muon_adamw_step(&st, &bad, p, g) == MUON_ERR_DOMAIN && SAME());
+    CHECK(muon_adamw_step(&st, &bad, p, g, NULL) == MUON_ERR_DOMAIN && SAME());
     bad = cfg; bad.lr = 1e200; bad.weight_decay = 1e200;
-    CHECK(muon_adamw_step(&st, &bad, p, g) == MUON_ERR_DOMAIN && SAME());
+    CHECK(muon_adamw_step(&st, &bad, p, g, NULL) == MUON_ERR_DOMAIN && SAME());
     bad = cfg; bad.lr = 0.5; bad.weight_decay = 4.0;
-    CHECK(muon_adamw_step(&st, &bad, p, g) == MUON_ERR_DOMAIN && SAME());
+    CHECK(muon_adamw_step(&st, &bad, p, g, NULL) == MUON_ERR_DOMAIN && SAME());
     /* counters: -1 made t = 0 and 1 - beta^0 = 0 (NaN); LLONG_MAX overflowed t */
     st.step = -1;
     SNAP();
-    CHECK(muon_adamw_step(&st, &cfg, p, g) == MUON_ERR_DOMAIN && SAME());
+    CHECK(muon_adamw_step(&st, &cfg, p, g, NULL) == MUON_ERR_DOMAIN && SAME());
     st.step = LLONG_MAX;
     SNAP();
-    CHECK(muon_adamw_step(&st, &cfg, p, g) == MUON_ERR_DOMAIN && SAME());
+    CHECK(muon_adamw_step(&st, &cfg, p, g, NULL) == MUON_ERR_DOMAIN && SAME());
     st.step = LLONG_MAX - 1; /* the last step the counter can take */
-    CHECK(muon_adamw_step(&st, &cfg, p, g) == MUON_OK && st.step == LLONG_MAX && h_finite(p, n));
+    CHECK(muon_adamw_step(&st, &cfg, p, g, NULL) == MUON_OK && st.step == LLONG_MAX && h_finite(p, n));
     /* a hostile state: m huge, v zero (and a tiny gradient): lr m / eps overflows p; refused,
      * nothing written */
     st.step = 10;
@@ -362,11 +362,11 @@ static void test_adamw_refusals(void)
         g[i] = 1e-30f;
     }
     SNAP();
-    CHECK(muon_adamw_step(&st, &cfg, p, g) == MUON_ERR_RANGE && SAME());
+    CHECK(muon_adamw_step(&st, &cfg, p, g, NULL) == MUON_ERR_RANGE && SAME());
     /* a NaN in the state is a non-finite input */
     st.m[2] = NAN;
     SNAP();
-    CHECK(muon_adamw_step(&st, &cfg, p, g) == MUON_ERR_NONFINITE);
+    CHECK(muon_adamw_step(&st, &cfg, p, g, NULL) == MUON_ERR_NONFINITE);
     CHECK(memcmp(p0, p, sizeof p) == 0 && s0 == st.step);
 #undef SNAP
 #undef SAME
@@ -392,15 +392,15 @@ static void test_step_counters(void)
     st.step = -5;
     expect_muon_refused(&st, &cfg, W, G, MUON_ERR_DOMAIN, "muon step negative");
     st.step = LLONG_MAX - 1;
-    CHECK(muon_step(&st, &cfg, W, cols, G, cols) == MUON_OK && st.step == LLONG_MAX);
+    CHECK(muon_step(&st, &cfg, W, cols, G, cols, NULL, 0) == MUON_OK && st.step == LLONG_MAX);
     muon_free(&st);
     memcpy(W, W0, n * sizeof(float));
     CHECK(muown_init(&ow, W, rows, cols, cols) == MUON_OK);
     ow.step = LLONG_MAX;
-    CHECK(muown_step(&ow, &oc, W, cols, G, cols) == MUON_ERR_DOMAIN);
+    CHECK(muown_step(&ow, &oc, W, cols, G, cols, NULL, 0) == MUON_ERR_DOMAIN);
     CHECK(memcmp(W, W0, n * sizeof(float)) == 0 && ow.step == LLONG_MAX);
     ow.step = -1; /* t = 0: Adam's bias correction 1 - beta^0 = 0 divided the magnitudes by 0 */
-    CHECK(muown_step(&ow, &oc, W, cols, G, cols) == MUON_ERR_DOMAIN);
+    CHECK(muown_step(&ow, &oc, W, cols, G, cols, NULL, 0) == MUON_ERR_DOMAIN);
     CHECK(memcmp(W, W0, n * sizeof(float)) == 0);
     muown_free(&ow);
     free(W);
@@ -427,7 +427,7 @@ static void test_muown_overflow(void)
     for (i = 0; i < n; i++) G[i] = (float)((double)((int)(i % 3) - 1) * 3e38);
     oc.muon.momentum_form = MUON_MOMENTUM_SUM;
     oc.muon.nesterov = 1;
-    CHECK(muown_step(&ow, &oc, W, cols, G, cols) == MUON_ERR_RANGE);
+    CHECK(muown_step(&ow, &oc, W, cols, G, cols, NULL, 0) == MUON_ERR_RANGE);
     CHECK(memcmp(W, W0, n * sizeof(float)) == 0 && memcmp(B0, ow.momentum, n * sizeof(float)) == 0);
     CHECK(memcmp(g0, ow.g, sizeof g0) == 0 && memcmp(m0, ow.mag_m, sizeof m0) == 0 && ow.step == 0);
     /* Signum magnitudes with mag_lr 1e300: |g| past FLT_MAX would make W Inf */
@@ -435,11 +435,11 @@ static void test_muown_overflow(void)
     oc = muown_default();
     oc.magnitude = MUOWN_MAG_SIGNUM;
     oc.mag_lr = 1e300;
-    CHECK(muown_step(&ow, &oc, W, cols, G, cols) == MUON_ERR_RANGE);
+    CHECK(muown_step(&ow, &oc, W, cols, G, cols, NULL, 0) == MUON_ERR_RANGE);
     CHECK(memcmp(W, W0, n * sizeof(float)) == 0 && memcmp(g0, ow.g, sizeof g0) == 0 &&
           memcmp(v0, ow.mag_v, sizeof v0) == 0 && ow.step == 0);
     oc.mag_lr = 1e-3; /* and the same state steps fine afterwards */
-    CHECK(muown_step(&ow, &oc, W, cols, G, cols) == MUON_OK && h_finite(W, n));
+    CHECK(muown_step(&ow, &oc, W, cols, G, cols, NULL, 0) == MUON_OK && h_finite(W, n));
     muown_free(&ow);
     free(W);
     free(G);

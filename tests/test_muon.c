@@ -223,7 +223,7 @@ static void test_presets(void)
             float W[6] = {1, 0, 0, 0, 1, 0}, Wk[6];
             memcpy(Wk, W, sizeof W);
             CHECK(muon_init(&st, 2, 3) == MUON_OK);
-            CHECK(muon_step(&st, &mc, W, 3, G, 3) == MUON_ERR_DOMAIN);
+            CHECK(muon_step(&st, &mc, W, 3, G, 3, NULL, 0) == MUON_ERR_DOMAIN);
             CHECK(memcmp(W, Wk, sizeof W) == 0 && st.step == 0);
             muon_free(&st);
         }
@@ -668,7 +668,7 @@ static void test_muon_golden_3_steps(void)
                     G[i] = (float)t_rng_normal(&r);
                     Gd[i] = G[i];
                 }
-                CHECK(muon_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+                CHECK(muon_step(&st, &cfg, W, cols, G, cols, NULL, 0) == MUON_OK);
                 ref_muon_step(Wd, Bd, Gd, rows, cols, 0.05, 0.9, 0.1, nest, form, sqrt(6.0 / 4.0), 1e-7);
             }
             CHECK(st.step == 3);
@@ -698,8 +698,8 @@ static void test_momentum_forms_agree(void)
         CHECK(muon_init(&s1, 5, 7) == MUON_OK && muon_init(&s2, 5, 7) == MUON_OK);
         for (step = 0; step < 5; step++) {
             rand_fill(&r, G, 35, 1.0);
-            CHECK(muon_step(&s1, &c1, W1, 7, G, 7) == MUON_OK);
-            CHECK(muon_step(&s2, &c2, W2, 7, G, 7) == MUON_OK);
+            CHECK(muon_step(&s1, &c1, W1, 7, G, 7, NULL, 0) == MUON_OK);
+            CHECK(muon_step(&s2, &c2, W2, 7, G, 7, NULL, 0) == MUON_OK);
         }
         for (i = 0; i < 35; i++) CHECK_NEAR(W1[i], W2[i], 1e-5, 1e-5);
         /* and the momenta differ by the factor 1/(1-beta) */
@@ -737,7 +737,7 @@ static void test_scale_modes_and_split(void)
             cfg.scale = modes[m];
             memset(W, 0, sizeof W);
             CHECK(muon_init(&st, rows, cols) == MUON_OK);
-            CHECK(muon_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+            CHECK(muon_step(&st, &cfg, W, cols, G, cols, NULL, 0) == MUON_OK);
             for (i = 0; i < n; i++) CHECK_NEAR(W[i], -0.1 * want[m] * O[i], 1e-7, 1e-5);
             muon_free(&st);
         }
@@ -751,7 +751,7 @@ static void test_scale_modes_and_split(void)
             cfg.scale_coeff = 0.18;
             memset(W, 0, sizeof W);
             CHECK(muon_init(&st, rows, cols) == MUON_OK);
-            CHECK(muon_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+            CHECK(muon_step(&st, &cfg, W, cols, G, cols, NULL, 0) == MUON_OK);
             for (i = 0; i < n; i++) CHECK_NEAR(W[i], -0.1 * 0.18 * sqrt(rr > cc ? rr : cc) * O[i], 1e-7, 1e-5);
             muon_free(&st);
         }
@@ -771,10 +771,10 @@ static void test_scale_modes_and_split(void)
         CHECK(muon_orthogonalize_batched(G, 3, 4, 4, 4, 16, NULL, O, 4, 16) == MUON_OK);
         memset(W, 0, sizeof W);
         CHECK(muon_init(&st, 12, 4) == MUON_OK);
-        CHECK(muon_step(&st, &cfg, W, 4, G, 4) == MUON_OK);
+        CHECK(muon_step(&st, &cfg, W, 4, G, 4, NULL, 0) == MUON_OK);
         for (i = 0; i < 48; i++) CHECK_NEAR(W[i], -0.1 * 0.2 * 2.0 * O[i], 1e-7, 1e-5); /* sqrt(max(4,4)) */
         cfg.split_rows = 5; /* does not divide 12 */
-        CHECK(muon_step(&st, &cfg, W, 4, G, 4) == MUON_ERR_SIZE);
+        CHECK(muon_step(&st, &cfg, W, 4, G, 4, NULL, 0) == MUON_ERR_SIZE);
         muon_free(&st);
     }
 }
@@ -790,11 +790,11 @@ static void test_muon_zero_grad_and_untouched(void)
     memcpy(W0, W, sizeof W);
     memset(G, 0, sizeof G);
     CHECK(muon_init(&st, 4, 5) == MUON_OK);
-    CHECK(muon_step(&st, &cfg, W, 5, G, 5) == MUON_OK); /* zero gradient: zero step, no NaN */
+    CHECK(muon_step(&st, &cfg, W, 5, G, 5, NULL, 0) == MUON_OK); /* zero gradient: zero step, no NaN */
     CHECK(memcmp(W, W0, sizeof W) == 0);
     rand_fill(&r, G, 20, 1.0);
     memcpy(G0, G, sizeof G);
-    CHECK(muon_step(&st, &cfg, W, 5, G, 5) == MUON_OK);
+    CHECK(muon_step(&st, &cfg, W, 5, G, 5, NULL, 0) == MUON_OK);
     CHECK(memcmp(G, G0, sizeof G) == 0); /* caller's gradient never modified */
     for (i = 0; i < 20; i++) CHECK(W[i] == W[i] && W[i] != W0[i]);
     muon_free(&st);
@@ -815,14 +815,14 @@ static void test_muon_ws_variants(void)
     CHECK(muon_init(&s1, 6, 5) == MUON_OK);
     CHECK(muon_init_ex(&s2, 6, 5, 0) == MUON_OK);
     CHECK(s2.workspace == NULL);
-    CHECK(muon_step(&s2, &cfg, W2, 5, G, 5) == MUON_ERR_NULL);
+    CHECK(muon_step(&s2, &cfg, W2, 5, G, 5, NULL, 0) == MUON_ERR_NULL);
     for (k = 0; k < 3; k++) {
         rand_fill(&r, G, 30, 1.0);
-        CHECK(muon_step(&s1, &cfg, W1, 5, G, 5) == MUON_OK);
-        CHECK(muon_step_ws(&s2, &cfg, W2, 5, G, 5, ws, need) == MUON_OK);
+        CHECK(muon_step(&s1, &cfg, W1, 5, G, 5, NULL, 0) == MUON_OK);
+        CHECK(muon_step_ws(&s2, &cfg, W2, 5, G, 5, NULL, 0, ws, need) == MUON_OK);
     }
     CHECK(memcmp(W1, W2, sizeof W1) == 0);
-    CHECK(muon_step_ws(&s2, &cfg, W2, 5, G, 5, ws, need - 1) == MUON_ERR_SIZE);
+    CHECK(muon_step_ws(&s2, &cfg, W2, 5, G, 5, NULL, 0, ws, need - 1) == MUON_ERR_SIZE);
     muon_free(&s1);
     muon_free(&s2);
     muon_free(&s2); /* double free is safe: zeroed */
@@ -969,8 +969,8 @@ static void test_cap_in_muon_step(void)
         /* gradients aligned against the top direction make plain Muon grow sigma_1 */
         for (i = 0; i < 80; i++) G[i] = (float)(-0.5 * U[(i / cols) * rows] * V[(i % cols) * cols] + 0.1 * t_rng_normal(&r));
         for (i = 0; i < 80; i++) Wd[i] = W[i];
-        CHECK(muon_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
-        CHECK(muon_step(&sn, &cn, Wn, cols, G, cols) == MUON_OK);
+        CHECK(muon_step(&st, &cfg, W, cols, G, cols, NULL, 0) == MUON_OK);
+        CHECK(muon_step(&sn, &cn, Wn, cols, G, cols, NULL, 0) == MUON_OK);
     }
     /* the warm pair in the state tracks the top pair of the W it was computed on */
     ref_sigma1(Wd, rows, cols, uref, vref);
@@ -1128,7 +1128,7 @@ static void test_muown_invariants(void)
             {
                 double gbefore[6];
                 memcpy(gbefore, st.g, sizeof gbefore);
-                CHECK(muown_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+                CHECK(muown_step(&st, &cfg, W, cols, G, cols, NULL, 0) == MUON_OK);
                 if (k == 0 && rule != MUOWN_MAG_FIXED) /* first step: both rules move by ~mag_lr*sign */
                     for (i = 0; i < rows; i++)
                         CHECK_NEAR(st.g[i] - gbefore[i], -cfg.mag_lr * (gg[i] > 0 ? 1.0 : -1.0), 1e-7, 1e-4);
@@ -1143,7 +1143,7 @@ static void test_muown_invariants(void)
         /* weight decay resync: g = row norms after a decayed step */
         cfg.muon.weight_decay = 0.5;
         rand_fill(&r, G, 48, 1.0);
-        CHECK(muown_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+        CHECK(muown_step(&st, &cfg, W, cols, G, cols, NULL, 0) == MUON_OK);
         for (i = 0; i < rows; i++) {
             double n2 = 0.0;
             for (j = 0; j < cols; j++) n2 += (double)W[i * cols + j] * W[i * cols + j];
@@ -1265,7 +1265,7 @@ static void test_muown_golden_3_steps(void)
                 Gprev[i] = Gd[i];
             }
             if (step == 2) cfg.muon.weight_decay = 0.5;
-            CHECK(muown_step(&st, &cfg, W, C, G, C) == MUON_OK);
+            CHECK(muown_step(&st, &cfg, W, C, G, C, NULL, 0) == MUON_OK);
             ref_muown_step(&ref, Gd, R, C, 0.05, 0.9, cfg.muon.weight_decay, rule, 0.05, 0.9, 0.95, 1e-8, step + 1);
         }
         CHECK(st.step == 3);
@@ -1303,7 +1303,7 @@ static void test_muown_negative_magnitude(void)
         CHECK(muown_gradients(&st, W, 4, G, 4, gg, gv, 4) == MUON_OK);
         CHECK_NEAR(gg[0], 1.0, 1e-12, 0); /* dL/dg_0 = +1 whatever the sign of g_0 */
         CHECK_NEAR(gg[1], -1.0, 1e-12, 0); /* row 1: W_11 = -g_1 (v_1 = -e_1): dL/dg_1 = -1 */
-        CHECK(muown_step(&st, &cfg, W, 4, G, 4) == MUON_OK);
+        CHECK(muown_step(&st, &cfg, W, 4, G, 4, NULL, 0) == MUON_OK);
         CHECK_NEAR(st.g[0], 0.5 - 0.3 * k, 1e-12, 0);
         CHECK_NEAR(W[0], 0.5 - 0.3 * k, 1e-6, 0);
         CHECK_NEAR(st.g[1], (double)0.45f + 0.3 * k, 1e-12, 0);
@@ -1317,7 +1317,7 @@ static void test_muown_negative_magnitude(void)
     {
         double g0 = st.g[0];
         float w0 = W[0];
-        CHECK(muown_step(&st, &cfg, W, 4, G, 4) == MUON_OK);
+        CHECK(muown_step(&st, &cfg, W, 4, G, 4, NULL, 0) == MUON_OK);
         CHECK_NEAR(W[0], g0 - 0.05 * w0, 1e-6, 0); /* grad_v = 0 and no momentum: v unchanged */
         CHECK_NEAR(st.g[0], W[0], 1e-7, 0);
         CHECK(st.g[0] < 0.0);
@@ -1334,11 +1334,11 @@ static void test_muown_negative_magnitude(void)
         cfg.mag_beta1 = 0.0;
         CHECK(muown_init(&st, Z, 1, 4, 4) == MUON_OK);
         cfg.mag_lr = st.g[0] / 2; /* exactly representable halves */
-        CHECK(muown_step(&st, &cfg, Z, 4, GZ, 4) == MUON_OK);
-        CHECK(muown_step(&st, &cfg, Z, 4, GZ, 4) == MUON_OK);
+        CHECK(muown_step(&st, &cfg, Z, 4, GZ, 4, NULL, 0) == MUON_OK);
+        CHECK(muown_step(&st, &cfg, Z, 4, GZ, 4, NULL, 0) == MUON_OK);
         CHECK(st.g[0] == 0.0 && Z[0] == 0.0f);
         CHECK(muown_gradients(&st, Z, 4, GZ, 4, &gg, gv, 4) == MUON_OK && gg == 0.0 && gv[0] == 0.0f);
-        CHECK(muown_step(&st, &cfg, Z, 4, GZ, 4) == MUON_OK);
+        CHECK(muown_step(&st, &cfg, Z, 4, GZ, 4, NULL, 0) == MUON_OK);
         CHECK(st.g[0] == 0.0 && Z[0] == 0.0f && Z[1] == 0.0f && Z[2] == 0.0f && Z[3] == 0.0f);
         muown_free(&st);
     }
@@ -1379,8 +1379,8 @@ static void test_cap_step_increment(void)
                 memcpy(so.momentum, sc.momentum, N * sizeof(float));
             }
             for (i = 0; i < N; i++) Wd[i] = W[i];
-            CHECK(muon_step(&sc, &cc, W, C, G, C) == MUON_OK);
-            CHECK(muon_step(&so, &co, Wo, C, G, C) == MUON_OK);
+            CHECK(muon_step(&sc, &cc, W, C, G, C, NULL, 0) == MUON_OK);
+            CHECK(muon_step(&so, &co, Wo, C, G, C, NULL, 0) == MUON_OK);
             if (k == 0) { /* the cold pair is the top pair of W_old */
                 double du = 0.0, dv = 0.0;
                 ref_sigma1(Wd, R, C, uref, vref);
@@ -1448,12 +1448,12 @@ static void test_step_leading_dims(void)
                 for (j = 0; j < LG; j++) G2[i * LG + j] = j < C ? G1[i * C + j] : NAN;
             memcpy(G2k, G2, sizeof G2);
             if (k == 0) {
-                CHECK(muon_step(&a, &cfg, W1, C, G1, C) == MUON_OK);
-                CHECK(muon_step(&b, &cfg, W2, LW, G2, LG) == MUON_OK);
+                CHECK(muon_step(&a, &cfg, W1, C, G1, C, NULL, 0) == MUON_OK);
+                CHECK(muon_step(&b, &cfg, W2, LW, G2, LG, NULL, 0) == MUON_OK);
             } else {
                 oc.muon.weight_decay = step == 3 ? 0.1 : 0.0;
-                CHECK(muown_step(&oa, &oc, W1, C, G1, C) == MUON_OK);
-                CHECK(muown_step(&ob, &oc, W2, LW, G2, LG) == MUON_OK);
+                CHECK(muown_step(&oa, &oc, W1, C, G1, C, NULL, 0) == MUON_OK);
+                CHECK(muown_step(&ob, &oc, W2, LW, G2, LG, NULL, 0) == MUON_OK);
             }
             CHECK(memcmp(G2, G2k, sizeof G2) == 0);
         }
@@ -1521,7 +1521,7 @@ static void test_decay_rounding(void)
         memcpy(Wa, W0, N * sizeof(float));
         memcpy(Wb, W0, N * sizeof(float));
         CHECK(muon_init(&sa, R, C) == MUON_OK && muon_init(&sb, R, C) == MUON_OK);
-        CHECK(muon_step(&sa, &ca, Wa, C, G, C) == MUON_OK && muon_step(&sb, &cb, Wb, C, G, C) == MUON_OK);
+        CHECK(muon_step(&sa, &ca, Wa, C, G, C, NULL, 0) == MUON_OK && muon_step(&sb, &cb, Wb, C, G, C, NULL, 0) == MUON_OK);
         q = decay_shift_ratio(W0, Wa, Wb, N, 0.01 * 1e-6);
         CHECK_MSG(q > 0.8 && q < 1.2, "Muon: decay realised %g of lr*lambda*|W|", q);
         /* zero gradient from zero momentum: W <- W - lr*lambda*W, rounded once */
@@ -1533,7 +1533,7 @@ static void test_decay_rounding(void)
             muon_free(&sb);
             CHECK(muon_init(&sb, R, C) == MUON_OK);
             memcpy(Wb, W0, N * sizeof(float));
-            CHECK(muon_step(&sb, &cb, Wb, C, Z, C) == MUON_OK);
+            CHECK(muon_step(&sb, &cb, Wb, C, Z, C, NULL, 0) == MUON_OK);
             for (i = 0; i < N; i++) bad += Wb[i] != (float)((double)W0[i] - 0.025 * 1e-5 * (double)W0[i]);
             CHECK_MSG(bad == 0, "Muon: %d of %d decayed elements not w - lr*lambda*w rounded once", bad, N);
             free(Z);
@@ -1552,7 +1552,7 @@ static void test_decay_rounding(void)
         memcpy(Wa, W0, N * sizeof(float));
         memcpy(Wb, W0, N * sizeof(float));
         CHECK(muown_init(&sa, W0, R, C, C) == MUON_OK && muown_init(&sb, W0, R, C, C) == MUON_OK);
-        CHECK(muown_step(&sa, &ca, Wa, C, G, C) == MUON_OK && muown_step(&sb, &cb, Wb, C, G, C) == MUON_OK);
+        CHECK(muown_step(&sa, &ca, Wa, C, G, C, NULL, 0) == MUON_OK && muown_step(&sb, &cb, Wb, C, G, C, NULL, 0) == MUON_OK);
         q = decay_shift_ratio(W0, Wa, Wb, N, 0.01 * 1e-6);
         CHECK_MSG(q > 0.8 && q < 1.2, "Muown: decay realised %g of lr*lambda*|W|", q);
         muown_free(&sa);
@@ -1571,10 +1571,10 @@ static void test_decay_rounding(void)
         CHECK(muon_adamw_init(&sa, N) == MUON_OK && muon_adamw_init(&sb, N) == MUON_OK);
         /* a common first step (its update is +-lr for every element, the same offset within each
          * binade: no test of rounding), then the second step with and without decay */
-        CHECK(muon_adamw_step(&sa, &ca, Wa, G) == MUON_OK && muon_adamw_step(&sb, &ca, Wb, G) == MUON_OK);
+        CHECK(muon_adamw_step(&sa, &ca, Wa, G, NULL) == MUON_OK && muon_adamw_step(&sb, &ca, Wb, G, NULL) == MUON_OK);
         memcpy(P1, Wa, N * sizeof(float));
         rand_fill(&r, G, N, 1.0);
-        CHECK(muon_adamw_step(&sa, &ca, Wa, G) == MUON_OK && muon_adamw_step(&sb, &cb, Wb, G) == MUON_OK);
+        CHECK(muon_adamw_step(&sa, &ca, Wa, G, NULL) == MUON_OK && muon_adamw_step(&sb, &cb, Wb, G, NULL) == MUON_OK);
         q = decay_shift_ratio(P1, Wa, Wb, N, 1e-3 * 1e-5);
         free(P1);
         CHECK_MSG(q > 0.8 && q < 1.2, "AdamW: decay realised %g of lr*wd*|p|", q);
@@ -1606,7 +1606,7 @@ static void test_adamw(void)
     CHECK(muon_adamw_init(&st, n) == MUON_OK);
     for (t = 1; t <= 6; t++) {
         rand_fill(&r, g, n, 1.0 + t);
-        CHECK(muon_adamw_step(&st, &cfg, p, g) == MUON_OK);
+        CHECK(muon_adamw_step(&st, &cfg, p, g, NULL) == MUON_OK);
         for (i = 0; i < n; i++) {
             double mh, vh;
             pd[i] *= 1.0 - 0.01 * 0.1;
@@ -1626,7 +1626,7 @@ static void test_adamw(void)
         muon_adamw_config c2 = muon_adamw_default();
         c2.weight_decay = 0.0;
         CHECK(muon_adamw_init(&s2, 3) == MUON_OK);
-        CHECK(muon_adamw_step(&s2, &c2, q, gq) == MUON_OK);
+        CHECK(muon_adamw_step(&s2, &c2, q, gq, NULL) == MUON_OK);
         CHECK_NEAR(q[0], -1e-3, 0, 1e-4);
         CHECK_NEAR(q[1], 1e-3, 0, 1e-6);
         muon_adamw_free(&s2);
@@ -1711,7 +1711,7 @@ static void test_alias_statuses(void)
         rand_fill(&r, G, N, 1.0);
         cfg.cap = MUON_CAP_GROWTH;
         CHECK(muon_init(&st, R, C) == MUON_OK);
-        CHECK(muon_step(&st, &cfg, W, C, G, C) == MUON_OK); /* a non-trivial state */
+        CHECK(muon_step(&st, &cfg, W, C, G, C, NULL, 0) == MUON_OK); /* a non-trivial state */
         memcpy(Wk, W, sizeof W);
         for (which = 0; which < 5; which++) {
             float *w = W;
@@ -1731,7 +1731,7 @@ static void test_alias_statuses(void)
             }
             memcpy(keep, blk, total);
             memcpy(&fk, &fake, sizeof fake);
-            CHECK_MSG(muon_step_ws(&fake, &cfg, w, C, G, C, blk, need) == MUON_ERR_ALIAS, "case %d", which);
+            CHECK_MSG(muon_step_ws(&fake, &cfg, w, C, G, C, NULL, 0, blk, need) == MUON_ERR_ALIAS, "case %d", which);
             CHECK(memcmp(blk, keep, total) == 0 && memcmp(&fake, &fk, sizeof fake) == 0);
             CHECK(memcmp(W, Wk, sizeof W) == 0);
             if (which == 3) CHECK(memcmp(Wb, Wk, sizeof W) == 0);
@@ -1752,7 +1752,7 @@ static void test_alias_statuses(void)
         rand_fill(&r, W, N, 1.0);
         rand_fill(&r, G, N, 1.0);
         CHECK(muown_init(&st, W, R, C, C) == MUON_OK);
-        CHECK(muown_step(&st, &cfg, W, C, G, C) == MUON_OK);
+        CHECK(muown_step(&st, &cfg, W, C, G, C, NULL, 0) == MUON_OK);
         memcpy(Wk, W, sizeof W);
         memcpy(gk, st.g, sizeof gk);
         for (which = 0; which < 7; which++) {
@@ -1775,7 +1775,7 @@ static void test_alias_statuses(void)
             }
             memcpy(keep, blk, total);
             memcpy(&fk, &fake, sizeof fake);
-            CHECK_MSG(muown_step_ws(&fake, &cfg, w, C, G, C, blk, need) == MUON_ERR_ALIAS, "case %d", which);
+            CHECK_MSG(muown_step_ws(&fake, &cfg, w, C, G, C, NULL, 0, blk, need) == MUON_ERR_ALIAS, "case %d", which);
             CHECK(memcmp(blk, keep, total) == 0 && memcmp(&fake, &fk, sizeof fake) == 0);
             CHECK(memcmp(W, Wk, sizeof W) == 0);
             if (which == 5) CHECK(memcmp(Wb, Wk, sizeof W) == 0);
@@ -1788,9 +1788,9 @@ static void test_alias_statuses(void)
             memcpy(Bk, st.momentum, sizeof Bk);
             W[7] = NAN;
             memcpy(Wk, W, sizeof W);
-            CHECK(muown_step(&st, &cfg, W, C, G, C) == MUON_ERR_NONFINITE);
+            CHECK(muown_step(&st, &cfg, W, C, G, C, NULL, 0) == MUON_ERR_NONFINITE);
             W[7] = Wk[7] = INFINITY;
-            CHECK(muown_step(&st, &cfg, W, C, G, C) == MUON_ERR_NONFINITE);
+            CHECK(muown_step(&st, &cfg, W, C, G, C, NULL, 0) == MUON_ERR_NONFINITE);
             CHECK(memcmp(W, Wk, sizeof W) == 0 && memcmp(st.g, gk, sizeof gk) == 0);
             CHECK(memcmp(st.vnorm, vk, sizeof vk) == 0 && memcmp(st.mag_m, mk, sizeof mk) == 0);
             CHECK(memcmp(st.momentum, Bk, sizeof Bk) == 0 && st.step == 1);
@@ -1805,14 +1805,14 @@ static void test_alias_statuses(void)
         rand_fill(&r, p, 20, 1.0);
         rand_fill(&r, g, 20, 1.0);
         CHECK(muon_adamw_init(&as, 20) == MUON_OK);
-        CHECK(muon_adamw_step(&as, &ac, p, g) == MUON_OK);
+        CHECK(muon_adamw_step(&as, &ac, p, g, NULL) == MUON_OK);
         memcpy(pk, p, sizeof p);
         memcpy(mk, as.m, sizeof mk);
         memcpy(vk, as.v, sizeof vk);
-        CHECK(muon_adamw_step(&as, &ac, as.m, g) == MUON_ERR_ALIAS);
-        CHECK(muon_adamw_step(&as, &ac, as.m + 5, g) == MUON_ERR_ALIAS);
-        CHECK(muon_adamw_step(&as, &ac, p, as.m + 3) == MUON_ERR_ALIAS);
-        CHECK(muon_adamw_step(&as, &ac, p, as.v) == MUON_ERR_ALIAS);
+        CHECK(muon_adamw_step(&as, &ac, as.m, g, NULL) == MUON_ERR_ALIAS);
+        CHECK(muon_adamw_step(&as, &ac, as.m + 5, g, NULL) == MUON_ERR_ALIAS);
+        CHECK(muon_adamw_step(&as, &ac, p, as.m + 3, NULL) == MUON_ERR_ALIAS);
+        CHECK(muon_adamw_step(&as, &ac, p, as.v, NULL) == MUON_ERR_ALIAS);
         CHECK(memcmp(p, pk, sizeof p) == 0 && memcmp(as.m, mk, sizeof mk) == 0 && memcmp(as.v, vk, sizeof vk) == 0);
         CHECK(as.step == 1);
         muon_adamw_free(&as);
@@ -1882,45 +1882,45 @@ static void test_error_statuses(void)
 
     /* step: state and W untouched on every error */
     CHECK(muon_init(&st, 4, 5) == MUON_OK);
-    CHECK(muon_step(&st, &cfg, W, 5, G, 5) == MUON_OK); /* non-trivial state */
+    CHECK(muon_step(&st, &cfg, W, 5, G, 5, NULL, 0) == MUON_OK); /* non-trivial state */
     memcpy(&stk, &st, sizeof st);
     {
         float Bk[20];
         memcpy(Bk, st.momentum, sizeof Bk);
         memcpy(Wk, W, sizeof W);
-        CHECK(muon_step(NULL, &cfg, W, 5, G, 5) == MUON_ERR_NULL);
-        CHECK(muon_step(&st, NULL, W, 5, G, 5) == MUON_ERR_NULL);
-        CHECK(muon_step(&st, &cfg, NULL, 5, G, 5) == MUON_ERR_NULL);
-        CHECK(muon_step(&st, &cfg, W, 5, NULL, 5) == MUON_ERR_NULL);
-        CHECK(muon_step(&st, &cfg, W, 4, G, 5) == MUON_ERR_SIZE);
-        CHECK(muon_step(&st, &cfg, W, 5, G, 3) == MUON_ERR_SIZE);
+        CHECK(muon_step(NULL, &cfg, W, 5, G, 5, NULL, 0) == MUON_ERR_NULL);
+        CHECK(muon_step(&st, NULL, W, 5, G, 5, NULL, 0) == MUON_ERR_NULL);
+        CHECK(muon_step(&st, &cfg, NULL, 5, G, 5, NULL, 0) == MUON_ERR_NULL);
+        CHECK(muon_step(&st, &cfg, W, 5, NULL, 5, NULL, 0) == MUON_ERR_NULL);
+        CHECK(muon_step(&st, &cfg, W, 4, G, 5, NULL, 0) == MUON_ERR_SIZE);
+        CHECK(muon_step(&st, &cfg, W, 5, G, 3, NULL, 0) == MUON_ERR_SIZE);
         bad = cfg; bad.lr = -1.0;
-        CHECK(muon_step(&st, &bad, W, 5, G, 5) == MUON_ERR_DOMAIN);
+        CHECK(muon_step(&st, &bad, W, 5, G, 5, NULL, 0) == MUON_ERR_DOMAIN);
         bad = cfg; bad.lr = NAN;
-        CHECK(muon_step(&st, &bad, W, 5, G, 5) == MUON_ERR_DOMAIN);
+        CHECK(muon_step(&st, &bad, W, 5, G, 5, NULL, 0) == MUON_ERR_DOMAIN);
         bad = cfg; bad.momentum = 1.0;
-        CHECK(muon_step(&st, &bad, W, 5, G, 5) == MUON_ERR_DOMAIN);
+        CHECK(muon_step(&st, &bad, W, 5, G, 5, NULL, 0) == MUON_ERR_DOMAIN);
         bad = cfg; bad.weight_decay = -0.1;
-        CHECK(muon_step(&st, &bad, W, 5, G, 5) == MUON_ERR_DOMAIN);
+        CHECK(muon_step(&st, &bad, W, 5, G, 5, NULL, 0) == MUON_ERR_DOMAIN);
         bad = cfg; bad.scale = (muon_scale_mode)9;
-        CHECK(muon_step(&st, &bad, W, 5, G, 5) == MUON_ERR_DOMAIN);
+        CHECK(muon_step(&st, &bad, W, 5, G, 5, NULL, 0) == MUON_ERR_DOMAIN);
         bad = cfg; bad.momentum_form = (muon_momentum_form)9;
-        CHECK(muon_step(&st, &bad, W, 5, G, 5) == MUON_ERR_DOMAIN);
+        CHECK(muon_step(&st, &bad, W, 5, G, 5, NULL, 0) == MUON_ERR_DOMAIN);
         bad = cfg; bad.cap = (muon_cap_mode)9;
-        CHECK(muon_step(&st, &bad, W, 5, G, 5) == MUON_ERR_DOMAIN);
+        CHECK(muon_step(&st, &bad, W, 5, G, 5, NULL, 0) == MUON_ERR_DOMAIN);
         bad = cfg; bad.ns.steps = -3;
-        CHECK(muon_step(&st, &bad, W, 5, G, 5) == MUON_ERR_DOMAIN);
+        CHECK(muon_step(&st, &bad, W, 5, G, 5, NULL, 0) == MUON_ERR_DOMAIN);
         bad = cfg; bad.split_rows = 3;
-        CHECK(muon_step(&st, &bad, W, 5, G, 5) == MUON_ERR_SIZE);
-        CHECK(muon_step(&st, &cfg, W, 5, W, 5) == MUON_ERR_ALIAS);
-        CHECK(muon_step(&st, &cfg, W, 5, W + 3, 5) == MUON_ERR_ALIAS);
-        CHECK(muon_step_ws(&st, &cfg, W, 5, G, 5, G, sizeof G) == MUON_ERR_SIZE);
-        CHECK(muon_step_ws(&st, &cfg, W, 5, G, 5, NULL, 0) == MUON_ERR_NULL);
+        CHECK(muon_step(&st, &bad, W, 5, G, 5, NULL, 0) == MUON_ERR_SIZE);
+        CHECK(muon_step(&st, &cfg, W, 5, W, 5, NULL, 0) == MUON_ERR_ALIAS);
+        CHECK(muon_step(&st, &cfg, W, 5, W + 3, 5, NULL, 0) == MUON_ERR_ALIAS);
+        CHECK(muon_step_ws(&st, &cfg, W, 5, G, 5, NULL, 0, G, sizeof G) == MUON_ERR_SIZE);
+        CHECK(muon_step_ws(&st, &cfg, W, 5, G, 5, NULL, 0, NULL, 0) == MUON_ERR_NULL);
         memcpy(Gk, G, sizeof G);
         Gk[19] = NAN;
-        CHECK(muon_step(&st, &cfg, W, 5, Gk, 5) == MUON_ERR_NONFINITE);
+        CHECK(muon_step(&st, &cfg, W, 5, Gk, 5, NULL, 0) == MUON_ERR_NONFINITE);
         Gk[19] = -INFINITY;
-        CHECK(muon_step(&st, &cfg, W, 5, Gk, 5) == MUON_ERR_NONFINITE);
+        CHECK(muon_step(&st, &cfg, W, 5, Gk, 5, NULL, 0) == MUON_ERR_NONFINITE);
         CHECK(memcmp(W, Wk, sizeof W) == 0);
         CHECK(memcmp(st.momentum, Bk, sizeof Bk) == 0);
         CHECK(memcmp(&st, &stk, sizeof st) == 0);
@@ -1928,7 +1928,7 @@ static void test_error_statuses(void)
     {
         muon_state z;
         memset(&z, 0, sizeof z);
-        CHECK(muon_step(&z, &cfg, W, 5, G, 5) == MUON_ERR_NULL); /* never initialised */
+        CHECK(muon_step(&z, &cfg, W, 5, G, 5, NULL, 0) == MUON_ERR_NULL); /* never initialised */
         memset(&z, 0x33, sizeof z);
         memcpy(&stk, &z, sizeof z);
         CHECK(muon_init(&z, 0, 5) == MUON_ERR_SIZE);
@@ -2000,17 +2000,17 @@ static void test_error_statuses(void)
             memcpy(gk, ow.g, sizeof gk);
             memcpy(Wk, W, sizeof W);
             ocfg.magnitude = (muown_magnitude_rule)9;
-            CHECK(muown_step(&ow, &ocfg, W, 5, G, 5) == MUON_ERR_DOMAIN);
+            CHECK(muown_step(&ow, &ocfg, W, 5, G, 5, NULL, 0) == MUON_ERR_DOMAIN);
             ocfg = muown_default();
             ocfg.mag_eps = -1e-8; /* 0 is the default (test_config_resolve) */
-            CHECK(muown_step(&ow, &ocfg, W, 5, G, 5) == MUON_ERR_DOMAIN);
+            CHECK(muown_step(&ow, &ocfg, W, 5, G, 5, NULL, 0) == MUON_ERR_DOMAIN);
             ocfg = muown_default();
             ocfg.mag_beta2 = 1.0;
-            CHECK(muown_step(&ow, &ocfg, W, 5, G, 5) == MUON_ERR_DOMAIN);
+            CHECK(muown_step(&ow, &ocfg, W, 5, G, 5, NULL, 0) == MUON_ERR_DOMAIN);
             ocfg = muown_default();
-            CHECK(muown_step(&ow, &ocfg, W, 5, Gk, 5) == MUON_ERR_NONFINITE);
-            CHECK(muown_step(&ow, &ocfg, W, 5, W, 5) == MUON_ERR_ALIAS);
-            CHECK(muown_step(&ow, NULL, W, 5, G, 5) == MUON_ERR_NULL);
+            CHECK(muown_step(&ow, &ocfg, W, 5, Gk, 5, NULL, 0) == MUON_ERR_NONFINITE);
+            CHECK(muown_step(&ow, &ocfg, W, 5, W, 5, NULL, 0) == MUON_ERR_ALIAS);
+            CHECK(muown_step(&ow, NULL, W, 5, G, 5, NULL, 0) == MUON_ERR_NULL);
             CHECK(memcmp(W, Wk, sizeof W) == 0 && memcmp(ow.g, gk, sizeof gk) == 0);
             CHECK(memcmp(&ow, &owk, sizeof ow) == 0);
         }
@@ -2029,14 +2029,14 @@ static void test_error_statuses(void)
     CHECK(muon_adamw_init(&as, 20) == MUON_OK);
     memcpy(Wk, W, sizeof W);
     ac.eps = -1e-8; /* 0 is the default (test_config_resolve) */
-    CHECK(muon_adamw_step(&as, &ac, W, G) == MUON_ERR_DOMAIN);
+    CHECK(muon_adamw_step(&as, &ac, W, G, NULL) == MUON_ERR_DOMAIN);
     ac = muon_adamw_default();
     ac.beta1 = -0.1;
-    CHECK(muon_adamw_step(&as, &ac, W, G) == MUON_ERR_DOMAIN);
+    CHECK(muon_adamw_step(&as, &ac, W, G, NULL) == MUON_ERR_DOMAIN);
     ac = muon_adamw_default();
-    CHECK(muon_adamw_step(&as, &ac, W, Gk) == MUON_ERR_NONFINITE);
-    CHECK(muon_adamw_step(&as, &ac, W, W + 2) == MUON_ERR_ALIAS);
-    CHECK(muon_adamw_step(&as, NULL, W, G) == MUON_ERR_NULL);
+    CHECK(muon_adamw_step(&as, &ac, W, Gk, NULL) == MUON_ERR_NONFINITE);
+    CHECK(muon_adamw_step(&as, &ac, W, W + 2, NULL) == MUON_ERR_ALIAS);
+    CHECK(muon_adamw_step(&as, NULL, W, G, NULL) == MUON_ERR_NULL);
     CHECK(memcmp(W, Wk, sizeof W) == 0 && as.step == 0);
     for (i = 0; i < 20; i++) CHECK(as.m[i] == 0.0f && as.v[i] == 0.0f);
     muon_adamw_free(&as);
@@ -2121,7 +2121,7 @@ static void run_series(float *W, int kind)
         CHECK(muon_init(&st, rows, cols) == MUON_OK);
         for (k = 0; k < 2; k++) {
             rand_fill(&r, G, rows * cols, 1.0);
-            CHECK(muon_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+            CHECK(muon_step(&st, &cfg, W, cols, G, cols, NULL, 0) == MUON_OK);
         }
         muon_free(&st);
     } else {
@@ -2132,7 +2132,7 @@ static void run_series(float *W, int kind)
         for (k = 0; k < 2; k++) {
             rand_fill(&r, G, rows * cols, 1.0);
             cfg.muon.weight_decay = k == 1 ? 0.1 : 0.0;
-            CHECK(muown_step(&st, &cfg, W, cols, G, cols) == MUON_OK);
+            CHECK(muown_step(&st, &cfg, W, cols, G, cols, NULL, 0) == MUON_OK);
         }
         muown_free(&st);
     }
@@ -2177,7 +2177,7 @@ static void test_determinism(void)
 #endif
         rand_fill(&r, a, n, 1.0);
         rand_fill(&r, b, n, 1.0);
-        CHECK(muon_step(&st, &cfg, a, DET_C, b, DET_C) == MUON_OK);
+        CHECK(muon_step(&st, &cfg, a, DET_C, b, DET_C, NULL, 0) == MUON_OK);
 #ifdef _OPENMP
         omp_set_num_threads(t0);
 #endif
@@ -2236,13 +2236,13 @@ static void test_config_resolve(void)
         CHECK(muon_init_ex(&s1, 6, 8, MUON_INIT_WORKSPACE) == MUON_OK && s1.workspace != NULL);
         CHECK(muon_init(&s2, 6, 8) == MUON_OK);
         for (i = 0; i < 3; i++) {
-            CHECK(muon_step(&s1, &c1, W1, 8, G, 8) == MUON_OK);
-            CHECK(muon_step(&s2, &c2, W2, 8, G, 8) == MUON_OK);
+            CHECK(muon_step(&s1, &c1, W1, 8, G, 8, NULL, 0) == MUON_OK);
+            CHECK(muon_step(&s2, &c2, W2, 8, G, 8, NULL, 0) == MUON_OK);
         }
         CHECK(memcmp(W1, W2, sizeof W1) == 0);
         muon_free(&s1), muon_free(&s2);
         CHECK(muon_init_ex(&s1, 6, 8, MUON_INIT_NO_WORKSPACE) == MUON_OK && s1.workspace == NULL);
-        CHECK(muon_step(&s1, &c1, W1, 8, G, 8) == MUON_ERR_NULL);
+        CHECK(muon_step(&s1, &c1, W1, 8, G, 8, NULL, 0) == MUON_ERR_NULL);
         muon_free(&s1);
     }
     { /* Muown: mag_eps 0 is 1e-8 */
@@ -2257,8 +2257,8 @@ static void test_config_resolve(void)
         CHECK(muown_config_resolve(&a, &ar) == MUON_OK && ar.mag_eps == 1e-8 && ar.muon.cap_iters == 2);
         CHECK(muown_init(&o1, W0, 4, 5, 5) == MUON_OK && muown_init(&o2, W0, 4, 5, 5) == MUON_OK);
         for (i = 0; i < 3; i++) {
-            CHECK(muown_step(&o1, &a, W1, 5, G, 5) == MUON_OK);
-            CHECK(muown_step(&o2, &b, W2, 5, G, 5) == MUON_OK);
+            CHECK(muown_step(&o1, &a, W1, 5, G, 5, NULL, 0) == MUON_OK);
+            CHECK(muown_step(&o2, &b, W2, 5, G, 5, NULL, 0) == MUON_OK);
         }
         CHECK(memcmp(W1, W2, sizeof W1) == 0 && memcmp(o1.g, o2.g, 4 * sizeof(double)) == 0);
         muown_free(&o1), muown_free(&o2);
@@ -2294,8 +2294,8 @@ static void test_config_resolve(void)
               (unsigned char *)(s1.v + N) <= buf + 1 + need);
         CHECK(muon_adamw_init(&s2, N) == MUON_OK);
         for (i = 0; i < 3; i++) {
-            CHECK(muon_adamw_step(&s1, &a, p1, g) == MUON_OK);
-            CHECK(muon_adamw_step(&s2, &b, p2, g) == MUON_OK);
+            CHECK(muon_adamw_step(&s1, &a, p1, g, NULL) == MUON_OK);
+            CHECK(muon_adamw_step(&s2, &b, p2, g, NULL) == MUON_OK);
         }
         CHECK(memcmp(p1, p2, sizeof p1) == 0 && memcmp(s1.m, s2.m, N * sizeof(float)) == 0 &&
               memcmp(s1.v, s2.v, N * sizeof(float)) == 0);
@@ -2334,12 +2334,151 @@ static void test_small_layer_workspace(void)
     CHECK(muon_init_ex(&s1, R, C, MUON_INIT_NO_WORKSPACE) == MUON_OK);
     CHECK(muon_init_ex(&s2, R, C, MUON_INIT_NO_WORKSPACE) == MUON_OK);
     for (i = 0; i < 3; i++) {
-        CHECK(muon_step_ws(&s1, &cfg, W1, C, G, C, small, need) == MUON_OK);
-        CHECK(muon_step_ws(&s2, &cfg, W2, C, G, C, big, 4u << 20) == MUON_OK);
+        CHECK(muon_step_ws(&s1, &cfg, W1, C, G, C, NULL, 0, small, need) == MUON_OK);
+        CHECK(muon_step_ws(&s2, &cfg, W2, C, G, C, NULL, 0, big, 4u << 20) == MUON_OK);
     }
     CHECK(memcmp(W1, W2, sizeof W1) == 0);
     muon_free(&s1), muon_free(&s2);
     free(big);
+}
+
+/* ---------------------------------------------------------------- the step S (step_out) */
+
+/* S against the change it claims: |S - (W_after - (W_before - lrwd W_before))| within the two
+ * roundings (of W_after and of S), in double; and the padding of S (lds > cols) untouched. */
+static int step_matches(const float *S, size_t lds, const float *Wb, const float *Wa, size_t rows, size_t cols,
+                        double lrwd, double *worst)
+{
+    size_t i, j;
+    int ok = 1;
+    for (i = 0; i < rows; i++) {
+        for (j = 0; j < cols; j++) {
+            double wb = Wb[i * cols + j], wa = Wa[i * cols + j], sv = S[i * lds + j];
+            double want = wa - (wb - lrwd * wb), tol = ldexp(1.0, -23) * (fabs(wa) + fabs(sv)) + 1e-300;
+            double e = fabs(sv - want) / tol;
+            if (!(e <= 1.0)) ok = 0;
+            if (worst && e > *worst) *worst = e;
+        }
+        for (j = cols; j < lds; j++)
+            if (S[i * lds + j] != 77.0f) ok = 0;
+    }
+    return ok;
+}
+
+static void test_step_out(void)
+{
+    enum { R = 12, C = 20, LDS = 23, STEPS = 4 };
+    t_rng r = {91};
+    float W0[R * C], G[STEPS][R * C], Wa[R * C], Wb[R * C], Wn[R * C], S[R * LDS], Sk[R * LDS];
+    double worst = 0.0;
+    int k, v;
+    size_t i;
+    rand_fill(&r, W0, R * C, 0.5);
+    for (k = 0; k < STEPS; k++) rand_fill(&r, G[k], R * C, 1.0);
+    /* Muon: with and without decay, the cap, the SUM momentum, split rows */
+    for (v = 0; v < 5; v++) {
+        muon_config cfg = muon_default();
+        muon_state sa, sb;
+        int same = 1, match = 1;
+        cfg.lr = 0.03;
+        cfg.weight_decay = v == 1 || v == 2 ? 0.1 : 0.0;
+        if (v == 2) cfg.cap = MUON_CAP_ALWAYS;
+        if (v == 3) cfg.momentum_form = MUON_MOMENTUM_SUM;
+        if (v == 4) cfg.split_rows = 3;
+        CHECK(muon_init(&sa, R, C) == MUON_OK && muon_init(&sb, R, C) == MUON_OK);
+        memcpy(Wa, W0, sizeof Wa);
+        memcpy(Wn, W0, sizeof Wn);
+        for (k = 0; k < STEPS; k++) {
+            for (i = 0; i < R * LDS; i++) S[i] = 77.0f;
+            memcpy(Wb, Wa, sizeof Wb);
+            CHECK(muon_step(&sa, &cfg, Wa, C, G[k], C, S, LDS) == MUON_OK);
+            CHECK(muon_step(&sb, &cfg, Wn, C, G[k], C, NULL, 0) == MUON_OK);
+            same &= memcmp(Wa, Wn, sizeof Wa) == 0 && memcmp(sa.momentum, sb.momentum, R * C * sizeof(float)) == 0;
+            match &= step_matches(S, LDS, Wb, Wa, R, C, cfg.lr * cfg.weight_decay, &worst);
+        }
+        CHECK_MSG(same, "muon variant %d: step_out changed the step", v);
+        CHECK_MSG(match, "muon variant %d: S is not W_after - (1 - lr wd) W_before (worst %.3g of tol)", v, worst);
+        /* errors leave S untouched: S over W, S over G, lds < cols, NaN in G */
+        memcpy(Sk, S, sizeof S);
+        CHECK(muon_step(&sa, &cfg, Wa, C, G[0], C, Wa + 2, C) == MUON_ERR_ALIAS);
+        CHECK(muon_step(&sa, &cfg, Wa, C, G[0], C, (float *)G[0] + C, C) == MUON_ERR_ALIAS);
+        CHECK(muon_step(&sa, &cfg, Wa, C, G[0], C, sa.momentum, C) == MUON_ERR_ALIAS);
+        CHECK(muon_step(&sa, &cfg, Wa, C, G[0], C, S, C - 1) == MUON_ERR_SIZE);
+        G[1][5] = NAN;
+        CHECK(muon_step(&sa, &cfg, Wa, C, G[1], C, S, LDS) == MUON_ERR_NONFINITE);
+        G[1][5] = 0.25f;
+        CHECK(memcmp(Sk, S, sizeof S) == 0 && sa.step == STEPS);
+        muon_free(&sa);
+        muon_free(&sb);
+    }
+    /* Muown: Adam and Signum magnitudes, with and without decay */
+    for (v = 0; v < 3; v++) {
+        muown_config cfg = muown_default();
+        muown_state sa, sb;
+        int same = 1, match = 1;
+        cfg.muon.lr = 0.03;
+        cfg.mag_lr = 0.01;
+        cfg.muon.weight_decay = v == 1 ? 0.1 : 0.0;
+        if (v == 2) cfg.magnitude = MUOWN_MAG_SIGNUM;
+        CHECK(muown_init(&sa, W0, R, C, C) == MUON_OK && muown_init(&sb, W0, R, C, C) == MUON_OK);
+        memcpy(Wa, W0, sizeof Wa);
+        memcpy(Wn, W0, sizeof Wn);
+        for (k = 0; k < STEPS; k++) {
+            for (i = 0; i < R * LDS; i++) S[i] = 77.0f;
+            memcpy(Wb, Wa, sizeof Wb);
+            CHECK(muown_step(&sa, &cfg, Wa, C, G[k], C, S, LDS) == MUON_OK);
+            CHECK(muown_step(&sb, &cfg, Wn, C, G[k], C, NULL, 0) == MUON_OK);
+            same &= memcmp(Wa, Wn, sizeof Wa) == 0 && memcmp(sa.g, sb.g, R * sizeof(double)) == 0;
+            match &= step_matches(S, LDS, Wb, Wa, R, C, cfg.muon.lr * cfg.muon.weight_decay, &worst);
+        }
+        CHECK_MSG(same, "muown variant %d: step_out changed the step", v);
+        CHECK_MSG(match, "muown variant %d: S is not the change (worst %.3g of tol)", v, worst);
+        memcpy(Sk, S, sizeof S);
+        CHECK(muown_step(&sa, &cfg, Wa, C, G[0], C, Wa + C, C) == MUON_ERR_ALIAS);
+        CHECK(muown_step(&sa, &cfg, Wa, C, G[0], C, (float *)sa.g, C) == MUON_ERR_ALIAS);
+        CHECK(muown_step(&sa, &cfg, Wa, C, G[0], C, S, 0) == MUON_ERR_SIZE);
+        CHECK(memcmp(Sk, S, sizeof S) == 0 && sa.step == STEPS);
+        muown_free(&sa);
+        muown_free(&sb);
+    }
+    /* AdamW: with and without decay; S from the unrounded moments */
+    for (v = 0; v < 2; v++) {
+        muon_adamw_config cfg = muon_adamw_default();
+        muon_adamw_state sa, sb;
+        int same = 1, match = 1;
+        cfg.lr = 4e-3;
+        cfg.weight_decay = v ? 0.1 : 0.0;
+        CHECK(muon_adamw_init(&sa, R * C) == MUON_OK && muon_adamw_init(&sb, R * C) == MUON_OK);
+        memcpy(Wa, W0, sizeof Wa);
+        memcpy(Wn, W0, sizeof Wn);
+        for (k = 0; k < STEPS; k++) {
+            memcpy(Wb, Wa, sizeof Wb);
+            CHECK(muon_adamw_step(&sa, &cfg, Wa, G[k], S) == MUON_OK);
+            CHECK(muon_adamw_step(&sb, &cfg, Wn, G[k], NULL) == MUON_OK);
+            same &= memcmp(Wa, Wn, sizeof Wa) == 0 && memcmp(sa.m, sb.m, R * C * sizeof(float)) == 0;
+            match &= step_matches(S, R * C, Wb, Wa, 1, R * C, cfg.lr * cfg.weight_decay, &worst);
+        }
+        CHECK_MSG(same, "adamw variant %d: step_out changed the step", v);
+        CHECK_MSG(match, "adamw variant %d: S is not the change (worst %.3g of tol)", v, worst);
+        {   /* the first step of Adam is -lr g/(|g| + eps) (m_hat = g, v_hat = g^2) */
+            muon_adamw_state s1;
+            memset(&s1, 0, sizeof s1);
+            memcpy(Wa, W0, sizeof Wa);
+            CHECK(muon_adamw_init(&s1, R * C) == MUON_OK);
+            CHECK(muon_adamw_step(&s1, &cfg, Wa, G[0], S) == MUON_OK);
+            for (i = 0; i < R * C; i++) match &= fabs(S[i] + cfg.lr * (G[0][i] > 0 ? 1.0 : -1.0)) <= cfg.lr * (1e-6 + 2e-8 / fabs(G[0][i]));
+            CHECK(match);
+            muon_adamw_free(&s1);
+        }
+        memcpy(Sk, S, sizeof S);
+        CHECK(muon_adamw_step(&sa, &cfg, Wa, G[0], Wa + 3) == MUON_ERR_ALIAS);
+        CHECK(muon_adamw_step(&sa, &cfg, Wa, G[0], sa.v + 1) == MUON_ERR_ALIAS);
+        CHECK(muon_adamw_step(&sa, &cfg, Wa, G[0], (float *)G[0]) == MUON_ERR_ALIAS);
+        CHECK(memcmp(Sk, S, sizeof S) == 0 && sa.step == STEPS);
+        muon_adamw_free(&sa);
+        muon_adamw_free(&sb);
+    }
+    CHECK(worst > 0.0); /* the comparison measured something */
 }
 
 int main(void)
@@ -2373,6 +2512,7 @@ int main(void)
     RUN(test_step_leading_dims);
     RUN(test_decay_rounding);
     RUN(test_adamw);
+    RUN(test_step_out);
     RUN(test_clip);
     RUN(test_error_statuses);
     RUN(test_config_resolve);

@@ -381,9 +381,9 @@ static void test_batched_and_step(void)
         CHECK(muon_init(&s3, rows, cols) == MUON_OK);
         for (k = 0; k < 3; k++) {
             rand_fill(&r, Gs, n, 1.0);
-            CHECK(muon_step(&s1, &c1, W1, cols, Gs, cols) == MUON_OK);
-            CHECK(muon_step(&s2, &c2, W2, cols, Gs, cols) == MUON_OK);
-            CHECK(muon_step(&s3, &c3, W3, cols, Gs, cols) == MUON_OK);
+            CHECK(muon_step(&s1, &c1, W1, cols, Gs, cols, NULL, 0) == MUON_OK);
+            CHECK(muon_step(&s2, &c2, W2, cols, Gs, cols, NULL, 0) == MUON_OK);
+            CHECK(muon_step(&s3, &c3, W3, cols, Gs, cols, NULL, 0) == MUON_OK);
         }
         CHECK(memcmp(W1, W2, n * sizeof(float)) == 0);
         CHECK(memcmp(W1, W3, n * sizeof(float)) != 0);
@@ -400,7 +400,7 @@ static void test_batched_and_step(void)
         /* a bad method in the step config: DOMAIN, W and the state untouched */
         memcpy(W2, W1, n * sizeof(float));
         c2.ns.method = (muon_ns_method)5;
-        CHECK(muon_step(&s2, &c2, W2, cols, Gs, cols) == MUON_ERR_DOMAIN);
+        CHECK(muon_step(&s2, &c2, W2, cols, Gs, cols, NULL, 0) == MUON_ERR_DOMAIN);
         CHECK(memcmp(W1, W2, n * sizeof(float)) == 0 && s2.step == 3);
         CHECK(muon_step_workspace_size(rows, cols, &c3) == muon_step_workspace_size(rows, cols, &c1));
         muon_free(&s1);

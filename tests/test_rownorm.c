@@ -1263,7 +1263,7 @@ static void test_sizes_and_hidden_state_rules(void)
             sc = radii[q] / sqrt(n2);
             for (k = 0; k < 5; k++) {
                 double x = ((double)S[k] - S[ld + k]) * sc;
-                nearest &= fabs((double)h[k] - x) <= ldexp(1.0, -150) * (1.0 + 1e-9) + fabs(x) * 0x1p-24;
+                nearest &= fabs((double)h[k] - x) <= ldexp(1.0, -150) * (1.0 + 1e-9) + fabs(x) * ldexp(1.0, -24);
                 nh += (double)h[k] * h[k];
             }
             CHECK(nearest);

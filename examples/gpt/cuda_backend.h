@@ -64,18 +64,20 @@ gpt_status gpt_cuda_sumsq(gpt_backend *be, const float *x, size_t n, double *out
 /* x <- (float)(x * f) on the device (the clipping factor, as muon_clip_grad_norm applies it). */
 gpt_status gpt_cuda_scale(gpt_backend *be, float *x, size_t n, double f);
 
-/* muon_adamw_step on the device: t = the step number being taken (1 for the first). */
+/* muon_adamw_step on the device: t = the step number being taken (1 for the first); step_out
+ * (device, n floats, or NULL) receives the step s as muon_adamw_step's does. */
 gpt_status gpt_cuda_adamw_step(gpt_backend *be, float *param, const float *grad, float *m, float *v,
-                               size_t n, const muon_adamw_config *cfg, long long t);
+                               size_t n, const muon_adamw_config *cfg, long long t, float *step_out);
 
 /* muon_step on the device (rows x cols, ld = cols; momentum rows x cols): momentum rule of cfg,
  * NS of cfg->ns as cuBLAS SYRK/SYMM products (coefficients read from the muon_ns_config), the
  * shape scale of the NS'd matrix (QKV chunks when split_rows > 1), decoupled weight decay.
  * The spectral cap is not implemented on the device (GPT_ERR_CONFIG if cfg->cap is on).
- * ws: gpt_cuda_muon_workspace_floats(rows, cols) device floats. */
+ * ws: gpt_cuda_muon_workspace_floats(rows, cols) device floats. step_out (device, rows x cols,
+ * or NULL) receives the step D, as muon_step's does. */
 size_t gpt_cuda_muon_workspace_floats(size_t rows, size_t cols);
 gpt_status gpt_cuda_muon_step(gpt_backend *be, float *w, const float *g, float *momentum, size_t rows,
-                              size_t cols, const muon_config *cfg, float *ws);
+                              size_t cols, const muon_config *cfg, float *ws, float *step_out);
 
 /* rn_rownorm_step on the device (rows x cols, ld = cols, B rows x cols): t = steps already
  * taken (the state's t before the step). step_out (device, may be NULL) receives S.

@@ -94,11 +94,11 @@ static int opt_step(dev_opt *o, gpt_backend *be, long long step)
         gpt_tensor_info(&be->config, i, &t);
         if (t.kind == GPT_TENSOR_EMBEDDING) {
             muon_adamw_config ac = muon_adamw_default();
-            ok &= gpt_cuda_adamw_step(be, P + t.offset, G + t.offset, o->m[i], o->v[i], t.rows * t.cols, &ac, step) ==
+            ok &= gpt_cuda_adamw_step(be, P + t.offset, G + t.offset, o->m[i], o->v[i], t.rows * t.cols, &ac, step, NULL) ==
                   GPT_OK;
         } else if (t.kind == GPT_TENSOR_BLOCK_MATRIX) {
             muon_config mc = muon_default();
-            ok &= gpt_cuda_muon_step(be, P + t.offset, G + t.offset, o->mom[i], t.rows, t.cols, &mc, o->ws) == GPT_OK;
+            ok &= gpt_cuda_muon_step(be, P + t.offset, G + t.offset, o->mom[i], t.rows, t.cols, &mc, o->ws, NULL) == GPT_OK;
         } else {
             rn_rownorm_config rc = rn_rownorm_default();
             ok &= gpt_cuda_rownorm_step(be, P + t.offset, G + t.offset, o->B, t.rows, t.cols, &rc,
@@ -160,9 +160,9 @@ static void bench_ns(gpt_backend *be, int reps)
     int k, gn;
     timer tm;
     fill_dev(g, m * n, 1.0, 3), fill_dev(A, m * n, 1.0, 4);
-    gpt_cuda_muon_step(be, w, g, mom, m, n, &mc, ws);
+    gpt_cuda_muon_step(be, w, g, mom, m, n, &mc, ws, NULL);
     t_start(&tm);
-    for (k = 0; k < reps; k++) gpt_cuda_muon_step(be, w, g, mom, m, n, &mc, ws);
+    for (k = 0; k < reps; k++) gpt_cuda_muon_step(be, w, g, mom, m, n, &mc, ws, NULL);
     ms_ns = t_stop_ms(&tm) / reps;
     /* a square-ish GEMM with the same flops: 2 gn^2 m' ... use M = N = gn, K = m with 2 gn^2 m = flops */
     gn = (int)(sqrt(flops / (2.0 * m)) + 0.5);

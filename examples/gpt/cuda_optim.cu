@@ -71,13 +71,16 @@ gpt_status gpt_cuda_scale(gpt_backend *be, float *x, size_t n, double f)
 /* ---- AdamW ------------------------------------------------------------------------------- */
 
 __global__ void k_adamw(float *param, const float *grad, float *m, float *v, size_t n, double b1, double b2,
-                        double lr, double eps, double lrwd, double bc1, double bc2)
+                        double lr, double eps, double lrwd, double bc1, double bc2, float *step_out)
 {
-    GS_LOOP(i, n) gm_adamw_element(&param[i], &m[i], &v[i], grad[i], b1, b2, lr, eps, lrwd, bc1, bc2);
+    GS_LOOP(i, n) {
+        float s = gm_adamw_element(&param[i], &m[i], &v[i], grad[i], b1, b2, lr, eps, lrwd, bc1, bc2);
+        if (step_out) step_out[i] = s;
+    }
 }
 
 gpt_status gpt_cuda_adamw_step(gpt_backend *be, float *param, const float *grad, float *m, float *v, size_t n,
-                               const muon_adamw_config *cfg, long long t)
+                               const muon_adamw_config *cfg, long long t, float *step_out)
 {
     gpt_cuda_ctx *c = gpt_cuda__ctx(be);
     double bc1, bc2;
@@ -89,7 +92,7 @@ gpt_status gpt_cuda_adamw_step(gpt_backend *be, float *param, const float *grad,
     bc1 = gm_bias_correction(cfg->beta1, (double)t);
     bc2 = gm_bias_correction(cfg->beta2, (double)t);
     k_adamw<<<gpt_blocks(n, 256), 256, 0, c->stream>>>(param, grad, m, v, n, cfg->beta1, cfg->beta2, cfg->lr,
-                                                       cfg->eps, cfg->lr * cfg->weight_decay, bc1, bc2);
+                                                       cfg->eps, cfg->lr * cfg->weight_decay, bc1, bc2, step_out);
     return LAUNCH_OK() ? GPT_OK : GPT_ERR_BACKEND;
 }
 
@@ -161,7 +164,7 @@ size_t gpt_cuda_muon_workspace_floats(size_t rows, size_t cols)
 }
 
 gpt_status gpt_cuda_muon_step(gpt_backend *be, float *w, const float *g, float *momentum, size_t rows, size_t cols,
-                              const muon_config *cfg, float *ws)
+                              const muon_config *cfg, float *ws, float *step_out)
 {
     gpt_cuda_ctx *c = gpt_cuda__ctx(be);
     muon_ns_config ns;
@@ -231,7 +234,10 @@ gpt_status gpt_cuda_muon_step(gpt_backend *be, float *w, const float *g, float *
         if (!LAUNCH_OK()) return GPT_ERR_BACKEND;
     }
     k_decay_add<<<gpt_blocks(total, 256), 256, 0, c->stream>>>(w, U, total, cfg->lr * cfg->weight_decay);
-    return LAUNCH_OK() ? GPT_OK : GPT_ERR_BACKEND;
+    if (!LAUNCH_OK()) return GPT_ERR_BACKEND;
+    if (step_out && !CU_OK(cudaMemcpyAsync(step_out, U, total * sizeof(float), cudaMemcpyDeviceToDevice, c->stream)))
+        return GPT_ERR_BACKEND; /* S = D, as muon_step's step_out */
+    return GPT_OK;
 }
 
 /* ---- RowNorm ----------------------------------------------------------------------------- */

@@ -27,8 +27,7 @@ struct gpt_cuda_optim {
     gpt_backend *be;
     int n_slots;
     cuda_slot *slots;
-    float *head_step;   /* S, V x d */
-    float *head_before; /* Muon head: W before the step */
+    float *head_step;   /* S, V x d: written by the head's stepper */
     float *muon_ws;
     double *rn_ws;
 };
@@ -44,18 +43,6 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
-__global__ void k_adamw_head_step(float *S, const float *m, const float *v, size_t n, double lr, double eps,
-                                  double bc1, double bc2)
-{
-    GS_LOOP(i, n) S[i] = gm_adamw_head_step(m[i], v[i], lr, eps, bc1, bc2);
-}
-
-/* optim.c's Muon head step: S = W - W_before * (float)(1 - lr lambda) */
-__global__ void k_muon_head_step(float *S, const float *W, const float *Wb, size_t n, float decay)
-{
-    GS_LOOP(i, n) S[i] = W[i] - Wb[i] * decay;
-}
-
 static float *dalloc(size_t floats)
 {
     return (float *)gpt_cuda_malloc((floats ? floats : 1) * sizeof(float));
@@ -69,7 +56,7 @@ void gpt_cuda_optim_free(gpt_cuda_optim *d)
         gpt_cuda_free(d->slots[i].m), gpt_cuda_free(d->slots[i].v);
         gpt_cuda_free(d->slots[i].mom), gpt_cuda_free(d->slots[i].B);
     }
-    gpt_cuda_free(d->head_step), gpt_cuda_free(d->head_before), gpt_cuda_free(d->muon_ws), gpt_cuda_free(d->rn_ws);
+    gpt_cuda_free(d->head_step), gpt_cuda_free(d->muon_ws), gpt_cuda_free(d->rn_ws);
     free(d->slots);
     free(d);
 }
@@ -153,10 +140,9 @@ int gpt_cuda_optim_create(gpt_backend *be, const struct optim_set *o, gpt_cuda_o
     }
     head_n = o->head_slot >= 0 ? o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols : 0;
     d->head_step = dalloc(head_n);
-    d->head_before = o->head_before ? dalloc(head_n) : NULL;
     d->muon_ws = muon_ws ? dalloc(muon_ws) : NULL;
     d->rn_ws = rn_ws ? (double *)gpt_cuda_malloc(rn_ws * sizeof(double)) : NULL;
-    if (!d->head_step || (o->head_before && !d->head_before) || (muon_ws && !d->muon_ws) || (rn_ws && !d->rn_ws)) {
+    if (!d->head_step || (muon_ws && !d->muon_ws) || (rn_ws && !d->rn_ws)) {
         gpt_cuda_optim_free(d);
         return fail(err, errlen, "out of device memory for the optimizer workspaces");
     }
@@ -201,44 +187,30 @@ int gpt_cuda_optim_step(gpt_cuda_optim *d, struct optim_set *o, long step, long 
         const float *Gs = G + s->t.offset;
         double lr = s->peak_lr * factor;
         size_t n = s->t.rows * s->t.cols;
-        int is_head = i == o->head_slot;
+        float *S = i == o->head_slot ? d->head_step : NULL; /* the head's stepper writes S */
         gpt_status st = GPT_OK;
         if (!optim_owns(o, i)) continue; /* data parallel: stepped by its owner, then shared */
-        if (is_head && d->head_before &&
-            !CU_OK(cudaMemcpyAsync(d->head_before, W, n * sizeof(float), cudaMemcpyDeviceToDevice, c->stream)))
-            return fail(err, errlen, "head copy failed");
         switch (s->kind) {
         case OPTIM_ADAMW: {
             muon_adamw_config ac = s->adamw_cfg;
             long long t = s->adamw.step + 1;
             ac.lr = lr;
-            st = gpt_cuda_adamw_step(be, W, Gs, ds->m, ds->v, n, &ac, t);
+            st = gpt_cuda_adamw_step(be, W, Gs, ds->m, ds->v, n, &ac, t, S);
             if (st == GPT_OK) s->adamw.step = t;
-            if (st == GPT_OK && is_head) {
-                k_adamw_head_step<<<gpt_blocks(n, 256), 256, 0, c->stream>>>(
-                    d->head_step, ds->m, ds->v, n, lr, ac.eps, gm_bias_correction(ac.beta1, (double)t),
-                    gm_bias_correction(ac.beta2, (double)t));
-                if (!LAUNCH_OK()) st = GPT_ERR_BACKEND;
-            }
             break;
         }
         case OPTIM_MUON: {
             muon_config mc = s->muon_cfg;
             mc.lr = lr;
-            st = gpt_cuda_muon_step(be, W, Gs, ds->mom, s->t.rows, s->t.cols, &mc, d->muon_ws);
+            st = gpt_cuda_muon_step(be, W, Gs, ds->mom, s->t.rows, s->t.cols, &mc, d->muon_ws, S);
             if (st == GPT_OK) s->muon.step++;
-            if (st == GPT_OK && is_head) {
-                k_muon_head_step<<<gpt_blocks(n, 256), 256, 0, c->stream>>>(
-                    d->head_step, W, d->head_before, n, (float)(1.0 - lr * mc.weight_decay));
-                if (!LAUNCH_OK()) st = GPT_ERR_BACKEND;
-            }
             break;
         }
         case OPTIM_ROWNORM: {
             rn_rownorm_config rc = s->rownorm_cfg;
             rc.lr = lr;
             st = gpt_cuda_rownorm_step(be, W, Gs, ds->B, s->t.rows, s->t.cols, &rc, s->rownorm.t,
-                                       is_head ? d->head_step : NULL, d->rn_ws);
+                                       S, d->rn_ws);
             if (st == GPT_OK) s->rownorm.t++;
             break;
         }

@@ -210,25 +210,22 @@ GM_FN float gm_ce_grad(float p, int is_target, float dloss)
 /* 1 - beta^t as -expm1(t log beta) (beta = 0 gives 1) */
 GM_FN double gm_bias_correction(double beta, double t) { return -expm1(t * log(beta)); }
 
-/* One element of muon_adamw_step: m, v updated and stored in float, the step in double with the
- * decoupled decay formed as p - (lr wd) p (lrwd = lr * weight_decay, never (float)(1 - lr wd),
- * which rounds to 1 for tiny lr wd); bc1, bc2 from gm_bias_correction. */
-GM_FN void gm_adamw_element(float *param, float *m, float *v, float grad, double b1, double b2,
-                            double lr, double eps, double lrwd, double bc1, double bc2)
+/* One element of muon_adamw_step: m, v updated and stored in float, the step
+ * s = -lr m_hat / (sqrt(v_hat) + eps) in double from the unrounded moments, the decoupled decay
+ * formed as p - (lr wd) p (lrwd = lr * weight_decay, never (float)(1 - lr wd), which rounds to 1
+ * for tiny lr wd); bc1, bc2 from gm_bias_correction. Returns s rounded once (muon_adamw_step's
+ * step_out). */
+GM_FN float gm_adamw_element(float *param, float *m, float *v, float grad, double b1, double b2,
+                             double lr, double eps, double lrwd, double bc1, double bc2)
 {
     double g = (double)grad, p = (double)*param;
     double mm = b1 * (double)*m + (1.0 - b1) * g;
     double vv = b2 * (double)*v + (1.0 - b2) * g * g;
+    double s = -(lr * (mm / bc1) / (sqrt(vv / bc2) + eps));
     *m = (float)mm;
     *v = (float)vv;
-    *param = (float)((p - lrwd * p) - lr * (mm / bc1) / (sqrt(vv / bc2) + eps));
-}
-
-/* optim.c's head step of an AdamW head, from the moments after the step (t = steps taken):
- * S = -lr m_hat / (sqrt(v_hat) + eps) */
-GM_FN float gm_adamw_head_step(float m, float v, double lr, double eps, double bc1, double bc2)
-{
-    return (float)(-lr * ((double)m / bc1) / (sqrt((double)v / bc2) + eps));
+    *param = (float)((p - lrwd * p) + s);
+    return (float)s;
 }
 
 /* muon_clip_grad_norm's scaling of one gradient entry by f = max_norm / total */

@@ -196,10 +196,6 @@ int optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *mod
     o->load = (double *)calloc((size_t)o->nranks, sizeof *o->load);
     if (!o->slots || !o->grad_ptrs || !o->grad_sizes || !o->head_step || !o->owner || !o->load) goto nomem;
     for (i = 0; i < lay.n_tensors; i++) o->owner[i] = -1;
-    if (r->head == OPTIM_HEAD_MUON) {
-        o->head_before = (float *)malloc((lay.n_params - lay.lm_head) * sizeof(float));
-        if (!o->head_before) goto nomem;
-    }
     for (i = 0; i < lay.n_tensors; i++) {
         optim_slot *s = &o->slots[i];
         gpt_tensor_info(model, i, &s->t);
@@ -295,7 +291,6 @@ void optim_free(optim_set *o)
     free(o->grad_ptrs);
     free(o->grad_sizes);
     free(o->head_step);
-    free(o->head_before);
     free(o->owner);
     free(o->load);
     free(o->segs);
@@ -319,17 +314,6 @@ int optim_first_nonfinite(const gpt_config *model, const float *block)
             if (!isfinite(block[t.offset + k])) return i;
     }
     return -1;
-}
-
-/* S = -lr m_hat / (sqrt(v_hat) + eps) from the moments after the step (SPEC §1.6). */
-static void adamw_head_step(const optim_slot *s, double lr, float *S)
-{
-    const muon_adamw_state *st = &s->adamw;
-    double t = (double)st->step;
-    double bc1 = -expm1(t * log(s->adamw_cfg.beta1)), bc2 = -expm1(t * log(s->adamw_cfg.beta2));
-    size_t i;
-    for (i = 0; i < st->size; i++)
-        S[i] = (float)(-lr * ((double)st->m[i] / bc1) / (sqrt((double)st->v[i] / bc2) + s->adamw_cfg.eps));
 }
 
 /* RowNorm on this rank's vocabulary rows of the head (SPEC 1.5 on the whole head: the column
@@ -373,32 +357,26 @@ int optim_step(optim_set *o, float *params, float *grads, long step, long total,
         double lr = s->peak_lr * factor;
         size_t ld = s->t.cols;
         int is_head = i == o->head_slot;
+        float *S = is_head ? o->head_step : NULL; /* the head's stepper writes its step S */
         const char *what = NULL;
         rn_status rs = RN_OK;
         ms = MUON_OK;
         if (!optim_owns(o, i)) continue; /* stepped by its owner; share() brings the result */
-        if (is_head && o->head_before) memcpy(o->head_before, W, s->t.rows * s->t.cols * sizeof(float));
         switch (s->kind) {
         case OPTIM_ADAMW:
             s->adamw_cfg.lr = lr;
-            ms = muon_adamw_step(&s->adamw, &s->adamw_cfg, W, G);
+            ms = muon_adamw_step(&s->adamw, &s->adamw_cfg, W, G, S);
             what = "AdamW";
-            if (ms == MUON_OK && is_head) adamw_head_step(s, lr, o->head_step);
             break;
         case OPTIM_MUON:
             s->muon_cfg.lr = lr;
-            ms = muon_step(&s->muon, &s->muon_cfg, W, ld, G, ld);
+            ms = muon_step(&s->muon, &s->muon_cfg, W, ld, G, ld, S, ld);
             what = "Muon";
-            if (ms == MUON_OK && is_head) {
-                float decay = (float)(1.0 - lr * s->muon_cfg.weight_decay);
-                size_t k, n = s->t.rows * s->t.cols;
-                for (k = 0; k < n; k++) o->head_step[k] = W[k] - o->head_before[k] * decay;
-            }
             break;
         case OPTIM_MUOWN:
             s->muown_cfg.muon.lr = lr;
             s->muown_cfg.mag_lr = lr;
-            ms = muown_step(&s->muown, &s->muown_cfg, W, ld, G, ld);
+            ms = muown_step(&s->muown, &s->muown_cfg, W, ld, G, ld, S, ld);
             what = "Muown";
             break;
         case OPTIM_ROWNORM:
@@ -406,7 +384,7 @@ int optim_step(optim_set *o, float *params, float *grads, long step, long total,
             if (is_head && o->head_sharded) {
                 if (rownorm_sharded_step(o, s, W, G, err, errlen)) return -1;
             } else {
-                rs = rn_rownorm_step(&s->rownorm, &s->rownorm_cfg, W, ld, G, ld, o->head_step, ld);
+                rs = rn_rownorm_step(&s->rownorm, &s->rownorm_cfg, W, ld, G, ld, S, ld);
             }
             what = "RowNorm";
             break;

@@ -109,7 +109,6 @@ typedef struct optim_set {
     optim_slot *slots;
     int head_slot;         /* index of lm_head */
     float *head_step;      /* S of the last step, V x d (zero before the first step) */
-    float *head_before;    /* Muon head: copy of the head before the step */
     float **grad_ptrs;     /* for clipping */
     size_t *grad_sizes;
     double last_grad_norm; /* before clipping */

@@ -69,7 +69,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fz_snap sb = fz_take_snap(buf, 2 * n * sizeof(float)), sm = fz_take_snap(st.m, n * sizeof(float)),
                     sv = fz_take_snap(st.v, n * sizeof(float));
             int finite = fz_all_finite_f(gr, n);
-            muon_status rs = muon_adamw_step(&st, &cfg, p, gr);
+            /* the step output: NULL, a separate buffer, or (once in 8) the gradient (ALIAS) */
+            uint8_t so = fz_u8(&in);
+            float *S = (so & 8) ? (float *)fz_malloc(n * sizeof(float)) : NULL, *Sarg = S;
+            fz_snap snS;
+            muon_status rs;
+            if (S) for (i = 0; i < n; i++) S[i] = 55.0f;
+            if (S && (so >> 4) % 8 == 0) Sarg = gr;
+            snS = fz_take_snap(S, S ? n * sizeof(float) : 0);
+            rs = muon_adamw_step(&st, &cfg, p, gr, Sarg);
+            if (Sarg && Sarg == gr) FZ_CHECK(rs != MUON_OK, "step_out over grad accepted");
+            if (rs != MUON_OK) FZ_CHECK(fz_snap_same(&snS), "step_out written on error %d", (int)rs);
+            else if (S) fz_check_step(S, n, (const float *)sb.copy + (p - buf), p, n, 1, n, cfg.lr * cfg.weight_decay, 55.0f);
+            fz_snap_free(&snS);
+            free(S);
             if (overlap || !finite) FZ_CHECK(rs != MUON_OK, "overlap or NaN/Inf accepted");
             if (bad_count) FZ_CHECK(rs != MUON_OK, "step counter %lld accepted", s0.step);
             if (rs == MUON_OK && finite_before)

@@ -110,6 +110,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         void *ws = NULL;
         size_t ws_bytes = 0;
         int use_ws = fz_u8(&in) % 3 == 0;
+        /* the step output: NULL, or S with lds = cols + 0..2 (cols - 1 once in 8: SIZE) */
+        uint8_t so = fz_u8(&in);
+        size_t lds = s.cols + so % 3, sn = 0;
+        float *S = NULL;
+        fz_snap snS;
+        if (so & 8) {
+            if ((so >> 4) % 8 == 0 && s.cols > 1 && !s.bogus) lds = s.cols - 1;
+            sn = s.bogus ? 4 : fz_extent(s.rows, s.cols, lds);
+            S = (float *)fz_malloc(sn * sizeof(float));
+            for (i = 0; i < sn; i++) S[i] = 55.0f;
+        }
+        snS = fz_take_snap(S, S ? sn * sizeof(float) : 0);
         if (!overlap || t == 0) for (i = 0; i < gn; i++) G[i] = fz_value(&gg, &in, s.bogus ? i : i % s.ld);
         finite_g = fz_matrix_finite(G, &s);
         finite_w = 1;
@@ -124,10 +136,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             ws_bytes = muon_step_workspace_size(s.rows, s.cols, (fz_u8(&in) & 1) ? &cfg : NULL);
             if (fz_u8(&in) % 8 == 0 && ws_bytes) ws_bytes /= 3;
             ws = fz_malloc(ws_bytes);
-            rs = muon_step_ws(&st, &cfg, W, ldw, G, s.ld, ws, ws_bytes);
+            rs = muon_step_ws(&st, &cfg, W, ldw, G, s.ld, S, lds, ws, ws_bytes);
         } else {
-            rs = muon_step(&st, &cfg, W, ldw, G, s.ld);
+            rs = muon_step(&st, &cfg, W, ldw, G, s.ld, S, lds);
         }
+        if (S && lds < s.cols) FZ_CHECK(rs != MUON_OK, "lds %zu < cols %zu accepted", lds, s.cols);
         free(ws);
         if (s.bogus || !st.momentum) FZ_CHECK(rs != MUON_OK, "invalid ld or uninitialised state accepted");
         if (overlap) FZ_CHECK(rs != MUON_OK, "G overlapping W accepted");
@@ -135,6 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (bad_count && st.momentum) FZ_CHECK(rs != MUON_OK, "step counter %lld accepted", ss.st.step);
         if (rs != MUON_OK) {
             FZ_CHECK(fz_snap_same(&snBuf), "W or G changed on error %d (%s)", (int)rs, muon_status_string(rs));
+            FZ_CHECK(fz_snap_same(&snS), "step_out written on error %d (%s)", (int)rs, muon_status_string(rs));
             FZ_CHECK(st.momentum == NULL ? memcmp(&ss.st, &st, sizeof st) == 0 : state_same(&ss, &st),
                      "state changed on error %d (%s)", (int)rs, muon_status_string(rs));
         } else {
@@ -146,6 +160,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FZ_CHECK(fz_all_finite_f(st.momentum, s.rows * s.cols), "momentum not finite after step %zu", t);
                 FZ_CHECK(cfg.cap == MUON_CAP_OFF || st.cap_sigma == st.cap_sigma, "cap_sigma NaN");
             }
+            if (S) fz_check_step(S, lds, (const float *)snW.copy, W, ldw, s.rows, s.cols, cfg.lr * cfg.weight_decay, 55.0f);
             /* columns past cols inside ldw never written */
             for (i = 0; i + 1 < s.rows; i++)
                 FZ_CHECK(memcmp(W + i * ldw + s.cols, (const float *)snW.copy + i * ldw + s.cols,
@@ -155,6 +170,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fz_snap_free(&snW);
         fz_snap_free(&snG);
         fz_snap_free(&snBuf);
+        fz_snap_free(&snS);
+        free(S);
         if (rs != MUON_OK) break;
     }
     muon_free(&st);

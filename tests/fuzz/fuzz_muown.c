@@ -96,13 +96,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int bad_count = st.step < 0 || st.step == LLONG_MAX;
         mw_snap ms;
         fz_snap snW = fz_take_snap(W, s.alloc * sizeof(float)), snG = fz_take_snap(G, s.alloc * sizeof(float));
-        uint8_t which = fz_u8(&in) % 4;
+        uint8_t which = fz_u8(&in) % 4, so = fz_u8(&in);
+        /* the step output of the steps: NULL, or S with lds = cols + 0..2 (cols - 1 once in 8) */
+        size_t lds = s.cols + so % 3, sn = 0, i2;
+        float *S = NULL;
+        fz_snap snS;
+        if (so & 8) {
+            if ((so >> 4) % 8 == 0 && s.cols > 1) lds = s.cols - 1;
+            sn = fz_extent(s.rows, s.cols, lds);
+            S = (float *)fz_malloc(sn * sizeof(float));
+            for (i2 = 0; i2 < sn; i2++) S[i2] = 55.0f;
+        }
+        snS = fz_take_snap(S, S ? sn * sizeof(float) : 0);
         mw_take(&ms, &st);
         if (which == 0) {
             size_t need = muown_step_workspace_size(s.rows, s.cols, (fz_u8(&in) & 1) ? &cfg : NULL);
             size_t have = fz_u8(&in) % 8 == 0 ? need / 2 : need;
             void *ws = fz_malloc(have);
-            rs = muown_step_ws(&st, &cfg, W, s.ld, G, s.ld, ws, have);
+            rs = muown_step_ws(&st, &cfg, W, s.ld, G, s.ld, S, lds, ws, have);
             free(ws);
         } else if (which == 1) {
             double *gg_out = (double *)fz_malloc(s.rows * sizeof(double));
@@ -123,8 +134,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             rs = muown_resync(&st, W, s.ld);
             FZ_CHECK(fz_snap_same(&snW), "muown_resync changed W");
         } else {
-            rs = muown_step(&st, &cfg, W, s.ld, G, s.ld);
+            rs = muown_step(&st, &cfg, W, s.ld, G, s.ld, S, lds);
         }
+        if ((which == 0 || which == 3) && S) {
+            if (lds < s.cols) FZ_CHECK(rs != MUON_OK, "lds %zu < cols %zu accepted", lds, s.cols);
+            if (rs != MUON_OK) FZ_CHECK(fz_snap_same(&snS), "step_out written on error %d", (int)rs);
+            else fz_check_step(S, lds, (const float *)snW.copy, W, s.ld, s.rows, s.cols,
+                               cfg.muon.lr * cfg.muon.weight_decay, 55.0f);
+        }
+        fz_snap_free(&snS);
+        free(S);
         FZ_CHECK(fz_snap_same(&snG), "G changed");
         if (which != 2 && !fz_matrix_finite(G, &s)) FZ_CHECK(rs != MUON_OK, "NaN/Inf in G accepted");
         if ((which == 0 || which == 3) && bad_count) FZ_CHECK(rs != MUON_OK, "step counter %lld accepted", ms.st.step);

@@ -165,8 +165,8 @@ static void test_muon_split(void)
     for (t = 0; t < STEPS; t++) {
         fill(G, off[NM], &rng, 1.0); /* the same on every rank (same seed) */
         for (k = 0; k < NM; k++) {
-            CHECK(muon_step(&ref[k], &cfg, W_ref + off[k], cols[k], G + off[k], cols[k]) == MUON_OK);
-            if (owner[k] == c->rank) CHECK(muon_step(&st[k], &cfg, W + off[k], cols[k], G + off[k], cols[k]) == MUON_OK);
+            CHECK(muon_step(&ref[k], &cfg, W_ref + off[k], cols[k], G + off[k], cols[k], NULL, 0) == MUON_OK);
+            if (owner[k] == c->rank) CHECK(muon_step(&st[k], &cfg, W + off[k], cols[k], G + off[k], cols[k], NULL, 0) == MUON_OK);
         }
         CHECK(c->ops->share(c, W, seg, NM) == 0);
     }

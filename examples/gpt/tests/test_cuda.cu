@@ -308,6 +308,7 @@ static void test_optimizers(void)
         muon_adamw_state st;
         muon_adamw_config ac = muon_adamw_default();
         float *p = hostf(n), *g = hostf(n), *gp = hostf(n), *dp, *dg, *dm = devf(n), *dv = devf(n);
+        float *S = hostf(n), *gS = hostf(n), *dS = devf(n);
         long long t;
         ac.lr = 4e-3, ac.weight_decay = 0.1, ac.eps = 1e-10;
         muon_adamw_init(&st, n);
@@ -316,19 +317,23 @@ static void test_optimizers(void)
         for (t = 1; t <= 3; t++) {
             fill(g, n, 1.0);
             gpt_cuda_upload(dg, g, n * sizeof(float));
-            muon_adamw_step(&st, &ac, p, g);
-            CHECK(gpt_cuda_adamw_step(&c->base, dp, dg, dm, dv, n, &ac, t) == GPT_OK);
+            muon_adamw_step(&st, &ac, p, g, S);
+            CHECK(gpt_cuda_adamw_step(&c->base, dp, dg, dm, dv, n, &ac, t, dS) == GPT_OK);
         }
         down(gp, dp, n);
+        down(gS, dS, n);
         CHECK_CLOSE(gp, p, n, 0, 1e-6, "adamw");
+        CHECK_CLOSE(gS, S, n, 0, 1e-6, "adamw step_out");
         muon_adamw_free(&st);
         gpt_cuda_free(dp), gpt_cuda_free(dg), gpt_cuda_free(dm), gpt_cuda_free(dv), free(p), free(g), free(gp);
+        gpt_cuda_free(dS), free(S), free(gS);
     }
     for (s = 0; s < 4; s++) { /* Muon: wide, tall, QKV split, one row; Jordan and Polar Express */
         size_t rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
         muon_state st;
         muon_config mc = muon_default();
         float *w = hostf(n), *g = hostf(n), *gw = hostf(n), *dw, *dg, *dm = devf(n);
+        float *S = hostf(n), *gS = hostf(n), *dS = devf(n);
         float *ws = devf(gpt_cuda_muon_workspace_floats(rows, cols));
         int k;
         mc.lr = 0.02, mc.weight_decay = 0.1, mc.split_rows = shapes[s][2];
@@ -339,10 +344,14 @@ static void test_optimizers(void)
         for (k = 0; k < 3; k++) {
             fill(g, n, 1.0);
             gpt_cuda_upload(dg, g, n * sizeof(float));
-            CHECK(muon_step(&st, &mc, w, cols, g, cols) == MUON_OK);
-            CHECK(gpt_cuda_muon_step(&c->base, dw, dg, dm, rows, cols, &mc, ws) == GPT_OK);
+            CHECK(muon_step(&st, &mc, w, cols, g, cols, S, cols) == MUON_OK);
+            CHECK(gpt_cuda_muon_step(&c->base, dw, dg, dm, rows, cols, &mc, ws, dS) == GPT_OK);
         }
         down(gw, dw, n);
+        down(gS, dS, n);
+        CHECK_MSG(worst(gS, S, n, 2e-5 * mc.lr, 1e-5) <= 1.0, "muon step_out %zux%zu: %.3g", rows, cols,
+                  worst(gS, S, n, 2e-5 * mc.lr, 1e-5));
+        gpt_cuda_free(dS), free(S), free(gS);
         CHECK_MSG(worst(gw, w, n, 2e-5 * mc.lr, 1e-5) <= 1.0, "muon %zux%zu/%zu: %.3g", rows, cols, shapes[s][2],
                   worst(gw, w, n, 2e-5 * mc.lr, 1e-5));
         muon_free(&st);
@@ -496,13 +505,13 @@ static float trainer_step(trainer *tr, const int *in, const int *tg)
         if (t.kind == GPT_TENSOR_EMBEDDING) {
             muon_adamw_config ac = muon_adamw_default();
             ac.lr = LR_ADAM, ac.beta2 = 0.95, ac.eps = 1e-10, ac.weight_decay = 0.0;
-            if (tr->is_cuda) gpt_cuda_adamw_step(be, p, g, tr->dm[i], tr->dv[i], t.rows * t.cols, &ac, tr->step);
-            else muon_adamw_step(&tr->adam[i], &ac, p, g);
+            if (tr->is_cuda) gpt_cuda_adamw_step(be, p, g, tr->dm[i], tr->dv[i], t.rows * t.cols, &ac, tr->step, NULL);
+            else muon_adamw_step(&tr->adam[i], &ac, p, g, NULL);
         } else if (t.kind == GPT_TENSOR_BLOCK_MATRIX) {
             muon_config mc = muon_default();
             mc.lr = LR_MUON, mc.weight_decay = 0.1;
-            if (tr->is_cuda) gpt_cuda_muon_step(be, p, g, tr->dmom[i], t.rows, t.cols, &mc, tr->dws);
-            else muon_step(&tr->muon[i], &mc, p, t.cols, g, t.cols);
+            if (tr->is_cuda) gpt_cuda_muon_step(be, p, g, tr->dmom[i], t.rows, t.cols, &mc, tr->dws, NULL);
+            else muon_step(&tr->muon[i], &mc, p, t.cols, g, t.cols, NULL, 0);
         } else {
             rn_rownorm_config rc = rn_rownorm_default();
             rc.lr = LR_HEAD;

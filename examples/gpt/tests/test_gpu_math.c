@@ -402,6 +402,7 @@ static void test_adamw(void)
     muon_adamw_state st;
     muon_adamw_config cfg = muon_adamw_default();
     float *p0 = alloc_f(n), *p1 = alloc_f(n), *g = alloc_f(n), *m = alloc_f(n), *v = alloc_f(n);
+    float *S0 = alloc_f(n), *S1 = alloc_f(n);
     long long t;
     size_t i;
     cfg.lr = 3e-3, cfg.beta1 = 0.9, cfg.beta2 = 0.999, cfg.eps = 1e-10, cfg.weight_decay = 0.1;
@@ -411,16 +412,17 @@ static void test_adamw(void)
     for (t = 1; t <= 4; t++) {
         double bc1 = gm_bias_correction(cfg.beta1, (double)t), bc2 = gm_bias_correction(cfg.beta2, (double)t);
         fill(g, n, t == 2 ? 1e-6 : 1.0);
-        CHECK(muon_adamw_step(&st, &cfg, p0, g) == MUON_OK);
+        CHECK(muon_adamw_step(&st, &cfg, p0, g, S0) == MUON_OK);
         for (i = 0; i < n; i++)
-            gm_adamw_element(&p1[i], &m[i], &v[i], g[i], cfg.beta1, cfg.beta2, cfg.lr, cfg.eps,
-                             cfg.lr * cfg.weight_decay, bc1, bc2);
+            S1[i] = gm_adamw_element(&p1[i], &m[i], &v[i], g[i], cfg.beta1, cfg.beta2, cfg.lr, cfg.eps,
+                                     cfg.lr * cfg.weight_decay, bc1, bc2);
+        CHECK_MSG(worst(S1, S0, n, 0, 1e-7) <= 1, "step %lld: S %g", t, worst(S1, S0, n, 0, 1e-7));
     }
     CHECK_MSG(worst(p1, p0, n, 0, 1e-7) <= 1, "param %g", worst(p1, p0, n, 0, 1e-7));
     CHECK(worst(m, st.m, n, 0, 1e-7) <= 1 && worst(v, st.v, n, 0, 1e-7) <= 1);
     CHECK(gm_bias_correction(0.0, 3.0) == 1.0);
     muon_adamw_free(&st);
-    free(p0), free(p1), free(g), free(m), free(v);
+    free(p0), free(p1), free(g), free(m), free(v), free(S0), free(S1);
 }
 
 /* k_scale: the clipping factor applied as muon_clip_grad_norm applies it */
@@ -586,7 +588,7 @@ static void test_muon(void)
         memcpy(w1, w0, total * sizeof(float));
         for (step = 0; step < 3; step++) {
             fill(g, total, step == 1 ? 1e-3 : 1.0);
-            CHECK(muon_step(&st, &cfg, w0, cols, g, cols) == MUON_OK);
+            CHECK(muon_step(&st, &cfg, w0, cols, g, cols, NULL, 0) == MUON_OK);
             sim_muon_step(w1, g, mom, rows, cols, &cfg);
         }
         CHECK_MSG(worst(mom, st.momentum, total, 0, 1e-6) <= 1, "case %zu momentum", c);
