@@ -33,6 +33,9 @@ TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_NAMES := $(basename $(notdir $(TEST_SRCS)))
 HEADERS := rownorm.h muon.h
 HEADER_DEPS := $(HEADERS)
+# ASan + UBSan: the one set of sanitizer flags of every sanitized build (the asan variant, the
+# trainer's *_asan tests). Placed after flags with -O2 (GPT_CFLAGS), its -O1 wins.
+SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 
 # variant -> compiler and flags
 V_scalar_CC  := $(CC)
@@ -47,7 +50,7 @@ V_cblas_CC   := $(CC)
 V_cblas_FL   := -std=c99 -O2 $(SIMD2) -DRN_USE_CBLAS -DMUON_USE_CBLAS $(BLAS_CFLAGS)
 V_cblas_LIBS := $(BLAS_LIBS)
 V_asan_CC    := $(CC)
-V_asan_FL    := -std=c99 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all $(SIMD2) $(OMP)
+V_asan_FL    := -std=c99 $(SAN_FLAGS) $(SIMD2) $(OMP)
 
 VARIANTS := scalar avx2 cxx asan
 ifeq ($(ARCH),x86_64)
@@ -71,8 +74,10 @@ TEST_BINS := $(foreach v,$(VARIANTS),$(addprefix $(B)/$(v)/,$(TEST_NAMES)))
 RUN_BINS  := $(foreach v,$(RUN_VARIANTS),$(addprefix $(B)/$(v)/,$(TEST_NAMES)))
 
 # The example trainer adds its own tests (GPT_TEST_BINS) and targets (demo) here.
+# This fragment, tests/reliability.mk and bench/bench.mk (at the end) are part of the repository:
+# plain `include`, so a missing one is an error (none is optional or generated: no `-include`).
 GPT_TEST_BINS :=
--include examples/gpt/gpt.mk
+include examples/gpt/gpt.mk
 
 .PHONY: all test test-build config install uninstall clean
 all: test-build
@@ -99,5 +104,5 @@ uninstall:
 
 clean:
 	rm -rf $(B)
--include tests/reliability.mk
--include bench/bench.mk
+include tests/reliability.mk
+include bench/bench.mk

@@ -148,7 +148,7 @@ $(FUZZ_B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(FUZZ_B)/impl.o
 # not impl.o), all instrumented.
 FUZZ_GPT_SRCS := $(GPT_TRAIN_ALL)
 $(FUZZ_B)/fuzz_gpt_files: tests/fuzz/fuzz_gpt_files.c tests/fuzz/fuzz_common.h $(GPT_TRAIN_DEPS)
-	$(call rel_try,$(REL_CLANG) -std=c99 $(FUZZ_FLAGS) -I$(GPT_DIR) -Wall -Wextra -Wpedantic -Wshadow -Werror $(FUZZ_SAN_BIN) -DTRAIN_NO_MAIN $< $(FUZZ_GPT_SRCS) -o $@ $(LDLIBS))
+	$(call rel_try,$(REL_CLANG) -std=c99 $(FUZZ_FLAGS) -I$(GPT_DIR) -Wall -Wextra -Wpedantic -Wshadow -Werror $(FUZZ_SAN_BIN) -DGPT_CLI_NO_MAIN $< $(FUZZ_GPT_SRCS) -o $@ $(LDLIBS))
 endif
 
 # ---- kill during a checkpoint write (LD_PRELOAD shim; glibc) --------------------------------

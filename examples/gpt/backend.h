@@ -1,21 +1,20 @@
-/* backend.h - what a compute backend gives the training loop (CPU now: cpu.c; CUDA later).
+/* backend.h - what a compute backend gives the training loop (cpu.c; cuda.cu in build/gpt/train_cuda).
  *
  * A backend owns the parameters, the gradients and the activations of one model, and computes
  * forward + backward of a batch. The training loop (train.c) drives any backend through the
- * function table below and keeps the optimizer step to itself: it reads the gradient block and
- * updates the parameter block on the host, both laid out as model.h describes (gpt_layout /
- * gpt_tensor_info name every tensor with its kind, so the loop assigns Muon to block matrices,
- * AdamW to the embedding and AdamW / RowNorm / Muon to the head, and checkpoints store names).
+ * function table below; the parameter and gradient blocks are laid out as model.h describes
+ * (gpt_layout / gpt_tensor_info name every tensor with its kind, so the optimizer set assigns
+ * Muon to block matrices, AdamW to the embedding and AdamW / RowNorm / Muon to the head, and
+ * checkpoints store names).
  *
- * Typical step:
+ * Typical update:
  *     be->ops->zero_grad(be);
  *     be->ops->forward(be, inputs, targets, &loss);   // B x T tokens each, row-major
  *     be->ops->backward(be);
- *     be->ops->pull_grads(be);                         // device -> host (CPU: no-op)
- *     ... optimizer on be->ops->params(be) with be->ops->grads(be) ...
- *     be->ops->push_params(be);                        // host -> device (CPU: no-op)
- * The head step S of SPEC's diagnostics is the change of the lm_head tensor across the optimizer
- * step; the loop has both on the host (copy the head before the step, subtract after).
+ *     opt->ops->reduce / step / share                  // optim.h gpt_optimizer: on the host
+ *                                                      // blocks, or where the backend keeps them
+ * The optimizer comes from gpt_optimizer_create (optim.h): the backend's own
+ * (create_optimizer), or the host one on params()/grads().
  *
  * Host blocks: params(be) and grads(be) return host arrays of gpt_layout_of(cfg).n_params floats
  * that stay valid until destroy. Whoever writes params on the host (init, optimizer, checkpoint
@@ -37,6 +36,8 @@ extern "C" {
 #endif
 
 typedef struct gpt_backend gpt_backend;
+struct gpt_optimizer_env; /* optim.h */
+struct gpt_optimizer;
 
 typedef struct gpt_backend_ops {
     const char *name; /* "cpu", ... */
@@ -73,6 +74,13 @@ typedef struct gpt_backend_ops {
     /* Sampling: the vocab_size logits of the last position of one context of len tokens
      * (1 <= len <= max_seq). Clobbers the activations of the last forward. */
     gpt_status (*last_logits)(gpt_backend *be, const int *context, int len, float *logits);
+
+    /* The optimizer set run where this backend keeps its parameters (optim.h): 0 with *out set,
+     * or -1 with a message in err; it may hand out the host implementation instead (mirrored)
+     * with the reason in note. NULL: the host implementation on params()/grads() (the CPU
+     * backend, whose blocks are the ones it computes on). */
+    int (*create_optimizer)(const struct gpt_optimizer_env *env, struct gpt_optimizer **out, char *note,
+                            size_t notelen, char *err, size_t errlen);
 } gpt_backend_ops;
 
 /* The common head of every backend object (a backend's private struct starts with it). */

@@ -9,32 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *ckpt_status_string(ckpt_status s)
+/* the message into err, and s */
+static gpt_status fail(char *err, size_t errlen, gpt_status s, const char *fmt, ...)
 {
-    switch (s) {
-    case CKPT_OK: return "ok";
-    case CKPT_ERR_NULL: return "a required pointer is NULL";
-    case CKPT_ERR_NOMEM: return "out of memory";
-    case CKPT_ERR_IO: return "i/o error";
-    case CKPT_ERR_TRUNCATED: return "truncated checkpoint";
-    case CKPT_ERR_MAGIC: return "not a checkpoint (wrong magic)";
-    case CKPT_ERR_VERSION: return "unsupported checkpoint version";
-    case CKPT_ERR_CHECKSUM: return "checkpoint checksum mismatch";
-    case CKPT_ERR_CORRUPT: return "malformed checkpoint";
-    case CKPT_ERR_MISSING: return "checkpoint field missing";
-    case CKPT_ERR_MISMATCH: return "checkpoint field has the wrong type or size";
-    }
-    return "unknown ckpt_status";
-}
-
-static ckpt_status fail(char *err, size_t errlen, ckpt_status s, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    gpt_verrorf(err, errlen, fmt, ap);
+    va_end(ap);
     return s;
 }
 
@@ -141,13 +122,13 @@ size_t ckpt_writer_body(const ckpt_writer *w, const unsigned char **fields)
 void ckpt_put_u64_1(ckpt_writer *w, const char *name, uint64_t v) { ckpt_put_u64(w, name, &v, 1); }
 void ckpt_put_f64_1(ckpt_writer *w, const char *name, double v) { ckpt_put_f64(w, name, &v, 1); }
 
-ckpt_status ckpt_finish(ckpt_writer *w, unsigned char **image, size_t *len)
+gpt_status ckpt_finish(ckpt_writer *w, unsigned char **image, size_t *len)
 {
     unsigned char *p;
     size_t total;
-    if (!w || !image || !len) return CKPT_ERR_NULL;
+    if (!w || !image || !len) return GPT_ERR_NULL;
     if (!w->buf && !w->failed) reserve(w, 0);
-    if (w->failed || !w->buf) return CKPT_ERR_NOMEM;
+    if (w->failed || !w->buf) return GPT_ERR_NOMEM;
     total = w->len + CKPT_TRAILER_BYTES; /* reserve() keeps room for the trailer */
     memcpy(w->buf, CKPT_MAGIC_BYTES, 4);
     data_put_u32le(w->buf + 4, CKPT_VERSION);
@@ -159,19 +140,19 @@ ckpt_status ckpt_finish(ckpt_writer *w, unsigned char **image, size_t *len)
     *image = p;
     *len = total;
     memset(w, 0, sizeof *w); /* the caller owns the image now */
-    return CKPT_OK;
+    return GPT_OK;
 }
 
-ckpt_status ckpt_write_file(ckpt_writer *w, const char *path, char *err, size_t errlen)
+gpt_status ckpt_write_file(ckpt_writer *w, const char *path, char *err, size_t errlen)
 {
     unsigned char *image;
     size_t len;
-    data_status ds;
-    ckpt_status s = ckpt_finish(w, &image, &len);
-    if (s != CKPT_OK) return fail(err, errlen, s, "%s: cannot build the checkpoint: %s", path, ckpt_status_string(s));
+    gpt_status ds;
+    gpt_status s = ckpt_finish(w, &image, &len);
+    if (s != GPT_OK) return fail(err, errlen, s, "%s: cannot build the checkpoint: %s", path, gpt_status_string(s));
     ds = data_write_file_atomic(path, image, len, err, errlen);
     free(image);
-    return ds == DATA_OK ? CKPT_OK : CKPT_ERR_IO;
+    return ds == GPT_OK ? GPT_OK : GPT_ERR_IO;
 }
 
 void ckpt_writer_free(ckpt_writer *w)
@@ -183,41 +164,41 @@ void ckpt_writer_free(ckpt_writer *w)
 
 /* ---- reading ------------------------------------------------------------------------------ */
 
-ckpt_status ckpt_parse(ckpt_reader *r, const unsigned char *image, size_t len, const char *name,
+gpt_status ckpt_parse(ckpt_reader *r, const unsigned char *image, size_t len, const char *name,
                        char *err, size_t errlen)
 {
     uint64_t total, stored;
     uint32_t version, n, k;
     size_t off, end;
     ckpt_field *fields;
-    if (!r || !image) return fail(err, errlen, CKPT_ERR_NULL, "checkpoint: NULL argument");
+    if (!r || !image) return fail(err, errlen, GPT_ERR_NULL, "checkpoint: NULL argument");
     if (!name) name = "checkpoint";
     if (len < 8)
-        return fail(err, errlen, CKPT_ERR_TRUNCATED, "%s: truncated: %zu bytes, shorter than a checkpoint header", name, len);
+        return fail(err, errlen, GPT_ERR_TRUNCATED, "%s: truncated: %zu bytes, shorter than a checkpoint header", name, len);
     if (memcmp(image, CKPT_MAGIC_BYTES, 4) != 0)
-        return fail(err, errlen, CKPT_ERR_MAGIC, "%s: not a checkpoint (magic is not \"%s\")", name, CKPT_MAGIC_BYTES);
+        return fail(err, errlen, GPT_ERR_MAGIC, "%s: not a checkpoint (magic is not \"%s\")", name, CKPT_MAGIC_BYTES);
     version = data_get_u32le(image + 4);
     if (version != CKPT_VERSION)
-        return fail(err, errlen, CKPT_ERR_VERSION, "%s: checkpoint version %u, this build reads version %u", name,
+        return fail(err, errlen, GPT_ERR_VERSION, "%s: checkpoint version %u, this build reads version %u", name,
                     (unsigned)version, (unsigned)CKPT_VERSION);
     if (len < CKPT_HEADER_BYTES + CKPT_TRAILER_BYTES)
-        return fail(err, errlen, CKPT_ERR_TRUNCATED, "%s: truncated: %zu bytes, shorter than header and checksum", name, len);
+        return fail(err, errlen, GPT_ERR_TRUNCATED, "%s: truncated: %zu bytes, shorter than header and checksum", name, len);
     total = data_get_u64le(image + 8);
     if (total > len)
-        return fail(err, errlen, CKPT_ERR_TRUNCATED, "%s: truncated: %zu bytes, the header says %llu", name, len,
+        return fail(err, errlen, GPT_ERR_TRUNCATED, "%s: truncated: %zu bytes, the header says %llu", name, len,
                     (unsigned long long)total);
     if (total < len)
-        return fail(err, errlen, CKPT_ERR_CORRUPT, "%s: %zu bytes, the header says %llu (trailing bytes)", name, len,
+        return fail(err, errlen, GPT_ERR_CORRUPT, "%s: %zu bytes, the header says %llu (trailing bytes)", name, len,
                     (unsigned long long)total);
     end = len - CKPT_TRAILER_BYTES;
     stored = data_get_u64le(image + end);
     if (stored != data_fnv1a64(image, end, DATA_FNV64_INIT))
-        return fail(err, errlen, CKPT_ERR_CHECKSUM, "%s: checksum mismatch (the file is corrupted)", name);
+        return fail(err, errlen, GPT_ERR_CHECKSUM, "%s: checksum mismatch (the file is corrupted)", name);
     n = data_get_u32le(image + 16);
     if (n > (end - CKPT_HEADER_BYTES) / 16)
-        return fail(err, errlen, CKPT_ERR_CORRUPT, "%s: %u fields cannot fit in the file", name, (unsigned)n);
+        return fail(err, errlen, GPT_ERR_CORRUPT, "%s: %u fields cannot fit in the file", name, (unsigned)n);
     fields = (ckpt_field *)calloc(n ? n : 1, sizeof *fields);
-    if (!fields) return fail(err, errlen, CKPT_ERR_NOMEM, "%s: out of memory", name);
+    if (!fields) return fail(err, errlen, GPT_ERR_NOMEM, "%s: out of memory", name);
     off = CKPT_HEADER_BYTES;
     for (k = 0; k < n; k++) {
         ckpt_field *f = &fields[k];
@@ -244,27 +225,27 @@ ckpt_status ckpt_parse(ckpt_reader *r, const unsigned char *image, size_t len, c
     r->fields = fields;
     r->n_fields = n;
     snprintf(r->file, sizeof r->file, "%s", name);
-    return CKPT_OK;
+    return GPT_OK;
 bad:
     free(fields);
-    return fail(err, errlen, CKPT_ERR_CORRUPT, "%s: malformed field %u (bad name, type, size or a duplicate name)", name,
+    return fail(err, errlen, GPT_ERR_CORRUPT, "%s: malformed field %u (bad name, type, size or a duplicate name)", name,
                 (unsigned)k);
 }
 
-ckpt_status ckpt_read_file(ckpt_reader *r, const char *path, char *err, size_t errlen)
+gpt_status ckpt_read_file(ckpt_reader *r, const char *path, char *err, size_t errlen)
 {
     unsigned char *buf;
     size_t n;
-    ckpt_status s;
-    if (!r || !path) return fail(err, errlen, CKPT_ERR_NULL, "checkpoint: NULL argument");
-    if (data_read_file(path, &buf, &n, err, errlen) != DATA_OK) return CKPT_ERR_IO;
+    gpt_status s;
+    if (!r || !path) return fail(err, errlen, GPT_ERR_NULL, "checkpoint: NULL argument");
+    if (data_read_file(path, &buf, &n, err, errlen) != GPT_OK) return GPT_ERR_IO;
     s = ckpt_parse(r, buf, n, path, err, errlen);
-    if (s != CKPT_OK) {
+    if (s != GPT_OK) {
         free(buf);
         return s;
     }
     r->image = buf;
-    return CKPT_OK;
+    return GPT_OK;
 }
 
 static const ckpt_field *find(const ckpt_reader *r, const char *name)
@@ -280,16 +261,16 @@ int ckpt_has(const ckpt_reader *r, const char *name) { return r && name && find(
 
 /* The field, if it exists with `count` values of `type`; else NULL with a message. */
 static const ckpt_field *find_as(const ckpt_reader *r, const char *name, ckpt_type type, size_t count,
-                                 ckpt_status *s, char *err, size_t errlen)
+                                 gpt_status *s, char *err, size_t errlen)
 {
     static const char *const tn[] = {"?", "u64", "f64", "f32"};
     const ckpt_field *f = find(r, name);
     if (!f) {
-        *s = fail(err, errlen, CKPT_ERR_MISSING, "%s: no field \"%s\"", r->file, name);
+        *s = fail(err, errlen, GPT_ERR_MISSING, "%s: no field \"%s\"", r->file, name);
         return NULL;
     }
     if (f->type != type || f->count != (uint64_t)count) {
-        *s = fail(err, errlen, CKPT_ERR_MISMATCH, "%s: field \"%s\" is %llu x %s, expected %zu x %s", r->file, name,
+        *s = fail(err, errlen, GPT_ERR_MISMATCH, "%s: field \"%s\" is %llu x %s, expected %zu x %s", r->file, name,
                   (unsigned long long)f->count, tn[f->type <= 3 ? f->type : 0], count, tn[type]);
         return NULL;
     }
@@ -318,27 +299,27 @@ static uint64_t first_nonfinite(const ckpt_field *f)
     return f->type == CKPT_U64 ? f->count : i;
 }
 
-ckpt_status ckpt_check_field(const ckpt_reader *r, const char *name, ckpt_type type, size_t count, int finite,
+gpt_status ckpt_check_field(const ckpt_reader *r, const char *name, ckpt_type type, size_t count, int finite,
                              char *err, size_t errlen)
 {
     const ckpt_field *f;
-    ckpt_status s = CKPT_OK;
+    gpt_status s = GPT_OK;
     uint64_t bad;
-    if (!r || !name) return fail(err, errlen, CKPT_ERR_NULL, "checkpoint: NULL argument");
+    if (!r || !name) return fail(err, errlen, GPT_ERR_NULL, "checkpoint: NULL argument");
     if (!(f = find_as(r, name, type, count, &s, err, errlen))) return s;
     if (finite && (bad = first_nonfinite(f)) < f->count)
-        return fail(err, errlen, CKPT_ERR_CORRUPT, "%s: field \"%s\" holds a NaN or Inf (value %llu)", r->file, name,
+        return fail(err, errlen, GPT_ERR_CORRUPT, "%s: field \"%s\" holds a NaN or Inf (value %llu)", r->file, name,
                     (unsigned long long)bad);
-    return CKPT_OK;
+    return GPT_OK;
 }
 
-static ckpt_status get(const ckpt_reader *r, const char *name, ckpt_type type, void *out, size_t count,
+static gpt_status get(const ckpt_reader *r, const char *name, ckpt_type type, void *out, size_t count,
                        char *err, size_t errlen)
 {
     const ckpt_field *f;
-    ckpt_status s = CKPT_OK;
+    gpt_status s = GPT_OK;
     size_t i;
-    if (!r || !name || (!out && count)) return fail(err, errlen, CKPT_ERR_NULL, "checkpoint: NULL argument");
+    if (!r || !name || (!out && count)) return fail(err, errlen, GPT_ERR_NULL, "checkpoint: NULL argument");
     if (!(f = find_as(r, name, type, count, &s, err, errlen))) return s;
     for (i = 0; i < count; i++) {
         if (type == CKPT_F32) {
@@ -349,41 +330,41 @@ static ckpt_status get(const ckpt_reader *r, const char *name, ckpt_type type, v
             memcpy((unsigned char *)out + 8 * i, &bits, 8);
         }
     }
-    return CKPT_OK;
+    return GPT_OK;
 }
 
-ckpt_status ckpt_get_u64(const ckpt_reader *r, const char *name, uint64_t *out, size_t count, char *err, size_t errlen)
+gpt_status ckpt_get_u64(const ckpt_reader *r, const char *name, uint64_t *out, size_t count, char *err, size_t errlen)
 {
     return get(r, name, CKPT_U64, out, count, err, errlen);
 }
-ckpt_status ckpt_get_f64(const ckpt_reader *r, const char *name, double *out, size_t count, char *err, size_t errlen)
+gpt_status ckpt_get_f64(const ckpt_reader *r, const char *name, double *out, size_t count, char *err, size_t errlen)
 {
     return get(r, name, CKPT_F64, out, count, err, errlen);
 }
-ckpt_status ckpt_get_f32(const ckpt_reader *r, const char *name, float *out, size_t count, char *err, size_t errlen)
+gpt_status ckpt_get_f32(const ckpt_reader *r, const char *name, float *out, size_t count, char *err, size_t errlen)
 {
     return get(r, name, CKPT_F32, out, count, err, errlen);
 }
 
-ckpt_status ckpt_get_f32_range(const ckpt_reader *r, const char *name, size_t total, size_t first, size_t count,
+gpt_status ckpt_get_f32_range(const ckpt_reader *r, const char *name, size_t total, size_t first, size_t count,
                                float *out, char *err, size_t errlen)
 {
     const ckpt_field *f;
     size_t i;
-    if (!r || !name || (!out && count)) return fail(err, errlen, CKPT_ERR_NULL, "checkpoint: NULL argument");
+    if (!r || !name || (!out && count)) return fail(err, errlen, GPT_ERR_NULL, "checkpoint: NULL argument");
     if (first > total || count > total - first)
-        return fail(err, errlen, CKPT_ERR_MISMATCH, "%s: range [%zu, %zu) of field \"%s\" is outside %zu values", r->file,
+        return fail(err, errlen, GPT_ERR_MISMATCH, "%s: range [%zu, %zu) of field \"%s\" is outside %zu values", r->file,
                     first, first + count, name, total);
     f = find(r, name);
-    if (!f) return fail(err, errlen, CKPT_ERR_MISSING, "%s: no field \"%s\"", r->file, name);
+    if (!f) return fail(err, errlen, GPT_ERR_MISSING, "%s: no field \"%s\"", r->file, name);
     if (f->type != CKPT_F32 || f->count != (uint64_t)total)
-        return fail(err, errlen, CKPT_ERR_MISMATCH, "%s: field \"%s\" is %llu values of type %u, expected %zu x f32",
+        return fail(err, errlen, GPT_ERR_MISMATCH, "%s: field \"%s\" is %llu values of type %u, expected %zu x f32",
                     r->file, name, (unsigned long long)f->count, (unsigned)f->type, total);
     for (i = 0; i < count; i++) {
         uint32_t bits = data_get_u32le(f->data + 4 * (first + i));
         memcpy(out + i, &bits, 4);
     }
-    return CKPT_OK;
+    return GPT_OK;
 }
 
 void ckpt_reader_free(ckpt_reader *r)

@@ -2,8 +2,8 @@
  *
  * This file knows the container only; what goes in it (model config, step, sampler state,
  * parameters, optimizer state) is decided by train.c and optim.c, which write and read fields by
- * name. A field is an array of u64, f64 or f32 values, so any backend (the CPU one now, a CUDA one
- * later) writes the same file from host copies of its tensors.
+ * name. A field is an array of u64, f64 or f32 values, so every backend (CPU or CUDA) writes the
+ * same file from host copies of its tensors.
  *
  * File format (version 1), all integers little-endian, floats as their IEEE-754 bit patterns:
  *   offset  size  field
@@ -19,7 +19,7 @@
  * Names are unique within a file. Files are written atomically (data_write_file_atomic: a reader
  * sees the old file or the new one, never a torn one).
  *
- * Errors: a ckpt_status and, when err is not NULL, a one-line message that names the file and the
+ * Errors: a gpt_status and, when err is not NULL, a one-line message that names the file and the
  * problem (truncated, wrong magic, wrong version, bad checksum, malformed field, missing field,
  * wrong type or count). Nothing here calls exit().
  */
@@ -28,6 +28,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,30 +41,14 @@ extern "C" {
 #define CKPT_TRAILER_BYTES 8u
 #define CKPT_MAX_NAME 127u
 
-typedef enum {
-    CKPT_OK = 0,
-    CKPT_ERR_NULL,
-    CKPT_ERR_NOMEM,
-    CKPT_ERR_IO,        /* open/read/write/rename failed */
-    CKPT_ERR_TRUNCATED, /* shorter than its header says */
-    CKPT_ERR_MAGIC,     /* not a checkpoint */
-    CKPT_ERR_VERSION,   /* a checkpoint of another version */
-    CKPT_ERR_CHECKSUM,  /* content does not match the stored checksum */
-    CKPT_ERR_CORRUPT,   /* checksum fine but a field is malformed (bad name, type, size, duplicate) */
-    CKPT_ERR_MISSING,   /* a field the reader needs is absent */
-    CKPT_ERR_MISMATCH   /* a field has another type or count than the reader expects */
-} ckpt_status;
-
 typedef enum { CKPT_U64 = 1, CKPT_F64 = 2, CKPT_F32 = 3 } ckpt_type;
-
-const char *ckpt_status_string(ckpt_status s);
 
 /* ---- writing: collect fields in memory, then write the file atomically ---------------- */
 typedef struct {
     unsigned char *buf;
     size_t len, cap;
     uint32_t n_fields;
-    int failed; /* an allocation failed: ckpt_write_file reports CKPT_ERR_NOMEM */
+    int failed; /* an allocation failed: ckpt_write_file reports GPT_ERR_NOMEM */
 } ckpt_writer;
 
 void ckpt_writer_init(ckpt_writer *w);
@@ -79,9 +65,9 @@ void ckpt_put_f64_1(ckpt_writer *w, const char *name, double v);
 size_t ckpt_writer_body(const ckpt_writer *w, const unsigned char **fields);
 void ckpt_put_raw(ckpt_writer *w, const unsigned char *fields, size_t len, uint32_t n_fields);
 /* Finishes the image (header, checksum) into a malloc'd buffer (freed by the caller). */
-ckpt_status ckpt_finish(ckpt_writer *w, unsigned char **image, size_t *len);
+gpt_status ckpt_finish(ckpt_writer *w, unsigned char **image, size_t *len);
 /* ckpt_finish + data_write_file_atomic. */
-ckpt_status ckpt_write_file(ckpt_writer *w, const char *path, char *err, size_t errlen);
+gpt_status ckpt_write_file(ckpt_writer *w, const char *path, char *err, size_t errlen);
 void ckpt_writer_free(ckpt_writer *w);
 
 /* ---- reading ------------------------------------------------------------------------------ */
@@ -104,27 +90,27 @@ typedef struct {
 /* Validates a whole image (checks in order: length, magic, version, declared size, checksum,
  * every field) and indexes its fields. The image must outlive the reader; it is not copied.
  * name is used in messages. On error *r is untouched. */
-ckpt_status ckpt_parse(ckpt_reader *r, const unsigned char *image, size_t len, const char *name,
+gpt_status ckpt_parse(ckpt_reader *r, const unsigned char *image, size_t len, const char *name,
                        char *err, size_t errlen);
 /* data_read_file + ckpt_parse; the reader owns the image. */
-ckpt_status ckpt_read_file(ckpt_reader *r, const char *path, char *err, size_t errlen);
+gpt_status ckpt_read_file(ckpt_reader *r, const char *path, char *err, size_t errlen);
 /* Copies field `name` into out, which must hold exactly `count` values of the type: MISSING if
  * there is no such field, MISMATCH for another type or count. out is written only on success. */
-ckpt_status ckpt_get_u64(const ckpt_reader *r, const char *name, uint64_t *out, size_t count,
+gpt_status ckpt_get_u64(const ckpt_reader *r, const char *name, uint64_t *out, size_t count,
                          char *err, size_t errlen);
-ckpt_status ckpt_get_f64(const ckpt_reader *r, const char *name, double *out, size_t count,
+gpt_status ckpt_get_f64(const ckpt_reader *r, const char *name, double *out, size_t count,
                          char *err, size_t errlen);
-ckpt_status ckpt_get_f32(const ckpt_reader *r, const char *name, float *out, size_t count,
+gpt_status ckpt_get_f32(const ckpt_reader *r, const char *name, float *out, size_t count,
                          char *err, size_t errlen);
 /* Values [first, first + count) of an f32 field that must hold exactly `total` values (a rank's
  * rows of a vocabulary-sharded tensor). */
-ckpt_status ckpt_get_f32_range(const ckpt_reader *r, const char *name, size_t total, size_t first, size_t count,
+gpt_status ckpt_get_f32_range(const ckpt_reader *r, const char *name, size_t total, size_t first, size_t count,
                                float *out, char *err, size_t errlen);
 /* Checks field `name` without copying it: MISSING if absent, MISMATCH for another type or
  * count (as the getters); with finite != 0, CORRUPT if an f32 / f64 value is NaN or Inf (the
  * message names the file, the field and the index). Lets a reader check a whole file before it
  * allocates what the fields will be copied into. */
-ckpt_status ckpt_check_field(const ckpt_reader *r, const char *name, ckpt_type type, size_t count, int finite,
+gpt_status ckpt_check_field(const ckpt_reader *r, const char *name, ckpt_type type, size_t count, int finite,
                              char *err, size_t errlen);
 /* 1 if the field exists. */
 int ckpt_has(const ckpt_reader *r, const char *name);

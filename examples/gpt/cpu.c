@@ -558,5 +558,5 @@ const gpt_backend_ops gpt_cpu_backend = {
     "cpu",           cpu_create,          cpu_destroy,         cpu_params,
     cpu_grads,       cpu_nothing_to_sync, cpu_nothing_to_sync, cpu_nothing_to_sync,
     cpu_forward,     cpu_backward,        cpu_zero_grad,       cpu_head_inputs,
-    cpu_last_logits,
+    cpu_last_logits, NULL, /* the host optimizer (optim.h) */
 };

@@ -775,5 +775,5 @@ extern "C" const gpt_backend_ops gpt_cuda_backend = {
     "cuda",          cuda_create,      cuda_destroy,      cuda_params,
     cuda_grads,      cuda_push_params, cuda_pull_params,  cuda_pull_grads,
     cuda_forward,    cuda_backward,    cuda_zero_grad,    cuda_head_inputs,
-    cuda_last_logits,
+    cuda_last_logits, gpt_cuda_create_optimizer, /* cuda_train.cu */
 };

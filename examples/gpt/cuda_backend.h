@@ -110,6 +110,15 @@ gpt_status gpt_cuda_optim_download(gpt_cuda_optim *d, struct optim_set *o);
 /* The device head step S of the last step (V x d), e.g. for gpt_cuda_row_diameter. */
 const float *gpt_cuda_optim_head_step(const gpt_cuda_optim *d);
 
+/* gpt_cuda_backend's create_optimizer (optim.h gpt_optimizer): the set above, reducing and
+ * sharing over env->dcomm; the host implementation (mirrored, with the reason in note) for
+ * --host-optim, a sharded RowNorm head, several ranks without a device communicator, or a
+ * recipe the device cannot run (Muown, the spectral cap). */
+struct gpt_optimizer_env;
+struct gpt_optimizer;
+int gpt_cuda_create_optimizer(const struct gpt_optimizer_env *env, struct gpt_optimizer **out, char *note,
+                              size_t notelen, char *err, size_t errlen);
+
 /* ---- head diagnostics --------------------------------------------------------------------- */
 
 /* Exact row diameter D(S) of a device matrix S (rows x cols, ld = cols) and a maximising pair

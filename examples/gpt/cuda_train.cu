@@ -2,9 +2,10 @@
  * every optimizer state and optim_step's sequence (clip, schedule, per-tensor step, head step S)
  * on the CUDA backend's parameter and gradient blocks (cuda_backend.h, gpt_cuda_optim_*).
  * Data parallel (optim_create_dist): only the slots this rank owns get device state and are
- * stepped; train.c all-reduces the gradient block before the step and shares the owners'
- * matrices after it (comm_nccl.cu).
- * The per-tensor steps are cuda_optim.cu's; the element math is gpu_math.h's. */
+ * stepped; the gradient block is all-reduced before the step and the owners' matrices shared
+ * after it over the device communicator (comm_nccl.cu).
+ * gpt_cuda_create_optimizer wraps it as the backend's gpt_optimizer (optim.h), the one update
+ * path of train.c. The per-tensor steps are cuda_optim.cu's; the element math is gpu_math.h's. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,17 +32,6 @@ struct gpt_cuda_optim {
     float *muon_ws;
     double *rn_ws;
 };
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (err && errlen) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static float *dalloc(size_t floats)
 {
@@ -93,18 +83,18 @@ int gpt_cuda_optim_create(gpt_backend *be, const struct optim_set *o, gpt_cuda_o
     gpt_cuda_optim *d;
     size_t muon_ws = 0, rn_ws = 0, head_n;
     int i;
-    if (!out) return fail(err, errlen, "gpt_cuda_optim_create: NULL output");
+    if (!out) return gpt_errorf(err, errlen, "gpt_cuda_optim_create: NULL output");
     *out = NULL;
-    if (!gpt_cuda__ctx(be) || !o) return fail(err, errlen, "gpt_cuda_optim_create: needs a CUDA backend and an optimizer set");
-    if (o->head_sharded) return fail(err, errlen, "the sharded RowNorm head has no CUDA version");
+    if (!gpt_cuda__ctx(be) || !o) return gpt_errorf(err, errlen, "gpt_cuda_optim_create: needs a CUDA backend and an optimizer set");
+    if (o->head_sharded) return gpt_errorf(err, errlen, "the sharded RowNorm head has no CUDA version");
     d = (gpt_cuda_optim *)calloc(1, sizeof *d);
-    if (!d) return fail(err, errlen, "out of memory");
+    if (!d) return gpt_errorf(err, errlen, "out of memory");
     d->be = be;
     d->n_slots = o->n_slots;
     d->slots = (cuda_slot *)calloc((size_t)o->n_slots, sizeof *d->slots);
     if (!d->slots) {
         gpt_cuda_optim_free(d);
-        return fail(err, errlen, "out of memory");
+        return gpt_errorf(err, errlen, "out of memory");
     }
     for (i = 0; i < o->n_slots; i++) {
         const optim_slot *s = &o->slots[i];
@@ -117,7 +107,7 @@ int gpt_cuda_optim_create(gpt_backend *be, const struct optim_set *o, gpt_cuda_o
         case OPTIM_MUON:
             if (s->muon_cfg.cap != MUON_CAP_OFF) {
                 gpt_cuda_optim_free(d);
-                return fail(err, errlen, "%s: the spectral cap has no CUDA version (use the CPU backend)", s->t.name);
+                return gpt_errorf(err, errlen, "%s: the spectral cap has no CUDA version (use the CPU backend)", s->t.name);
             }
             if (!optim_owns(o, i)) break; /* data parallel: its momentum lives on its owner */
             ok = (d->slots[i].mom = dalloc(n)) != NULL;
@@ -131,11 +121,11 @@ int gpt_cuda_optim_create(gpt_backend *be, const struct optim_set *o, gpt_cuda_o
             break;
         case OPTIM_MUOWN:
             gpt_cuda_optim_free(d);
-            return fail(err, errlen, "%s: Muown has no CUDA version (use the CPU backend)", s->t.name);
+            return gpt_errorf(err, errlen, "%s: Muown has no CUDA version (use the CPU backend)", s->t.name);
         }
         if (!ok) {
             gpt_cuda_optim_free(d);
-            return fail(err, errlen, "out of device memory for the state of %s", s->t.name);
+            return gpt_errorf(err, errlen, "out of device memory for the state of %s", s->t.name);
         }
     }
     head_n = o->head_slot >= 0 ? o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols : 0;
@@ -144,11 +134,11 @@ int gpt_cuda_optim_create(gpt_backend *be, const struct optim_set *o, gpt_cuda_o
     d->rn_ws = rn_ws ? (double *)gpt_cuda_malloc(rn_ws * sizeof(double)) : NULL;
     if (!d->head_step || (muon_ws && !d->muon_ws) || (rn_ws && !d->rn_ws)) {
         gpt_cuda_optim_free(d);
-        return fail(err, errlen, "out of device memory for the optimizer workspaces");
+        return gpt_errorf(err, errlen, "out of device memory for the optimizer workspaces");
     }
     if (gpt_cuda_optim_upload(d, o) != GPT_OK) {
         gpt_cuda_optim_free(d);
-        return fail(err, errlen, "cannot upload the optimizer state");
+        return gpt_errorf(err, errlen, "cannot upload the optimizer state");
     }
     *out = d;
     return 0;
@@ -161,23 +151,23 @@ int gpt_cuda_optim_step(gpt_cuda_optim *d, struct optim_set *o, long step, long 
     float *P, *G;
     double factor, ss = 0.0, norm, clip;
     int i;
-    if (!d || !o) return fail(err, errlen, "gpt_cuda_optim_step: NULL");
+    if (!d || !o) return gpt_errorf(err, errlen, "gpt_cuda_optim_step: NULL");
     be = d->be;
     c = gpt_cuda__ctx(be);
     P = gpt_cuda_device_params(be), G = gpt_cuda_device_grads(be);
     factor = optim_lr_factor(&o->recipe, step, total);
     /* clip by the global norm of the whole gradient block (the slots tile it) */
-    if (gpt_cuda_sumsq(be, G, be->layout.n_params, &ss) != GPT_OK) return fail(err, errlen, "gradient norm failed");
+    if (gpt_cuda_sumsq(be, G, be->layout.n_params, &ss) != GPT_OK) return gpt_errorf(err, errlen, "gradient norm failed");
     norm = sqrt(ss);
     if (!isfinite(norm)) {
         int bad;
-        if (be->ops->pull_grads(be) != GPT_OK) return fail(err, errlen, "non-finite gradient");
+        if (be->ops->pull_grads(be) != GPT_OK) return gpt_errorf(err, errlen, "non-finite gradient");
         bad = optim_first_nonfinite(&o->model, be->ops->grads(be));
-        return fail(err, errlen, "non-finite gradient in tensor %s", bad >= 0 ? o->slots[bad].t.name : "?");
+        return gpt_errorf(err, errlen, "non-finite gradient in tensor %s", bad >= 0 ? o->slots[bad].t.name : "?");
     }
     clip = o->recipe.clip > 0.0 ? o->recipe.clip : HUGE_VAL;
     if (norm > clip && gpt_cuda_scale(be, G, be->layout.n_params, clip / norm) != GPT_OK)
-        return fail(err, errlen, "gradient clipping failed");
+        return gpt_errorf(err, errlen, "gradient clipping failed");
     o->last_grad_norm = norm;
     o->last_lr_factor = factor;
     for (i = 0; i < o->n_slots; i++) {
@@ -218,9 +208,9 @@ int gpt_cuda_optim_step(gpt_cuda_optim *d, struct optim_set *o, long step, long 
             st = GPT_ERR_CONFIG;
             break;
         }
-        if (st != GPT_OK) return fail(err, errlen, "device step on %s failed: %s", s->t.name, gpt_status_string(st));
+        if (st != GPT_OK) return gpt_errorf(err, errlen, "device step on %s failed: %s", s->t.name, gpt_status_string(st));
     }
-    return CU_OK(cudaStreamSynchronize(c->stream)) ? 0 : fail(err, errlen, "device optimizer step failed");
+    return CU_OK(cudaStreamSynchronize(c->stream)) ? 0 : gpt_errorf(err, errlen, "device optimizer step failed");
 }
 
 static gpt_status dn(float *dst, const float *src, size_t n)
@@ -254,4 +244,103 @@ gpt_status gpt_cuda_optim_download(gpt_cuda_optim *d, struct optim_set *o)
 const float *gpt_cuda_optim_head_step(const gpt_cuda_optim *d)
 {
     return d ? d->head_step : NULL;
+}
+
+/* ---- gpt_optimizer on the device (optim.h) ------------------------------------------------ */
+
+typedef struct cuda_optimizer {
+    gpt_optimizer base;
+    gpt_cuda_optim *d;
+} cuda_optimizer;
+
+static int dev_reduce(gpt_optimizer *go, double scale, char *err, size_t errlen)
+{
+    gpt_backend *be = go->be;
+    float *dg = gpt_cuda_device_grads(be);
+    if (scale != 1.0 && gpt_cuda_scale(be, dg, be->layout.n_params, scale) != GPT_OK)
+        return gpt_errorf(err, errlen, "cannot scale the gradients");
+    if (go->comm->size > 1 && go->comm->ops->allreduce_f32(go->comm, dg, be->layout.n_params))
+        return gpt_errorf(err, errlen, "gradient all-reduce failed");
+    return 0;
+}
+
+static int dev_step(gpt_optimizer *go, long step, long total, char *err, size_t errlen)
+{
+    return gpt_cuda_optim_step(((cuda_optimizer *)go)->d, go->set, step, total, err, errlen);
+}
+
+static int dev_share(gpt_optimizer *go, char *err, size_t errlen)
+{
+    optim_set *o = go->set;
+    if (o->n_segs > 0 && go->comm->ops->share(go->comm, gpt_cuda_device_params(go->be), o->segs, o->n_segs))
+        return gpt_errorf(err, errlen, "parameter exchange failed");
+    return 0;
+}
+
+static const float *dev_head_step(gpt_optimizer *go)
+{
+    optim_set *o = go->set;
+    size_t n = o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols;
+    if (gpt_cuda_download(o->head_step, gpt_cuda_optim_head_step(((cuda_optimizer *)go)->d), n * sizeof(float)) !=
+        GPT_OK)
+        return NULL;
+    return o->head_step;
+}
+
+static int dev_upload(gpt_optimizer *go)
+{
+    return gpt_cuda_optim_upload(((cuda_optimizer *)go)->d, go->set) == GPT_OK ? 0 : -1;
+}
+
+static int dev_download(gpt_optimizer *go)
+{
+    return gpt_cuda_optim_download(((cuda_optimizer *)go)->d, go->set) == GPT_OK ? 0 : -1;
+}
+
+static void dev_destroy(gpt_optimizer *go)
+{
+    gpt_cuda_optim_free(((cuda_optimizer *)go)->d);
+    free(go);
+}
+
+static const gpt_optimizer_ops cuda_optimizer_ops = {
+    "cuda", 0, dev_reduce, dev_step, dev_share, dev_head_step, dev_upload, dev_download, dev_destroy,
+};
+
+/* the host implementation instead, with the reason */
+static int host_instead(const gpt_optimizer_env *env, gpt_optimizer **out, char *note, size_t notelen, char *err,
+                        size_t errlen, const char *why)
+{
+    if (note && notelen) snprintf(note, notelen, "%s", why);
+    return gpt_host_optimizer_create(env, 1, out, err, errlen);
+}
+
+int gpt_cuda_create_optimizer(const gpt_optimizer_env *env, gpt_optimizer **out, char *note, size_t notelen,
+                              char *err, size_t errlen)
+{
+    cuda_optimizer *co;
+    gpt_cuda_optim *d = NULL;
+    char why[512];
+    gpt_comm *comm;
+    if (!env || !env->be || !env->set || !env->comm || !out) return gpt_errorf(err, errlen, "optimizer: NULL argument");
+    if (env->host_only) return gpt_host_optimizer_create(env, 1, out, err, errlen);
+    if (env->set->head_sharded)
+        return host_instead(env, out, note, notelen, err, errlen, "the sharded RowNorm head has no device version");
+    comm = env->dcomm ? env->dcomm : env->comm;
+    if (env->comm->size > 1 && (!env->dcomm || !env->dcomm->on_device))
+        return host_instead(env, out, note, notelen, err, errlen, "no device communicator: build train_cuda_nccl");
+    if (gpt_cuda_optim_create(env->be, env->set, &d, why, sizeof why))
+        return host_instead(env, out, note, notelen, err, errlen, why);
+    co = (cuda_optimizer *)calloc(1, sizeof *co);
+    if (!co) {
+        gpt_cuda_optim_free(d);
+        return gpt_errorf(err, errlen, "out of memory");
+    }
+    co->base.ops = &cuda_optimizer_ops;
+    co->base.set = env->set;
+    co->base.be = env->be;
+    co->base.comm = comm;
+    co->d = d;
+    *out = &co->base;
+    return 0;
 }

@@ -13,33 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *data_status_string(data_status s)
-{
-    switch (s) {
-    case DATA_OK: return "ok";
-    case DATA_ERR_NULL: return "null pointer";
-    case DATA_ERR_DOMAIN: return "parameter out of range";
-    case DATA_ERR_SIZE: return "size too small or overflowing";
-    case DATA_ERR_NOMEM: return "out of memory";
-    case DATA_ERR_IO: return "I/O error";
-    case DATA_ERR_TRUNCATED: return "file truncated";
-    case DATA_ERR_MAGIC: return "wrong magic number";
-    case DATA_ERR_VERSION: return "unsupported version";
-    case DATA_ERR_CHECKSUM: return "checksum mismatch";
-    case DATA_ERR_CORRUPT: return "corrupt content";
-    }
-    return "unknown status";
-}
-
-static void data__err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err || errlen == 0) return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* ---- file helpers ---------------------------------------------------------------------- */
 
 uint64_t data_fnv1a64(const void *p, size_t n, uint64_t h)
@@ -79,21 +52,21 @@ uint64_t data_get_u64le(const unsigned char *p)
 
 /* Opens path for reading and checks, on the opened descriptor (so after symlinks are
  * followed), that it is a regular file whose size fits in memory. */
-static FILE *data__open_regular(const char *path, size_t *size, data_status *st, char *err, size_t errlen)
+static FILE *data__open_regular(const char *path, size_t *size, gpt_status *st, char *err, size_t errlen)
 {
     struct stat sb;
     FILE *f = fopen(path, "rb");
     if (!f) {
-        data__err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        *st = DATA_ERR_IO;
+        gpt_errorf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        *st = GPT_ERR_IO;
         return NULL;
     }
     if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        data__err(err, errlen, "%s: not a regular file (only regular files are read)", path);
-        *st = DATA_ERR_IO;
+        gpt_errorf(err, errlen, "%s: not a regular file (only regular files are read)", path);
+        *st = GPT_ERR_IO;
     } else if (sb.st_size < 0 || (uintmax_t)sb.st_size >= (uintmax_t)((size_t)-1)) {
-        data__err(err, errlen, "%s: file too large", path);
-        *st = DATA_ERR_SIZE;
+        gpt_errorf(err, errlen, "%s: file too large", path);
+        *st = GPT_ERR_SIZE;
     } else {
         *size = (size_t)sb.st_size;
         return f;
@@ -102,24 +75,24 @@ static FILE *data__open_regular(const char *path, size_t *size, data_status *st,
     return NULL;
 }
 
-data_status data_read_file(const char *path, unsigned char **buf, size_t *n, char *err, size_t errlen)
+gpt_status data_read_file(const char *path, unsigned char **buf, size_t *n, char *err, size_t errlen)
 {
     FILE *f;
     unsigned char *b;
     size_t size = 0, got;
-    data_status st = DATA_OK;
+    gpt_status st = GPT_OK;
     int bad;
     if (!path || !buf || !n) {
-        data__err(err, errlen, "data_read_file: null argument");
-        return DATA_ERR_NULL;
+        gpt_errorf(err, errlen, "data_read_file: null argument");
+        return GPT_ERR_NULL;
     }
     f = data__open_regular(path, &size, &st, err, errlen);
     if (!f) return st;
     b = (unsigned char *)malloc(size ? size : 1);
     if (!b) {
         fclose(f);
-        data__err(err, errlen, "%s: out of memory reading %zu bytes", path, size);
-        return DATA_ERR_NOMEM;
+        gpt_errorf(err, errlen, "%s: out of memory reading %zu bytes", path, size);
+        return GPT_ERR_NOMEM;
     }
     /* never more than the size fstat gave: one byte past it tells a file that grew meanwhile */
     got = size ? fread(b, 1, size, f) : 0;
@@ -127,13 +100,13 @@ data_status data_read_file(const char *path, unsigned char **buf, size_t *n, cha
     fclose(f);
     if (bad) {
         free(b);
-        data__err(err, errlen, "%s: read error (%zu of %zu bytes, or the file changed while it was read)", path, got,
+        gpt_errorf(err, errlen, "%s: read error (%zu of %zu bytes, or the file changed while it was read)", path, got,
                   size);
-        return DATA_ERR_IO;
+        return GPT_ERR_IO;
     }
     *buf = b;
     *n = size;
-    return DATA_OK;
+    return GPT_OK;
 }
 
 /* ---- the atomic writer ------------------------------------------------------------------ */
@@ -162,7 +135,7 @@ static char *data__write_target(const char *path, char *err, size_t errlen)
         if (lstat(cur, &sb) != 0 || !S_ISLNK(sb.st_mode)) return cur; /* absent, or not a link */
         len = readlink(cur, link, sizeof link - 1);
         if (len < 0 || (size_t)len >= sizeof link - 1) {
-            data__err(err, errlen, "%s: cannot read the symlink %s", path, cur);
+            gpt_errorf(err, errlen, "%s: cannot read the symlink %s", path, cur);
             free(cur);
             return NULL;
         }
@@ -175,10 +148,10 @@ static char *data__write_target(const char *path, char *err, size_t errlen)
         cur = next;
     }
     if (!cur) {
-        data__err(err, errlen, "%s: out of memory", path);
+        gpt_errorf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
-    data__err(err, errlen, "%s: too many levels of symlinks", path);
+    gpt_errorf(err, errlen, "%s: too many levels of symlinks", path);
     free(cur);
     return NULL;
 }
@@ -189,9 +162,9 @@ static int data__replaceable(const char *path, const char *p, char *err, size_t 
     struct stat sb;
     if (lstat(p, &sb) != 0 || S_ISREG(sb.st_mode)) return 0;
     if (strcmp(path, p) == 0)
-        data__err(err, errlen, "%s: not a regular file (refusing to replace it)", path);
+        gpt_errorf(err, errlen, "%s: not a regular file (refusing to replace it)", path);
     else
-        data__err(err, errlen, "%s: %s is not a regular file (refusing to replace it)", path, p);
+        gpt_errorf(err, errlen, "%s: %s is not a regular file (refusing to replace it)", path, p);
     return -1;
 }
 
@@ -239,92 +212,92 @@ static int data__open_temp(const char *tmp)
     return fd;
 }
 
-data_status data_write_file_atomic(const char *path, const void *buf, size_t n, char *err, size_t errlen)
+gpt_status data_write_file_atomic(const char *path, const void *buf, size_t n, char *err, size_t errlen)
 {
     size_t plen;
     char *target, *tmp;
     int fd, bad, e;
     if (!path || (!buf && n)) {
-        data__err(err, errlen, "data_write_file_atomic: null argument");
-        return DATA_ERR_NULL;
+        gpt_errorf(err, errlen, "data_write_file_atomic: null argument");
+        return GPT_ERR_NULL;
     }
     target = data__write_target(path, err, errlen);
-    if (!target) return DATA_ERR_IO;
+    if (!target) return GPT_ERR_IO;
     if (data__replaceable(path, target, err, errlen)) {
         free(target);
-        return DATA_ERR_IO;
+        return GPT_ERR_IO;
     }
     plen = strlen(target);
     tmp = (char *)malloc(plen + 5);
     if (!tmp) {
-        data__err(err, errlen, "%s: out of memory", path);
+        gpt_errorf(err, errlen, "%s: out of memory", path);
         free(target);
-        return DATA_ERR_NOMEM;
+        return GPT_ERR_NOMEM;
     }
     memcpy(tmp, target, plen);
     memcpy(tmp + plen, ".tmp", 5);
     fd = data__open_temp(tmp);
     if (fd < 0) {
-        data__err(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
+        gpt_errorf(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
         free(tmp), free(target);
-        return DATA_ERR_IO;
+        return GPT_ERR_IO;
     }
     bad = data__write_all(fd, (const unsigned char *)buf, n) != 0;
     e = errno;
     bad |= close(fd) != 0;
     if (bad) {
-        data__err(err, errlen, "%s: write failed (%s): %s", tmp, path, strerror(e));
+        gpt_errorf(err, errlen, "%s: write failed (%s): %s", tmp, path, strerror(e));
         remove(tmp);
         free(tmp), free(target);
-        return DATA_ERR_IO;
+        return GPT_ERR_IO;
     }
     if (rename(tmp, target) != 0) {
-        data__err(err, errlen, "%s: cannot rename %s over it: %s", target, tmp, strerror(errno));
+        gpt_errorf(err, errlen, "%s: cannot rename %s over it: %s", target, tmp, strerror(errno));
         remove(tmp);
         free(tmp), free(target);
-        return DATA_ERR_IO;
+        return GPT_ERR_IO;
     }
     bad = data__sync_dir(target) != 0;
-    if (bad) data__err(err, errlen, "%s: written, but its directory cannot be synced: %s", target, strerror(errno));
+    if (bad) gpt_errorf(err, errlen, "%s: written, but its directory cannot be synced: %s", target, strerror(errno));
     free(tmp), free(target);
-    return bad ? DATA_ERR_IO : DATA_OK;
+    return bad ? GPT_ERR_IO : GPT_OK;
 }
 
 /* ---- token files ----------------------------------------------------------------------- */
 
 static unsigned data__dtype(uint32_t vocab_size) { return vocab_size <= 65536u ? 2u : 4u; }
 
-data_status data_tokens_serialize(const uint32_t *tokens, size_t n, uint32_t vocab_size,
+gpt_status data_tokens_serialize(const uint32_t *tokens, size_t n, uint32_t vocab_size,
                                   unsigned char **buf, size_t *len, char *err, size_t errlen)
 {
     unsigned dt;
     size_t i, total;
     unsigned char *b, *p;
     if ((!tokens && n) || !buf || !len) {
-        data__err(err, errlen, "data_tokens_serialize: null argument");
-        return DATA_ERR_NULL;
+        gpt_errorf(err, errlen, "data_tokens_serialize: null argument");
+        return GPT_ERR_NULL;
     }
     if (vocab_size == 0) {
-        data__err(err, errlen, "data_tokens_serialize: vocab_size is 0");
-        return DATA_ERR_DOMAIN;
+        gpt_errorf(err, errlen, "data_tokens_serialize: vocab_size is 0");
+        return GPT_ERR_DOMAIN;
     }
     for (i = 0; i < n; i++) {
         if (tokens[i] >= vocab_size) {
-            data__err(err, errlen, "data_tokens_serialize: token %lu at index %lu >= vocab_size %lu",
+            gpt_errorf(err, errlen, "data_tokens_serialize: token %lu at index %lu >= vocab_size %lu",
                       (unsigned long)tokens[i], (unsigned long)i, (unsigned long)vocab_size);
-            return DATA_ERR_DOMAIN;
+            return GPT_ERR_DOMAIN;
         }
     }
     dt = data__dtype(vocab_size);
     if (n > ((size_t)-1 - DATA_HEADER_BYTES - DATA_TRAILER_BYTES) / dt) {
-        data__err(err, errlen, "data_tokens_serialize: too many tokens");
-        return DATA_ERR_SIZE;
+        gpt_errorf(err, errlen, "data_tokens_serialize: too many tokens");
+        return GPT_ERR_SIZE;
     }
     total = DATA_HEADER_BYTES + n * dt + DATA_TRAILER_BYTES;
     b = (unsigned char *)malloc(total);
     if (!b) {
-        data__err(err, errlen, "data_tokens_serialize: out of memory");
-        return DATA_ERR_NOMEM;
+        gpt_errorf(err, errlen, "data_tokens_serialize: out of memory");
+        return GPT_ERR_NOMEM;
     }
     memcpy(b, DATA_MAGIC_BYTES, 4);
     data_put_u32le(b + 4, DATA_VERSION);
@@ -345,22 +318,22 @@ data_status data_tokens_serialize(const uint32_t *tokens, size_t n, uint32_t voc
     data_put_u64le(p, data_fnv1a64(b, total - DATA_TRAILER_BYTES, DATA_FNV64_INIT));
     *buf = b;
     *len = total;
-    return DATA_OK;
+    return GPT_OK;
 }
 
-data_status data_tokens_write(const char *path, const uint32_t *tokens, size_t n, uint32_t vocab_size,
+gpt_status data_tokens_write(const char *path, const uint32_t *tokens, size_t n, uint32_t vocab_size,
                               char *err, size_t errlen)
 {
     unsigned char *b;
     size_t len;
-    data_status st = data_tokens_serialize(tokens, n, vocab_size, &b, &len, err, errlen);
-    if (st != DATA_OK) return st;
+    gpt_status st = data_tokens_serialize(tokens, n, vocab_size, &b, &len, err, errlen);
+    if (st != GPT_OK) return st;
     st = data_write_file_atomic(path, b, len, err, errlen);
     free(b);
     return st;
 }
 
-data_status data_tokens_parse(data_tokens *out, const unsigned char *buf, size_t len, const char *name,
+gpt_status data_tokens_parse(data_tokens *out, const unsigned char *buf, size_t len, const char *name,
                               char *err, size_t errlen)
 {
     uint32_t version, vocab, dt;
@@ -369,39 +342,39 @@ data_status data_tokens_parse(data_tokens *out, const unsigned char *buf, size_t
     uint32_t *toks;
     const unsigned char *p;
     if (!out || (!buf && len)) {
-        data__err(err, errlen, "data_tokens_parse: null argument");
-        return DATA_ERR_NULL;
+        gpt_errorf(err, errlen, "data_tokens_parse: null argument");
+        return GPT_ERR_NULL;
     }
     if (!name) name = "token file";
     if (len < 4) {
-        data__err(err, errlen, "%s: truncated: %lu bytes, too short for a token file header",
+        gpt_errorf(err, errlen, "%s: truncated: %lu bytes, too short for a token file header",
                   name, (unsigned long)len);
-        return DATA_ERR_TRUNCATED;
+        return GPT_ERR_TRUNCATED;
     }
     if (memcmp(buf, DATA_MAGIC_BYTES, 4) != 0) {
-        data__err(err, errlen, "%s: wrong magic (not a token file; expected \"%s\")", name, DATA_MAGIC_BYTES);
-        return DATA_ERR_MAGIC;
+        gpt_errorf(err, errlen, "%s: wrong magic (not a token file; expected \"%s\")", name, DATA_MAGIC_BYTES);
+        return GPT_ERR_MAGIC;
     }
     if (len < 8) {
-        data__err(err, errlen, "%s: truncated: %lu bytes, header needs %u", name, (unsigned long)len,
+        gpt_errorf(err, errlen, "%s: truncated: %lu bytes, header needs %u", name, (unsigned long)len,
                   DATA_HEADER_BYTES);
-        return DATA_ERR_TRUNCATED;
+        return GPT_ERR_TRUNCATED;
     }
     version = data_get_u32le(buf + 4);
     if (version != DATA_VERSION) {
-        data__err(err, errlen, "%s: unsupported token file version %lu (this build reads version %u)",
+        gpt_errorf(err, errlen, "%s: unsupported token file version %lu (this build reads version %u)",
                   name, (unsigned long)version, DATA_VERSION);
-        return DATA_ERR_VERSION;
+        return GPT_ERR_VERSION;
     }
     if (len < DATA_HEADER_BYTES) {
-        data__err(err, errlen, "%s: truncated: %lu bytes, header needs %u", name, (unsigned long)len,
+        gpt_errorf(err, errlen, "%s: truncated: %lu bytes, header needs %u", name, (unsigned long)len,
                   DATA_HEADER_BYTES);
-        return DATA_ERR_TRUNCATED;
+        return GPT_ERR_TRUNCATED;
     }
     if (len < DATA_HEADER_BYTES + DATA_TRAILER_BYTES) {
-        data__err(err, errlen, "%s: truncated: %lu bytes, header and checksum need %u", name,
+        gpt_errorf(err, errlen, "%s: truncated: %lu bytes, header and checksum need %u", name,
                   (unsigned long)len, DATA_HEADER_BYTES + DATA_TRAILER_BYTES);
-        return DATA_ERR_TRUNCATED;
+        return GPT_ERR_TRUNCATED;
     }
     vocab = data_get_u32le(buf + 8);
     dt = data_get_u32le(buf + 12);
@@ -413,52 +386,52 @@ data_status data_tokens_parse(data_tokens *out, const unsigned char *buf, size_t
     sum = data_fnv1a64(buf, len - DATA_TRAILER_BYTES, DATA_FNV64_INIT);
     if (sum != data_get_u64le(buf + len - DATA_TRAILER_BYTES)) {
         if (len < want) {
-            data__err(err, errlen, "%s: truncated: %lu bytes, header promises %llu tokens (%lu bytes)", name,
+            gpt_errorf(err, errlen, "%s: truncated: %lu bytes, header promises %llu tokens (%lu bytes)", name,
                       (unsigned long)len, (unsigned long long)n64, (unsigned long)want);
-            return DATA_ERR_TRUNCATED;
+            return GPT_ERR_TRUNCATED;
         }
-        data__err(err, errlen, "%s: checksum mismatch (file corrupted)", name);
-        return DATA_ERR_CHECKSUM;
+        gpt_errorf(err, errlen, "%s: checksum mismatch (file corrupted)", name);
+        return GPT_ERR_CHECKSUM;
     }
     if (vocab == 0 || dt != data__dtype(vocab) || len != want) {
-        data__err(err, errlen, "%s: corrupt header: vocab_size %lu, dtype %lu bytes, %llu tokens in %lu bytes",
+        gpt_errorf(err, errlen, "%s: corrupt header: vocab_size %lu, dtype %lu bytes, %llu tokens in %lu bytes",
                   name, (unsigned long)vocab, (unsigned long)dt, (unsigned long long)n64, (unsigned long)len);
-        return DATA_ERR_CORRUPT;
+        return GPT_ERR_CORRUPT;
     }
     n = (size_t)n64;
     toks = (uint32_t *)malloc(n ? n * sizeof(uint32_t) : 1);
     if (!toks) {
-        data__err(err, errlen, "%s: out of memory for %lu tokens", name, (unsigned long)n);
-        return DATA_ERR_NOMEM;
+        gpt_errorf(err, errlen, "%s: out of memory for %lu tokens", name, (unsigned long)n);
+        return GPT_ERR_NOMEM;
     }
     p = buf + DATA_HEADER_BYTES;
     for (i = 0; i < n; i++) {
         uint32_t t = dt == 2 ? (uint32_t)p[2 * i] | ((uint32_t)p[2 * i + 1] << 8) : data_get_u32le(p + 4 * i);
         if (t >= vocab) {
-            data__err(err, errlen, "%s: corrupt: token %lu at index %lu >= vocab_size %lu", name,
+            gpt_errorf(err, errlen, "%s: corrupt: token %lu at index %lu >= vocab_size %lu", name,
                       (unsigned long)t, (unsigned long)i, (unsigned long)vocab);
             free(toks);
-            return DATA_ERR_CORRUPT;
+            return GPT_ERR_CORRUPT;
         }
         toks[i] = t;
     }
     out->vocab_size = vocab;
     out->n_tokens = n;
     out->tokens = toks;
-    return DATA_OK;
+    return GPT_OK;
 }
 
-data_status data_tokens_read(data_tokens *out, const char *path, char *err, size_t errlen)
+gpt_status data_tokens_read(data_tokens *out, const char *path, char *err, size_t errlen)
 {
     unsigned char *b;
     size_t len;
-    data_status st;
+    gpt_status st;
     if (!out || !path) {
-        data__err(err, errlen, "data_tokens_read: null argument");
-        return DATA_ERR_NULL;
+        gpt_errorf(err, errlen, "data_tokens_read: null argument");
+        return GPT_ERR_NULL;
     }
     st = data_read_file(path, &b, &len, err, errlen);
-    if (st != DATA_OK) return st;
+    if (st != GPT_OK) return st;
     st = data_tokens_parse(out, b, len, path, err, errlen);
     free(b);
     return st;
@@ -490,22 +463,22 @@ void data_sampler_init(data_sampler *s, uint64_t seed)
     s->pos = 0;
 }
 
-static data_status data__check_batch(const data_tokens *d, const data_sampler *s, int B, int T,
+static gpt_status data__check_batch(const data_tokens *d, const data_sampler *s, int B, int T,
                                      const int *inputs, const int *targets, size_t need)
 {
-    if (!d || !s || !inputs || !targets || (!d->tokens && d->n_tokens)) return DATA_ERR_NULL;
-    if (B <= 0 || T <= 0 || d->vocab_size > 0x7fffffffu) return DATA_ERR_DOMAIN; /* ids must fit an int */
-    if ((size_t)B > (size_t)-1 / (size_t)T) return DATA_ERR_SIZE;
-    if (d->n_tokens < need) return DATA_ERR_SIZE;
-    return DATA_OK;
+    if (!d || !s || !inputs || !targets || (!d->tokens && d->n_tokens)) return GPT_ERR_NULL;
+    if (B <= 0 || T <= 0 || d->vocab_size > 0x7fffffffu) return GPT_ERR_DOMAIN; /* ids must fit an int */
+    if ((size_t)B > (size_t)-1 / (size_t)T) return GPT_ERR_SIZE;
+    if (d->n_tokens < need) return GPT_ERR_SIZE;
+    return GPT_OK;
 }
 
-data_status data_batch_random(const data_tokens *d, data_sampler *s, int B, int T, int *inputs, int *targets)
+gpt_status data_batch_random(const data_tokens *d, data_sampler *s, int B, int T, int *inputs, int *targets)
 {
-    data_status st = data__check_batch(d, s, B, T, inputs, targets, (size_t)(T > 0 ? T : 0) + 1);
+    gpt_status st = data__check_batch(d, s, B, T, inputs, targets, (size_t)(T > 0 ? T : 0) + 1);
     uint64_t range;
     int b, t;
-    if (st != DATA_OK) return st;
+    if (st != GPT_OK) return st;
     range = (uint64_t)(d->n_tokens - (size_t)T); /* starts 0 .. n-T-1 */
     for (b = 0; b < B; b++) {
         /* Modulo bias is at most range / 2^64: irrelevant for any corpus that fits in memory. */
@@ -516,17 +489,17 @@ data_status data_batch_random(const data_tokens *d, data_sampler *s, int B, int 
             targets[(size_t)b * T + t] = (int)w[t + 1];
         }
     }
-    return DATA_OK;
+    return GPT_OK;
 }
 
-data_status data_batch_sequential(const data_tokens *d, data_sampler *s, int B, int T, int *inputs, int *targets)
+gpt_status data_batch_sequential(const data_tokens *d, data_sampler *s, int B, int T, int *inputs, int *targets)
 {
     size_t bt, pos;
     int b, t;
-    data_status st = data__check_batch(d, s, B, T, inputs, targets, 1);
-    if (st != DATA_OK) return st;
+    gpt_status st = data__check_batch(d, s, B, T, inputs, targets, 1);
+    if (st != GPT_OK) return st;
     bt = (size_t)B * (size_t)T;
-    if (bt >= d->n_tokens) return DATA_ERR_SIZE; /* need bt + 1 tokens */
+    if (bt >= d->n_tokens) return GPT_ERR_SIZE; /* need bt + 1 tokens */
     pos = (size_t)s->pos;
     if ((uint64_t)pos != s->pos || pos > d->n_tokens - 1 - bt) pos = 0;
     for (b = 0; b < B; b++) {
@@ -537,7 +510,7 @@ data_status data_batch_sequential(const data_tokens *d, data_sampler *s, int B, 
         }
     }
     s->pos = (uint64_t)(pos + bt);
-    return DATA_OK;
+    return GPT_OK;
 }
 
 size_t data_sequential_batches(const data_tokens *d, int B, int T)
@@ -582,34 +555,34 @@ const char *const data_default_corpus_files[] = {
     NULL
 };
 
-data_status data_corpus_add_file(data_corpus *c, const char *path, char *err, size_t errlen)
+gpt_status data_corpus_add_file(data_corpus *c, const char *path, char *err, size_t errlen)
 {
     unsigned char *b, *text;
     size_t len, *starts;
-    data_status st;
+    gpt_status st;
     if (!c || !path) {
-        data__err(err, errlen, "data_corpus_add_file: null argument");
-        return DATA_ERR_NULL;
+        gpt_errorf(err, errlen, "data_corpus_add_file: null argument");
+        return GPT_ERR_NULL;
     }
     st = data_read_file(path, &b, &len, err, errlen);
-    if (st != DATA_OK) return st;
+    if (st != GPT_OK) return st;
     if (len > (size_t)-1 - c->n_bytes - 1 || c->n_docs + 2 > (size_t)-1 / sizeof(size_t)) {
         free(b);
-        data__err(err, errlen, "%s: corpus too large", path);
-        return DATA_ERR_SIZE;
+        gpt_errorf(err, errlen, "%s: corpus too large", path);
+        return GPT_ERR_SIZE;
     }
     text = (unsigned char *)realloc(c->text, c->n_bytes + len + 1);
     if (!text) {
         free(b);
-        data__err(err, errlen, "%s: out of memory", path);
-        return DATA_ERR_NOMEM;
+        gpt_errorf(err, errlen, "%s: out of memory", path);
+        return GPT_ERR_NOMEM;
     }
     c->text = text; /* a larger buffer with the same content: c is still consistent */
     starts = (size_t *)realloc(c->doc_start, (c->n_docs + 2) * sizeof(size_t));
     if (!starts) {
         free(b);
-        data__err(err, errlen, "%s: out of memory", path);
-        return DATA_ERR_NOMEM;
+        gpt_errorf(err, errlen, "%s: out of memory", path);
+        return GPT_ERR_NOMEM;
     }
     c->doc_start = starts;
     if (c->n_docs == 0) starts[0] = 0;
@@ -618,38 +591,38 @@ data_status data_corpus_add_file(data_corpus *c, const char *path, char *err, si
     c->n_bytes += len;
     c->n_docs += 1;
     starts[c->n_docs] = c->n_bytes;
-    return DATA_OK;
+    return GPT_OK;
 }
 
-data_status data_corpus_add_default(data_corpus *c, const char *root, char *err, size_t errlen)
+gpt_status data_corpus_add_default(data_corpus *c, const char *root, char *err, size_t errlen)
 {
     size_t i, found = 0;
     char path[4096];
     if (!c) {
-        data__err(err, errlen, "data_corpus_add_default: null argument");
-        return DATA_ERR_NULL;
+        gpt_errorf(err, errlen, "data_corpus_add_default: null argument");
+        return GPT_ERR_NULL;
     }
     if (!root || !*root) root = ".";
     for (i = 0; data_default_corpus_files[i]; i++) {
         FILE *f;
-        data_status st;
+        gpt_status st;
         int w = snprintf(path, sizeof path, "%s/%s", root, data_default_corpus_files[i]);
         if (w < 0 || (size_t)w >= sizeof path) {
-            data__err(err, errlen, "%s: path too long", root);
-            return DATA_ERR_DOMAIN;
+            gpt_errorf(err, errlen, "%s: path too long", root);
+            return GPT_ERR_DOMAIN;
         }
         f = fopen(path, "rb");
         if (!f) continue; /* not in this checkout: skip */
         fclose(f);
         st = data_corpus_add_file(c, path, err, errlen);
-        if (st != DATA_OK) return st;
+        if (st != GPT_OK) return st;
         found++;
     }
     if (!found) {
-        data__err(err, errlen, "%s: none of the default corpus files found (is this the repository root?)", root);
-        return DATA_ERR_IO;
+        gpt_errorf(err, errlen, "%s: none of the default corpus files found (is this the repository root?)", root);
+        return GPT_ERR_IO;
     }
-    return DATA_OK;
+    return GPT_OK;
 }
 
 int data_find_repo_root(char *out, size_t cap)

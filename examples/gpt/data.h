@@ -22,7 +22,7 @@
  *       24     -  n_tokens tokens of dtype bytes each
  *      end     8  FNV-1a 64 of every byte before it (header and tokens)
  *
- * Errors: every function that can fail returns a data_status and, when err is not NULL, writes
+ * Errors: every function that can fail returns a gpt_status and, when err is not NULL, writes
  * a one-line message naming the file and the problem into err (errlen bytes, NUL-terminated).
  * On error, output objects are left exactly as they were. Nothing here calls exit().
  */
@@ -32,25 +32,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum {
-    DATA_OK = 0,
-    DATA_ERR_NULL,      /* a required pointer was NULL */
-    DATA_ERR_DOMAIN,    /* a parameter out of range (B, T, fraction, ...) */
-    DATA_ERR_SIZE,      /* too few tokens for the request, or a size overflow */
-    DATA_ERR_NOMEM,     /* allocation failed */
-    DATA_ERR_IO,        /* open/read/write/rename failed */
-    DATA_ERR_TRUNCATED, /* file shorter than its header says */
-    DATA_ERR_MAGIC,     /* not a token file */
-    DATA_ERR_VERSION,   /* a token file of an unsupported version */
-    DATA_ERR_CHECKSUM,  /* stored checksum does not match the content */
-    DATA_ERR_CORRUPT    /* checksum fine but content invalid (bad dtype, id >= vocab, extra bytes) */
-} data_status;
-
-const char *data_status_string(data_status s);
 
 /* ---- 1. file helpers ------------------------------------------------------------------- */
 
@@ -65,20 +51,20 @@ uint64_t data_get_u64le(const unsigned char *p);
 
 /* Reads the whole file into a malloc'd buffer (*buf, freed by the caller; a 0-byte file gives a
  * 1-byte allocation and *n = 0). Regular files only, after following symlinks (the opened
- * descriptor is fstat'ed: a device such as /dev/zero, a FIFO or a directory is DATA_ERR_IO,
+ * descriptor is fstat'ed: a device such as /dev/zero, a FIFO or a directory is GPT_ERR_IO,
  * "not a regular file"), and never more bytes than fstat's size (a file that changes size while
- * it is read is DATA_ERR_IO). On error *buf and *n are untouched. */
-data_status data_read_file(const char *path, unsigned char **buf, size_t *n, char *err, size_t errlen);
+ * it is read is GPT_ERR_IO). On error *buf and *n are untouched. */
+gpt_status data_read_file(const char *path, unsigned char **buf, size_t *n, char *err, size_t errlen);
 
 /* Writes n bytes to TARGET.tmp, fsyncs and closes it, renames it over TARGET and fsyncs
  * TARGET's directory, so a reader sees the old file or the new one, never a torn one, and the
- * new one survives a power loss once DATA_OK is returned. TARGET is path, or, when path is a
+ * new one survives a power loss once GPT_OK is returned. TARGET is path, or, when path is a
  * symlink (or a chain of them), the file the links end at (which may not exist yet): the links
  * stay, their target is replaced. Only a regular file is ever replaced: a device node, FIFO,
- * socket or directory at TARGET is DATA_ERR_IO ("not a regular file", naming path), as is a
+ * socket or directory at TARGET is GPT_ERR_IO ("not a regular file", naming path), as is a
  * symlink or non-regular file at TARGET.tmp. On error the temp file is removed and TARGET is
  * untouched. */
-data_status data_write_file_atomic(const char *path, const void *buf, size_t n, char *err, size_t errlen);
+gpt_status data_write_file_atomic(const char *path, const void *buf, size_t n, char *err, size_t errlen);
 
 /* ---- 2. token files and samplers ------------------------------------------------------- */
 
@@ -93,19 +79,19 @@ typedef struct {
     uint32_t *tokens; /* malloc'd by the loader; data_tokens_free() releases it */
 } data_tokens;
 
-/* Serialises tokens (each < vocab_size, else DATA_ERR_DOMAIN) into a malloc'd buffer. */
-data_status data_tokens_serialize(const uint32_t *tokens, size_t n, uint32_t vocab_size,
+/* Serialises tokens (each < vocab_size, else GPT_ERR_DOMAIN) into a malloc'd buffer. */
+gpt_status data_tokens_serialize(const uint32_t *tokens, size_t n, uint32_t vocab_size,
                                   unsigned char **buf, size_t *len, char *err, size_t errlen);
 /* Serialises and writes atomically. */
-data_status data_tokens_write(const char *path, const uint32_t *tokens, size_t n, uint32_t vocab_size,
+gpt_status data_tokens_write(const char *path, const uint32_t *tokens, size_t n, uint32_t vocab_size,
                               char *err, size_t errlen);
 /* Parses a token file image; name is used in messages only. Allocates out->tokens. Checks in
  * order: length >= 4 (else TRUNCATED), magic, version, complete header, dtype, length, checksum,
  * every id < vocab_size. *out is written only on success (its old contents are not freed). */
-data_status data_tokens_parse(data_tokens *out, const unsigned char *buf, size_t len, const char *name,
+gpt_status data_tokens_parse(data_tokens *out, const unsigned char *buf, size_t len, const char *name,
                               char *err, size_t errlen);
 /* data_read_file + data_tokens_parse. */
-data_status data_tokens_read(data_tokens *out, const char *path, char *err, size_t errlen);
+gpt_status data_tokens_read(data_tokens *out, const char *path, char *err, size_t errlen);
 void data_tokens_free(data_tokens *d);
 
 /* Sampler state: rng is a splitmix64 counter, pos the next sequential position. Checkpoints store
@@ -119,13 +105,13 @@ void data_sampler_init(data_sampler *s, uint64_t seed);
 
 /* Random batch: B rows, each a window of T+1 consecutive tokens starting at a position drawn
  * uniformly from [0, n_tokens - T - 1]; inputs[b*T+t] = tok[start+t], targets[b*T+t] =
- * tok[start+t+1]. Needs n_tokens >= T + 1 (else DATA_ERR_SIZE) and vocab_size <= INT_MAX. Advances s->rng by B draws. Writes nothing on error. */
-data_status data_batch_random(const data_tokens *d, data_sampler *s, int B, int T, int *inputs, int *targets);
+ * tok[start+t+1]. Needs n_tokens >= T + 1 (else GPT_ERR_SIZE) and vocab_size <= INT_MAX. Advances s->rng by B draws. Writes nothing on error. */
+gpt_status data_batch_random(const data_tokens *d, data_sampler *s, int B, int T, int *inputs, int *targets);
 
 /* Sequential batch: rows start at s->pos, s->pos + T, ..., s->pos + (B-1)T; then s->pos += B*T.
  * If the batch would run past the end (needs pos + B*T + 1 <= n_tokens) it starts over at 0.
  * For a full validation pass: set s->pos = 0 and take data_sequential_batches() batches. */
-data_status data_batch_sequential(const data_tokens *d, data_sampler *s, int B, int T, int *inputs, int *targets);
+gpt_status data_batch_sequential(const data_tokens *d, data_sampler *s, int B, int T, int *inputs, int *targets);
 /* Number of whole sequential batches in d: (n_tokens - 1) / (B*T), 0 if invalid. */
 size_t data_sequential_batches(const data_tokens *d, int B, int T);
 
@@ -144,10 +130,10 @@ extern const char *const data_default_corpus_files[];
 
 /* Appends the file as one document. c must be zero-initialised or hold documents already.
  * On error c is unchanged. */
-data_status data_corpus_add_file(data_corpus *c, const char *path, char *err, size_t errlen);
+gpt_status data_corpus_add_file(data_corpus *c, const char *path, char *err, size_t errlen);
 /* Appends every file of data_default_corpus_files that exists under root (files that cannot be
- * opened are skipped); DATA_ERR_IO if none was found. */
-data_status data_corpus_add_default(data_corpus *c, const char *root, char *err, size_t errlen);
+ * opened are skipped); GPT_ERR_IO if none was found. */
+gpt_status data_corpus_add_default(data_corpus *c, const char *root, char *err, size_t errlen);
 /* Looks for the repository root (a directory holding rownorm.h and muon.h) at ".", "..",
  * "../.." and "../../.."; writes it to out. Returns 1 when found, 0 otherwise (out = "."). */
 int data_find_repo_root(char *out, size_t cap);

@@ -10,17 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* ---- reading logs ------------------------------------------------------------------------- */
 
 #define EXP_COLS 14 /* kind,step,tokens,loss,lr,ms,tok_per_s,gflops,grad_norm,d_lo,d_hi,d_exact,val_loss,hilbert_rms */
@@ -42,7 +31,7 @@ int exp_log_read(const char *path, exp_log *out, char *err, size_t errlen)
     unsigned char *buf;
     size_t n, i = 0, line_no = 0;
     exp_log L;
-    if (data_read_file(path, &buf, &n, err, errlen) != DATA_OK) return -1;
+    if (data_read_file(path, &buf, &n, err, errlen) != GPT_OK) return -1;
     memset(&L, 0, sizeof L);
     L.final_val_loss = L.final_diameter = L.final_hilbert_rms = NAN;
     while (i < n) {
@@ -100,18 +89,18 @@ int exp_log_read(const char *path, exp_log *out, char *err, size_t errlen)
     free(buf);
     if (line_no == 0) {
         exp_log_free(&L);
-        return fail(err, errlen, "%s: empty log", path);
+        return gpt_errorf(err, errlen, "%s: empty log", path);
     }
     *out = L;
     return 0;
 bad:
     free(buf);
     exp_log_free(&L);
-    return fail(err, errlen, "%s:%zu: not a trainer log row", path, line_no);
+    return gpt_errorf(err, errlen, "%s:%zu: not a trainer log row", path, line_no);
 nomem:
     free(buf);
     exp_log_free(&L);
-    return fail(err, errlen, "%s: out of memory", path);
+    return gpt_errorf(err, errlen, "%s: out of memory", path);
 }
 
 void exp_log_free(exp_log *log)
@@ -283,7 +272,7 @@ static int one_plot(const char *dir, const char *file, const char *title, const 
     y = (double *)malloc((cap + 1) * sizeof *y);
     if (!p || !x || !y) {
         plot_free(p), free(x), free(y);
-        return fail(err, errlen, "plots: out of memory");
+        return gpt_errorf(err, errlen, "plots: out of memory");
     }
     for (arm = 0; arm < 2; arm++) {
         const exp_log *L = arm ? b : a;
@@ -299,7 +288,7 @@ static int one_plot(const char *dir, const char *file, const char *title, const 
         }
     }
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    if (plot_write_svg(p, path, err, errlen) != PLOT_OK) rc = -1;
+    if (plot_write_svg(p, path, err, errlen) != GPT_OK) rc = -1;
     plot_free(p), free(x), free(y);
     return rc;
 }
@@ -395,7 +384,7 @@ int experiment_main(const train_cli *cli)
     if (rc == 0) {
         table = exp_table_markdown(fin, fin + n, seeds, n);
         snprintf(path, sizeof path, "%s/table.md", cli->out_dir);
-        if (!table || data_write_file_atomic(path, table, strlen(table), err, sizeof err) != DATA_OK) {
+        if (!table || data_write_file_atomic(path, table, strlen(table), err, sizeof err) != GPT_OK) {
             fprintf(stderr, "experiment: %s\n", table ? err : "out of memory");
             rc = 1;
         } else {

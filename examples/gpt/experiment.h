@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "train.h"
+#include "cli.h"
 
 #ifdef __cplusplus
 extern "C" {

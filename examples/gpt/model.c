@@ -5,21 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *gpt_status_string(gpt_status s)
-{
-    switch (s) {
-    case GPT_OK: return "ok";
-    case GPT_ERR_NULL: return "a required pointer is NULL";
-    case GPT_ERR_CONFIG: return "config field out of range or inconsistent";
-    case GPT_ERR_SIZE: return "batch or sequence size zero or above the backend's capacity";
-    case GPT_ERR_TOKEN: return "token id outside [0, vocab_size)";
-    case GPT_ERR_STATE: return "call out of order";
-    case GPT_ERR_NOMEM: return "out of memory";
-    case GPT_ERR_BACKEND: return "backend failure";
-    }
-    return "unknown gpt_status";
-}
-
 gpt_status gpt_config_resolve(gpt_config *cfg)
 {
     const int limit = 1 << 20; /* keeps every product below in 64-bit range and int-indexable */

@@ -1,7 +1,7 @@
 /* model.h - the example trainer's model: configuration, parameter layout, initialisation,
- * parameter groups and flop count (SPEC.md §3). No backend code here: backends (cpu.c, later a
- * CUDA one) implement the forward/backward behind backend.h on a parameter block laid out as
- * described below.
+ * parameter groups and flop count (SPEC.md §3). No backend code here: backends (cpu.c, cuda.cu)
+ * implement the forward/backward behind backend.h on a parameter block laid out as described
+ * below.
  *
  * Architecture (SPEC §3): decoder-only transformer; pre-norm RMSNorm without gain (eps 1e-6);
  * causal self-attention, head_dim = d_model / n_heads, QK RMSNorm per head (no gain) followed by
@@ -27,22 +27,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum gpt_status {
-    GPT_OK = 0,
-    GPT_ERR_NULL,   /* a required pointer is NULL */
-    GPT_ERR_CONFIG, /* a config field is out of range or inconsistent (see gpt_config_resolve) */
-    GPT_ERR_SIZE,   /* a batch or sequence size is zero or above what the backend was created for */
-    GPT_ERR_TOKEN,  /* a token id is outside [0, vocab_size) */
-    GPT_ERR_STATE,  /* call out of order (e.g. backward without a forward with targets) */
-    GPT_ERR_NOMEM,  /* allocation failed */
-    GPT_ERR_BACKEND /* the backend failed (a device error; the CPU backend never returns it) */
-} gpt_status;
-
-const char *gpt_status_string(gpt_status s);
 
 /* Zero fields mean "default" (gpt_config_resolve fills them). */
 typedef struct gpt_config {

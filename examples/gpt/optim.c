@@ -8,17 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 optim_recipe optim_default(optim_head_kind head)
 {
     optim_recipe r;
@@ -128,7 +117,7 @@ static int assign_owners(optim_set *o, char *err, size_t errlen)
     int i, n = 0, rc = 0;
     muon_status ms;
     if (!rows || !cols || !idx || !own) {
-        rc = fail(err, errlen, "optimizer: out of memory");
+        rc = gpt_errorf(err, errlen, "optimizer: out of memory");
         goto out;
     }
     for (i = 0; i < o->n_slots; i++)
@@ -136,7 +125,7 @@ static int assign_owners(optim_set *o, char *err, size_t errlen)
     if (n == 0) goto out;
     ms = muon_assign_owners(rows, cols, (size_t)n, o->nranks, own, o->load);
     if (ms != MUON_OK) {
-        rc = fail(err, errlen, "optimizer: muon_assign_owners failed: %s", muon_status_string(ms));
+        rc = gpt_errorf(err, errlen, "optimizer: muon_assign_owners failed: %s", muon_status_string(ms));
         goto out;
     }
     for (i = 0; i < n; i++) o->owner[idx[i]] = own[i];
@@ -238,11 +227,11 @@ int optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *mod
     if (o->nranks > 1 && dist->shard_head) {
         if (r->head != OPTIM_HEAD_ROWNORM) {
             optim_free(o);
-            return fail(err, errlen, "optimizer: a sharded head needs the RowNorm head (--head rownorm)");
+            return gpt_errorf(err, errlen, "optimizer: a sharded head needs the RowNorm head (--head rownorm)");
         }
         if ((size_t)o->nranks > o->slots[o->head_slot].t.rows) {
             optim_free(o);
-            return fail(err, errlen, "optimizer: %d ranks for a head of %zu rows", o->nranks, o->slots[o->head_slot].t.rows);
+            return gpt_errorf(err, errlen, "optimizer: %d ranks for a head of %zu rows", o->nranks, o->slots[o->head_slot].t.rows);
         }
         o->head_sharded = 1;
         gpt_comm_split(o->slots[o->head_slot].t.rows, o->rank, o->nranks, &o->head_lo, &o->head_hi);
@@ -267,14 +256,14 @@ int optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *mod
         }
         if (rc) {
             optim_free(o);
-            return fail(err, errlen, "optimizer: cannot create the state of %s (out of memory, or a zero row "
+            return gpt_errorf(err, errlen, "optimizer: cannot create the state of %s (out of memory, or a zero row "
                                      "for Muown)", s->t.name);
         }
     }
     return 0;
 nomem:
     optim_free(o);
-    return fail(err, errlen, "optimizer: out of memory");
+    return gpt_errorf(err, errlen, "optimizer: out of memory");
 }
 
 void optim_free(optim_set *o)
@@ -323,13 +312,13 @@ static int rownorm_sharded_step(optim_set *o, optim_slot *s, float *W, const flo
     size_t d = s->t.cols, off = o->head_lo * d, n = 0;
     gpt_comm *c = o->comm ? o->comm : gpt_comm_single();
     rn_status rs = rn_rownorm_shard_begin(&s->rownorm, &s->rownorm_cfg, G + off, d, o->xbuf, &n);
-    if (rs != RN_OK) return fail(err, errlen, "RowNorm (sharded) on %s failed: %s", s->t.name, rn_status_string(rs));
-    if (c->ops->allreduce_f64(c, o->xbuf, n)) return fail(err, errlen, "RowNorm (sharded): all-reduce failed");
+    if (rs != RN_OK) return gpt_errorf(err, errlen, "RowNorm (sharded) on %s failed: %s", s->t.name, rn_status_string(rs));
+    if (c->ops->allreduce_f64(c, o->xbuf, n)) return gpt_errorf(err, errlen, "RowNorm (sharded): all-reduce failed");
     rs = rn_rownorm_shard_middle(&s->rownorm, G + off, d, o->xbuf, o->xbuf, &n);
-    if (rs != RN_OK) return fail(err, errlen, "RowNorm (sharded) on %s failed: %s", s->t.name, rn_status_string(rs));
-    if (n && c->ops->allreduce_f64(c, o->xbuf, n)) return fail(err, errlen, "RowNorm (sharded): all-reduce failed");
+    if (rs != RN_OK) return gpt_errorf(err, errlen, "RowNorm (sharded) on %s failed: %s", s->t.name, rn_status_string(rs));
+    if (n && c->ops->allreduce_f64(c, o->xbuf, n)) return gpt_errorf(err, errlen, "RowNorm (sharded): all-reduce failed");
     rs = rn_rownorm_shard_finish(&s->rownorm, W + off, d, n ? o->xbuf : NULL, o->head_step + off, d);
-    if (rs != RN_OK) return fail(err, errlen, "RowNorm (sharded) on %s failed: %s", s->t.name, rn_status_string(rs));
+    if (rs != RN_OK) return gpt_errorf(err, errlen, "RowNorm (sharded) on %s failed: %s", s->t.name, rn_status_string(rs));
     return 0;
 }
 
@@ -345,9 +334,9 @@ int optim_step(optim_set *o, float *params, float *grads, long step, long total,
                              o->recipe.clip > 0.0 ? o->recipe.clip : HUGE_VAL, &norm);
     if (ms == MUON_ERR_NONFINITE) {
         int bad = optim_first_nonfinite(&o->model, grads);
-        return fail(err, errlen, "non-finite gradient in tensor %s", bad >= 0 ? o->slots[bad].t.name : "?");
+        return gpt_errorf(err, errlen, "non-finite gradient in tensor %s", bad >= 0 ? o->slots[bad].t.name : "?");
     }
-    if (ms != MUON_OK) return fail(err, errlen, "gradient clipping failed: %s", muon_status_string(ms));
+    if (ms != MUON_OK) return gpt_errorf(err, errlen, "gradient clipping failed: %s", muon_status_string(ms));
     o->last_grad_norm = norm;
     o->last_lr_factor = factor;
     for (i = 0; i < o->n_slots; i++) {
@@ -389,8 +378,8 @@ int optim_step(optim_set *o, float *params, float *grads, long step, long total,
             what = "RowNorm";
             break;
         }
-        if (ms != MUON_OK) return fail(err, errlen, "%s step on %s failed: %s", what, s->t.name, muon_status_string(ms));
-        if (rs != RN_OK) return fail(err, errlen, "%s step on %s failed: %s", what, s->t.name, rn_status_string(rs));
+        if (ms != MUON_OK) return gpt_errorf(err, errlen, "%s step on %s failed: %s", what, s->t.name, muon_status_string(ms));
+        if (rs != RN_OK) return gpt_errorf(err, errlen, "%s step on %s failed: %s", what, s->t.name, rn_status_string(rs));
     }
     return 0;
 }
@@ -476,7 +465,7 @@ static int recipe_u64(const ckpt_reader *rd, const char *name, uint64_t lo, uint
 {
     if (ckpt_get_u64(rd, name, out, 1, err, errlen)) return -1;
     if (*out < lo || *out > hi)
-        return fail(err, errlen, "%s: field \"%s\" is %llu, expected %llu..%llu", rd->file, name,
+        return gpt_errorf(err, errlen, "%s: field \"%s\" is %llu, expected %llu..%llu", rd->file, name,
                     (unsigned long long)*out, (unsigned long long)lo, (unsigned long long)hi);
     return 0;
 }
@@ -500,7 +489,7 @@ int optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, size_t 
         double v;
         if (ckpt_get_f64(rd, f->name, &v, 1, err, errlen)) return -1;
         if (!(v >= 0.0 && (f->hi_open ? v < f->hi : v <= f->hi)))
-            return fail(err, errlen, "%s: field \"%s\" is %g, expected a number in [0, %g%s", rd->file, f->name, v,
+            return gpt_errorf(err, errlen, "%s: field \"%s\" is %g, expected a number in [0, %g%s", rd->file, f->name, v,
                         f->hi, f->hi_open ? ")" : "]");
         memcpy((char *)&t + f->offset, &v, sizeof v);
     }
@@ -573,17 +562,17 @@ int optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *c, char *err, 
             int r;
             if (rank != 0) {
                 if (c->ops->send(c, s->rownorm.B, (o->head_hi - o->head_lo) * d * sizeof(float), 0))
-                    return fail(err, errlen, "checkpoint: cannot send the head state to rank 0");
+                    return gpt_errorf(err, errlen, "checkpoint: cannot send the head state to rank 0");
                 continue;
             } else {
                 float *B = (float *)malloc(s->t.rows * d * sizeof(float));
-                if (!B) return fail(err, errlen, "checkpoint: out of memory");
+                if (!B) return gpt_errorf(err, errlen, "checkpoint: out of memory");
                 memcpy(B, s->rownorm.B, (o->head_hi - o->head_lo) * d * sizeof(float));
                 for (r = 1; r < size; r++) {
                     gpt_comm_split(s->t.rows, r, size, &lo, &hi);
                     if (c->ops->recv(c, B + lo * d, (hi - lo) * d * sizeof(float), r)) {
                         free(B);
-                        return fail(err, errlen, "checkpoint: cannot receive the head state of rank %d", r);
+                        return gpt_errorf(err, errlen, "checkpoint: cannot receive the head state of rank %d", r);
                     }
                 }
                 save_slot(s, w, B);
@@ -601,20 +590,20 @@ int optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *c, char *err, 
             hdr[1] = mine.n_fields;
             if (c->ops->send(c, hdr, sizeof hdr, 0) || (hdr[0] && c->ops->send(c, body, (size_t)hdr[0], 0))) {
                 ckpt_writer_free(&mine);
-                return fail(err, errlen, "checkpoint: cannot send the state of %s to rank 0", s->t.name);
+                return gpt_errorf(err, errlen, "checkpoint: cannot send the state of %s to rank 0", s->t.name);
             }
             ckpt_writer_free(&mine);
         } else if (rank == 0) {
             uint64_t hdr[2];
             unsigned char *body;
             if (c->ops->recv(c, hdr, sizeof hdr, owner))
-                return fail(err, errlen, "checkpoint: cannot receive the state of %s", s->t.name);
-            if (hdr[0] == 0) return fail(err, errlen, "checkpoint: rank %d could not serialise %s", owner, s->t.name);
+                return gpt_errorf(err, errlen, "checkpoint: cannot receive the state of %s", s->t.name);
+            if (hdr[0] == 0) return gpt_errorf(err, errlen, "checkpoint: rank %d could not serialise %s", owner, s->t.name);
             body = (unsigned char *)malloc((size_t)hdr[0]);
-            if (!body) return fail(err, errlen, "checkpoint: out of memory");
+            if (!body) return gpt_errorf(err, errlen, "checkpoint: out of memory");
             if (c->ops->recv(c, body, (size_t)hdr[0], owner)) {
                 free(body);
-                return fail(err, errlen, "checkpoint: cannot receive the state of %s", s->t.name);
+                return gpt_errorf(err, errlen, "checkpoint: cannot receive the state of %s", s->t.name);
             }
             ckpt_put_raw(w, body, (size_t)hdr[0], (uint32_t)hdr[1]);
             free(body);
@@ -654,7 +643,7 @@ static int check_nonnegative(const ckpt_reader *rd, const char *name, size_t n, 
         if (ckpt_get_f32_range(rd, name, n, at, len, buf, err, errlen)) return -1;
         for (k = 0; k < len; k++)
             if (buf[k] < 0.0f)
-                return fail(err, errlen, "%s: field \"%s\" holds a negative value (value %zu)", rd->file, name, at + k);
+                return gpt_errorf(err, errlen, "%s: field \"%s\" holds a negative value (value %zu)", rd->file, name, at + k);
     }
     return 0;
 }
@@ -668,12 +657,12 @@ static int check_slot(const optim_slot *s, const ckpt_reader *rd, char *err, siz
     field(name, sizeof name, s, "kind");
     if (ckpt_get_u64(rd, name, &v, 1, err, errlen)) return -1;
     if (v != (uint64_t)s->kind)
-        return fail(err, errlen, "%s: field \"%s\": tensor %s was trained with another optimizer (kind %llu, this "
+        return gpt_errorf(err, errlen, "%s: field \"%s\": tensor %s was trained with another optimizer (kind %llu, this "
                     "run %d)", rd->file, name, s->t.name, (unsigned long long)v, (int)s->kind);
     field(name, sizeof name, s, "step");
     if (ckpt_get_u64(rd, name, &v, 1, err, errlen)) return -1;
     if (v > (uint64_t)OPTIM_MAX_STEPS)
-        return fail(err, errlen, "%s: field \"%s\" is %llu, expected 0..%ld", rd->file, name, (unsigned long long)v,
+        return gpt_errorf(err, errlen, "%s: field \"%s\" is %llu, expected 0..%ld", rd->file, name, (unsigned long long)v,
                     OPTIM_MAX_STEPS);
     for (k = 0; k < sizeof slot_arrays / sizeof slot_arrays[0]; k++) {
         const slot_array *a = &slot_arrays[k];
@@ -696,7 +685,7 @@ int optim_check_checkpoint(const optim_recipe *r, const gpt_config *model, const
     int i;
     memset(&s, 0, sizeof s);
     for (i = 0; i < lay.n_tensors; i++) {
-        if (gpt_tensor_info(model, i, &s.t) != GPT_OK) return fail(err, errlen, "%s: bad model", rd->file);
+        if (gpt_tensor_info(model, i, &s.t) != GPT_OK) return gpt_errorf(err, errlen, "%s: bad model", rd->file);
         s.kind = kind_for(r, s.t.kind);
         if (s.t.kind == GPT_TENSOR_HEAD) head_n = s.t.rows * s.t.cols;
         if (check_slot(&s, rd, err, errlen)) return -1;
@@ -717,12 +706,12 @@ int optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errlen)
         field(name, sizeof name, s, "kind");
         if (ckpt_get_u64(r, name, &kind, 1, err, errlen)) return -1;
         if (kind != (uint64_t)s->kind)
-            return fail(err, errlen, "%s: tensor %s was trained with another optimizer (kind %llu, this run %d)",
+            return gpt_errorf(err, errlen, "%s: tensor %s was trained with another optimizer (kind %llu, this run %d)",
                         r->file, s->t.name, (unsigned long long)kind, (int)s->kind);
         field(name, sizeof name, s, "step");
         if (ckpt_get_u64(r, name, &step, 1, err, errlen)) return -1;
         if (step > (uint64_t)OPTIM_MAX_STEPS)
-            return fail(err, errlen, "%s: field \"%s\" is %llu, expected 0..%ld", r->file, name,
+            return gpt_errorf(err, errlen, "%s: field \"%s\" is %llu, expected 0..%ld", r->file, name,
                         (unsigned long long)step, OPTIM_MAX_STEPS);
         if (!optim_owns(o, i)) continue; /* its owner loads it */
         switch (s->kind) {
@@ -779,4 +768,92 @@ int optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errlen)
                         o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols, err, errlen)
                ? -1
                : 0;
+}
+
+/* ---- the host implementation of gpt_optimizer ---------------------------------------------- */
+
+typedef struct host_optimizer {
+    gpt_optimizer base;
+    int mirrored; /* the backend's host blocks mirror device memory */
+} host_optimizer;
+
+static int host_reduce(gpt_optimizer *go, double scale, char *err, size_t errlen)
+{
+    host_optimizer *h = (host_optimizer *)go;
+    gpt_backend *be = go->be;
+    float *grads;
+    gpt_status gs;
+    if (h->mirrored && (gs = be->ops->pull_grads(be)) != GPT_OK)
+        return gpt_errorf(err, errlen, "pull_grads: %s", gpt_status_string(gs));
+    grads = be->ops->grads(be);
+    if (scale != 1.0) { /* the backward passes summed micro-batch means: average them (and weight
+                           by this rank's share of the batch) */
+        float f = (float)scale;
+        size_t i, n = be->layout.n_params;
+        for (i = 0; i < n; i++) grads[i] *= f;
+    }
+    if (go->comm->size > 1 && go->comm->ops->allreduce_f32(go->comm, grads, be->layout.n_params))
+        return gpt_errorf(err, errlen, "gradient all-reduce failed");
+    return 0;
+}
+
+static int host_step(gpt_optimizer *go, long step, long total, char *err, size_t errlen)
+{
+    return optim_step(go->set, go->be->ops->params(go->be), go->be->ops->grads(go->be), step, total, err, errlen);
+}
+
+static int host_share(gpt_optimizer *go, char *err, size_t errlen)
+{
+    host_optimizer *h = (host_optimizer *)go;
+    optim_set *o = go->set;
+    gpt_status gs;
+    if (o->n_segs > 0 && go->comm->ops->share(go->comm, go->be->ops->params(go->be), o->segs, o->n_segs))
+        return gpt_errorf(err, errlen, "parameter exchange failed");
+    if (o->n_step_segs > 0 && go->comm->ops->share(go->comm, o->head_step, o->step_segs, o->n_step_segs))
+        return gpt_errorf(err, errlen, "head-step exchange failed");
+    if (h->mirrored && (gs = go->be->ops->push_params(go->be)) != GPT_OK)
+        return gpt_errorf(err, errlen, "push_params: %s", gpt_status_string(gs));
+    return 0;
+}
+
+static const float *host_head_step(gpt_optimizer *go) { return go->set->head_step; }
+static int host_nothing(gpt_optimizer *go)
+{
+    (void)go;
+    return 0;
+}
+static void host_destroy(gpt_optimizer *go) { free(go); }
+
+static const gpt_optimizer_ops host_optimizer_ops = {
+    "host", 1, host_reduce, host_step, host_share, host_head_step, host_nothing, host_nothing, host_destroy,
+};
+
+int gpt_host_optimizer_create(const gpt_optimizer_env *env, int mirrored, gpt_optimizer **out, char *err,
+                              size_t errlen)
+{
+    host_optimizer *h;
+    if (!env || !env->be || !env->set || !env->comm || !out) return gpt_errorf(err, errlen, "optimizer: NULL argument");
+    h = (host_optimizer *)calloc(1, sizeof *h);
+    if (!h) return gpt_errorf(err, errlen, "out of memory");
+    h->base.ops = &host_optimizer_ops;
+    h->base.set = env->set;
+    h->base.be = env->be;
+    h->base.comm = env->comm;
+    h->mirrored = mirrored;
+    *out = &h->base;
+    return 0;
+}
+
+int gpt_optimizer_create(const gpt_optimizer_env *env, gpt_optimizer **out, char *note, size_t notelen, char *err,
+                         size_t errlen)
+{
+    if (note && notelen) note[0] = '\0';
+    if (!env || !env->be) return gpt_errorf(err, errlen, "optimizer: NULL argument");
+    if (env->be->ops->create_optimizer) return env->be->ops->create_optimizer(env, out, note, notelen, err, errlen);
+    return gpt_host_optimizer_create(env, 0, out, err, errlen);
+}
+
+void gpt_optimizer_destroy(gpt_optimizer *o)
+{
+    if (o) o->ops->destroy(o);
 }

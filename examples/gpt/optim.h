@@ -10,15 +10,18 @@
  * Every tensor's peak rate is multiplied by the same schedule factor (optim_lr_factor).
  *
  * The head step S (V x d) is the signed change of the head made by the step, excluding decoupled
- * weight decay: RowNorm writes it itself (step_out); for AdamW it is -lr m_hat/(sqrt(v_hat) + eps)
- * (SPEC §1.6), evaluated from the optimizer's moments after the step; for Muon it is
- * W_after - (1 - lr lambda) W_before, from a copy of the head taken before the step.
+ * weight decay: the head's stepper writes it (step_out of rn_rownorm_step, muon_adamw_step,
+ * muon_step; for AdamW S = -lr m_hat/(sqrt(v_hat) + eps), SPEC §1.6).
+ *
+ * Where the set runs (gpt_optimizer below): the host (this file, on the backend's host blocks)
+ * or the device of a backend that has its own (cuda_train.cu), behind one function table.
  *
  * Nothing here allocates inside optim_step; optim_create allocates every state and buffer.
  */
 #ifndef GPT_OPTIM_H
 #define GPT_OPTIM_H
 
+#include "backend.h"
 #include "checkpoint.h"
 #include "comm.h"
 #include "model.h"
@@ -194,6 +197,59 @@ int optim_momentum_spectrum(const optim_set *o, int slot, optim_spectrum *out);
 /* First tensor of the block (params or grads layout) holding a NaN/Inf: its index in [0,
  * n_tensors), or -1 if all are finite. */
 int optim_first_nonfinite(const gpt_config *model, const float *block);
+
+/* ---- where the optimizer set runs ------------------------------------------------------------
+ * One update of the training loop, after the backward passes of its micro-batches:
+ *     o->ops->reduce(o, scale, ...)   gradients *= scale (the micro-batch average and this rank's
+ *                                     share of the batch), then one all-reduce across the ranks
+ *     o->ops->step(o, step, total, ...)   clipping and every owned tensor's step (optim_step)
+ *     o->ops->share(o, ...)           the parameters (and head-step rows) stepped by their owners
+ *     o->ops->head_step(o)            S of this step on the host (rank 0's diagnostics)
+ * download brings the states to o->set's host copies (checkpoints, spectra); upload is its
+ * inverse (create does it once). The host implementation steps the backend's host blocks (a
+ * backend whose blocks are mirrors of device memory gets pull_grads before and push_params
+ * after); a backend with its own (gpt_backend_ops.create_optimizer) steps where its parameters
+ * live. Every function returns 0, or -1 with a message in err. */
+typedef struct gpt_optimizer gpt_optimizer;
+typedef struct gpt_optimizer_ops {
+    const char *name;  /* "host", "cuda" */
+    int agreed_errors; /* a step error happens on every rank alike (identical inputs) */
+    int (*reduce)(gpt_optimizer *o, double scale, char *err, size_t errlen);
+    int (*step)(gpt_optimizer *o, long step, long total, char *err, size_t errlen);
+    int (*share)(gpt_optimizer *o, char *err, size_t errlen);
+    const float *(*head_step)(gpt_optimizer *o); /* NULL if it cannot be read back */
+    int (*upload)(gpt_optimizer *o);
+    int (*download)(gpt_optimizer *o);
+    void (*destroy)(gpt_optimizer *o);
+} gpt_optimizer_ops;
+
+/* What a run gives its optimizer. */
+typedef struct gpt_optimizer_env {
+    gpt_backend *be;
+    optim_set *set;   /* the host states (created and, on resume, loaded before) */
+    gpt_comm *comm;   /* host communicator (never NULL) */
+    gpt_comm *dcomm;  /* device communicator (NCCL) or NULL */
+    int host_only;    /* --host-optim: the host implementation whatever the backend */
+} gpt_optimizer_env;
+
+/* The common head of every implementation. comm: the communicator of reduce and share. */
+struct gpt_optimizer {
+    const gpt_optimizer_ops *ops;
+    optim_set *set;
+    gpt_backend *be;
+    gpt_comm *comm;
+};
+
+/* The backend's optimizer (be->ops->create_optimizer) or the host one; when a backend's own
+ * declines (a recipe or layout it cannot run), the host one with a reason in note (else note is
+ * ""). Returns 0 or -1 with a message. */
+int gpt_optimizer_create(const gpt_optimizer_env *env, gpt_optimizer **out, char *note, size_t notelen, char *err,
+                         size_t errlen);
+/* The host implementation; mirrored: the backend's host blocks mirror device memory (pull_grads
+ * before the step, push_params after). */
+int gpt_host_optimizer_create(const gpt_optimizer_env *env, int mirrored, gpt_optimizer **out, char *err,
+                              size_t errlen);
+void gpt_optimizer_destroy(gpt_optimizer *o); /* NULL is fine */
 
 #ifdef __cplusplus
 }

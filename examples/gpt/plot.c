@@ -24,18 +24,6 @@ struct plot {
 static const char *const plot__palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                                             "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
 
-const char *plot_status_string(plot_status s)
-{
-    switch (s) {
-    case PLOT_OK: return "ok";
-    case PLOT_ERR_NULL: return "null pointer";
-    case PLOT_ERR_DOMAIN: return "too many series";
-    case PLOT_ERR_NOMEM: return "out of memory";
-    case PLOT_ERR_IO: return "I/O error";
-    }
-    return "unknown status";
-}
-
 static char *plot__strdup(const char *s)
 {
     size_t n;
@@ -68,13 +56,13 @@ plot *plot_create(const plot_desc *desc)
     return p;
 }
 
-plot_status plot_add_series(plot *p, const char *name, const double *x, const double *y, size_t n)
+gpt_status plot_add_series(plot *p, const char *name, const double *x, const double *y, size_t n)
 {
     plot__series s;
     size_t i;
-    if (!p || (n && !y)) return PLOT_ERR_NULL;
-    if (p->n_series >= PLOT_MAX_SERIES) return PLOT_ERR_DOMAIN;
-    if (n > ((size_t)-1) / sizeof(double)) return PLOT_ERR_NOMEM;
+    if (!p || (n && !y)) return GPT_ERR_NULL;
+    if (p->n_series >= PLOT_MAX_SERIES) return GPT_ERR_DOMAIN;
+    if (n > ((size_t)-1) / sizeof(double)) return GPT_ERR_NOMEM;
     s.name = plot__strdup(name ? name : "");
     s.x = (double *)malloc((n ? n : 1) * sizeof(double));
     s.y = (double *)malloc((n ? n : 1) * sizeof(double));
@@ -83,14 +71,14 @@ plot_status plot_add_series(plot *p, const char *name, const double *x, const do
         free(s.name);
         free(s.x);
         free(s.y);
-        return PLOT_ERR_NOMEM;
+        return GPT_ERR_NOMEM;
     }
     for (i = 0; i < n; i++) {
         s.x[i] = x ? x[i] : (double)i;
         s.y[i] = y[i];
     }
     p->series[p->n_series++] = s;
-    return PLOT_OK;
+    return GPT_OK;
 }
 
 void plot_free(plot *p)
@@ -256,7 +244,7 @@ static int plot__usable(double x, double y, int log_y)
     return !log_y || y > 0;
 }
 
-plot_status plot_render_svg(const plot *p, char **svg, size_t *len)
+gpt_status plot_render_svg(const plot *p, char **svg, size_t *len)
 {
     plot__buf b;
     plot__axis ax, ay;
@@ -265,7 +253,7 @@ plot_status plot_render_svg(const plot *p, char **svg, size_t *len)
     int i, k, any = 0;
     size_t j;
     char lab[64];
-    if (!p || !svg || !len) return PLOT_ERR_NULL;
+    if (!p || !svg || !len) return GPT_ERR_NULL;
     for (i = 0; i < p->n_series; i++) {
         const plot__series *s = &p->series[i];
         for (j = 0; j < s->n; j++) {
@@ -298,7 +286,7 @@ plot_status plot_render_svg(const plot *p, char **svg, size_t *len)
     b.n = 0;
     b.oom = 0;
     b.s = (char *)malloc(b.cap);
-    if (!b.s) return PLOT_ERR_NOMEM;
+    if (!b.s) return GPT_ERR_NOMEM;
     b.s[0] = 0;
     plot__printf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                      "font-family=\"sans-serif\" font-size=\"12\">\n", p->width, p->height, p->width, p->height);
@@ -399,27 +387,27 @@ plot_status plot_render_svg(const plot *p, char **svg, size_t *len)
     plot__printf(&b, "</svg>\n");
     if (b.oom) {
         free(b.s);
-        return PLOT_ERR_NOMEM;
+        return GPT_ERR_NOMEM;
     }
     *svg = b.s;
     *len = b.n;
-    return PLOT_OK;
+    return GPT_OK;
 }
 
-plot_status plot_write_svg(const plot *p, const char *path, char *err, size_t errlen)
+gpt_status plot_write_svg(const plot *p, const char *path, char *err, size_t errlen)
 {
     char *svg, *tmp;
     size_t len, plen;
     FILE *f;
     int bad;
-    plot_status st;
+    gpt_status st;
     if (!p || !path) {
         if (err && errlen) snprintf(err, errlen, "plot_write_svg: null argument");
-        return PLOT_ERR_NULL;
+        return GPT_ERR_NULL;
     }
     st = plot_render_svg(p, &svg, &len);
-    if (st != PLOT_OK) {
-        if (err && errlen) snprintf(err, errlen, "%s: %s", path, plot_status_string(st));
+    if (st != GPT_OK) {
+        if (err && errlen) snprintf(err, errlen, "%s: %s", path, gpt_status_string(st));
         return st;
     }
     plen = strlen(path);
@@ -427,7 +415,7 @@ plot_status plot_write_svg(const plot *p, const char *path, char *err, size_t er
     if (!tmp) {
         free(svg);
         if (err && errlen) snprintf(err, errlen, "%s: out of memory", path);
-        return PLOT_ERR_NOMEM;
+        return GPT_ERR_NOMEM;
     }
     memcpy(tmp, path, plen);
     memcpy(tmp + plen, ".tmp", 5);
@@ -436,7 +424,7 @@ plot_status plot_write_svg(const plot *p, const char *path, char *err, size_t er
         if (err && errlen) snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
         free(svg);
         free(tmp);
-        return PLOT_ERR_IO;
+        return GPT_ERR_IO;
     }
     bad = fwrite(svg, 1, len, f) != len;
     bad |= fflush(f) != 0;
@@ -446,9 +434,9 @@ plot_status plot_write_svg(const plot *p, const char *path, char *err, size_t er
         remove(tmp);
         free(svg);
         free(tmp);
-        return PLOT_ERR_IO;
+        return GPT_ERR_IO;
     }
     free(svg);
     free(tmp);
-    return PLOT_OK;
+    return GPT_OK;
 }

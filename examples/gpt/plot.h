@@ -22,17 +22,11 @@
 
 #include <stddef.h>
 
+#include "status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum {
-    PLOT_OK = 0,
-    PLOT_ERR_NULL,   /* a required pointer was NULL */
-    PLOT_ERR_DOMAIN, /* too many series (PLOT_MAX_SERIES) */
-    PLOT_ERR_NOMEM,
-    PLOT_ERR_IO
-} plot_status;
 
 #define PLOT_MAX_SERIES 16
 
@@ -46,16 +40,14 @@ typedef struct {
 
 typedef struct plot plot;
 
-const char *plot_status_string(plot_status s);
-
 /* Allocates a plot (copies the strings); NULL when out of memory. desc may be NULL (defaults). */
 plot *plot_create(const plot_desc *desc);
 /* Copies n points of a series; x may be NULL (then x = 0, 1, ..., n-1). n may be 0. */
-plot_status plot_add_series(plot *p, const char *name, const double *x, const double *y, size_t n);
+gpt_status plot_add_series(plot *p, const char *name, const double *x, const double *y, size_t n);
 /* Renders into a malloc'd NUL-terminated string (*svg, freed by the caller) of *len bytes. */
-plot_status plot_render_svg(const plot *p, char **svg, size_t *len);
+gpt_status plot_render_svg(const plot *p, char **svg, size_t *len);
 /* Renders and writes atomically; on error err (if not NULL) holds a message naming the file. */
-plot_status plot_write_svg(const plot *p, const char *path, char *err, size_t errlen);
+gpt_status plot_write_svg(const plot *p, const char *path, char *err, size_t errlen);
 void plot_free(plot *p);
 
 #ifdef __cplusplus

@@ -98,7 +98,7 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         } else {
-            if (data_corpus_add_file(&corpus, a, err, sizeof err) != DATA_OK) {
+            if (data_corpus_add_file(&corpus, a, err, sizeof err) != GPT_OK) {
                 fprintf(stderr, "prepare: %s\n", err);
                 goto done;
             }
@@ -114,7 +114,7 @@ int main(int argc, char **argv)
             }
             root = root_buf;
         }
-        if (data_corpus_add_default(&corpus, root, err, sizeof err) != DATA_OK) {
+        if (data_corpus_add_default(&corpus, root, err, sizeof err) != GPT_OK) {
             fprintf(stderr, "prepare: %s\n", err);
             goto done;
         }
@@ -126,7 +126,7 @@ int main(int argc, char **argv)
     printf("prepare: %lu bytes\n", (unsigned long)corpus.n_bytes);
 
     c0 = clock();
-    if (tok_train(&tok, corpus.text, corpus.n_bytes, (uint32_t)vocab, err, sizeof err) != TOK_OK) {
+    if (tok_train(&tok, corpus.text, corpus.n_bytes, (uint32_t)vocab, err, sizeof err) != GPT_OK) {
         fprintf(stderr, "prepare: %s\n", err);
         goto done;
     }
@@ -146,7 +146,7 @@ int main(int argc, char **argv)
     }
     for (d = 0; d < corpus.n_docs; d++) {
         size_t start = corpus.doc_start[d], len = corpus.doc_start[d + 1] - start, n = 0, n_keep;
-        if (tok_encode(&tok, corpus.text + start, len, ids, max_doc + 1, &n) != TOK_OK) {
+        if (tok_encode(&tok, corpus.text + start, len, ids, max_doc + 1, &n) != GPT_OK) {
             fprintf(stderr, "prepare: encoding document %lu failed\n", (unsigned long)d);
             goto done;
         }
@@ -173,17 +173,17 @@ int main(int argc, char **argv)
         goto done;
     }
     snprintf(path, sizeof path, "%s/tokenizer.bin", out_dir);
-    if (tok_save(&tok, path, err, sizeof err) != TOK_OK) {
+    if (tok_save(&tok, path, err, sizeof err) != GPT_OK) {
         fprintf(stderr, "prepare: %s\n", err);
         goto done;
     }
     snprintf(path, sizeof path, "%s/train.bin", out_dir);
-    if (data_tokens_write(path, train, n_train, tok.vocab_size, err, sizeof err) != DATA_OK) {
+    if (data_tokens_write(path, train, n_train, tok.vocab_size, err, sizeof err) != GPT_OK) {
         fprintf(stderr, "prepare: %s\n", err);
         goto done;
     }
     snprintf(path, sizeof path, "%s/val.bin", out_dir);
-    if (data_tokens_write(path, val, n_val, tok.vocab_size, err, sizeof err) != DATA_OK) {
+    if (data_tokens_write(path, val, n_val, tok.vocab_size, err, sizeof err) != GPT_OK) {
         fprintf(stderr, "prepare: %s\n", err);
         goto done;
     }

@@ -10,43 +10,17 @@
 #define TOK__EMPTY_KEY (~(uint64_t)0)
 #define TOK__NO_RANK 0xffffffffu
 
-const char *tok_status_string(tok_status s)
+/* data_write_file_atomic's status as the tokenizer's save reports it (a file too large to hold
+ * is out of memory; anything else is an I/O error) */
+static gpt_status tok__from_data_status(gpt_status s)
 {
     switch (s) {
-    case TOK_OK: return "ok";
-    case TOK_ERR_NULL: return "null pointer";
-    case TOK_ERR_DOMAIN: return "vocab size out of range";
-    case TOK_ERR_SIZE: return "output buffer too small";
-    case TOK_ERR_NOMEM: return "out of memory";
-    case TOK_ERR_IO: return "I/O error";
-    case TOK_ERR_TRUNCATED: return "file truncated";
-    case TOK_ERR_MAGIC: return "wrong magic number";
-    case TOK_ERR_VERSION: return "unsupported version";
-    case TOK_ERR_CHECKSUM: return "checksum mismatch";
-    case TOK_ERR_CORRUPT: return "corrupt content";
-    case TOK_ERR_RANGE: return "token id out of range";
-    }
-    return "unknown status";
-}
-
-static void tok__err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err || errlen == 0) return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
-static tok_status tok__from_data_status(data_status s)
-{
-    switch (s) {
-    case DATA_OK: return TOK_OK;
-    case DATA_ERR_NULL: return TOK_ERR_NULL;
-    case DATA_ERR_NOMEM: return TOK_ERR_NOMEM;
-    case DATA_ERR_IO: return TOK_ERR_IO;
-    case DATA_ERR_SIZE: return TOK_ERR_NOMEM; /* a file too large to hold */
-    default: return TOK_ERR_IO;
+    case GPT_OK:
+    case GPT_ERR_NULL:
+    case GPT_ERR_NOMEM:
+    case GPT_ERR_IO: return s;
+    case GPT_ERR_SIZE: return GPT_ERR_NOMEM;
+    default: return GPT_ERR_IO;
     }
 }
 
@@ -102,24 +76,24 @@ static uint32_t tok__rank(const tok_tokenizer *t, uint32_t l, uint32_t r)
     return TOK__NO_RANK;
 }
 
-static tok_status tok__build(tok_tokenizer *out, const uint32_t *merges, uint32_t nm, const char *name,
+static gpt_status tok__build(tok_tokenizer *out, const uint32_t *merges, uint32_t nm, const char *name,
                              char *err, size_t errlen)
 {
     tok_tokenizer t;
     uint32_t i, vocab, cap;
     size_t total = 0;
     if (nm > TOK_MAX_VOCAB - 257) {
-        tok__err(err, errlen, "%s: %lu merges exceed the limit %lu", name, (unsigned long)nm,
+        gpt_errorf(err, errlen, "%s: %lu merges exceed the limit %lu", name, (unsigned long)nm,
                  (unsigned long)(TOK_MAX_VOCAB - 257));
-        return TOK_ERR_CORRUPT;
+        return GPT_ERR_CORRUPT;
     }
     vocab = 256 + nm + 1;
     for (i = 0; i < nm; i++) {
         if (merges[2 * i] >= 256 + i || merges[2 * i + 1] >= 256 + i) {
-            tok__err(err, errlen, "%s: corrupt: merge %lu uses id %lu, which is not defined before it", name,
+            gpt_errorf(err, errlen, "%s: corrupt: merge %lu uses id %lu, which is not defined before it", name,
                      (unsigned long)i,
                      (unsigned long)(merges[2 * i] >= 256 + i ? merges[2 * i] : merges[2 * i + 1]));
-            return TOK_ERR_CORRUPT;
+            return GPT_ERR_CORRUPT;
         }
     }
     memset(&t, 0, sizeof t);
@@ -144,10 +118,10 @@ static tok_status tok__build(tok_tokenizer *out, const uint32_t *merges, uint32_
             uint32_t l = merges[2 * (i - 256)], r = merges[2 * (i - 256) + 1];
             len = (t.tok_start[l + 1] - t.tok_start[l]) + (t.tok_start[r + 1] - t.tok_start[r]);
             if (len > TOK_MAX_CHUNK) {
-                tok__err(err, errlen, "%s: corrupt: token %lu would be %lu bytes, over the chunk limit %u",
+                gpt_errorf(err, errlen, "%s: corrupt: token %lu would be %lu bytes, over the chunk limit %u",
                          name, (unsigned long)i, (unsigned long)len, TOK_MAX_CHUNK);
                 tok_free(&t);
-                return TOK_ERR_CORRUPT;
+                return GPT_ERR_CORRUPT;
             }
         }
         t.tok_start[i + 1] = t.tok_start[i] + len;
@@ -172,11 +146,11 @@ static tok_status tok__build(tok_tokenizer *out, const uint32_t *merges, uint32_
         uint32_t h = (uint32_t)tok__mix(key) & t.rank_mask;
         while (t.rank_keys[h] != TOK__EMPTY_KEY) {
             if (t.rank_keys[h] == key) {
-                tok__err(err, errlen, "%s: corrupt: merge %lu repeats the pair (%lu, %lu) of merge %lu", name,
+                gpt_errorf(err, errlen, "%s: corrupt: merge %lu repeats the pair (%lu, %lu) of merge %lu", name,
                          (unsigned long)i, (unsigned long)merges[2 * i], (unsigned long)merges[2 * i + 1],
                          (unsigned long)t.rank_vals[h]);
                 tok_free(&t);
-                return TOK_ERR_CORRUPT;
+                return GPT_ERR_CORRUPT;
             }
             h = (h + 1) & t.rank_mask;
         }
@@ -184,18 +158,18 @@ static tok_status tok__build(tok_tokenizer *out, const uint32_t *merges, uint32_
         t.rank_vals[h] = i;
     }
     *out = t;
-    return TOK_OK;
+    return GPT_OK;
 nomem:
     tok_free(&t);
-    tok__err(err, errlen, "%s: out of memory", name);
-    return TOK_ERR_NOMEM;
+    gpt_errorf(err, errlen, "%s: out of memory", name);
+    return GPT_ERR_NOMEM;
 }
 
-tok_status tok_from_merges(tok_tokenizer *out, const uint32_t *merges, uint32_t n_merges, char *err, size_t errlen)
+gpt_status tok_from_merges(tok_tokenizer *out, const uint32_t *merges, uint32_t n_merges, char *err, size_t errlen)
 {
     if (!out || (!merges && n_merges)) {
-        tok__err(err, errlen, "tok_from_merges: null argument");
-        return TOK_ERR_NULL;
+        gpt_errorf(err, errlen, "tok_from_merges: null argument");
+        return GPT_ERR_NULL;
     }
     return tok__build(out, merges, n_merges, "merges", err, errlen);
 }
@@ -458,22 +432,22 @@ static uint32_t tok__merge_ids(uint32_t *ids, uint32_t len, uint32_t a, uint32_t
     return w;
 }
 
-tok_status tok_train(tok_tokenizer *out, const unsigned char *text, size_t n, uint32_t vocab_size,
+gpt_status tok_train(tok_tokenizer *out, const unsigned char *text, size_t n, uint32_t vocab_size,
                      char *err, size_t errlen)
 {
     tok__trainer tr;
     uint32_t *merges = NULL, *where = NULL;
     uint32_t nm = 0, max_merges;
     size_t i, w, p;
-    tok_status st;
+    gpt_status st;
     if (!out || (!text && n)) {
-        tok__err(err, errlen, "tok_train: null argument");
-        return TOK_ERR_NULL;
+        gpt_errorf(err, errlen, "tok_train: null argument");
+        return GPT_ERR_NULL;
     }
     if (vocab_size < 257 || vocab_size > TOK_MAX_VOCAB) {
-        tok__err(err, errlen, "tok_train: vocab size %lu outside [257, %lu] (256 bytes + merges + end-of-text)",
+        gpt_errorf(err, errlen, "tok_train: vocab size %lu outside [257, %lu] (256 bytes + merges + end-of-text)",
                  (unsigned long)vocab_size, (unsigned long)TOK_MAX_VOCAB);
-        return TOK_ERR_DOMAIN;
+        return GPT_ERR_DOMAIN;
     }
     memset(&tr, 0, sizeof tr);
     max_merges = vocab_size - 257;
@@ -559,18 +533,18 @@ nomem:
     free(where);
     free(merges);
     tok__trainer_free(&tr);
-    tok__err(err, errlen, "tok_train: out of memory");
-    return TOK_ERR_NOMEM;
+    gpt_errorf(err, errlen, "tok_train: out of memory");
+    return GPT_ERR_NOMEM;
 }
 
 /* ---- encode / decode ------------------------------------------------------------------- */
 
-tok_status tok_encode(const tok_tokenizer *t, const unsigned char *text, size_t n, uint32_t *ids,
+gpt_status tok_encode(const tok_tokenizer *t, const unsigned char *text, size_t n, uint32_t *ids,
                       size_t cap, size_t *n_ids)
 {
     size_t i, pos = 0;
-    if (!t || !t->rank_keys || !t->merges || !n_ids || (n && (!text || !ids))) return TOK_ERR_NULL;
-    if (cap < n) return TOK_ERR_SIZE;
+    if (!t || !t->rank_keys || !t->merges || !n_ids || (n && (!text || !ids))) return GPT_ERR_NULL;
+    if (cap < n) return GPT_ERR_SIZE;
     for (i = 0; i < n;) {
         size_t e = tok__chunk_end(text, n, i), k;
         uint32_t *w = ids + pos;
@@ -589,27 +563,27 @@ tok_status tok_encode(const tok_tokenizer *t, const unsigned char *text, size_t 
         i = e;
     }
     *n_ids = pos;
-    return TOK_OK;
+    return GPT_OK;
 }
 
-tok_status tok_decode(const tok_tokenizer *t, const uint32_t *ids, size_t n, unsigned char *out,
+gpt_status tok_decode(const tok_tokenizer *t, const uint32_t *ids, size_t n, unsigned char *out,
                       size_t cap, size_t *n_bytes)
 {
     size_t i, total = 0;
-    if (!t || !t->tok_start || !t->tok_bytes || !n_bytes || (n && !ids)) return TOK_ERR_NULL;
+    if (!t || !t->tok_start || !t->tok_bytes || !n_bytes || (n && !ids)) return GPT_ERR_NULL;
     for (i = 0; i < n; i++) {
-        if (ids[i] >= t->vocab_size) return TOK_ERR_RANGE;
+        if (ids[i] >= t->vocab_size) return GPT_ERR_RANGE;
         total += t->tok_start[ids[i] + 1] - t->tok_start[ids[i]];
     }
     *n_bytes = total;
-    if (total > cap) return TOK_ERR_SIZE;
-    if (total && !out) return TOK_ERR_NULL;
+    if (total > cap) return GPT_ERR_SIZE;
+    if (total && !out) return GPT_ERR_NULL;
     for (i = 0; i < n; i++) {
         uint32_t len = t->tok_start[ids[i] + 1] - t->tok_start[ids[i]];
         memcpy(out, t->tok_bytes + t->tok_start[ids[i]], len);
         out += len;
     }
-    return TOK_OK;
+    return GPT_OK;
 }
 
 const unsigned char *tok_token_bytes(const tok_tokenizer *t, uint32_t id, size_t *len)
@@ -624,19 +598,19 @@ const unsigned char *tok_token_bytes(const tok_tokenizer *t, uint32_t id, size_t
 
 /* ---- files ----------------------------------------------------------------------------- */
 
-tok_status tok_serialize(const tok_tokenizer *t, unsigned char **buf, size_t *len, char *err, size_t errlen)
+gpt_status tok_serialize(const tok_tokenizer *t, unsigned char **buf, size_t *len, char *err, size_t errlen)
 {
     size_t total, i;
     unsigned char *b;
     if (!t || !buf || !len || (!t->merges && t->n_merges)) {
-        tok__err(err, errlen, "tok_serialize: null argument");
-        return TOK_ERR_NULL;
+        gpt_errorf(err, errlen, "tok_serialize: null argument");
+        return GPT_ERR_NULL;
     }
     total = TOK_HEADER_BYTES + 8 * (size_t)t->n_merges + 8;
     b = (unsigned char *)malloc(total);
     if (!b) {
-        tok__err(err, errlen, "tok_serialize: out of memory");
-        return TOK_ERR_NOMEM;
+        gpt_errorf(err, errlen, "tok_serialize: out of memory");
+        return GPT_ERR_NOMEM;
     }
     memcpy(b, TOK_MAGIC_BYTES, 4);
     data_put_u32le(b + 4, TOK_VERSION);
@@ -648,73 +622,73 @@ tok_status tok_serialize(const tok_tokenizer *t, unsigned char **buf, size_t *le
     data_put_u64le(b + total - 8, data_fnv1a64(b, total - 8, DATA_FNV64_INIT));
     *buf = b;
     *len = total;
-    return TOK_OK;
+    return GPT_OK;
 }
 
-tok_status tok_parse(tok_tokenizer *out, const unsigned char *buf, size_t len, const char *name,
+gpt_status tok_parse(tok_tokenizer *out, const unsigned char *buf, size_t len, const char *name,
                      char *err, size_t errlen)
 {
     uint32_t version, vocab, nm, eot, chunk, i;
     size_t want;
     uint32_t *merges;
-    tok_status st;
+    gpt_status st;
     if (!out || (!buf && len)) {
-        tok__err(err, errlen, "tok_parse: null argument");
-        return TOK_ERR_NULL;
+        gpt_errorf(err, errlen, "tok_parse: null argument");
+        return GPT_ERR_NULL;
     }
     if (!name) name = "tokenizer";
     if (len < 4) {
-        tok__err(err, errlen, "%s: truncated: %lu bytes, too short for a tokenizer header", name, (unsigned long)len);
-        return TOK_ERR_TRUNCATED;
+        gpt_errorf(err, errlen, "%s: truncated: %lu bytes, too short for a tokenizer header", name, (unsigned long)len);
+        return GPT_ERR_TRUNCATED;
     }
     if (memcmp(buf, TOK_MAGIC_BYTES, 4) != 0) {
-        tok__err(err, errlen, "%s: wrong magic (not a tokenizer file; expected \"%s\")", name, TOK_MAGIC_BYTES);
-        return TOK_ERR_MAGIC;
+        gpt_errorf(err, errlen, "%s: wrong magic (not a tokenizer file; expected \"%s\")", name, TOK_MAGIC_BYTES);
+        return GPT_ERR_MAGIC;
     }
     if (len < 8) {
-        tok__err(err, errlen, "%s: truncated: %lu bytes, header needs %u", name, (unsigned long)len, TOK_HEADER_BYTES);
-        return TOK_ERR_TRUNCATED;
+        gpt_errorf(err, errlen, "%s: truncated: %lu bytes, header needs %u", name, (unsigned long)len, TOK_HEADER_BYTES);
+        return GPT_ERR_TRUNCATED;
     }
     version = data_get_u32le(buf + 4);
     if (version != TOK_VERSION) {
-        tok__err(err, errlen, "%s: unsupported tokenizer version %lu (this build reads version %u)", name,
+        gpt_errorf(err, errlen, "%s: unsupported tokenizer version %lu (this build reads version %u)", name,
                  (unsigned long)version, TOK_VERSION);
-        return TOK_ERR_VERSION;
+        return GPT_ERR_VERSION;
     }
     if (len < TOK_HEADER_BYTES + 8) {
-        tok__err(err, errlen, "%s: truncated: %lu bytes, header and checksum need %u", name, (unsigned long)len,
+        gpt_errorf(err, errlen, "%s: truncated: %lu bytes, header and checksum need %u", name, (unsigned long)len,
                  TOK_HEADER_BYTES + 8);
-        return TOK_ERR_TRUNCATED;
+        return GPT_ERR_TRUNCATED;
     }
     nm = data_get_u32le(buf + 12);
     want = nm <= TOK_MAX_VOCAB ? TOK_HEADER_BYTES + 8 * (size_t)nm + 8 : (size_t)-1;
     /* Checksum first: a file that matches it is intact, so any later complaint is about content. */
     if (data_fnv1a64(buf, len - 8, DATA_FNV64_INIT) != data_get_u64le(buf + len - 8)) {
         if (len < want) {
-            tok__err(err, errlen, "%s: truncated: %lu bytes, header promises %lu merges (%lu bytes)", name,
+            gpt_errorf(err, errlen, "%s: truncated: %lu bytes, header promises %lu merges (%lu bytes)", name,
                      (unsigned long)len, (unsigned long)nm, (unsigned long)want);
-            return TOK_ERR_TRUNCATED;
+            return GPT_ERR_TRUNCATED;
         }
-        tok__err(err, errlen, "%s: checksum mismatch (file corrupted)", name);
-        return TOK_ERR_CHECKSUM;
+        gpt_errorf(err, errlen, "%s: checksum mismatch (file corrupted)", name);
+        return GPT_ERR_CHECKSUM;
     }
     vocab = data_get_u32le(buf + 8);
     eot = data_get_u32le(buf + 16);
     chunk = data_get_u32le(buf + 20);
     if (len != want || nm > TOK_MAX_VOCAB - 257 || vocab != 256 + nm + 1 || eot != vocab - 1) {
-        tok__err(err, errlen, "%s: corrupt header: vocab_size %lu, %lu merges, eot %lu, %lu bytes", name,
+        gpt_errorf(err, errlen, "%s: corrupt header: vocab_size %lu, %lu merges, eot %lu, %lu bytes", name,
                  (unsigned long)vocab, (unsigned long)nm, (unsigned long)eot, (unsigned long)len);
-        return TOK_ERR_CORRUPT;
+        return GPT_ERR_CORRUPT;
     }
     if (chunk != TOK_MAX_CHUNK) {
-        tok__err(err, errlen, "%s: trained with chunk limit %lu, this build uses %u", name, (unsigned long)chunk,
+        gpt_errorf(err, errlen, "%s: trained with chunk limit %lu, this build uses %u", name, (unsigned long)chunk,
                  TOK_MAX_CHUNK);
-        return TOK_ERR_CORRUPT;
+        return GPT_ERR_CORRUPT;
     }
     merges = (uint32_t *)malloc(2 * (size_t)nm * sizeof(uint32_t) + 1);
     if (!merges) {
-        tok__err(err, errlen, "%s: out of memory", name);
-        return TOK_ERR_NOMEM;
+        gpt_errorf(err, errlen, "%s: out of memory", name);
+        return GPT_ERR_NOMEM;
     }
     for (i = 0; i < 2 * nm; i++) merges[i] = data_get_u32le(buf + TOK_HEADER_BYTES + 4 * (size_t)i);
     st = tok__build(out, merges, nm, name, err, errlen);
@@ -722,33 +696,33 @@ tok_status tok_parse(tok_tokenizer *out, const unsigned char *buf, size_t len, c
     return st;
 }
 
-tok_status tok_save(const tok_tokenizer *t, const char *path, char *err, size_t errlen)
+gpt_status tok_save(const tok_tokenizer *t, const char *path, char *err, size_t errlen)
 {
     unsigned char *b;
     size_t len;
-    tok_status st;
+    gpt_status st;
     if (!path) {
-        tok__err(err, errlen, "tok_save: null path");
-        return TOK_ERR_NULL;
+        gpt_errorf(err, errlen, "tok_save: null path");
+        return GPT_ERR_NULL;
     }
     st = tok_serialize(t, &b, &len, err, errlen);
-    if (st != TOK_OK) return st;
+    if (st != GPT_OK) return st;
     st = tok__from_data_status(data_write_file_atomic(path, b, len, err, errlen));
     free(b);
     return st;
 }
 
-tok_status tok_load(tok_tokenizer *out, const char *path, char *err, size_t errlen)
+gpt_status tok_load(tok_tokenizer *out, const char *path, char *err, size_t errlen)
 {
     unsigned char *b;
     size_t len;
-    tok_status st;
+    gpt_status st;
     if (!out || !path) {
-        tok__err(err, errlen, "tok_load: null argument");
-        return TOK_ERR_NULL;
+        gpt_errorf(err, errlen, "tok_load: null argument");
+        return GPT_ERR_NULL;
     }
     st = tok__from_data_status(data_read_file(path, &b, &len, err, errlen));
-    if (st != TOK_OK) return st;
+    if (st != GPT_OK) return st;
     st = tok_parse(out, b, len, path, err, errlen);
     free(b);
     return st;

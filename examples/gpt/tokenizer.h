@@ -37,7 +37,7 @@
  * problem: truncation, wrong magic, wrong version, bad checksum, inconsistent counts, ids out of
  * range, duplicate merges, and tokens longer than the chunk limit.
  *
- * Errors: a tok_status and, when err is not NULL, a one-line message in err (errlen bytes).
+ * Errors: a gpt_status and, when err is not NULL, a one-line message in err (errlen bytes).
  * Output objects are written only on success. Nothing here calls exit().
  */
 #ifndef GPT_TOKENIZER_H
@@ -45,6 +45,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,23 +57,6 @@ extern "C" {
 #define TOK_HEADER_BYTES 24u
 #define TOK_MAX_CHUNK 64u
 #define TOK_MAX_VOCAB (1u << 20)
-
-typedef enum {
-    TOK_OK = 0,
-    TOK_ERR_NULL,      /* a required pointer was NULL */
-    TOK_ERR_DOMAIN,    /* vocab size out of [257, TOK_MAX_VOCAB] */
-    TOK_ERR_SIZE,      /* output buffer too small */
-    TOK_ERR_NOMEM,
-    TOK_ERR_IO,
-    TOK_ERR_TRUNCATED,
-    TOK_ERR_MAGIC,
-    TOK_ERR_VERSION,
-    TOK_ERR_CHECKSUM,
-    TOK_ERR_CORRUPT,   /* checksum fine, content inconsistent */
-    TOK_ERR_RANGE      /* a token id >= vocab_size given to decode */
-} tok_status;
-
-const char *tok_status_string(tok_status s);
 
 typedef struct {
     uint32_t vocab_size;    /* 256 + n_merges + 1 */
@@ -87,35 +72,35 @@ typedef struct {
 
 /* Trains on n bytes of text up to vocab_size tokens (257 <= vocab_size <= TOK_MAX_VOCAB).
  * Allocates; *out is written only on success (old contents are not freed). */
-tok_status tok_train(tok_tokenizer *out, const unsigned char *text, size_t n, uint32_t vocab_size,
+gpt_status tok_train(tok_tokenizer *out, const unsigned char *text, size_t n, uint32_t vocab_size,
                      char *err, size_t errlen);
 
 /* Builds a tokenizer from an explicit merge list (2*n_merges ids); validates like tok_load. */
-tok_status tok_from_merges(tok_tokenizer *out, const uint32_t *merges, uint32_t n_merges,
+gpt_status tok_from_merges(tok_tokenizer *out, const uint32_t *merges, uint32_t n_merges,
                            char *err, size_t errlen);
 
 /* Encodes n bytes into ids (cap >= n always suffices: a token covers at least one byte; cap < n
- * gives TOK_ERR_SIZE). *n_ids receives the count. The EOT token is never produced here: the
+ * gives GPT_ERR_SIZE). *n_ids receives the count. The EOT token is never produced here: the
  * caller inserts tok->eot between documents. Does not allocate. */
-tok_status tok_encode(const tok_tokenizer *t, const unsigned char *text, size_t n, uint32_t *ids,
+gpt_status tok_encode(const tok_tokenizer *t, const unsigned char *text, size_t n, uint32_t *ids,
                       size_t cap, size_t *n_ids);
 
 /* Decodes ids into bytes (EOT decodes to nothing). *n_bytes receives the decoded length, also
- * when it returns TOK_ERR_SIZE (cap too small; out untouched), so a first call with cap 0 sizes
- * the buffer. Any id >= vocab_size: TOK_ERR_RANGE, out untouched. */
-tok_status tok_decode(const tok_tokenizer *t, const uint32_t *ids, size_t n, unsigned char *out,
+ * when it returns GPT_ERR_SIZE (cap too small; out untouched), so a first call with cap 0 sizes
+ * the buffer. Any id >= vocab_size: GPT_ERR_RANGE, out untouched. */
+gpt_status tok_decode(const tok_tokenizer *t, const uint32_t *ids, size_t n, unsigned char *out,
                       size_t cap, size_t *n_bytes);
 
 /* Bytes of one token (NULL and *len = 0 when id is out of range). */
 const unsigned char *tok_token_bytes(const tok_tokenizer *t, uint32_t id, size_t *len);
 
 /* Serialises to a malloc'd buffer / parses a file image (name is for messages only). */
-tok_status tok_serialize(const tok_tokenizer *t, unsigned char **buf, size_t *len, char *err, size_t errlen);
-tok_status tok_parse(tok_tokenizer *out, const unsigned char *buf, size_t len, const char *name,
+gpt_status tok_serialize(const tok_tokenizer *t, unsigned char **buf, size_t *len, char *err, size_t errlen);
+gpt_status tok_parse(tok_tokenizer *out, const unsigned char *buf, size_t len, const char *name,
                      char *err, size_t errlen);
 
-tok_status tok_save(const tok_tokenizer *t, const char *path, char *err, size_t errlen);
-tok_status tok_load(tok_tokenizer *out, const char *path, char *err, size_t errlen);
+gpt_status tok_save(const tok_tokenizer *t, const char *path, char *err, size_t errlen);
+gpt_status tok_load(tok_tokenizer *out, const char *path, char *err, size_t errlen);
 
 void tok_free(tok_tokenizer *t);
 

@@ -1,21 +1,12 @@
-/* train.c - the example trainer: flags, the one training loop for any backend, evaluation,
- * diagnostics, logging, checkpoints and sampling (train.h); experiment mode is experiment.c.
- *
- *   build/gpt/train [flags]                      one run (see train_usage or README.md)
- *   build/gpt/train --experiment --seeds 3       paired AdamW-head vs RowNorm-head runs
- *
- * Compile with -DTRAIN_NO_MAIN to link the loop into a test.
- */
+/* train.c - the example trainer's one training loop for any backend (train.h): evaluation,
+ * diagnostics, logging, checkpoints and sampling. The command line and main() are cli.c; the
+ * paired experiment is experiment.c. */
 #define _POSIX_C_SOURCE 200809L
 #include "train.h"
 
 #include "checkpoint.h"
 #include "data.h"
-#include "experiment.h"
 #include "tokenizer.h"
-#ifdef GPT_WITH_CUDA
-#include "cuda_backend.h" /* --backend cuda (build/gpt/train_cuda, cuda.mk) */
-#endif
 
 #include <errno.h>
 #include <math.h>
@@ -60,7 +51,7 @@ static int set_error(train_result *res, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(res->error, sizeof res->error, fmt, ap);
+    gpt_verrorf(res->error, sizeof res->error, fmt, ap);
     va_end(ap);
     res->outcome = TRAIN_FAILED;
     return -1;
@@ -144,9 +135,7 @@ typedef struct run {
     size_t diam_ws_bytes;
     FILE *log;
     FILE *sv_log;
-#ifdef GPT_WITH_CUDA
-    gpt_cuda_optim *dopt;      /* the optimizer set on the device (CUDA backend), or NULL */
-#endif
+    gpt_optimizer *optimizer;  /* where the optimizer set runs (optim.h): host or the backend's */
     /* data parallel */
     gpt_comm *comm;            /* host communicator (never NULL inside the loop) */
     int rank, size;
@@ -209,13 +198,13 @@ static int load_data(run *r)
 {
     char path[1024], err[512];
     snprintf(path, sizeof path, "%s/tokenizer.bin", r->o.data_dir);
-    if (tok_load(&r->tok, path, err, sizeof err) != TOK_OK)
+    if (tok_load(&r->tok, path, err, sizeof err) != GPT_OK)
         return set_error(r->res, "tokenizer: %s (run build/gpt/prepare first)", err);
     r->have_tok = 1;
     snprintf(path, sizeof path, "%s/train.bin", r->o.data_dir);
-    if (data_tokens_read(&r->train, path, err, sizeof err) != DATA_OK) return set_error(r->res, "training data: %s", err);
+    if (data_tokens_read(&r->train, path, err, sizeof err) != GPT_OK) return set_error(r->res, "training data: %s", err);
     snprintf(path, sizeof path, "%s/val.bin", r->o.data_dir);
-    if (data_tokens_read(&r->val, path, err, sizeof err) != DATA_OK) return set_error(r->res, "validation data: %s", err);
+    if (data_tokens_read(&r->val, path, err, sizeof err) != GPT_OK) return set_error(r->res, "validation data: %s", err);
     if (r->train.vocab_size != r->tok.vocab_size || r->val.vocab_size != r->tok.vocab_size)
         return set_error(r->res, "%s: token files have vocab %u (train) / %u (val) but the tokenizer has %u",
                          r->o.data_dir, (unsigned)r->train.vocab_size, (unsigned)r->val.vocab_size,
@@ -281,7 +270,7 @@ static int save_checkpoint(run *r)
         set_error(r->res, "checkpoint: %s", err);
         failed = 1;
     }
-    if (!failed && r->rank == 0 && ckpt_write_file(&w, r->o.ckpt_path, err, sizeof err) != CKPT_OK) {
+    if (!failed && r->rank == 0 && ckpt_write_file(&w, r->o.ckpt_path, err, sizeof err) != GPT_OK) {
         set_error(r->res, "checkpoint: %s", err);
         failed = 1;
     }
@@ -297,12 +286,12 @@ static int read_checkpoint_image(run *r, ckpt_reader *ck)
     unsigned char *buf = NULL;
     uint64_t n = 0;
     if (r->size == 1) {
-        if (ckpt_read_file(ck, r->o.resume, err, sizeof err) != CKPT_OK) return set_error(r->res, "resume: %s", err);
+        if (ckpt_read_file(ck, r->o.resume, err, sizeof err) != GPT_OK) return set_error(r->res, "resume: %s", err);
         return 0;
     }
     if (r->rank == 0) {
         size_t len = 0;
-        n = data_read_file(r->o.resume, &buf, &len, err, sizeof err) == DATA_OK ? (uint64_t)len : UINT64_MAX;
+        n = data_read_file(r->o.resume, &buf, &len, err, sizeof err) == GPT_OK ? (uint64_t)len : UINT64_MAX;
     }
     if (r->comm->ops->bcast(r->comm, &n, sizeof n, 0)) {
         free(buf);
@@ -319,7 +308,7 @@ static int read_checkpoint_image(run *r, ckpt_reader *ck)
         r->res->agreed = 0;
         return set_error(r->res, "resume: cannot broadcast the checkpoint");
     }
-    if (ckpt_parse(ck, buf, (size_t)n, r->o.resume, err, sizeof err) != CKPT_OK) {
+    if (ckpt_parse(ck, buf, (size_t)n, r->o.resume, err, sizeof err) != GPT_OK) {
         free(buf);
         return set_error(r->res, "resume: %s", err);
     }
@@ -479,7 +468,7 @@ static int open_log(run *r, int resuming)
     unsigned char *old = NULL;
     size_t n = 0;
     if (!r->o.log_path) return 0;
-    if (resuming && data_read_file(r->o.log_path, &old, &n, NULL, 0) != DATA_OK) old = NULL;
+    if (resuming && data_read_file(r->o.log_path, &old, &n, NULL, 0) != GPT_OK) old = NULL;
     r->log = fopen(r->o.log_path, "w");
     if (!r->log) {
         free(old);
@@ -760,48 +749,14 @@ static int sample_text(run *r)
 
 /* ---- the loop ----------------------------------------------------------------------------- */
 
-#ifdef GPT_WITH_CUDA
-/* With the CUDA backend the optimizer set runs on the device (cuda_backend.h, docs/cuda.md):
- * created after optim_create / optim_load from the host states, stepped in place of
- * pull_grads + optim_step + push_params; the head step S comes back every update for the O(Vd)
- * bracket. Muown and the spectral cap exist on the host only: those runs keep the host path. */
-static void start_device_optimizer(run *r)
-{
-    char err[512];
-    if (r->be->ops != &gpt_cuda_backend || r->o.host_optim) return;
-    if (r->opt.head_sharded) {
-        console(r, "note: optimizer on the host (the sharded RowNorm head has no device version)\n");
-        return;
-    }
-    if (r->size > 1 && (!r->o.dcomm || !r->o.dcomm->on_device)) {
-        console(r, "note: optimizer on the host (no device communicator: build train_cuda_nccl)\n");
-        return;
-    }
-    if (gpt_cuda_optim_create(r->be, &r->opt, &r->dopt, err, sizeof err)) {
-        console(r, "note: optimizer on the host (%s)\n", err);
-        r->dopt = NULL;
-        return;
-    }
-    if (gpt_cuda_optim_upload(r->dopt, &r->opt) != GPT_OK) {
-        console(r, "note: optimizer on the host (cannot upload its state)\n");
-        gpt_cuda_optim_free(r->dopt);
-        r->dopt = NULL;
-    }
-}
-
+/* The host copies of the optimizer states are current (a device optimizer keeps them where it
+ * runs and brings them back only when they are read: checkpoints, spectra). */
 static int sync_optimizer_to_host(run *r)
 {
-    if (r->dopt && gpt_cuda_optim_download(r->dopt, &r->opt) != GPT_OK)
+    if (r->optimizer && r->optimizer->ops->download(r->optimizer))
         return set_error(r->res, "step %ld: cannot download the optimizer state", r->step);
     return 0;
 }
-#else
-static int sync_optimizer_to_host(run *r)
-{
-    (void)r;
-    return 0;
-}
-#endif
 
 static int setup(run *r)
 {
@@ -863,9 +818,17 @@ static int setup(run *r)
     r->have_opt = 1;
     data_sampler_init(&r->sampler, data_seed(r->o.seed));
     if (have_ck && read_checkpoint_state(r, &ck)) goto done;
-#ifdef GPT_WITH_CUDA
-    start_device_optimizer(r);
-#endif
+    {
+        gpt_optimizer_env env;
+        char note[512];
+        env.be = r->be, env.set = &r->opt, env.comm = r->comm, env.dcomm = r->o.dcomm;
+        env.host_only = r->o.host_optim;
+        if (gpt_optimizer_create(&env, &r->optimizer, note, sizeof note, err, sizeof err)) {
+            set_error(r->res, "%s", err);
+            goto done;
+        }
+        if (note[0]) console(r, "note: optimizer on the host (%s)\n", note);
+    }
     r->tokens_per_update = (long)r->o.batch * r->o.seq * r->o.accum;
     r->full_inputs = (int *)malloc((size_t)r->o.batch * (size_t)r->o.seq * sizeof(int));
     r->full_targets = (int *)malloc((size_t)r->o.batch * (size_t)r->o.seq * sizeof(int));
@@ -901,9 +864,7 @@ static void teardown(run *r)
 {
     if (r->log) close_log(r, r->log, r->o.log_path);
     if (r->sv_log) close_log(r, r->sv_log, r->o.sv_log);
-#ifdef GPT_WITH_CUDA
-    if (r->dopt) gpt_cuda_optim_free(r->dopt);
-#endif
+    gpt_optimizer_destroy(r->optimizer);
     if (r->have_opt) optim_free(&r->opt);
     if (r->be) r->be->ops->destroy(r->be);
     if (r->have_tok) tok_free(&r->tok);
@@ -912,49 +873,48 @@ static void teardown(run *r)
     free(r->full_inputs), free(r->full_targets), free(r->panel_tokens), free(r->panel_h), free(r->diam_ws);
 }
 
-/* One update: accum micro-batches of forward + backward (this rank's rows of each), one
- * agreement (loss, errors, stop requests), one all-reduce of the gradient block, the optimizer,
- * share() of what the owners stepped. */
-static int update(run *r, train_step_rec *rec)
+/* The accum micro-batches of one update, forward + backward (this rank's rows of each): the
+ * weighted loss sum, or *failed (message set) / *nonfinite (the bad loss in *bad_loss). */
+static double micro_batches(run *r, int *failed, int *nonfinite, float *bad_loss)
 {
     gpt_backend *be = r->be;
-    const gpt_config *cfg = &be->config;
-    double loss_sum = 0.0, t0 = now_seconds(), scale = r->w_rank / (double)r->o.accum;
-    double flags[4];
-    float bad_loss = 0.0f;
-    char err[512];
+    double loss_sum = 0.0;
     gpt_status gs;
-    rn_status rs;
-    int a, failed = 0, nonfinite = 0;
-    float *grads;
-    if ((gs = be->ops->zero_grad(be)) != GPT_OK) return set_error(r->res, "zero_grad: %s", gpt_status_string(gs));
+    int a;
     for (a = 0; a < r->o.accum; a++) {
         float loss;
         /* every rank draws the whole global micro-batch (same sampler, same order) and computes
          * its rows */
-        data_status ds = data_batch_random(&r->train, &r->sampler, r->o.batch, r->o.seq, r->full_inputs, r->full_targets);
-        if (ds != DATA_OK) {
-            failed = set_error(r->res, "training batch: %s", data_status_string(ds)) != 0;
+        gpt_status ds = data_batch_random(&r->train, &r->sampler, r->o.batch, r->o.seq, r->full_inputs, r->full_targets);
+        if (ds != GPT_OK) {
+            *failed = set_error(r->res, "training batch: %s", gpt_status_string(ds)) != 0;
             break;
         }
         gs = be->ops->forward(be, r->inputs, r->targets, &loss);
         if (gs != GPT_OK) {
-            failed = set_error(r->res, "step %ld: forward failed: %s", r->step + 1, gpt_status_string(gs)) != 0;
+            *failed = set_error(r->res, "step %ld: forward failed: %s", r->step + 1, gpt_status_string(gs)) != 0;
             break;
         }
         if (!isfinite(loss)) {
-            nonfinite = 1, bad_loss = loss;
+            *nonfinite = 1, *bad_loss = loss;
             break;
         }
         gs = be->ops->backward(be);
         if (gs != GPT_OK) {
-            failed = set_error(r->res, "step %ld: backward failed: %s", r->step + 1, gpt_status_string(gs)) != 0;
+            *failed = set_error(r->res, "step %ld: backward failed: %s", r->step + 1, gpt_status_string(gs)) != 0;
             break;
         }
         loss_sum += r->w_rank * (double)loss;
     }
-    /* what every rank must decide together: errors, a non-finite loss, a stop request */
-    flags[0] = loss_sum, flags[1] = failed, flags[2] = nonfinite, flags[3] = train__sigint ? 1.0 : 0.0;
+    return loss_sum;
+}
+
+/* What every rank must decide together after the micro-batches (one all-reduce): errors, a
+ * non-finite loss, a stop request. Returns 0 with the global loss sum in *loss_sum, or -1. */
+static int agree(run *r, double *loss_sum, int failed, int nonfinite, float bad_loss)
+{
+    double flags[4];
+    flags[0] = *loss_sum, flags[1] = failed, flags[2] = nonfinite, flags[3] = train__sigint ? 1.0 : 0.0;
     if (r->size > 1 && r->comm->ops->allreduce_f64(r->comm, flags, 4))
         return set_error(r->res, "step %ld: all-reduce of the losses failed", r->step + 1);
     if (flags[1] > 0.0) {
@@ -966,50 +926,36 @@ static int update(run *r, train_step_rec *rec)
         r->res->agreed = r->size > 1;
         return report_nonfinite(r, nonfinite ? bad_loss : (float)NAN);
     }
-    loss_sum = flags[0];
+    *loss_sum = flags[0];
     r->stop_agreed = flags[3] > 0.0;
-#ifdef GPT_WITH_CUDA
-    if (r->dopt) { /* the same sequence on the device: average, all-reduce, clip, step, share, S */
-        size_t S_bytes = (size_t)cfg->vocab_size * (size_t)cfg->d_model * sizeof(float);
-        float *dg = gpt_cuda_device_grads(be);
-        if (scale != 1.0 && gpt_cuda_scale(be, dg, be->layout.n_params, scale) != GPT_OK)
-            return set_error(r->res, "step %ld: cannot scale the gradients", r->step + 1);
-        if (r->size > 1 && r->o.dcomm->ops->allreduce_f32(r->o.dcomm, dg, be->layout.n_params))
-            return set_error(r->res, "step %ld: gradient all-reduce failed", r->step + 1);
-        if (gpt_cuda_optim_step(r->dopt, &r->opt, r->step, r->o.steps, err, sizeof err))
-            return set_error(r->res, "step %ld: %s", r->step + 1, err);
-        if (r->opt.n_segs > 0 &&
-            r->o.dcomm->ops->share(r->o.dcomm, gpt_cuda_device_params(be), r->opt.segs, r->opt.n_segs))
-            return set_error(r->res, "step %ld: parameter exchange failed", r->step + 1);
-        if (r->rank == 0 && gpt_cuda_download(r->opt.head_step, gpt_cuda_optim_head_step(r->dopt), S_bytes) != GPT_OK)
-            return set_error(r->res, "step %ld: cannot download the head step", r->step + 1);
-        goto stepped;
-    }
-#endif
-    if ((gs = be->ops->pull_grads(be)) != GPT_OK) return set_error(r->res, "pull_grads: %s", gpt_status_string(gs));
-    grads = be->ops->grads(be);
-    if (scale != 1.0) { /* the backward passes summed micro-batch means: average them (and weight by
-                           this rank's share of the batch) */
-        float f = (float)scale;
-        size_t i, n = be->layout.n_params;
-        for (i = 0; i < n; i++) grads[i] *= f;
-    }
-    if (r->size > 1 && r->comm->ops->allreduce_f32(r->comm, grads, be->layout.n_params))
-        return set_error(r->res, "step %ld: gradient all-reduce failed", r->step + 1);
-    /* the gradient block is now the same on every rank: clipping uses the global norm, and every
-     * failure below happens on every rank alike */
-    if (optim_step(&r->opt, be->ops->params(be), grads, r->step, r->o.steps, err, sizeof err)) {
-        r->res->agreed = r->size > 1 && !r->opt.head_sharded;
+    return 0;
+}
+
+/* One update (SPEC §3): the micro-batches, the agreement, the gradient average and all-reduce,
+ * the optimizer step, share() of what the owners stepped (all three where the optimizer runs),
+ * then the head diagnostics on rank 0: the O(Vd) bracket of D(S) every update (timed with it),
+ * the exact D(S) every diam_every updates and at the last. */
+static int update(run *r, train_step_rec *rec)
+{
+    gpt_optimizer *opt = r->optimizer;
+    const gpt_config *cfg = &r->be->config;
+    double loss_sum, t0 = now_seconds();
+    float bad_loss = 0.0f;
+    char err[512];
+    gpt_status gs;
+    int failed = 0, nonfinite = 0;
+    if ((gs = r->be->ops->zero_grad(r->be)) != GPT_OK) return set_error(r->res, "zero_grad: %s", gpt_status_string(gs));
+    loss_sum = micro_batches(r, &failed, &nonfinite, &bad_loss);
+    if (agree(r, &loss_sum, failed, nonfinite, bad_loss)) return -1;
+    /* the gradient block is the same on every rank after reduce: clipping uses the global norm,
+     * and a host step fails on every rank alike */
+    if (opt->ops->reduce(opt, r->w_rank / (double)r->o.accum, err, sizeof err))
+        return set_error(r->res, "step %ld: %s", r->step + 1, err);
+    if (opt->ops->step(opt, r->step, r->o.steps, err, sizeof err)) {
+        r->res->agreed = r->size > 1 && opt->ops->agreed_errors && !r->opt.head_sharded;
         return set_error(r->res, "step %ld: %s", r->step + 1, err);
     }
-    if (r->opt.n_segs > 0 && r->comm->ops->share(r->comm, be->ops->params(be), r->opt.segs, r->opt.n_segs))
-        return set_error(r->res, "step %ld: parameter exchange failed", r->step + 1);
-    if (r->opt.n_step_segs > 0 && r->comm->ops->share(r->comm, r->opt.head_step, r->opt.step_segs, r->opt.n_step_segs))
-        return set_error(r->res, "step %ld: head-step exchange failed", r->step + 1);
-    if ((gs = be->ops->push_params(be)) != GPT_OK) return set_error(r->res, "push_params: %s", gpt_status_string(gs));
-#ifdef GPT_WITH_CUDA
-stepped:
-#endif
+    if (opt->ops->share(opt, err, sizeof err)) return set_error(r->res, "step %ld: %s", r->step + 1, err);
     r->step++;
     rec->step = r->step;
     rec->tokens = (double)r->step * (double)r->tokens_per_update;
@@ -1017,12 +963,15 @@ stepped:
     rec->lr = r->opt.recipe.muon_lr * r->opt.last_lr_factor;
     rec->grad_norm = r->opt.last_grad_norm;
     rec->d_lo = rec->d_hi = NAN;
-    if (r->rank == 0) { /* the diagnostics run on rank 0 */
-        rs = rn_row_diameter_bounds(r->opt.head_step, (size_t)cfg->vocab_size, (size_t)cfg->d_model,
-                                    (size_t)cfg->d_model, &rec->d_lo, &rec->d_hi);
+    if (r->rank == 0) {
+        const float *S = opt->ops->head_step(opt);
+        rn_status rs;
+        if (!S) return set_error(r->res, "step %ld: cannot read the head step back", r->step);
+        rs = rn_row_diameter_bounds(S, (size_t)cfg->vocab_size, (size_t)cfg->d_model, (size_t)cfg->d_model,
+                                    &rec->d_lo, &rec->d_hi);
         if (rs != RN_OK) return set_error(r->res, "step %ld: diameter bounds failed: %s", r->step, rn_status_string(rs));
     }
-    rec->ms = 1e3 * (now_seconds() - t0); /* the bracket is part of every update */
+    rec->ms = 1e3 * (now_seconds() - t0);
     rec->d_exact = NAN;
     if ((r->o.diam_every > 0 && r->step % r->o.diam_every == 0) || r->step == r->o.steps) {
         if (exact_diameter(r, &rec->d_exact)) return -1;
@@ -1044,9 +993,12 @@ static void describe_ranks(run *r)
     for (k = 0; k < o->n_slots; k++) owned += o->owner[k] >= 0;
     for (k = 0; k < o->nranks; k++) suml += o->load[k], maxl = o->load[k] > maxl ? o->load[k] : maxl;
     const char *via = r->comm->ops->name;
-#ifdef GPT_WITH_CUDA
-    if (r->dopt) via = "nccl for gradients and parameters, mpi for the rest";
-#endif
+    char vias[128];
+    if (r->optimizer->comm != r->comm) { /* a device optimizer on its own communicator */
+        snprintf(vias, sizeof vias, "%s for gradients and parameters, %s for the rest", r->optimizer->comm->ops->name,
+                 r->comm->ops->name);
+        via = vias;
+    }
     console(r, "data parallel: %d ranks (%s), global micro-batch %d = %d..%d rows per rank; Muon matrices: %s",
             r->size, via, r->o.batch, r->o.batch / r->size, (r->o.batch + r->size - 1) / r->size,
             owned ? "" : "stepped on every rank\n");
@@ -1172,304 +1124,3 @@ out:
     teardown(&r);
     return res->outcome;
 }
-
-/* ---- command line ------------------------------------------------------------------------- */
-
-void train_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: train [flags]                 one training run\n"
-            "       train --experiment [flags]    paired AdamW-head vs RowNorm-head runs over --seeds seeds\n"
-            "data and model:\n"
-            "  --data DIR           tokenizer.bin, train.bin, val.bin from build/gpt/prepare (build/gpt/data)\n"
-            "  --layers N --d-model N --heads N --mlp N   model shape (2, 128, 2, 8/3 d)\n"
-            "  --batch B --seq T --accum K                micro-batch B x T, K micro-batches per update (8, 64, 1)\n"
-            "  --steps N            updates in the schedule (200); --stop-at N: save and stop after N updates\n"
-            "  --seed S             initialisation and data order (1)\n"
-            "optimizers (SPEC 3; defaults in README.md):\n"
-            "  --head adamw|rownorm|muon   head optimizer (adamw); embeddings AdamW, block matrices Muon\n"
-            "  --block muon|muown          block-matrix optimizer (muon); --cap off|growth|always spectral cap\n"
-            "  --ns-steps K                Newton-Schulz steps, Jordan schedule (5)\n"
-            "  --lr-muon X --lr-embed X --lr-head X    peak rates (0.02, 4e-3, per head: 4e-3 / 3.2e-3 / 0.02)\n"
-            "  --wd-muon X --wd-head X --wd-embed X    decoupled weight decay (0.1, per head: 0.1 / 0 / 0.1, 0)\n"
-            "  --warmup F --final-lr F --clip X        warm-up share (0.1), final share of peak (0.1), clip (1.0)\n"
-            "evaluation, diagnostics, logs:\n"
-            "  --eval-every N --eval-batches N         (50, 8; 0 batches = whole validation split)\n"
-            "  --panel N            validation sequences in the Hilbert RMS panel (8)\n"
-            "  --diam-every N       exact D of the head step every N updates (10)\n"
-            "  --log FILE           CSV log (default OUT/train.csv; 'none' for no log)\n"
-            "  --log-every N        a console line every N updates (1; 0 = quiet)\n"
-            "  --sv LIST            momentum spectra at each evaluation: tensor names, comma-separated, or all\n"
-            "  --sv-log FILE        CSV of those spectra (default OUT/spectra.csv when --sv is given)\n"
-            "  --progress / --no-progress   progress bar and ETA (default: when stdout is a terminal)\n"
-            "checkpoints and sampling:\n"
-            "  --ckpt FILE          checkpoint path (default OUT/ckpt.bin; 'none' for none)\n"
-            "  --ckpt-every N       also save every N updates (0)\n"
-            "  --resume FILE        resume (model, batch, schedule and recipe come from the checkpoint)\n"
-            "  --sample N --prompt TEXT --temperature X --sample-seed S   sample N tokens after training\n"
-            "outputs:\n"
-            "  --out DIR            output directory (build/gpt/run; experiment: build/gpt/experiment)\n"
-            "  --experiment --seeds N   paired runs with seeds S..S+N-1 (3); writes table.md and SVG plots\n"
-            "  --lr-head-adamw X --lr-head-rownorm X   experiment head rates (paper: 4e-3, 3.2e-3)\n"
-            "  --name NAME          prefix of console lines\n"
-            "  --backend cpu|cuda   compute backend (cpu; cuda only in build/gpt/train_cuda)\n"
-            "  --host-optim         with --backend cuda: run the optimizer on the host (default: on the device)\n"
-            "many processes (build/gpt/train_mpi, train_cuda_nccl; README.md \"Many processes\"):\n"
-            "  mpirun -np N train_mpi [flags]   --batch B is the global micro-batch (B >= N): the same losses as\n"
-            "                                   one process with the same flags, up to rounding\n"
-            "  --no-muon-split      every rank runs every Muon step (default: each matrix on one owner rank)\n"
-            "  --shard-head         RowNorm head: each rank steps its share of the vocabulary rows\n");
-}
-
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi) return 0;
-    *out = v;
-    return 1;
-}
-
-static int parse_double(const char *s, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (!*s || *end || !(v == v) || v < 0.0 || v > 1e30) return 0;
-    *out = v;
-    return 1;
-}
-
-int train_parse_args(train_cli *cli, int argc, char **argv)
-{
-    train_options *o = &cli->opt;
-    int i, head_given = 0;
-    optim_head_kind head = o->recipe.head;
-    /* pass 0: flags that choose defaults for others (--head) */
-    for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--head") == 0 && i + 1 < argc) {
-            if (!optim_head_parse(argv[i + 1], &head)) {
-                fprintf(stderr, "train: --head must be adamw, rownorm or muon (got '%s')\n", argv[i + 1]);
-                return -1;
-            }
-            head_given = 1;
-        }
-    }
-    if (head_given) {
-        optim_recipe d = optim_default(head);
-        o->recipe.head = head;
-        o->recipe.head_lr = d.head_lr, o->recipe.head_beta1 = d.head_beta1, o->recipe.head_beta2 = d.head_beta2;
-        o->recipe.head_eps = d.head_eps, o->recipe.head_wd = d.head_wd;
-    }
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long n;
-        double x;
-        int ok = 1, takes = 1;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            train_usage(stdout);
-            return 1;
-        } else if (strcmp(a, "--experiment") == 0) {
-            cli->experiment = 1, takes = 0;
-        } else if (strcmp(a, "--progress") == 0) {
-            o->progress = 1, takes = 0;
-        } else if (strcmp(a, "--no-progress") == 0) {
-            o->progress = 0, takes = 0;
-        } else if (strcmp(a, "--host-optim") == 0) {
-            o->host_optim = 1, takes = 0;
-        } else if (strcmp(a, "--no-muon-split") == 0) {
-            o->no_muon_split = 1, takes = 0;
-        } else if (strcmp(a, "--shard-head") == 0) {
-            o->shard_head = 1, takes = 0;
-        } else if (!v) {
-            fprintf(stderr, "train: unknown flag or missing value: %s (see --help)\n", a);
-            return -1;
-        } else if (strcmp(a, "--head") == 0) {
-            /* handled in pass 0 */
-        } else if (strcmp(a, "--data") == 0) {
-            o->data_dir = v;
-        } else if (strcmp(a, "--out") == 0) {
-            cli->out_dir = v;
-        } else if (strcmp(a, "--log") == 0) {
-            o->log_path = v;
-        } else if (strcmp(a, "--sv") == 0) {
-            o->sv_tensors = v;
-        } else if (strcmp(a, "--sv-log") == 0) {
-            o->sv_log = v;
-        } else if (strcmp(a, "--ckpt") == 0) {
-            o->ckpt_path = v;
-        } else if (strcmp(a, "--resume") == 0) {
-            o->resume = v;
-        } else if (strcmp(a, "--prompt") == 0) {
-            o->prompt = v;
-        } else if (strcmp(a, "--name") == 0) {
-            o->run_name = v;
-        } else if (strcmp(a, "--backend") == 0) {
-            ok = 1;
-            if (strcmp(v, "cpu") == 0) o->backend = &gpt_cpu_backend;
-#ifdef GPT_WITH_CUDA
-            else if (strcmp(v, "cuda") == 0) o->backend = &gpt_cuda_backend;
-#endif
-            else ok = 0;
-        } else if (strcmp(a, "--block") == 0) {
-            ok = strcmp(v, "muon") == 0 || strcmp(v, "muown") == 0;
-            o->recipe.block = strcmp(v, "muown") == 0 ? OPTIM_BLOCK_MUOWN : OPTIM_BLOCK_MUON;
-        } else if (strcmp(a, "--cap") == 0) {
-            ok = strcmp(v, "off") == 0 || strcmp(v, "growth") == 0 || strcmp(v, "always") == 0;
-            o->recipe.cap = strcmp(v, "growth") == 0 ? MUON_CAP_GROWTH : strcmp(v, "always") == 0 ? MUON_CAP_ALWAYS : MUON_CAP_OFF;
-        } else if (strcmp(a, "--layers") == 0) {
-            if ((ok = parse_long(v, 1, 1 << 16, &n))) o->model.n_layers = (int)n;
-        } else if (strcmp(a, "--d-model") == 0) {
-            if ((ok = parse_long(v, 2, 1 << 16, &n))) o->model.d_model = (int)n;
-        } else if (strcmp(a, "--heads") == 0) {
-            if ((ok = parse_long(v, 1, 1 << 16, &n))) o->model.n_heads = (int)n;
-        } else if (strcmp(a, "--mlp") == 0) {
-            if ((ok = parse_long(v, 1, 1 << 20, &n))) o->model.mlp_hidden = (int)n;
-        } else if (strcmp(a, "--batch") == 0) {
-            if ((ok = parse_long(v, 1, 1 << 16, &n))) o->batch = (int)n;
-        } else if (strcmp(a, "--seq") == 0) {
-            if ((ok = parse_long(v, 1, 1 << 16, &n))) o->seq = (int)n;
-        } else if (strcmp(a, "--accum") == 0) {
-            if ((ok = parse_long(v, 1, 1 << 16, &n))) o->accum = (int)n;
-        } else if (strcmp(a, "--steps") == 0) {
-            if ((ok = parse_long(v, 1, OPTIM_MAX_STEPS, &n))) o->steps = n;
-        } else if (strcmp(a, "--stop-at") == 0) {
-            if ((ok = parse_long(v, 0, OPTIM_MAX_STEPS, &n))) o->stop_at = n;
-        } else if (strcmp(a, "--seed") == 0) {
-            if ((ok = parse_long(v, 0, 0x7fffffffL, &n))) o->seed = (uint64_t)n;
-        } else if (strcmp(a, "--seeds") == 0) {
-            if ((ok = parse_long(v, 1, 100, &n))) cli->seeds = (int)n;
-        } else if (strcmp(a, "--ns-steps") == 0) {
-            if ((ok = parse_long(v, 1, 100, &n))) o->recipe.ns_steps = (int)n;
-        } else if (strcmp(a, "--eval-every") == 0) {
-            if ((ok = parse_long(v, 0, 1L << 30, &n))) o->eval_every = (int)n;
-        } else if (strcmp(a, "--eval-batches") == 0) {
-            if ((ok = parse_long(v, 0, 1L << 30, &n))) o->eval_batches = (int)n;
-        } else if (strcmp(a, "--panel") == 0) {
-            if ((ok = parse_long(v, 0, 1 << 20, &n))) o->panel_seqs = (int)n;
-        } else if (strcmp(a, "--diam-every") == 0) {
-            if ((ok = parse_long(v, 0, 1L << 30, &n))) o->diam_every = (int)n;
-        } else if (strcmp(a, "--ckpt-every") == 0) {
-            if ((ok = parse_long(v, 0, 1L << 30, &n))) o->ckpt_every = (int)n;
-        } else if (strcmp(a, "--log-every") == 0) {
-            if ((ok = parse_long(v, 0, 1L << 30, &n))) o->log_every = (int)n;
-        } else if (strcmp(a, "--sample") == 0) {
-            if ((ok = parse_long(v, 0, 1 << 20, &n))) o->sample_tokens = (int)n;
-        } else if (strcmp(a, "--sample-seed") == 0) {
-            if ((ok = parse_long(v, 0, 0x7fffffffL, &n))) o->sample_seed = (uint64_t)n;
-        } else if (strcmp(a, "--temperature") == 0) {
-            ok = parse_double(v, &o->temperature);
-        } else if (strcmp(a, "--lr-muon") == 0) {
-            ok = parse_double(v, &o->recipe.muon_lr);
-        } else if (strcmp(a, "--lr-embed") == 0) {
-            ok = parse_double(v, &o->recipe.embed_lr);
-        } else if (strcmp(a, "--lr-head") == 0) {
-            ok = parse_double(v, &o->recipe.head_lr);
-        } else if (strcmp(a, "--lr-head-adamw") == 0) {
-            ok = parse_double(v, &cli->exp_head_lr[0]);
-        } else if (strcmp(a, "--lr-head-rownorm") == 0) {
-            ok = parse_double(v, &cli->exp_head_lr[1]);
-        } else if (strcmp(a, "--wd-muon") == 0) {
-            ok = parse_double(v, &o->recipe.muon_wd);
-        } else if (strcmp(a, "--wd-head") == 0) {
-            ok = parse_double(v, &o->recipe.head_wd);
-        } else if (strcmp(a, "--wd-embed") == 0) {
-            ok = parse_double(v, &o->recipe.embed_wd);
-        } else if (strcmp(a, "--warmup") == 0) {
-            ok = parse_double(v, &x) && x <= 1.0, o->recipe.warmup_frac = x;
-        } else if (strcmp(a, "--final-lr") == 0) {
-            ok = parse_double(v, &x) && x <= 1.0, o->recipe.final_frac = x;
-        } else if (strcmp(a, "--clip") == 0) {
-            ok = parse_double(v, &o->recipe.clip);
-        } else {
-            fprintf(stderr, "train: unknown flag %s (see --help)\n", a);
-            return -1;
-        }
-        if (!ok) {
-            fprintf(stderr, "train: bad value '%s' for %s\n", v ? v : "", a);
-            return -1;
-        }
-        i += takes;
-    }
-    return 0;
-}
-
-#ifndef TRAIN_NO_MAIN
-#include <sys/stat.h>
-
-static void make_dir(const char *dir)
-{
-    char path[1024];
-    size_t i, n = strlen(dir);
-    if (n == 0 || n >= sizeof path) return;
-    memcpy(path, dir, n + 1);
-    for (i = 1; i <= n; i++)
-        if (path[i] == '/' || path[i] == 0) {
-            char c = path[i];
-            path[i] = 0;
-            mkdir(path, 0777);
-            path[i] = c;
-        }
-}
-
-int main(int argc, char **argv)
-{
-    train_cli cli;
-    train_result res;
-    char log_path[1100], ckpt_path[1100], sv_path[1100];
-    int rc;
-    gpt_comm *comm;
-#ifdef GPT_USE_MPI
-    comm = gpt_comm_mpi_init(&argc, &argv);
-    if (!comm) return 1;
-#else
-    comm = gpt_comm_single();
-#endif
-    memset(&cli, 0, sizeof cli);
-    cli.opt = train_default_options();
-    cli.opt.comm = comm;
-    cli.seeds = 3;
-    if (comm->rank != 0 && !freopen("/dev/null", "w", stdout)) return 1; /* rank 0 alone prints */
-    rc = train_parse_args(&cli, argc, argv);
-    if (rc) {
-        comm->ops->destroy(comm);
-        return rc > 0 ? 0 : 2;
-    }
-#ifdef GPT_WITH_CUDA
-#ifdef GPT_USE_NCCL
-    if (cli.opt.backend == &gpt_cuda_backend && comm->size > 1) {
-        if (gpt_nccl_select_device(comm->local_rank) || !(cli.opt.dcomm = gpt_comm_nccl_create(comm))) {
-            fprintf(stderr, "rank %d: cannot set up NCCL\n", comm->rank);
-            comm->ops->abort(comm, 1);
-        }
-    }
-#endif
-#endif
-    train_install_sigint();
-    if (!cli.out_dir) cli.out_dir = cli.experiment ? "build/gpt/experiment" : "build/gpt/run";
-    if (comm->rank == 0) make_dir(cli.out_dir);
-    if (cli.experiment) {
-        rc = experiment_main(&cli);
-    } else {
-        if (!cli.opt.log_path) snprintf(log_path, sizeof log_path, "%s/train.csv", cli.out_dir), cli.opt.log_path = log_path;
-        if (!cli.opt.ckpt_path) snprintf(ckpt_path, sizeof ckpt_path, "%s/ckpt.bin", cli.out_dir), cli.opt.ckpt_path = ckpt_path;
-        if (cli.opt.sv_tensors && !cli.opt.sv_log)
-            snprintf(sv_path, sizeof sv_path, "%s/spectra.csv", cli.out_dir), cli.opt.sv_log = sv_path;
-        if (strcmp(cli.opt.log_path, "none") == 0) cli.opt.log_path = NULL;
-        if (strcmp(cli.opt.ckpt_path, "none") == 0) cli.opt.ckpt_path = NULL;
-        train_run(&cli.opt, &res);
-        if (res.outcome == TRAIN_FAILED && (comm->rank == 0 || !res.agreed)) {
-            if (comm->size > 1) fprintf(stderr, "train (rank %d): error: %s\n", comm->rank, res.error);
-            else fprintf(stderr, "train: error: %s\n", res.error);
-        }
-        rc = res.outcome == TRAIN_FAILED ? 1 : res.outcome == TRAIN_INTERRUPTED ? 130 : 0;
-        /* a failure the other ranks cannot know about would leave them waiting in a collective */
-        if (res.outcome == TRAIN_FAILED && comm->size > 1 && !res.agreed) comm->ops->abort(comm, 1);
-        train_result_free(&res);
-    }
-#ifdef GPT_USE_NCCL
-    if (cli.opt.dcomm) cli.opt.dcomm->ops->destroy(cli.opt.dcomm);
-#endif
-    comm->ops->destroy(comm);
-    return rc;
-}
-#endif

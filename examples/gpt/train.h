@@ -1,4 +1,4 @@
-/* train.h - the training loop of the example trainer, usable from main() (train.c) and tests.
+/* train.h - the training loop of the example trainer, usable from main() (cli.c) and tests.
  *
  * One loop for any backend (backend.h): micro-batches of B x T tokens accumulated `accum` times,
  * global-norm clipping, the optimizer set of optim.h with the warm-up + cosine schedule, the
@@ -149,18 +149,6 @@ int train_check_checkpoint(const ckpt_reader *ck, train_options *opt, train_resu
  * SIGINT kills). Also clears a pending request. */
 void train_install_sigint(void);
 
-/* Parses the command line into *opt (starting from its current values) and the experiment
- * settings. Returns 0 on success, 1 for --help (usage printed), -1 on a bad flag (message on
- * stderr). */
-typedef struct train_cli {
-    train_options opt;
-    int experiment;        /* --experiment: paired AdamW vs RowNorm runs */
-    int seeds;             /* experiment: number of seeds (seed, seed+1, ...) */
-    const char *out_dir;   /* experiment / default outputs (default build/gpt/run) */
-    double exp_head_lr[2]; /* experiment: head rates of the AdamW / RowNorm arms (0: the paper's) */
-} train_cli;
-int train_parse_args(train_cli *cli, int argc, char **argv);
-void train_usage(FILE *f);
 
 #ifdef __cplusplus
 }

@@ -2,32 +2,23 @@
 # (included from gpt.mk).
 #   make build/gpt/train       the trainer binary (build/gpt/train --help)
 #   make demo                  paired AdamW-head vs RowNorm-head experiment on the default corpus
-GPT_TRAIN_SRCS := $(GPT_DIR)/train.c $(GPT_DIR)/optim.c $(GPT_DIR)/checkpoint.c $(GPT_DIR)/experiment.c \
-                  $(GPT_DIR)/libs_rownorm.c $(GPT_DIR)/comm.c
-GPT_TRAIN_HDRS := $(GPT_DIR)/train.h $(GPT_DIR)/optim.h $(GPT_DIR)/checkpoint.h $(GPT_DIR)/experiment.h rownorm.h \
+GPT_TRAIN_SRCS := $(GPT_DIR)/cli.c $(GPT_DIR)/train.c $(GPT_DIR)/optim.c $(GPT_DIR)/checkpoint.c \
+                  $(GPT_DIR)/experiment.c $(GPT_DIR)/libs_rownorm.c $(GPT_DIR)/comm.c
+GPT_TRAIN_HDRS := $(GPT_DIR)/train.h $(GPT_DIR)/optim.h $(GPT_DIR)/checkpoint.h $(GPT_DIR)/experiment.h $(GPT_DIR)/cli.h rownorm.h \
                   $(GPT_DIR)/comm.h
 GPT_TRAIN_ALL  := $(GPT_TRAIN_SRCS) $(GPT_MODEL_SRCS) $(GPT_DATA_SRCS)
 GPT_TRAIN_DEPS := $(GPT_TRAIN_ALL) $(GPT_TRAIN_HDRS) $(GPT_MODEL_DEPS) $(GPT_DATA_HDRS)
 GPT_TRAIN      := $(GPT_B)/train
-GPT_TRAIN_ASAN := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 
 $(GPT_TRAIN): $(GPT_TRAIN_DEPS) | $(GPT_B)
 	$(CC) $(GPT_CFLAGS) -o $@ $(GPT_TRAIN_ALL) $(LDLIBS)
 
-# Tests: the loop is linked with -DTRAIN_NO_MAIN (train.c's main() left out).
-GPT_TRAIN_TEST_SRCS := $(filter-out $(GPT_DIR)/train.c,$(GPT_TRAIN_ALL))
+# Tests link every source with -DGPT_CLI_NO_MAIN (cli.c's main() left out).
 
-$(GPT_B)/test_checkpoint: $(GPT_DIR)/tests/test_checkpoint.c $(GPT_DIR)/checkpoint.c $(GPT_DIR)/checkpoint.h \
-                          $(GPT_DIR)/data.c $(GPT_DIR)/data.h tests/test.h | $(GPT_B)
-	$(CC) $(GPT_CFLAGS) $(GPT_TRAIN_ASAN) -DTEST_VARIANT='"gpt_asan"' -o $@ $< $(GPT_DIR)/checkpoint.c $(GPT_DIR)/data.c $(LDLIBS)
-
-$(GPT_B)/test_train: $(GPT_DIR)/tests/test_train.c $(GPT_TRAIN_DEPS) tests/test.h | $(GPT_B)
-	$(CC) $(GPT_CFLAGS) -DTRAIN_NO_MAIN -DTEST_VARIANT='"gpt"' -o $@ $< $(GPT_TRAIN_ALL) $(LDLIBS)
-
-$(GPT_B)/test_train_asan: $(GPT_DIR)/tests/test_train.c $(GPT_TRAIN_DEPS) tests/test.h | $(GPT_B)
-	$(CC) $(GPT_CFLAGS) $(GPT_TRAIN_ASAN) -DTRAIN_NO_MAIN -DTEST_VARIANT='"gpt_asan"' -o $@ $< $(GPT_TRAIN_ALL) $(LDLIBS)
-
-GPT_TEST_BINS += $(GPT_B)/test_checkpoint $(GPT_B)/test_train $(GPT_B)/test_train_asan
+# (gpt_test in gpt.mk) test_checkpoint is built under ASan + UBSan only; test_train has its twin.
+GPT_CKPT_TEST_SRCS := $(GPT_DIR)/checkpoint.c $(GPT_DIR)/data.c $(GPT_DIR)/status.c
+$(eval $(call gpt_test,test_checkpoint,gpt,$(GPT_CKPT_TEST_SRCS) $(GPT_DIR)/checkpoint.h $(GPT_DIR)/data.h,$(GPT_CKPT_TEST_SRCS),,only))
+$(eval $(call gpt_test,test_train,gpt,$(GPT_TRAIN_DEPS),$(GPT_TRAIN_ALL),-DGPT_CLI_NO_MAIN,twin))
 
 # The binaries against files that are not what they should be (devices, FIFOs, symlinks, a log
 # on /dev/full): tests/train_files.sh builds nothing, so test-build builds train and prepare.

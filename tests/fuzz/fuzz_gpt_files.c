@@ -66,7 +66,7 @@ static const ckpt_field *fz_field(const ckpt_reader *ck, const char *name)
 static void fz_checkpoint(const unsigned char *p, size_t n, int file)
 {
     ckpt_reader ck, before;
-    ckpt_status st;
+    gpt_status st;
     char err[512];
     train_options opt;
     train_result res;
@@ -80,8 +80,8 @@ static void fz_checkpoint(const unsigned char *p, size_t n, int file)
     err[0] = 0;
     st = file ? ckpt_read_file(&ck, fz_tmp_path(), err, sizeof err)
               : ckpt_parse(&ck, p, n, "fuzz.ckpt", err, sizeof err);
-    if (st != CKPT_OK) {
-        FZ_CHECK(err[0] != 0, "ckpt status %d (%s) with an empty message", (int)st, ckpt_status_string(st));
+    if (st != GPT_OK) {
+        FZ_CHECK(err[0] != 0, "ckpt status %d (%s) with an empty message", (int)st, gpt_status_string(st));
         FZ_CHECK(memcmp(&ck, &before, sizeof ck) == 0, "ckpt reader changed on error %d", (int)st);
         fz_say("checkpoint", err);
         return;
@@ -114,7 +114,7 @@ static void fz_checkpoint(const unsigned char *p, size_t n, int file)
     }
     /* accepted: sizes consistent with model.config, and bounded by the input */
     err[0] = 0;
-    FZ_CHECK(ckpt_get_u64(&ck, "model.config", words, 6, err, sizeof err) == CKPT_OK, "model.config: %s", err);
+    FZ_CHECK(ckpt_get_u64(&ck, "model.config", words, 6, err, sizeof err) == GPT_OK, "model.config: %s", err);
     FZ_CHECK(words[0] == (uint64_t)opt.model.n_layers && words[1] == (uint64_t)opt.model.d_model &&
                  words[2] == (uint64_t)opt.model.n_heads && words[3] == (uint64_t)opt.model.seq_len &&
                  words[4] == (uint64_t)opt.model.vocab_size && words[5] == (uint64_t)opt.model.mlp_hidden,
@@ -149,7 +149,7 @@ static void fz_checkpoint(const unsigned char *p, size_t n, int file)
 static void fz_tokens(const unsigned char *p, size_t n, int file)
 {
     data_tokens d, before;
-    data_status st;
+    gpt_status st;
     char err[512];
     size_t i;
     memset(&d, 0x5a, sizeof d);
@@ -157,8 +157,8 @@ static void fz_tokens(const unsigned char *p, size_t n, int file)
     err[0] = 0;
     st = file ? data_tokens_read(&d, fz_tmp_path(), err, sizeof err)
               : data_tokens_parse(&d, p, n, "fuzz.bin", err, sizeof err);
-    if (st != DATA_OK) {
-        FZ_CHECK(err[0] != 0, "tokens status %d (%s) with an empty message", (int)st, data_status_string(st));
+    if (st != GPT_OK) {
+        FZ_CHECK(err[0] != 0, "tokens status %d (%s) with an empty message", (int)st, gpt_status_string(st));
         FZ_CHECK(memcmp(&d, &before, sizeof d) == 0, "tokens output changed on error %d", (int)st);
         fz_say("tokens", err);
         return;
@@ -185,15 +185,15 @@ static void fz_tokens(const unsigned char *p, size_t n, int file)
 static void fz_tokenizer(const unsigned char *p, size_t n, int file)
 {
     tok_tokenizer t, before;
-    tok_status st;
+    gpt_status st;
     char err[512];
     uint32_t i;
     memset(&t, 0x5a, sizeof t);
     before = t;
     err[0] = 0;
     st = file ? tok_load(&t, fz_tmp_path(), err, sizeof err) : tok_parse(&t, p, n, "fuzz.tok", err, sizeof err);
-    if (st != TOK_OK) {
-        FZ_CHECK(err[0] != 0, "tokenizer status %d (%s) with an empty message", (int)st, tok_status_string(st));
+    if (st != GPT_OK) {
+        FZ_CHECK(err[0] != 0, "tokenizer status %d (%s) with an empty message", (int)st, gpt_status_string(st));
         FZ_CHECK(memcmp(&t, &before, sizeof t) == 0, "tokenizer output changed on error %d", (int)st);
         fz_say("tokenizer", err);
         return;
@@ -216,9 +216,9 @@ static void fz_tokenizer(const unsigned char *p, size_t n, int file)
         size_t m = n < 512 ? n : 512, n_ids = 0, nb = 0;
         uint32_t *ids = (uint32_t *)fz_malloc(m * sizeof *ids);
         unsigned char *back = (unsigned char *)fz_malloc(m);
-        FZ_CHECK(tok_encode(&t, p, m, ids, m, &n_ids) == TOK_OK && n_ids <= m, "encode of %zu bytes", m);
+        FZ_CHECK(tok_encode(&t, p, m, ids, m, &n_ids) == GPT_OK && n_ids <= m, "encode of %zu bytes", m);
         for (i = 0; i < n_ids; i++) FZ_CHECK(ids[i] < t.eot, "encode produced id %u (eot %u)", ids[i], t.eot);
-        FZ_CHECK(tok_decode(&t, ids, n_ids, back, m, &nb) == TOK_OK && nb == m && memcmp(back, p, m) == 0,
+        FZ_CHECK(tok_decode(&t, ids, n_ids, back, m, &nb) == GPT_OK && nb == m && memcmp(back, p, m) == 0,
                  "decode(encode(x)) != x (%zu bytes back of %zu)", nb, m);
         free(ids);
         free(back);

@@ -36,16 +36,16 @@ static void test_round_trip(void)
     float f[4];
     uint32_t bits;
     CHECK(img != NULL);
-    CHECK(ckpt_parse(&r, img, len, "mem", NULL, 0) == CKPT_OK);
+    CHECK(ckpt_parse(&r, img, len, "mem", NULL, 0) == GPT_OK);
     CHECK(r.n_fields == 4);
-    CHECK(ckpt_get_u64(&r, "a.u", u, 3, NULL, 0) == CKPT_OK);
+    CHECK(ckpt_get_u64(&r, "a.u", u, 3, NULL, 0) == GPT_OK);
     CHECK(u[0] == 1 && u[1] == 2 && u[2] == 0xFFFFFFFFFFFFFFFFULL);
-    CHECK(ckpt_get_f64(&r, "b.d", d, 2, NULL, 0) == CKPT_OK);
+    CHECK(ckpt_get_f64(&r, "b.d", d, 2, NULL, 0) == GPT_OK);
     CHECK(d[0] == 3.25 && d[1] == -1e-300);
-    CHECK(ckpt_get_f32(&r, "c.f", f, 4, NULL, 0) == CKPT_OK);
+    CHECK(ckpt_get_f32(&r, "c.f", f, 4, NULL, 0) == GPT_OK);
     memcpy(&bits, &f[1], 4);
     CHECK(f[0] == 1.5f && bits == 0x80000000u && f[2] == 1e-40f && f[3] != f[3]);
-    CHECK(ckpt_get_u64(&r, "empty", NULL, 0, NULL, 0) == CKPT_OK);
+    CHECK(ckpt_get_u64(&r, "empty", NULL, 0, NULL, 0) == GPT_OK);
     CHECK(ckpt_has(&r, "a.u") && !ckpt_has(&r, "a"));
     ckpt_reader_free(&r);
     free(img);
@@ -64,9 +64,9 @@ static void test_large_random_field(void)
     for (i = 0; i < N; i++) a[i] = (float)t_rng_normal(&rng);
     ckpt_writer_init(&w);
     ckpt_put_f32(&w, "param.lm_head", a, N);
-    CHECK(ckpt_finish(&w, &img, &len) == CKPT_OK);
-    CHECK(ckpt_parse(&r, img, len, "mem", NULL, 0) == CKPT_OK);
-    CHECK(ckpt_get_f32(&r, "param.lm_head", b, N, NULL, 0) == CKPT_OK);
+    CHECK(ckpt_finish(&w, &img, &len) == GPT_OK);
+    CHECK(ckpt_parse(&r, img, len, "mem", NULL, 0) == GPT_OK);
+    CHECK(ckpt_get_f32(&r, "param.lm_head", b, N, NULL, 0) == GPT_OK);
     CHECK(memcmp(a, b, sizeof a) == 0);
     CHECK_NEAR(b[17], a[17], 0, 0);
     ckpt_reader_free(&r);
@@ -81,11 +81,11 @@ static void test_missing_and_mismatch(void)
     uint64_t u[3] = {7, 7, 7};
     double d[3] = {7, 7, 7};
     char err[256];
-    CHECK(ckpt_parse(&r, img, len, "mem", NULL, 0) == CKPT_OK);
-    CHECK(ckpt_get_u64(&r, "nope", u, 1, err, sizeof err) == CKPT_ERR_MISSING);
+    CHECK(ckpt_parse(&r, img, len, "mem", NULL, 0) == GPT_OK);
+    CHECK(ckpt_get_u64(&r, "nope", u, 1, err, sizeof err) == GPT_ERR_MISSING);
     CHECK(strstr(err, "nope") != NULL);
-    CHECK(ckpt_get_f64(&r, "a.u", d, 3, err, sizeof err) == CKPT_ERR_MISMATCH); /* type */
-    CHECK(ckpt_get_u64(&r, "a.u", u, 2, err, sizeof err) == CKPT_ERR_MISMATCH); /* count */
+    CHECK(ckpt_get_f64(&r, "a.u", d, 3, err, sizeof err) == GPT_ERR_MISMATCH); /* type */
+    CHECK(ckpt_get_u64(&r, "a.u", u, 2, err, sizeof err) == GPT_ERR_MISMATCH); /* count */
     CHECK(strstr(err, "a.u") != NULL && strstr(err, "3 x u64") != NULL);
     CHECK(u[0] == 7 && d[0] == 7); /* untouched */
     ckpt_reader_free(&r);
@@ -101,7 +101,7 @@ static void test_every_truncation_is_reported(void)
     for (cut = 0; cut < len; cut++) {
         ckpt_reader r;
         memset(&r, 0x5a, sizeof r);
-        if (ckpt_parse(&r, img, cut, "ck.bin", err, sizeof err) != CKPT_ERR_TRUNCATED || !strstr(err, "truncated") ||
+        if (ckpt_parse(&r, img, cut, "ck.bin", err, sizeof err) != GPT_ERR_TRUNCATED || !strstr(err, "truncated") ||
             !strstr(err, "ck.bin"))
             all = 0;
     }
@@ -117,24 +117,24 @@ static void test_damaged_headers(void)
     char err[256];
     memcpy(bad, img, len);
     bad[0] = 'X';
-    CHECK(ckpt_parse(&r, bad, len, "ck.bin", err, sizeof err) == CKPT_ERR_MAGIC);
+    CHECK(ckpt_parse(&r, bad, len, "ck.bin", err, sizeof err) == GPT_ERR_MAGIC);
     CHECK(strstr(err, "magic") != NULL);
     memcpy(bad, img, len);
     data_put_u32le(bad + 4, 2);
-    CHECK(ckpt_parse(&r, bad, len, "ck.bin", err, sizeof err) == CKPT_ERR_VERSION);
+    CHECK(ckpt_parse(&r, bad, len, "ck.bin", err, sizeof err) == GPT_ERR_VERSION);
     CHECK(strstr(err, "version 2") != NULL);
     memcpy(bad, img, len);
     bad[len / 2] ^= 1;
-    CHECK(ckpt_parse(&r, bad, len, "ck.bin", err, sizeof err) == CKPT_ERR_CHECKSUM);
+    CHECK(ckpt_parse(&r, bad, len, "ck.bin", err, sizeof err) == GPT_ERR_CHECKSUM);
     CHECK(strstr(err, "checksum") != NULL);
     memcpy(bad, img, len);
     bad[len] = 0;
-    CHECK(ckpt_parse(&r, bad, len + 1, "ck.bin", err, sizeof err) == CKPT_ERR_CORRUPT);
+    CHECK(ckpt_parse(&r, bad, len + 1, "ck.bin", err, sizeof err) == GPT_ERR_CORRUPT);
     /* a field count that lies, with a valid checksum: malformed */
     memcpy(bad, img, len);
     data_put_u32le(bad + 16, 5);
     data_put_u64le(bad + len - 8, data_fnv1a64(bad, len - 8, DATA_FNV64_INIT));
-    CHECK(ckpt_parse(&r, bad, len, "ck.bin", err, sizeof err) == CKPT_ERR_CORRUPT);
+    CHECK(ckpt_parse(&r, bad, len, "ck.bin", err, sizeof err) == GPT_ERR_CORRUPT);
     CHECK(strstr(err, "malformed") != NULL);
     free(bad);
     free(img);
@@ -151,13 +151,13 @@ static void test_file_round_trip_and_io_error(void)
     snprintf(path, sizeof path, "%s/c.bin", dir);
     ckpt_writer_init(&w);
     ckpt_put_f64_1(&w, "x", 2.5);
-    CHECK(ckpt_write_file(&w, path, err, sizeof err) == CKPT_OK);
+    CHECK(ckpt_write_file(&w, path, err, sizeof err) == GPT_OK);
     ckpt_writer_free(&w);
-    CHECK(ckpt_read_file(&r, path, err, sizeof err) == CKPT_OK);
-    CHECK(ckpt_get_f64(&r, "x", &d, 1, NULL, 0) == CKPT_OK && d == 2.5);
+    CHECK(ckpt_read_file(&r, path, err, sizeof err) == GPT_OK);
+    CHECK(ckpt_get_f64(&r, "x", &d, 1, NULL, 0) == GPT_OK && d == 2.5);
     ckpt_reader_free(&r);
     remove(path);
-    CHECK(ckpt_read_file(&r, path, err, sizeof err) == CKPT_ERR_IO);
+    CHECK(ckpt_read_file(&r, path, err, sizeof err) == GPT_ERR_IO);
     CHECK(strstr(err, "c.bin") != NULL);
     rmdir(dir);
 }
@@ -179,15 +179,15 @@ static void test_raw_append_and_range(void)
     CHECK(n > 0 && b.n_fields == 2);
     ckpt_put_raw(&a, body, n, b.n_fields);
     ckpt_put_u64_1(&one, "x", 7), ckpt_put_f32(&one, "y", f, 6), ckpt_put_f64_1(&one, "z", 0.5);
-    CHECK(ckpt_finish(&a, &ia, &la) == CKPT_OK && ckpt_finish(&one, &io, &lo) == CKPT_OK);
+    CHECK(ckpt_finish(&a, &ia, &la) == GPT_OK && ckpt_finish(&one, &io, &lo) == GPT_OK);
     CHECK(la == lo && memcmp(ia, io, la) == 0);
-    CHECK(ckpt_parse(&r, ia, la, "mem", NULL, 0) == CKPT_OK);
-    CHECK(ckpt_get_f32_range(&r, "y", 6, 2, 3, got, NULL, 0) == CKPT_OK);
+    CHECK(ckpt_parse(&r, ia, la, "mem", NULL, 0) == GPT_OK);
+    CHECK(ckpt_get_f32_range(&r, "y", 6, 2, 3, got, NULL, 0) == GPT_OK);
     CHECK(got[0] == 3 && got[1] == 4 && got[2] == 5);
-    CHECK(ckpt_get_f32_range(&r, "y", 6, 4, 3, got, NULL, 0) == CKPT_ERR_MISMATCH); /* past the end */
-    CHECK(ckpt_get_f32_range(&r, "y", 5, 0, 1, got, NULL, 0) == CKPT_ERR_MISMATCH); /* wrong total */
-    CHECK(ckpt_get_f32_range(&r, "z", 1, 0, 1, got, NULL, 0) == CKPT_ERR_MISMATCH); /* f64 field */
-    CHECK(ckpt_get_f32_range(&r, "w", 1, 0, 1, got, NULL, 0) == CKPT_ERR_MISSING);
+    CHECK(ckpt_get_f32_range(&r, "y", 6, 4, 3, got, NULL, 0) == GPT_ERR_MISMATCH); /* past the end */
+    CHECK(ckpt_get_f32_range(&r, "y", 5, 0, 1, got, NULL, 0) == GPT_ERR_MISMATCH); /* wrong total */
+    CHECK(ckpt_get_f32_range(&r, "z", 1, 0, 1, got, NULL, 0) == GPT_ERR_MISMATCH); /* f64 field */
+    CHECK(ckpt_get_f32_range(&r, "w", 1, 0, 1, got, NULL, 0) == GPT_ERR_MISSING);
     CHECK(got[0] == 3); /* untouched on error */
     ckpt_reader_free(&r);
     ckpt_writer_free(&b);
@@ -204,15 +204,15 @@ static void test_check_field_and_fifo(void)
     char err[256], dir[] = "/tmp/test_ckpt_XXXXXX", fifo[128];
     ckpt_writer w;
     struct stat st;
-    CHECK(ckpt_parse(&r, img, len, "mem.ck", NULL, 0) == CKPT_OK);
-    CHECK(ckpt_check_field(&r, "b.d", CKPT_F64, 2, 1, err, sizeof err) == CKPT_OK);
-    CHECK(ckpt_check_field(&r, "a.u", CKPT_U64, 3, 1, err, sizeof err) == CKPT_OK);
-    CHECK(ckpt_check_field(&r, "c.f", CKPT_F32, 4, 0, err, sizeof err) == CKPT_OK);
-    CHECK(ckpt_check_field(&r, "c.f", CKPT_F32, 4, 1, err, sizeof err) == CKPT_ERR_CORRUPT);
+    CHECK(ckpt_parse(&r, img, len, "mem.ck", NULL, 0) == GPT_OK);
+    CHECK(ckpt_check_field(&r, "b.d", CKPT_F64, 2, 1, err, sizeof err) == GPT_OK);
+    CHECK(ckpt_check_field(&r, "a.u", CKPT_U64, 3, 1, err, sizeof err) == GPT_OK);
+    CHECK(ckpt_check_field(&r, "c.f", CKPT_F32, 4, 0, err, sizeof err) == GPT_OK);
+    CHECK(ckpt_check_field(&r, "c.f", CKPT_F32, 4, 1, err, sizeof err) == GPT_ERR_CORRUPT);
     CHECK_MSG(strstr(err, "mem.ck") && strstr(err, "\"c.f\"") && strstr(err, "value 3"), "error: %s", err);
-    CHECK(ckpt_check_field(&r, "c.f", CKPT_F32, 5, 0, err, sizeof err) == CKPT_ERR_MISMATCH && strstr(err, "c.f"));
-    CHECK(ckpt_check_field(&r, "c.f", CKPT_F64, 4, 0, err, sizeof err) == CKPT_ERR_MISMATCH);
-    CHECK(ckpt_check_field(&r, "zz", CKPT_F64, 1, 0, err, sizeof err) == CKPT_ERR_MISSING && strstr(err, "zz"));
+    CHECK(ckpt_check_field(&r, "c.f", CKPT_F32, 5, 0, err, sizeof err) == GPT_ERR_MISMATCH && strstr(err, "c.f"));
+    CHECK(ckpt_check_field(&r, "c.f", CKPT_F64, 4, 0, err, sizeof err) == GPT_ERR_MISMATCH);
+    CHECK(ckpt_check_field(&r, "zz", CKPT_F64, 1, 0, err, sizeof err) == GPT_ERR_MISSING && strstr(err, "zz"));
     ckpt_reader_free(&r);
     free(img);
     CHECK(mkdtemp(dir) != NULL);
@@ -220,7 +220,7 @@ static void test_check_field_and_fifo(void)
     CHECK(mkfifo(fifo, 0600) == 0);
     ckpt_writer_init(&w);
     ckpt_put_f64_1(&w, "x", 2.5);
-    CHECK(ckpt_write_file(&w, fifo, err, sizeof err) == CKPT_ERR_IO);
+    CHECK(ckpt_write_file(&w, fifo, err, sizeof err) == GPT_ERR_IO);
     CHECK_MSG(strstr(err, fifo) && strstr(err, "not a regular file"), "error: %s", err);
     ckpt_writer_free(&w);
     CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));

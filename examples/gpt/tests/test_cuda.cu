@@ -668,9 +668,9 @@ static void test_checkpoint_round_trip(void)
         CHECK(src->ops->pull_params(src) == GPT_OK);
         ckpt_writer_init(&w);
         ckpt_put_f32(&w, "params", src->ops->params(src), np);
-        CHECK(ckpt_finish(&w, &img, &len) == CKPT_OK);
-        CHECK(ckpt_parse(&r, img, len, "round-trip", err, sizeof err) == CKPT_OK);
-        CHECK(ckpt_get_f32(&r, "params", dst->ops->params(dst), np, err, sizeof err) == CKPT_OK);
+        CHECK(ckpt_finish(&w, &img, &len) == GPT_OK);
+        CHECK(ckpt_parse(&r, img, len, "round-trip", err, sizeof err) == GPT_OK);
+        CHECK(ckpt_get_f32(&r, "params", dst->ops->params(dst), np, err, sizeof err) == GPT_OK);
         CHECK(dst->ops->push_params(dst) == GPT_OK);
         CHECK(src->ops->forward(src, in, tg, dir == 0 ? &l_gpu : &l_cpu) == GPT_OK);
         CHECK(dst->ops->forward(dst, in, tg, dir == 0 ? &l_cpu : &l_gpu) == GPT_OK);

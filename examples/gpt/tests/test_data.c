@@ -39,10 +39,10 @@ static void roundtrip_case(uint32_t vocab, size_t n, size_t want_dtype)
     size_t rawlen = 0;
     if (n) t[n - 1] = vocab - 1;
     memset(&d, 0, sizeof d);
-    CHECK(data_tokens_write(path, t, n, vocab, err, sizeof err) == DATA_OK);
-    CHECK(data_read_file(path, &raw, &rawlen, err, sizeof err) == DATA_OK);
+    CHECK(data_tokens_write(path, t, n, vocab, err, sizeof err) == GPT_OK);
+    CHECK(data_read_file(path, &raw, &rawlen, err, sizeof err) == GPT_OK);
     CHECK(rawlen == DATA_HEADER_BYTES + want_dtype * n + DATA_TRAILER_BYTES && memcmp(raw, "RNTD", 4) == 0);
-    CHECK(data_tokens_read(&d, path, err, sizeof err) == DATA_OK);
+    CHECK(data_tokens_read(&d, path, err, sizeof err) == GPT_OK);
     CHECK(d.vocab_size == vocab && d.n_tokens == n && (n == 0 || memcmp(d.tokens, t, n * sizeof(uint32_t)) == 0));
     data_tokens_free(&d);
     free(raw);
@@ -62,17 +62,17 @@ static void test_token_file_roundtrip(void)
         unsigned char *b = NULL;
         size_t len = 0;
         char err[256];
-        CHECK(data_tokens_serialize(t, 3, 50, &b, &len, err, sizeof err) == DATA_ERR_DOMAIN && b == NULL);
+        CHECK(data_tokens_serialize(t, 3, 50, &b, &len, err, sizeof err) == GPT_ERR_DOMAIN && b == NULL);
         CHECK(strstr(err, "vocab_size") != NULL);
-        CHECK(data_tokens_serialize(t, 3, 0, &b, &len, err, sizeof err) == DATA_ERR_DOMAIN);
+        CHECK(data_tokens_serialize(t, 3, 0, &b, &len, err, sizeof err) == GPT_ERR_DOMAIN);
     }
 }
 
-static int bad_case(const unsigned char *buf, size_t len, data_status want, const char *word)
+static int bad_case(const unsigned char *buf, size_t len, gpt_status want, const char *word)
 {
     data_tokens out, before;
     char err[256];
-    data_status st;
+    gpt_status st;
     int ok;
     memset(&out, 0x5A, sizeof out);
     before = out;
@@ -82,7 +82,7 @@ static int bad_case(const unsigned char *buf, size_t len, data_status want, cons
          (!word || strstr(err, word) != NULL);
     if (!ok)
         fprintf(stderr, "  bad_case len %lu: status %s (want %s), message \"%s\"\n", (unsigned long)len,
-                data_status_string(st), data_status_string(want), err);
+                gpt_status_string(st), gpt_status_string(want), err);
     return ok;
 }
 
@@ -98,30 +98,30 @@ static void test_bad_token_files(void)
     size_t len = 0, i, cuts[] = {0, 2, 4, 6, 8, 16, 23, 24, 31, 32, 100, 0, 0};
     char err[256];
     int bad = 0;
-    CHECK(data_tokens_serialize(t, 100, 1000, &good, &len, err, sizeof err) == DATA_OK && len == 24 + 200 + 8);
+    CHECK(data_tokens_serialize(t, 100, 1000, &good, &len, err, sizeof err) == GPT_OK && len == 24 + 200 + 8);
     b = (unsigned char *)malloc(len + 8);
     cuts[11] = len - 8;
     cuts[12] = len - 1;
-    for (i = 0; i < sizeof cuts / sizeof cuts[0]; i++) bad += !bad_case(good, cuts[i], DATA_ERR_TRUNCATED, "truncated");
+    for (i = 0; i < sizeof cuts / sizeof cuts[0]; i++) bad += !bad_case(good, cuts[i], GPT_ERR_TRUNCATED, "truncated");
     CHECK_MSG(bad == 0, "%d truncations misreported", bad);
     memcpy(b, good, len);
     memcpy(b, "RNTK", 4); /* a tokenizer file is not a token file */
-    CHECK(bad_case(b, len, DATA_ERR_MAGIC, "magic"));
+    CHECK(bad_case(b, len, GPT_ERR_MAGIC, "magic"));
     memcpy(b, good, len);
     data_put_u32le(b + 4, 7);
-    CHECK(bad_case(b, len, DATA_ERR_VERSION, "version"));
+    CHECK(bad_case(b, len, GPT_ERR_VERSION, "version"));
     for (i = 8, bad = 0; i < len; i++) {
         if (i >= 12 && i < 24) continue; /* dtype and count change the expected size */
         memcpy(b, good, len);
         b[i] ^= 0x01;
-        bad += !bad_case(b, len, DATA_ERR_CHECKSUM, "checksum");
+        bad += !bad_case(b, len, GPT_ERR_CHECKSUM, "checksum");
     }
     CHECK_MSG(bad == 0, "%d flipped bytes not caught by the checksum", bad);
     for (i = 12; i < 24; i++) { /* caught too, as truncation, checksum or corrupt header */
         data_tokens o;
         memcpy(b, good, len);
         b[i] ^= 0x01;
-        if (data_tokens_parse(&o, b, len, "val.bin", err, sizeof err) == DATA_OK) bad++, data_tokens_free(&o);
+        if (data_tokens_parse(&o, b, len, "val.bin", err, sizeof err) == GPT_OK) bad++, data_tokens_free(&o);
     }
     CHECK(bad == 0);
     /* intact checksum, invalid content */
@@ -129,23 +129,23 @@ static void test_bad_token_files(void)
     b[24 + 2 * 10] = 0xE8; /* token 10 := 1000 (0x03E8) = vocab_size */
     b[24 + 2 * 10 + 1] = 0x03;
     refresh_checksum(b, len);
-    CHECK(bad_case(b, len, DATA_ERR_CORRUPT, "index 10"));
+    CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "index 10"));
     memcpy(b, good, len);
     data_put_u32le(b + 12, 4); /* dtype 4 for a small vocab */
     refresh_checksum(b, len);
-    CHECK(bad_case(b, len, DATA_ERR_CORRUPT, "dtype"));
+    CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "dtype"));
     memcpy(b, good, len);
     memset(b + len, 0, 8);
     refresh_checksum(b, len + 8);
-    CHECK(bad_case(b, len + 8, DATA_ERR_CORRUPT, "corrupt"));
+    CHECK(bad_case(b, len + 8, GPT_ERR_CORRUPT, "corrupt"));
     /* through files: missing and truncated, with the path in the message */
     {
         data_tokens o;
         memset(&o, 0, sizeof o);
-        CHECK(data_tokens_read(&o, "no_such_token_file.bin", err, sizeof err) == DATA_ERR_IO &&
+        CHECK(data_tokens_read(&o, "no_such_token_file.bin", err, sizeof err) == GPT_ERR_IO &&
               strstr(err, "no_such_token_file.bin") && o.tokens == NULL);
-        CHECK(data_write_file_atomic("test_data_trunc.bin", good, len - 30, err, sizeof err) == DATA_OK);
-        CHECK(data_tokens_read(&o, "test_data_trunc.bin", err, sizeof err) == DATA_ERR_TRUNCATED &&
+        CHECK(data_write_file_atomic("test_data_trunc.bin", good, len - 30, err, sizeof err) == GPT_OK);
+        CHECK(data_tokens_read(&o, "test_data_trunc.bin", err, sizeof err) == GPT_ERR_TRUNCATED &&
               strstr(err, "test_data_trunc.bin") && o.tokens == NULL);
         remove("test_data_trunc.bin");
     }
@@ -168,30 +168,30 @@ static void test_random_sampler(void)
     data_sampler_init(&s2, 1234);
     data_sampler_init(&s3, 1235);
     for (step = 0; step < 200; step++) {
-        CHECK(data_batch_random(&d, &s1, B, T, in1, tg1) == DATA_OK);
-        CHECK(data_batch_random(&d, &s2, B, T, in2, tg2) == DATA_OK);
+        CHECK(data_batch_random(&d, &s1, B, T, in1, tg1) == GPT_OK);
+        CHECK(data_batch_random(&d, &s2, B, T, in2, tg2) == GPT_OK);
         ok &= memcmp(in1, in2, sizeof in1) == 0 && memcmp(tg1, tg2, sizeof tg1) == 0;
         for (b = 0; b < B; b++) {
             int start = in1[b * T];
             ok &= start >= 0 && start <= 1000 - T - 1;
             for (t = 0; t < T; t++) ok &= in1[b * T + t] == start + t && tg1[b * T + t] == start + t + 1;
         }
-        CHECK(data_batch_random(&d, &s3, B, T, in2, tg2) == DATA_OK);
+        CHECK(data_batch_random(&d, &s3, B, T, in2, tg2) == GPT_OK);
         differs |= memcmp(in1, in2, sizeof in1) != 0;
     }
     CHECK(ok);
     CHECK(differs);
     /* the smallest corpus that works: exactly T + 1 tokens, one possible window */
     d.n_tokens = T + 1;
-    CHECK(data_batch_random(&d, &s1, B, T, in1, tg1) == DATA_OK && in1[0] == 0 && tg1[T - 1] == T);
+    CHECK(data_batch_random(&d, &s1, B, T, in1, tg1) == GPT_OK && in1[0] == 0 && tg1[T - 1] == T);
     d.n_tokens = T;
     memset(in1, 0x7F, sizeof in1);
     s2 = s1;
-    CHECK(data_batch_random(&d, &s1, B, T, in1, tg1) == DATA_ERR_SIZE && in1[0] == 0x7F7F7F7F &&
+    CHECK(data_batch_random(&d, &s1, B, T, in1, tg1) == GPT_ERR_SIZE && in1[0] == 0x7F7F7F7F &&
           memcmp(&s1, &s2, sizeof s1) == 0);
-    CHECK(data_batch_random(&d, &s1, 0, T, in1, tg1) == DATA_ERR_DOMAIN);
-    CHECK(data_batch_random(&d, &s1, B, -1, in1, tg1) == DATA_ERR_DOMAIN);
-    CHECK(data_batch_random(&d, NULL, B, T, in1, tg1) == DATA_ERR_NULL);
+    CHECK(data_batch_random(&d, &s1, 0, T, in1, tg1) == GPT_ERR_DOMAIN);
+    CHECK(data_batch_random(&d, &s1, B, -1, in1, tg1) == GPT_ERR_DOMAIN);
+    CHECK(data_batch_random(&d, NULL, B, T, in1, tg1) == GPT_ERR_NULL);
     free(d.tokens);
 }
 
@@ -205,12 +205,12 @@ static void test_sampler_resume(void)
     d.n_tokens = 5000;
     d.tokens = ramp(5000, 5000);
     data_sampler_init(&s, 99);
-    for (i = 0; i < 3; i++) CHECK(data_batch_random(&d, &s, B, T, x, y) == DATA_OK);
+    for (i = 0; i < 3; i++) CHECK(data_batch_random(&d, &s, B, T, x, y) == GPT_OK);
     saved = s; /* what a checkpoint stores: s.rng and s.pos */
-    for (i = 0; i < 5; i++) CHECK(data_batch_random(&d, &s, B, T, a[i], y) == DATA_OK);
+    for (i = 0; i < 5; i++) CHECK(data_batch_random(&d, &s, B, T, a[i], y) == GPT_OK);
     s = saved;
     for (i = 0; i < 5; i++) {
-        CHECK(data_batch_random(&d, &s, B, T, x, y) == DATA_OK);
+        CHECK(data_batch_random(&d, &s, B, T, x, y) == GPT_OK);
         CHECK(memcmp(x, a[i], sizeof x) == 0);
     }
     free(d.tokens);
@@ -228,21 +228,21 @@ static void test_sequential_sampler(void)
     CHECK(data_sequential_batches(&d, B, T) == 3);
     data_sampler_init(&s, 0);
     for (k = 0; k < 3; k++) {
-        CHECK(data_batch_sequential(&d, &s, B, T, in, tg) == DATA_OK);
+        CHECK(data_batch_sequential(&d, &s, B, T, in, tg) == GPT_OK);
         for (b = 0; b < B; b++)
             for (t = 0; t < T; t++)
                 ok &= in[b * T + t] == k * B * T + b * T + t && tg[b * T + t] == in[b * T + t] + 1;
     }
     CHECK(ok);
     CHECK(s.pos == 90);
-    CHECK(data_batch_sequential(&d, &s, B, T, in, tg) == DATA_OK && in[0] == 0 && s.pos == 30); /* wrapped */
+    CHECK(data_batch_sequential(&d, &s, B, T, in, tg) == GPT_OK && in[0] == 0 && s.pos == 30); /* wrapped */
     d.n_tokens = 91; /* exactly 3 batches: the last target is token 90 */
     s.pos = 60;
-    CHECK(data_batch_sequential(&d, &s, B, T, in, tg) == DATA_OK && in[0] == 60 && tg[B * T - 1] == 90);
+    CHECK(data_batch_sequential(&d, &s, B, T, in, tg) == GPT_OK && in[0] == 60 && tg[B * T - 1] == 90);
     d.n_tokens = 30;
     memset(in, 0x11, sizeof in);
     s.pos = 0;
-    CHECK(data_batch_sequential(&d, &s, B, T, in, tg) == DATA_ERR_SIZE && in[0] == 0x11111111 && s.pos == 0);
+    CHECK(data_batch_sequential(&d, &s, B, T, in, tg) == GPT_ERR_SIZE && in[0] == 0x11111111 && s.pos == 0);
     CHECK(data_sequential_batches(&d, B, T) == 0);
     CHECK(data_sequential_batches(&d, 0, T) == 0);
     free(d.tokens);
@@ -254,24 +254,24 @@ static void test_corpus(void)
     char root[64], err[256];
     const char *p1 = "test_data_doc1.txt", *p2 = "test_data_doc2.txt";
     memset(&c, 0, sizeof c);
-    CHECK(data_write_file_atomic(p1, "hello\n", 6, err, sizeof err) == DATA_OK);
-    CHECK(data_write_file_atomic(p2, "", 0, err, sizeof err) == DATA_OK);
-    CHECK(data_corpus_add_file(&c, p1, err, sizeof err) == DATA_OK);
-    CHECK(data_corpus_add_file(&c, p2, err, sizeof err) == DATA_OK);
-    CHECK(data_corpus_add_file(&c, p1, err, sizeof err) == DATA_OK);
+    CHECK(data_write_file_atomic(p1, "hello\n", 6, err, sizeof err) == GPT_OK);
+    CHECK(data_write_file_atomic(p2, "", 0, err, sizeof err) == GPT_OK);
+    CHECK(data_corpus_add_file(&c, p1, err, sizeof err) == GPT_OK);
+    CHECK(data_corpus_add_file(&c, p2, err, sizeof err) == GPT_OK);
+    CHECK(data_corpus_add_file(&c, p1, err, sizeof err) == GPT_OK);
     CHECK(c.n_docs == 3 && c.n_bytes == 12 && c.doc_start[0] == 0 && c.doc_start[1] == 6 && c.doc_start[2] == 6 &&
           c.doc_start[3] == 12 && memcmp(c.text, "hello\nhello\n", 12) == 0);
     before = c;
-    CHECK(data_corpus_add_file(&c, "no_such_corpus_file.txt", err, sizeof err) == DATA_ERR_IO);
+    CHECK(data_corpus_add_file(&c, "no_such_corpus_file.txt", err, sizeof err) == GPT_ERR_IO);
     CHECK(strstr(err, "no_such_corpus_file.txt") != NULL && memcmp(&c, &before, sizeof c) == 0);
     data_corpus_free(&c);
     CHECK(c.text == NULL && c.n_docs == 0);
     remove(p1);
     remove(p2);
-    CHECK(data_corpus_add_default(&c, "no_such_root_dir", err, sizeof err) == DATA_ERR_IO && c.n_docs == 0);
+    CHECK(data_corpus_add_default(&c, "no_such_root_dir", err, sizeof err) == GPT_ERR_IO && c.n_docs == 0);
     /* the default corpus of this checkout (tests run from the repository root or build/gpt) */
     if (data_find_repo_root(root, sizeof root)) {
-        CHECK(data_corpus_add_default(&c, root, err, sizeof err) == DATA_OK);
+        CHECK(data_corpus_add_default(&c, root, err, sizeof err) == GPT_OK);
         CHECK(c.n_docs >= 2 && c.n_bytes > 1000);
         data_corpus_free(&c);
     } else {
@@ -291,16 +291,16 @@ static void test_pipeline(void)
     char err[256];
     for (i = 0; i < 3; i++) memcpy(text + total, docs[i], lens[i]), total += lens[i];
     memset(&tk, 0, sizeof tk);
-    CHECK(tok_train(&tk, text, total, 300, err, sizeof err) == TOK_OK);
+    CHECK(tok_train(&tk, text, total, 300, err, sizeof err) == GPT_OK);
     for (i = 0, total = 0; i < 3; i++) {
         size_t k;
         ids[n++] = tk.eot;
-        CHECK(tok_encode(&tk, (const unsigned char *)docs[i], lens[i], ids + n, lens[i], &k) == TOK_OK);
+        CHECK(tok_encode(&tk, (const unsigned char *)docs[i], lens[i], ids + n, lens[i], &k) == GPT_OK);
         n += k;
     }
-    CHECK(data_tokens_write("test_data_pipe.bin", ids, n, tk.vocab_size, err, sizeof err) == DATA_OK);
-    CHECK(data_tokens_read(&d, "test_data_pipe.bin", err, sizeof err) == DATA_OK && d.n_tokens == n);
-    CHECK(tok_decode(&tk, d.tokens, d.n_tokens, back, sizeof back, &n_out) == TOK_OK && n_out == 57);
+    CHECK(data_tokens_write("test_data_pipe.bin", ids, n, tk.vocab_size, err, sizeof err) == GPT_OK);
+    CHECK(data_tokens_read(&d, "test_data_pipe.bin", err, sizeof err) == GPT_OK && d.n_tokens == n);
+    CHECK(tok_decode(&tk, d.tokens, d.n_tokens, back, sizeof back, &n_out) == GPT_OK && n_out == 57);
     CHECK(memcmp(back, text, 57) == 0);
     data_tokens_free(&d);
     tok_free(&tk);
@@ -320,29 +320,29 @@ static void test_read_refuses_non_regular_files(void)
     CHECK(mkdtemp(dir) != NULL);
     for (k = 0; k < 2; k++) {
         err[0] = 0;
-        CHECK(data_read_file(devs[k], &buf, &n, err, sizeof err) == DATA_ERR_IO);
+        CHECK(data_read_file(devs[k], &buf, &n, err, sizeof err) == GPT_ERR_IO);
         CHECK_MSG(strstr(err, devs[k]) && strstr(err, "not a regular file"), "error: %s", err);
         snprintf(link, sizeof link, "%s/link%u.bin", dir, (unsigned)k);
         CHECK(symlink(devs[k], link) == 0);
         err[0] = 0;
-        CHECK(data_read_file(link, &buf, &n, err, sizeof err) == DATA_ERR_IO);
+        CHECK(data_read_file(link, &buf, &n, err, sizeof err) == GPT_ERR_IO);
         CHECK_MSG(strstr(err, link) && strstr(err, "not a regular file"), "error: %s", err);
         memset(&d, 0, sizeof d);
-        CHECK(data_tokens_read(&d, link, err, sizeof err) == DATA_ERR_IO && d.tokens == NULL);
+        CHECK(data_tokens_read(&d, link, err, sizeof err) == GPT_ERR_IO && d.tokens == NULL);
         remove(link);
     }
     err[0] = 0;
-    CHECK(data_read_file(dir, &buf, &n, err, sizeof err) == DATA_ERR_IO);
+    CHECK(data_read_file(dir, &buf, &n, err, sizeof err) == GPT_ERR_IO);
     CHECK_MSG(strstr(err, dir) && strstr(err, "not a regular file"), "error: %s", err);
     CHECK(n == 12345 && strcmp((const char *)buf, "untouched") == 0); /* outputs untouched on error */
     /* a regular file through a symlink reads as the file */
     snprintf(link, sizeof link, "%s/real.txt", dir);
-    CHECK(data_write_file_atomic(link, "abc", 3, err, sizeof err) == DATA_OK);
+    CHECK(data_write_file_atomic(link, "abc", 3, err, sizeof err) == GPT_OK);
     {
         char via[128];
         snprintf(via, sizeof via, "%s/via.txt", dir);
         CHECK(symlink("real.txt", via) == 0);
-        CHECK(data_read_file(via, &buf, &n, err, sizeof err) == DATA_OK && n == 3 && memcmp(buf, "abc", 3) == 0);
+        CHECK(data_read_file(via, &buf, &n, err, sizeof err) == GPT_OK && n == 3 && memcmp(buf, "abc", 3) == 0);
         free(buf);
         remove(via);
     }
@@ -361,7 +361,7 @@ static int file_is(const char *p, const char *want)
     unsigned char *b;
     size_t n;
     int same;
-    if (data_read_file(p, &b, &n, NULL, 0) != DATA_OK) return 0;
+    if (data_read_file(p, &b, &n, NULL, 0) != GPT_OK) return 0;
     same = n == strlen(want) && memcmp(b, want, n) == 0;
     free(b);
     return same;
@@ -379,10 +379,10 @@ static void test_atomic_write_targets(void)
     CHECK(mkdir(sub, 0777) == 0);
     /* a symlink to an existing file, relative to the link's directory, in another directory */
     snprintf(p, sizeof p, "%s/target.bin", sub);
-    CHECK(data_write_file_atomic(p, "old", 3, err, sizeof err) == DATA_OK);
+    CHECK(data_write_file_atomic(p, "old", 3, err, sizeof err) == GPT_OK);
     snprintf(q, sizeof q, "%s/link.bin", dir);
     CHECK(symlink("sub/target.bin", q) == 0);
-    CHECK(data_write_file_atomic(q, "new", 3, err, sizeof err) == DATA_OK);
+    CHECK(data_write_file_atomic(q, "new", 3, err, sizeof err) == GPT_OK);
     CHECK(is_symlink(q) && file_is(p, "new"));
     snprintf(t, sizeof t, "%s.tmp", p);
     CHECK(access(t, F_OK) != 0);
@@ -394,29 +394,29 @@ static void test_atomic_write_targets(void)
     CHECK(symlink("sub/target.bin", q) == 0);
     snprintf(t, sizeof t, "%s/link2.bin", dir);
     CHECK(symlink("link.bin", t) == 0);
-    CHECK(data_write_file_atomic(t, "made", 4, err, sizeof err) == DATA_OK);
+    CHECK(data_write_file_atomic(t, "made", 4, err, sizeof err) == GPT_OK);
     CHECK(is_symlink(t) && is_symlink(q) && file_is(p, "made"));
     remove(t), remove(q), remove(p);
     /* a FIFO and a directory are refused, named, and left alone */
     snprintf(p, sizeof p, "%s/fifo", dir);
     CHECK(mkfifo(p, 0600) == 0);
     err[0] = 0;
-    CHECK(data_write_file_atomic(p, "x", 1, err, sizeof err) == DATA_ERR_IO);
+    CHECK(data_write_file_atomic(p, "x", 1, err, sizeof err) == GPT_ERR_IO);
     CHECK_MSG(strstr(err, p) && strstr(err, "not a regular file"), "error: %s", err);
     CHECK(lstat(p, &st) == 0 && S_ISFIFO(st.st_mode));
     snprintf(q, sizeof q, "%s/fifo_link", dir);
     CHECK(symlink("fifo", q) == 0);
-    CHECK(data_write_file_atomic(q, "x", 1, err, sizeof err) == DATA_ERR_IO);
+    CHECK(data_write_file_atomic(q, "x", 1, err, sizeof err) == GPT_ERR_IO);
     CHECK(is_symlink(q) && lstat(p, &st) == 0 && S_ISFIFO(st.st_mode));
     remove(q), remove(p);
     err[0] = 0;
-    CHECK(data_write_file_atomic(sub, "x", 1, err, sizeof err) == DATA_ERR_IO);
+    CHECK(data_write_file_atomic(sub, "x", 1, err, sizeof err) == GPT_ERR_IO);
     CHECK_MSG(strstr(err, sub) && strstr(err, "not a regular file"), "error: %s", err);
     CHECK(lstat(sub, &st) == 0 && S_ISDIR(st.st_mode));
     /* a symlink left at PATH.tmp is not written through */
     snprintf(p, sizeof p, "%s/out.bin", dir);
     snprintf(q, sizeof q, "%s/victim.txt", dir);
-    CHECK(data_write_file_atomic(q, "keep", 4, err, sizeof err) == DATA_OK);
+    CHECK(data_write_file_atomic(q, "keep", 4, err, sizeof err) == GPT_OK);
     snprintf(t, sizeof t, "%s.tmp", p);
     CHECK(symlink("victim.txt", t) == 0);
     (void)data_write_file_atomic(p, "data", 4, err, sizeof err);

@@ -52,9 +52,9 @@ static void test_two_series_with_legend(void)
     }
     p = plot_create(&d);
     CHECK(p != NULL);
-    CHECK(plot_add_series(p, "AdamW head", x, a, 50) == PLOT_OK);
-    CHECK(plot_add_series(p, "RowNorm head", x, r, 50) == PLOT_OK);
-    CHECK(plot_render_svg(p, &svg, &len) == PLOT_OK);
+    CHECK(plot_add_series(p, "AdamW head", x, a, 50) == GPT_OK);
+    CHECK(plot_add_series(p, "RowNorm head", x, r, 50) == GPT_OK);
+    CHECK(plot_render_svg(p, &svg, &len) == GPT_OK);
     CHECK(well_formed(svg, len));
     CHECK(strstr(svg, "AdamW head") && strstr(svg, "RowNorm head") && strstr(svg, "Validation loss"));
     CHECK(strstr(svg, ">tokens<") && strstr(svg, ">loss<"));
@@ -77,10 +77,10 @@ static void test_gaps_and_nonfinite(void)
     y[3] = nan;
     y[6] = inf;
     x[8] = nan;
-    CHECK(plot_add_series(p, "with gaps", x, y, 9) == PLOT_OK);
-    CHECK(plot_add_series(p, "all missing", NULL, y + 3, 1) == PLOT_OK);
-    CHECK(plot_add_series(p, "empty", NULL, NULL, 0) == PLOT_OK);
-    CHECK(plot_render_svg(p, &svg, &len) == PLOT_OK);
+    CHECK(plot_add_series(p, "with gaps", x, y, 9) == GPT_OK);
+    CHECK(plot_add_series(p, "all missing", NULL, y + 3, 1) == GPT_OK);
+    CHECK(plot_add_series(p, "empty", NULL, NULL, 0) == GPT_OK);
+    CHECK(plot_render_svg(p, &svg, &len) == GPT_OK);
     CHECK(well_formed(svg, len));
     /* pieces 0-2, 4-5 and the isolated point 7 (6 is inf, 8 has x nan) */
     CHECK(count(svg, " M") == 3 && count(svg, "<circle") == 1);
@@ -105,9 +105,9 @@ static void test_log_scale(void)
     y2[5] = 0;    /* not drawable on a log axis: a gap */
     y2[6] = -1.0;
     p = plot_create(&d);
-    CHECK(plot_add_series(p, "AdamW", NULL, y, 40) == PLOT_OK);
-    CHECK(plot_add_series(p, "RowNorm", NULL, y2, 40) == PLOT_OK);
-    CHECK(plot_render_svg(p, &svg, &len) == PLOT_OK);
+    CHECK(plot_add_series(p, "AdamW", NULL, y, 40) == GPT_OK);
+    CHECK(plot_add_series(p, "RowNorm", NULL, y2, 40) == GPT_OK);
+    CHECK(plot_render_svg(p, &svg, &len) == GPT_OK);
     CHECK(well_formed(svg, len));
     CHECK(strstr(svg, ">0.001<") && strstr(svg, ">0.01<") && strstr(svg, ">1e-05<")); /* decades */
     CHECK(count(svg, " M") == 3);
@@ -119,8 +119,8 @@ static void test_log_scale(void)
     p = plot_create(&d);
     y[0] = 0.15;
     y[1] = 3;
-    CHECK(plot_add_series(p, "s", NULL, y, 2) == PLOT_OK);
-    CHECK(plot_render_svg(p, &svg, &len) == PLOT_OK);
+    CHECK(plot_add_series(p, "s", NULL, y, 2) == GPT_OK);
+    CHECK(plot_render_svg(p, &svg, &len) == GPT_OK);
     CHECK(well_formed(svg, len) && strstr(svg, ">0.2<") && strstr(svg, ">5<") && strstr(svg, ">10<"));
     free(svg);
     plot_free(p);
@@ -136,15 +136,15 @@ static void test_escaping_and_edge_ranges(void)
     memset(&d, 0, sizeof d);
     d.title = "a<b & \"c\"";
     p = plot_create(&d);
-    CHECK(plot_add_series(p, "x<y>", NULL, &one, 1) == PLOT_OK); /* a single point */
-    CHECK(plot_add_series(p, "tiny", NULL, y, 3) == PLOT_OK);
-    CHECK(plot_render_svg(p, &svg, &len) == PLOT_OK);
+    CHECK(plot_add_series(p, "x<y>", NULL, &one, 1) == GPT_OK); /* a single point */
+    CHECK(plot_add_series(p, "tiny", NULL, y, 3) == GPT_OK);
+    CHECK(plot_render_svg(p, &svg, &len) == GPT_OK);
     CHECK(well_formed(svg, len));
     CHECK(strstr(svg, "a&lt;b &amp; &quot;c&quot;") && strstr(svg, "x&lt;y&gt;") && !strstr(svg, "a<b"));
     free(svg);
     plot_free(p);
     p = plot_create(NULL); /* nothing to draw: still a valid, empty frame */
-    CHECK(plot_render_svg(p, &svg, &len) == PLOT_OK && well_formed(svg, len));
+    CHECK(plot_render_svg(p, &svg, &len) == GPT_OK && well_formed(svg, len));
     free(svg);
     plot_free(p);
 }
@@ -158,9 +158,9 @@ static void test_write_file_and_errors(void)
     size_t len = 0, got;
     FILE *f;
     int i;
-    CHECK(plot_add_series(p, "s", NULL, y, 3) == PLOT_OK);
-    CHECK(plot_write_svg(p, path, err, sizeof err) == PLOT_OK);
-    CHECK(plot_render_svg(p, &svg, &len) == PLOT_OK);
+    CHECK(plot_add_series(p, "s", NULL, y, 3) == GPT_OK);
+    CHECK(plot_write_svg(p, path, err, sizeof err) == GPT_OK);
+    CHECK(plot_render_svg(p, &svg, &len) == GPT_OK);
     f = fopen(path, "rb");
     CHECK(f != NULL);
     if (f) {
@@ -169,12 +169,12 @@ static void test_write_file_and_errors(void)
         CHECK(got == len && memcmp(buf, svg, len) == 0);
     }
     remove(path);
-    CHECK(plot_write_svg(p, "no_such_dir_for_plot/x.svg", err, sizeof err) == PLOT_ERR_IO &&
+    CHECK(plot_write_svg(p, "no_such_dir_for_plot/x.svg", err, sizeof err) == GPT_ERR_IO &&
           strstr(err, "no_such_dir_for_plot"));
-    for (i = 1; i < PLOT_MAX_SERIES; i++) CHECK(plot_add_series(p, "more", NULL, y, 3) == PLOT_OK);
-    CHECK(plot_add_series(p, "one too many", NULL, y, 3) == PLOT_ERR_DOMAIN);
-    CHECK(plot_add_series(NULL, "x", NULL, y, 3) == PLOT_ERR_NULL);
-    CHECK(plot_add_series(p, "x", NULL, NULL, 3) == PLOT_ERR_NULL);
+    for (i = 1; i < PLOT_MAX_SERIES; i++) CHECK(plot_add_series(p, "more", NULL, y, 3) == GPT_OK);
+    CHECK(plot_add_series(p, "one too many", NULL, y, 3) == GPT_ERR_DOMAIN);
+    CHECK(plot_add_series(NULL, "x", NULL, y, 3) == GPT_ERR_NULL);
+    CHECK(plot_add_series(p, "x", NULL, NULL, 3) == GPT_ERR_NULL);
     free(svg);
     plot_free(p);
 }

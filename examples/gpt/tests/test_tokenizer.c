@@ -47,10 +47,10 @@ static tok_tokenizer trained(uint32_t vocab)
     tok_tokenizer t;
     unsigned char *text = make_text(40000, 7);
     char err[256];
-    tok_status st;
+    gpt_status st;
     memset(&t, 0, sizeof t);
     st = tok_train(&t, text, 40000, vocab, err, sizeof err);
-    if (st != TOK_OK) fprintf(stderr, "tok_train: %s\n", err);
+    if (st != GPT_OK) fprintf(stderr, "tok_train: %s\n", err);
     free(text);
     return t;
 }
@@ -60,9 +60,9 @@ static int roundtrip(const tok_tokenizer *t, const unsigned char *s, size_t n)
     uint32_t *ids = (uint32_t *)malloc((n ? n : 1) * sizeof(uint32_t));
     unsigned char *back = (unsigned char *)malloc(n ? n : 1);
     size_t n_ids = 12345, n_back = 12345, i;
-    int ok = tok_encode(t, s, n, ids, n, &n_ids) == TOK_OK && n_ids <= n;
+    int ok = tok_encode(t, s, n, ids, n, &n_ids) == GPT_OK && n_ids <= n;
     for (i = 0; ok && i < n_ids; i++) ok = ids[i] < t->eot;
-    ok = ok && tok_decode(t, ids, n_ids, back, n, &n_back) == TOK_OK && n_back == n &&
+    ok = ok && tok_decode(t, ids, n_ids, back, n, &n_back) == GPT_OK && n_back == n &&
          (n == 0 || memcmp(back, s, n) == 0);
     free(ids);
     free(back);
@@ -115,18 +115,18 @@ static void test_empty_and_minimal_vocab(void)
     unsigned char out[4];
     memset(&t, 0, sizeof t);
     /* empty training text: no merges, vocab = 256 bytes + EOT */
-    CHECK(tok_train(&t, NULL, 0, 1000, err, sizeof err) == TOK_OK);
+    CHECK(tok_train(&t, NULL, 0, 1000, err, sizeof err) == GPT_OK);
     CHECK(t.n_merges == 0 && t.vocab_size == 257 && t.eot == 256);
-    CHECK(tok_encode(&t, NULL, 0, NULL, 0, &n_ids) == TOK_OK && n_ids == 0);
-    CHECK(tok_decode(&t, NULL, 0, NULL, 0, &n_bytes) == TOK_OK && n_bytes == 0);
+    CHECK(tok_encode(&t, NULL, 0, NULL, 0, &n_ids) == GPT_OK && n_ids == 0);
+    CHECK(tok_decode(&t, NULL, 0, NULL, 0, &n_bytes) == GPT_OK && n_bytes == 0);
     CHECK(roundtrip(&t, (const unsigned char *)"ab\0c", 4));
     ids[0] = t.eot;
-    CHECK(tok_decode(&t, ids, 1, out, sizeof out, &n_bytes) == TOK_OK && n_bytes == 0); /* EOT: no bytes */
+    CHECK(tok_decode(&t, ids, 1, out, sizeof out, &n_bytes) == GPT_OK && n_bytes == 0); /* EOT: no bytes */
     tok_free(&t);
-    CHECK(tok_train(&t, (const unsigned char *)"x", 1, 256, err, sizeof err) == TOK_ERR_DOMAIN);
+    CHECK(tok_train(&t, (const unsigned char *)"x", 1, 256, err, sizeof err) == GPT_ERR_DOMAIN);
     CHECK(strstr(err, "vocab size") != NULL);
-    CHECK(tok_train(&t, (const unsigned char *)"x", 1, TOK_MAX_VOCAB + 1, err, sizeof err) == TOK_ERR_DOMAIN);
-    CHECK(tok_train(NULL, (const unsigned char *)"x", 1, 300, err, sizeof err) == TOK_ERR_NULL);
+    CHECK(tok_train(&t, (const unsigned char *)"x", 1, TOK_MAX_VOCAB + 1, err, sizeof err) == GPT_ERR_DOMAIN);
+    CHECK(tok_train(NULL, (const unsigned char *)"x", 1, 300, err, sizeof err) == GPT_ERR_NULL);
 }
 
 static void test_training_deterministic(void)
@@ -137,8 +137,8 @@ static void test_training_deterministic(void)
     char err[256];
     CHECK(a.n_merges == b.n_merges && a.n_merges > 0);
     CHECK(a.n_merges == b.n_merges && memcmp(a.merges, b.merges, 2 * (size_t)a.n_merges * sizeof(uint32_t)) == 0);
-    CHECK(tok_serialize(&a, &ba, &la, err, sizeof err) == TOK_OK);
-    CHECK(tok_serialize(&b, &bb, &lb, err, sizeof err) == TOK_OK);
+    CHECK(tok_serialize(&a, &ba, &la, err, sizeof err) == GPT_OK);
+    CHECK(tok_serialize(&b, &bb, &lb, err, sizeof err) == GPT_OK);
     CHECK(la == lb && la > 0 && memcmp(ba, bb, la) == 0);
     /* the first merges of a smaller vocab are a prefix of a larger one (greedy, same order) */
     {
@@ -158,7 +158,7 @@ static void test_tie_break_lowest_pair(void)
     tok_tokenizer t;
     char err[256];
     memset(&t, 0, sizeof t);
-    CHECK(tok_train(&t, (const unsigned char *)"cd ab cd ab", 11, 258, err, sizeof err) == TOK_OK);
+    CHECK(tok_train(&t, (const unsigned char *)"cd ab cd ab", 11, 258, err, sizeof err) == GPT_OK);
     CHECK(t.n_merges == 1 && t.merges[0] == ' ' && t.merges[1] == 'a'); /* " a","ab"," c","cd" x2: ' '<'a'<'c' */
     tok_free(&t);
 }
@@ -170,7 +170,7 @@ static void test_compresses_and_no_word_crossing(void)
     uint32_t *ids = (uint32_t *)malloc(20000 * sizeof(uint32_t));
     size_t n_ids = 0, bad = 0;
     uint32_t id;
-    CHECK(tok_encode(&t, text, 20000, ids, 20000, &n_ids) == TOK_OK);
+    CHECK(tok_encode(&t, text, 20000, ids, 20000, &n_ids) == GPT_OK);
     CHECK_MSG(n_ids * 3 < 20000, "%lu tokens for 20000 bytes", (unsigned long)n_ids);
     /* merges stay inside chunks: no token has a letter/digit followed by a space */
     for (id = 256; id < t.eot; id++) {
@@ -219,7 +219,7 @@ static void test_encode_equals_replay(void)
         uint32_t a[64], b[64];
         size_t n = 1 + (size_t)(t_rng_u64(&r) % 60), na, nb, i;
         for (i = 0; i < n; i++) s[i] = (unsigned char)alpha[t_rng_u64(&r) % (sizeof alpha - 1)];
-        if (tok_encode(&t, s, n, a, 64, &na) != TOK_OK) { bad++; continue; }
+        if (tok_encode(&t, s, n, a, 64, &na) != GPT_OK) { bad++; continue; }
         nb = replay(&t, s, n, b);
         if (na != nb || memcmp(a, b, na * sizeof(uint32_t)) != 0) bad++;
     }
@@ -292,7 +292,7 @@ static void test_training_matches_naive_reference(void)
     if (s[n - 1] == ' ') s[n - 1] = 'a';
     nref = naive_train(s, n, 200, ref);
     memset(&t, 0, sizeof t);
-    CHECK(tok_train(&t, s, n, 257 + 200, err, sizeof err) == TOK_OK);
+    CHECK(tok_train(&t, s, n, 257 + 200, err, sizeof err) == GPT_OK);
     CHECK_MSG(t.n_merges == nref && nref > 100, "%lu merges vs %lu in the reference", (unsigned long)t.n_merges,
               (unsigned long)nref);
     CHECK(t.n_merges == nref && memcmp(t.merges, ref, 2 * (size_t)nref * sizeof(uint32_t)) == 0);
@@ -310,11 +310,11 @@ static void test_decode_errors_leave_output(void)
     ids[1] = t.vocab_size; /* out of range */
     ids[2] = 'i';
     memset(out, 0xAB, sizeof out);
-    CHECK(tok_decode(&t, ids, 3, out, sizeof out, &n) == TOK_ERR_RANGE && n == 999 && out[0] == 0xAB);
+    CHECK(tok_decode(&t, ids, 3, out, sizeof out, &n) == GPT_ERR_RANGE && n == 999 && out[0] == 0xAB);
     ids[1] = 'e';
-    CHECK(tok_decode(&t, ids, 3, out, 2, &n) == TOK_ERR_SIZE && n == 3 && out[0] == 0xAB);
-    CHECK(tok_decode(&t, ids, 3, out, 3, &n) == TOK_OK && n == 3 && memcmp(out, "hei", 3) == 0);
-    CHECK(tok_encode(&t, (const unsigned char *)"hello", 5, ids, 3, &n) == TOK_ERR_SIZE);
+    CHECK(tok_decode(&t, ids, 3, out, 2, &n) == GPT_ERR_SIZE && n == 3 && out[0] == 0xAB);
+    CHECK(tok_decode(&t, ids, 3, out, 3, &n) == GPT_OK && n == 3 && memcmp(out, "hei", 3) == 0);
+    CHECK(tok_encode(&t, (const unsigned char *)"hello", 5, ids, 3, &n) == GPT_ERR_SIZE);
     tok_free(&t);
 }
 
@@ -328,23 +328,23 @@ static void test_save_load_roundtrip(void)
     uint32_t *a = (uint32_t *)malloc(5000 * sizeof(uint32_t)), *b = (uint32_t *)malloc(5000 * sizeof(uint32_t));
     size_t na = 0, nb = 1;
     memset(&u, 0, sizeof u);
-    CHECK(tok_save(&t, path, err, sizeof err) == TOK_OK);
+    CHECK(tok_save(&t, path, err, sizeof err) == GPT_OK);
     sprintf(tmp, "%s.tmp", path);
     f = fopen(tmp, "rb");
     CHECK(f == NULL); /* the temp file was renamed away */
     if (f) fclose(f);
-    CHECK(tok_load(&u, path, err, sizeof err) == TOK_OK);
+    CHECK(tok_load(&u, path, err, sizeof err) == GPT_OK);
     CHECK(u.vocab_size == t.vocab_size && u.n_merges == t.n_merges && u.eot == t.eot);
     CHECK(memcmp(u.merges, t.merges, 2 * (size_t)t.n_merges * sizeof(uint32_t)) == 0);
-    CHECK(tok_encode(&t, text, 5000, a, 5000, &na) == TOK_OK && tok_encode(&u, text, 5000, b, 5000, &nb) == TOK_OK);
+    CHECK(tok_encode(&t, text, 5000, a, 5000, &na) == GPT_OK && tok_encode(&u, text, 5000, b, 5000, &nb) == GPT_OK);
     CHECK(na == nb && memcmp(a, b, na * sizeof(uint32_t)) == 0);
     /* saving again over an existing file works (rename replaces it) */
-    CHECK(tok_save(&u, path, err, sizeof err) == TOK_OK);
+    CHECK(tok_save(&u, path, err, sizeof err) == GPT_OK);
     /* a directory that does not exist: a clear I/O error */
-    CHECK(tok_save(&u, "no_such_dir_for_tok_test/tok.bin", err, sizeof err) == TOK_ERR_IO);
+    CHECK(tok_save(&u, "no_such_dir_for_tok_test/tok.bin", err, sizeof err) == GPT_ERR_IO);
     CHECK(strstr(err, "no_such_dir_for_tok_test") != NULL);
     remove(path);
-    CHECK(tok_load(&u, path, err, sizeof err) == TOK_ERR_IO && strstr(err, path) != NULL);
+    CHECK(tok_load(&u, path, err, sizeof err) == GPT_ERR_IO && strstr(err, path) != NULL);
     free(text);
     free(a);
     free(b);
@@ -353,11 +353,11 @@ static void test_save_load_roundtrip(void)
 }
 
 /* Parses a damaged image into a poisoned object; checks status, message and untouched object. */
-static int bad_case(const unsigned char *buf, size_t len, tok_status want, const char *word)
+static int bad_case(const unsigned char *buf, size_t len, gpt_status want, const char *word)
 {
     tok_tokenizer out, before;
     char err[256];
-    tok_status st;
+    gpt_status st;
     int ok;
     memset(&out, 0x5A, sizeof out);
     before = out;
@@ -367,7 +367,7 @@ static int bad_case(const unsigned char *buf, size_t len, tok_status want, const
          (!word || strstr(err, word) != NULL);
     if (!ok)
         fprintf(stderr, "  bad_case len %lu: status %s (want %s), message \"%s\"\n", (unsigned long)len,
-                tok_status_string(st), tok_status_string(want), err);
+                gpt_status_string(st), gpt_status_string(want), err);
     return ok;
 }
 
@@ -383,31 +383,31 @@ static void test_bad_files(void)
     size_t len = 0, i, cuts[] = {0, 1, 3, 4, 7, 8, 20, 24, 31, 32, 100, 0, 0};
     char err[256];
     int bad = 0;
-    CHECK(tok_serialize(&t, &good, &len, err, sizeof err) == TOK_OK && len == 24 + 8 * 43 + 8);
+    CHECK(tok_serialize(&t, &good, &len, err, sizeof err) == GPT_OK && len == 24 + 8 * 43 + 8);
     b = (unsigned char *)malloc(len + 16);
     cuts[11] = len - 8;
     cuts[12] = len - 1;
-    for (i = 0; i < sizeof cuts / sizeof cuts[0]; i++) bad += !bad_case(good, cuts[i], TOK_ERR_TRUNCATED, "truncated");
+    for (i = 0; i < sizeof cuts / sizeof cuts[0]; i++) bad += !bad_case(good, cuts[i], GPT_ERR_TRUNCATED, "truncated");
     CHECK_MSG(bad == 0, "%d truncations misreported", bad);
 
     memcpy(b, good, len);
     b[0] = 'X';
-    CHECK(bad_case(b, len, TOK_ERR_MAGIC, "magic"));
+    CHECK(bad_case(b, len, GPT_ERR_MAGIC, "magic"));
     memcpy(b, "RNTD", 4); /* a token file is not a tokenizer */
-    CHECK(bad_case(b, len, TOK_ERR_MAGIC, "magic"));
+    CHECK(bad_case(b, len, GPT_ERR_MAGIC, "magic"));
     memcpy(b, good, len);
     data_put_u32le(b + 4, 2);
-    CHECK(bad_case(b, len, TOK_ERR_VERSION, "version"));
+    CHECK(bad_case(b, len, GPT_ERR_VERSION, "version"));
     data_put_u32le(b + 4, 0);
     refresh_checksum(b, len);
-    CHECK(bad_case(b, len, TOK_ERR_VERSION, "version"));
+    CHECK(bad_case(b, len, GPT_ERR_VERSION, "version"));
 
     /* one flipped bit anywhere outside magic, version and the merge count: checksum error */
     for (i = 8, bad = 0; i < len; i++) {
         if (i >= 12 && i < 16) continue;
         memcpy(b, good, len);
         b[i] ^= 0x10;
-        bad += !bad_case(b, len, TOK_ERR_CHECKSUM, "checksum");
+        bad += !bad_case(b, len, GPT_ERR_CHECKSUM, "checksum");
     }
     CHECK_MSG(bad == 0, "%d flipped bytes not caught by the checksum", bad);
     /* a flipped merge count is caught too (as truncation or checksum) */
@@ -415,54 +415,54 @@ static void test_bad_files(void)
     b[12] ^= 1;
     {
         tok_tokenizer o;
-        CHECK(tok_parse(&o, b, len, "tok.bin", err, sizeof err) != TOK_OK);
+        CHECK(tok_parse(&o, b, len, "tok.bin", err, sizeof err) != GPT_OK);
     }
     /* trailing garbage */
     memcpy(b, good, len);
     memset(b + len, 0, 16);
-    CHECK(bad_case(b, len + 16, TOK_ERR_CHECKSUM, "checksum"));
+    CHECK(bad_case(b, len + 16, GPT_ERR_CHECKSUM, "checksum"));
     refresh_checksum(b, len + 16);
-    CHECK(bad_case(b, len + 16, TOK_ERR_CORRUPT, "corrupt"));
+    CHECK(bad_case(b, len + 16, GPT_ERR_CORRUPT, "corrupt"));
 
     /* intact checksum, inconsistent content */
     memcpy(b, good, len);
     data_put_u32le(b + 8, t.vocab_size + 1);
     refresh_checksum(b, len);
-    CHECK(bad_case(b, len, TOK_ERR_CORRUPT, "vocab_size"));
+    CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "vocab_size"));
     memcpy(b, good, len);
     data_put_u32le(b + 16, 3);
     refresh_checksum(b, len);
-    CHECK(bad_case(b, len, TOK_ERR_CORRUPT, "eot"));
+    CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "eot"));
     memcpy(b, good, len);
     data_put_u32le(b + TOK_HEADER_BYTES + 8 * 5, 256 + 5); /* merge 5 uses itself */
     refresh_checksum(b, len);
-    CHECK(bad_case(b, len, TOK_ERR_CORRUPT, "not defined"));
+    CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "not defined"));
     memcpy(b, good, len);
     data_put_u32le(b + TOK_HEADER_BYTES + 8 * 7, 0xFFFFFFFFu);
     refresh_checksum(b, len);
-    CHECK(bad_case(b, len, TOK_ERR_CORRUPT, "not defined"));
+    CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "not defined"));
     memcpy(b, good, len);
     memcpy(b + TOK_HEADER_BYTES + 8 * 9, b + TOK_HEADER_BYTES + 8 * 2, 8); /* duplicate merge */
     refresh_checksum(b, len);
-    CHECK(bad_case(b, len, TOK_ERR_CORRUPT, "repeats"));
+    CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "repeats"));
     memcpy(b, good, len);
     data_put_u32le(b + 20, 32);
     refresh_checksum(b, len);
-    CHECK(bad_case(b, len, TOK_ERR_CORRUPT, "chunk"));
+    CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "chunk"));
     /* merges whose bytes double each time exceed the chunk limit instead of overflowing */
     {
         uint32_t m[2 * 8];
         tok_tokenizer o;
         for (i = 0; i < 8; i++) m[2 * i] = m[2 * i + 1] = i == 0 ? 'a' : (uint32_t)(256 + i - 1);
         memset(&o, 0, sizeof o);
-        CHECK(tok_from_merges(&o, m, 8, err, sizeof err) == TOK_ERR_CORRUPT && strstr(err, "chunk limit"));
-        CHECK(tok_from_merges(&o, m, 6, err, sizeof err) == TOK_OK && o.tok_start[o.eot] - o.tok_start[o.eot - 1] == 64);
+        CHECK(tok_from_merges(&o, m, 8, err, sizeof err) == GPT_ERR_CORRUPT && strstr(err, "chunk limit"));
+        CHECK(tok_from_merges(&o, m, 6, err, sizeof err) == GPT_OK && o.tok_start[o.eot] - o.tok_start[o.eot - 1] == 64);
         tok_free(&o);
     }
     /* the untouched original still parses */
     {
         tok_tokenizer o;
-        CHECK(tok_parse(&o, good, len, "tok.bin", err, sizeof err) == TOK_OK && o.n_merges == 43);
+        CHECK(tok_parse(&o, good, len, "tok.bin", err, sizeof err) == GPT_OK && o.n_merges == 43);
         tok_free(&o);
     }
     /* through a file: the message names the path */
@@ -470,9 +470,9 @@ static void test_bad_files(void)
         const char *path = "test_tokenizer_trunc.bin";
         tok_tokenizer o;
         memcpy(b, good, len);
-        CHECK(data_write_file_atomic(path, b, len / 2, err, sizeof err) == DATA_OK);
+        CHECK(data_write_file_atomic(path, b, len / 2, err, sizeof err) == GPT_OK);
         memset(&o, 0, sizeof o);
-        CHECK(tok_load(&o, path, err, sizeof err) == TOK_ERR_TRUNCATED && strstr(err, path) && o.merges == NULL);
+        CHECK(tok_load(&o, path, err, sizeof err) == GPT_ERR_TRUNCATED && strstr(err, path) && o.merges == NULL);
         remove(path);
     }
     free(b);
@@ -490,7 +490,7 @@ static void test_training_speed_sanity(void)
     clock_t c0 = clock();
     double sec;
     memset(&t, 0, sizeof t);
-    CHECK(tok_train(&t, text, n, 2048, err, sizeof err) == TOK_OK);
+    CHECK(tok_train(&t, text, n, 2048, err, sizeof err) == GPT_OK);
     sec = (double)(clock() - c0) / CLOCKS_PER_SEC;
     CHECK_MSG(sec < 10.0, "training took %.2f s", sec);
     CHECK(roundtrip(&t, text, n));

@@ -4,6 +4,7 @@
 #include "tests/test.h"
 
 #include "checkpoint.h"
+#include "cli.h"
 #include "data.h"
 #include "experiment.h"
 #include "optim.h"
@@ -41,15 +42,15 @@ static int make_data(const char *dir)
         for (k = 0; k < len && n + 20 < cap; k++) n += (size_t)sprintf(text + n, "%s%s", k ? " " : "", words[(w + k * 3) % 16]);
         n += (size_t)sprintf(text + n, ".\n");
     }
-    ok &= tok_train(&tok, (const unsigned char *)text, n, 300, NULL, 0) == TOK_OK;
-    ok &= tok_encode(&tok, (const unsigned char *)text, n, ids, cap, &n_ids) == TOK_OK;
+    ok &= tok_train(&tok, (const unsigned char *)text, n, 300, NULL, 0) == GPT_OK;
+    ok &= tok_encode(&tok, (const unsigned char *)text, n, ids, cap, &n_ids) == GPT_OK;
     snprintf(path, sizeof path, "%s/tokenizer.bin", dir);
-    ok &= tok_save(&tok, path, NULL, 0) == TOK_OK;
+    ok &= tok_save(&tok, path, NULL, 0) == GPT_OK;
     i = n_ids * 9 / 10;
     snprintf(path, sizeof path, "%s/train.bin", dir);
-    ok &= data_tokens_write(path, ids, i, tok.vocab_size, NULL, 0) == DATA_OK;
+    ok &= data_tokens_write(path, ids, i, tok.vocab_size, NULL, 0) == GPT_OK;
     snprintf(path, sizeof path, "%s/val.bin", dir);
-    ok &= data_tokens_write(path, ids + i, n_ids - i, tok.vocab_size, NULL, 0) == DATA_OK;
+    ok &= data_tokens_write(path, ids + i, n_ids - i, tok.vocab_size, NULL, 0) == GPT_OK;
     tok_free(&tok);
     free(text);
     free(ids);
@@ -219,7 +220,7 @@ static void test_experiment_table_equals_logs(void)
             int col;
             snprintf(path, sizeof path, "%s/%s_seed%d.csv", out, arm ? "rownorm" : "adamw", 11 + s);
             v[arm][s][0] = v[arm][s][1] = v[arm][s][2] = NAN;
-            if (data_read_file(path, &buf, &n, NULL, 0) != DATA_OK) continue;
+            if (data_read_file(path, &buf, &n, NULL, 0) != GPT_OK) continue;
             buf[n ? n - 1 : 0] = 0;
             line = strstr((char *)buf, "\nfinal,");
             CHECK(line != NULL);
@@ -235,7 +236,7 @@ static void test_experiment_table_equals_logs(void)
             free(buf);
         }
     snprintf(path, sizeof path, "%s/table.md", out);
-    CHECK(data_read_file(path, &buf, &n, NULL, 0) == DATA_OK);
+    CHECK(data_read_file(path, &buf, &n, NULL, 0) == GPT_OK);
     table = (char *)buf;
     for (arm = 0; arm < 2; arm++)
         for (q = 0; q < 3; q++) {
@@ -275,7 +276,7 @@ static void copy_damaged(const char *from, const char *to, size_t keep, size_t a
 {
     unsigned char *buf;
     size_t n;
-    if (data_read_file(from, &buf, &n, NULL, 0) != DATA_OK) return;
+    if (data_read_file(from, &buf, &n, NULL, 0) != GPT_OK) return;
     if (keep > n) keep = n;
     if (patch && at + plen <= keep) memcpy(buf + at, patch, plen);
     data_write_file_atomic(to, buf, keep, NULL, 0);
@@ -354,7 +355,7 @@ static int ckpt_with(const char *from, const char *to, const char *name, ckpt_ty
     ckpt_writer w;
     uint32_t k;
     int found = 0, ok;
-    if (ckpt_read_file(&r, from, NULL, 0) != CKPT_OK) return 0;
+    if (ckpt_read_file(&r, from, NULL, 0) != GPT_OK) return 0;
     ckpt_writer_init(&w);
     for (k = 0; k < r.n_fields; k++) {
         const ckpt_field *f = &r.fields[k];
@@ -368,7 +369,7 @@ static int ckpt_with(const char *from, const char *to, const char *name, ckpt_ty
             ckpt_put_raw(&w, (const unsigned char *)f->name - 4, 16 + f->name_len + es * (size_t)f->count, 1);
         }
     }
-    ok = found && ckpt_write_file(&w, to, NULL, 0) == CKPT_OK;
+    ok = found && ckpt_write_file(&w, to, NULL, 0) == GPT_OK;
     ckpt_writer_free(&w);
     ckpt_reader_free(&r);
     return ok;
@@ -432,11 +433,11 @@ static void test_checkpoint_values_are_validated(void)
         float *w = NULL;
         size_t n = 0;
         uint32_t k;
-        CHECK(ckpt_read_file(&ck, good, NULL, 0) == CKPT_OK);
+        CHECK(ckpt_read_file(&ck, good, NULL, 0) == GPT_OK);
         for (k = 0; k < ck.n_fields; k++)
             if (ck.fields[k].name_len == 9 && memcmp(ck.fields[k].name, "param.wte", 9) == 0) n = (size_t)ck.fields[k].count;
         w = (float *)malloc((n ? n : 1) * sizeof *w);
-        CHECK(w && ckpt_get_f32(&ck, "param.wte", w, n, NULL, 0) == CKPT_OK);
+        CHECK(w && ckpt_get_f32(&ck, "param.wte", w, n, NULL, 0) == GPT_OK);
         ckpt_reader_free(&ck);
         if (w && n > 7) {
             w[7] = INFINITY;
@@ -465,7 +466,7 @@ static void test_checkpoint_sizes_checked_before_allocation(void)
     o.steps = 2;
     CHECK(train_run(&o, &r) == TRAIN_DONE);
     train_result_free(&r);
-    CHECK(ckpt_read_file(&ck, good, NULL, 0) == CKPT_OK && ckpt_get_u64(&ck, "model.config", words, 6, NULL, 0) == CKPT_OK);
+    CHECK(ckpt_read_file(&ck, good, NULL, 0) == GPT_OK && ckpt_get_u64(&ck, "model.config", words, 6, NULL, 0) == GPT_OK);
     ckpt_reader_free(&ck);
     /* 4096 layers of d 4096: some 3 TB, which no allocator gives */
     words[0] = 4096, words[1] = 4096, words[5] = 10944;
@@ -533,7 +534,7 @@ static void test_outputs_refused_or_written_through(void)
     CHECK(train_run(&o, &r) == TRAIN_DONE);
     train_result_free(&r);
     CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
-    CHECK(ckpt_read_file(&ck, target, NULL, 0) == CKPT_OK);
+    CHECK(ckpt_read_file(&ck, target, NULL, 0) == GPT_OK);
     ckpt_reader_free(&ck);
     remove(link), remove(target);
     o.ckpt_path = NULL;
@@ -671,13 +672,54 @@ static void test_flags(void)
     char *unknown_argv[] = {"train", "--frobnicate", "1"};
     memset(&cli, 0, sizeof cli);
     cli.opt = train_default_options();
-    CHECK(train_parse_args(&cli, 16, ok_argv) == 0);
+    CHECK(cli_parse(&cli, 16, ok_argv) == 0);
     CHECK(cli.opt.recipe.head == OPTIM_HEAD_ROWNORM && cli.opt.recipe.head_lr == 3.2e-3 && cli.opt.steps == 7);
     CHECK(cli.opt.recipe.muon_lr == 0.01 && cli.opt.accum == 2 && cli.opt.recipe.cap == MUON_CAP_GROWTH);
     CHECK(cli.opt.recipe.block == OPTIM_BLOCK_MUOWN && cli.opt.seed == 5 && cli.opt.progress == 0);
-    fprintf(stderr, "(two flag errors expected below)\n");
-    CHECK(train_parse_args(&cli, 3, bad_argv) == -1);
-    CHECK(train_parse_args(&cli, 3, unknown_argv) == -1);
+    fprintf(stderr, "(six flag errors expected below)\n");
+    CHECK(cli_parse(&cli, 3, bad_argv) == -1);
+    CHECK(cli_parse(&cli, 3, unknown_argv) == -1);
+    { /* a flag of the other mode, a missing value, a value out of range */
+        char *resume_exp[] = {"train", "--experiment", "--resume", "x.bin"};
+        char *seeds_run[] = {"train", "--seeds", "2"};
+        char *missing[] = {"train", "--steps"};
+        char *range[] = {"train", "--warmup", "1.5"};
+        char *exp_ok[] = {"train", "--seeds", "2", "--experiment", "--lr-head-rownorm", "0.01", "--steps", "9"};
+        CHECK(cli_parse(&cli, 4, resume_exp) == -1);
+        CHECK(cli_parse(&cli, 3, seeds_run) == -1);
+        CHECK(cli_parse(&cli, 2, missing) == -1);
+        CHECK(cli_parse(&cli, 3, range) == -1);
+        memset(&cli, 0, sizeof cli);
+        cli.opt = train_default_options();
+        CHECK(cli_parse(&cli, 8, exp_ok) == 0 && cli.experiment == 1 && cli.seeds == 2);
+        CHECK(cli.exp_head_lr[1] == 0.01 && cli.opt.steps == 9);
+    }
+    { /* --head sets its defaults first: --lr-head before it still wins */
+        char *order[] = {"train", "--lr-head", "0.5", "--head", "rownorm"};
+        memset(&cli, 0, sizeof cli);
+        cli.opt = train_default_options();
+        CHECK(cli_parse(&cli, 5, order) == 0 && cli.opt.recipe.head == OPTIM_HEAD_ROWNORM && cli.opt.recipe.head_lr == 0.5);
+    }
+    { /* the usage text is the table: every flag is in it, and every flag is known to the parser */
+        char buf[16384];
+        FILE *f = tmpfile();
+        size_t n;
+        int k, all = 1;
+        CHECK(f != NULL);
+        if (!f) return;
+        cli_usage(f);
+        rewind(f);
+        n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = 0;
+        fclose(f);
+        CHECK(cli_flag_count() > 40);
+        for (k = 0; k < cli_flag_count(); k++) {
+            char want[64];
+            snprintf(want, sizeof want, "  %s", cli_flag_name(k));
+            if (!strstr(buf, want)) all = 0, fprintf(stderr, "usage misses %s\n", cli_flag_name(k));
+        }
+        CHECK(all);
+    }
 }
 
 int main(void)

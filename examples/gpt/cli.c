@@ -1,0 +1,356 @@
+/* cli.c - the trainer's command line and main() (cli.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+
+#include "experiment.h"
+#ifdef GPT_WITH_CUDA
+#include "cuda_backend.h" /* --backend cuda (build/gpt/train_cuda, cuda.mk) */
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the flag table ------------------------------------------------------------------------- */
+
+typedef enum {
+    K_SECTION, /* a heading of the usage text, not a flag */
+    K_HELP,
+    K_SWITCH,  /* no value: stores lo into an int */
+    K_STR,     /* const char * */
+    K_INT,     /* int in [lo, hi] */
+    K_LONG,    /* long in [lo, hi] */
+    K_SEED,    /* uint64_t from [lo, hi] */
+    K_REAL,    /* double in [0, 1e30] */
+    K_FRAC,    /* double in [0, 1] */
+    K_HEAD,    /* optim_head_kind (and its defaults: applied before every other flag) */
+    K_BLOCK,   /* optim_block_kind */
+    K_CAP,     /* muon_cap_mode */
+    K_BACKEND  /* const gpt_backend_ops * */
+} cli_kind;
+
+enum { M_RUN = 1, M_EXP = 2, M_ALL = 3 }; /* the modes a flag applies to */
+
+typedef struct cli_flag {
+    const char *name;
+    cli_kind kind;
+    size_t off; /* of the field in train_cli */
+    long lo, hi;
+    int modes;
+    const char *arg; /* the value's name in the usage text (NULL: none) */
+    const char *help;
+} cli_flag;
+
+#define F(field) offsetof(train_cli, field)
+#define SECTION(text) {text, K_SECTION, 0, 0, 0, 0, NULL, NULL}
+#define BIG (1L << 30)
+
+static const cli_flag cli_flags[] = {
+    SECTION("data and model"),
+    {"--data", K_STR, F(opt.data_dir), 0, 0, M_ALL, "DIR", "tokenizer.bin, train.bin, val.bin from build/gpt/prepare (build/gpt/data)"},
+    {"--layers", K_INT, F(opt.model.n_layers), 1, 1 << 16, M_ALL, "N", "transformer blocks (2)"},
+    {"--d-model", K_INT, F(opt.model.d_model), 2, 1 << 16, M_ALL, "N", "model width (128)"},
+    {"--heads", K_INT, F(opt.model.n_heads), 1, 1 << 16, M_ALL, "N", "attention heads (2)"},
+    {"--mlp", K_INT, F(opt.model.mlp_hidden), 1, 1 << 20, M_ALL, "N", "SwiGLU hidden width (8/3 d)"},
+    {"--batch", K_INT, F(opt.batch), 1, 1 << 16, M_ALL, "B", "sequences per micro-batch, global over ranks (8)"},
+    {"--seq", K_INT, F(opt.seq), 1, 1 << 16, M_ALL, "T", "tokens per sequence (64)"},
+    {"--accum", K_INT, F(opt.accum), 1, 1 << 16, M_ALL, "K", "micro-batches per update (1)"},
+    {"--steps", K_LONG, F(opt.steps), 1, OPTIM_MAX_STEPS, M_ALL, "N", "updates in the schedule (200)"},
+    {"--stop-at", K_LONG, F(opt.stop_at), 0, OPTIM_MAX_STEPS, M_RUN, "N", "save a checkpoint and stop after N updates, as if interrupted"},
+    {"--seed", K_SEED, F(opt.seed), 0, 0x7fffffffL, M_ALL, "S", "initialisation and data order (1; experiment: the first seed)"},
+    SECTION("optimizers (SPEC 3; defaults in README.md)"),
+    {"--head", K_HEAD, F(opt.recipe.head), 0, 0, M_RUN, "adamw|rownorm|muon", "head optimizer and its defaults (adamw)"},
+    {"--block", K_BLOCK, F(opt.recipe.block), 0, 0, M_ALL, "muon|muown", "block-matrix optimizer (muon)"},
+    {"--cap", K_CAP, F(opt.recipe.cap), 0, 0, M_ALL, "off|growth|always", "spectral cap on the block matrices (off)"},
+    {"--ns-steps", K_INT, F(opt.recipe.ns_steps), 1, 100, M_ALL, "K", "Newton-Schulz steps, Jordan schedule (5)"},
+    {"--lr-muon", K_REAL, F(opt.recipe.muon_lr), 0, 0, M_ALL, "X", "peak rate of the block matrices (0.02)"},
+    {"--lr-embed", K_REAL, F(opt.recipe.embed_lr), 0, 0, M_ALL, "X", "peak rate of the embedding (4e-3)"},
+    {"--lr-head", K_REAL, F(opt.recipe.head_lr), 0, 0, M_RUN, "X", "peak rate of the head (adamw 4e-3, rownorm 3.2e-3, muon 0.02)"},
+    {"--wd-muon", K_REAL, F(opt.recipe.muon_wd), 0, 0, M_ALL, "X", "decoupled weight decay of the block matrices (0.1)"},
+    {"--wd-head", K_REAL, F(opt.recipe.head_wd), 0, 0, M_RUN, "X", "decoupled weight decay of the head (adamw 0.1, rownorm 0, muon 0.1)"},
+    {"--wd-embed", K_REAL, F(opt.recipe.embed_wd), 0, 0, M_ALL, "X", "decoupled weight decay of the embedding (0)"},
+    {"--warmup", K_FRAC, F(opt.recipe.warmup_frac), 0, 0, M_ALL, "F", "share of the updates in the linear warm-up (0.1)"},
+    {"--final-lr", K_FRAC, F(opt.recipe.final_frac), 0, 0, M_ALL, "F", "final rate of the cosine, as a share of the peak (0.1)"},
+    {"--clip", K_REAL, F(opt.recipe.clip), 0, 0, M_ALL, "X", "global gradient-norm clip (1.0; 0 = off)"},
+    SECTION("evaluation, diagnostics, logs"),
+    {"--eval-every", K_INT, F(opt.eval_every), 0, BIG, M_ALL, "N", "evaluate every N updates, at step 0 and at the end (50)"},
+    {"--eval-batches", K_INT, F(opt.eval_batches), 0, BIG, M_ALL, "N", "validation batches per evaluation (8; 0 = the whole split)"},
+    {"--panel", K_INT, F(opt.panel_seqs), 0, 1 << 20, M_ALL, "N", "validation sequences in the Hilbert RMS panel (8)"},
+    {"--diam-every", K_INT, F(opt.diam_every), 0, BIG, M_ALL, "N", "exact D of the head step every N updates and at the last (10)"},
+    {"--log", K_STR, F(opt.log_path), 0, 0, M_RUN, "FILE", "CSV log (OUT/train.csv; 'none' for no log)"},
+    {"--log-every", K_INT, F(opt.log_every), 0, BIG, M_ALL, "N", "a console line every N updates (1; 0 = quiet)"},
+    {"--sv", K_STR, F(opt.sv_tensors), 0, 0, M_ALL, "LIST", "momentum spectra at each evaluation: tensor names, comma-separated, or all"},
+    {"--sv-log", K_STR, F(opt.sv_log), 0, 0, M_RUN, "FILE", "CSV of those spectra (OUT/spectra.csv when --sv is given)"},
+    {"--progress", K_SWITCH, F(opt.progress), 1, 0, M_ALL, NULL, "progress bar and ETA (default: when stdout is a terminal)"},
+    {"--no-progress", K_SWITCH, F(opt.progress), 0, 0, M_ALL, NULL, "no progress bar"},
+    SECTION("checkpoints and sampling"),
+    {"--ckpt", K_STR, F(opt.ckpt_path), 0, 0, M_RUN, "FILE", "checkpoint path (OUT/ckpt.bin; 'none' for none)"},
+    {"--ckpt-every", K_INT, F(opt.ckpt_every), 0, BIG, M_ALL, "N", "also save every N updates (0)"},
+    {"--resume", K_STR, F(opt.resume), 0, 0, M_RUN, "FILE", "resume (model, batch, schedule and recipe come from the checkpoint)"},
+    {"--sample", K_INT, F(opt.sample_tokens), 0, 1 << 20, M_RUN, "N", "sample N tokens after training (0)"},
+    {"--prompt", K_STR, F(opt.prompt), 0, 0, M_RUN, "TEXT", "the sample's prompt"},
+    {"--temperature", K_REAL, F(opt.temperature), 0, 0, M_RUN, "X", "sampling temperature (0.8; 0 = greedy)"},
+    {"--sample-seed", K_SEED, F(opt.sample_seed), 0, 0x7fffffffL, M_RUN, "S", "sampling seed"},
+    SECTION("outputs and modes"),
+    {"--out", K_STR, F(out_dir), 0, 0, M_ALL, "DIR", "output directory (build/gpt/run; experiment: build/gpt/experiment)"},
+    {"--name", K_STR, F(opt.run_name), 0, 0, M_RUN, "NAME", "prefix of console lines"},
+    {"--experiment", K_SWITCH, F(experiment), 1, 0, M_EXP, NULL, "paired AdamW-head vs RowNorm-head runs; writes table.md and SVG plots"},
+    {"--seeds", K_INT, F(seeds), 1, 100, M_EXP, "N", "experiment: seeds S..S+N-1 (3)"},
+    {"--lr-head-adamw", K_REAL, F(exp_head_lr[0]), 0, 0, M_EXP, "X", "experiment: the AdamW arm's head rate (paper: 4e-3)"},
+    {"--lr-head-rownorm", K_REAL, F(exp_head_lr[1]), 0, 0, M_EXP, "X", "experiment: the RowNorm arm's head rate (paper: 3.2e-3)"},
+    {"--backend", K_BACKEND, F(opt.backend), 0, 0, M_ALL, "cpu|cuda", "compute backend (cpu; cuda only in build/gpt/train_cuda)"},
+    {"--host-optim", K_SWITCH, F(opt.host_optim), 1, 0, M_ALL, NULL, "with --backend cuda: the optimizer on the host (default: on the device)"},
+    SECTION("many processes (build/gpt/train_mpi, train_cuda_nccl; mpirun -np N ...; --batch is global)"),
+    {"--no-muon-split", K_SWITCH, F(opt.no_muon_split), 1, 0, M_ALL, NULL, "every rank runs every Muon step (default: each matrix on one owner)"},
+    {"--shard-head", K_SWITCH, F(opt.shard_head), 1, 0, M_ALL, NULL, "RowNorm head: each rank steps its share of the vocabulary rows"},
+    SECTION("help"),
+    {"--help", K_HELP, 0, 0, 0, M_ALL, NULL, "this text (also -h)"},
+};
+#define N_FLAGS ((int)(sizeof cli_flags / sizeof cli_flags[0]))
+
+int cli_flag_count(void)
+{
+    int k, n = 0;
+    for (k = 0; k < N_FLAGS; k++) n += cli_flags[k].kind != K_SECTION;
+    return n;
+}
+
+const char *cli_flag_name(int k)
+{
+    int i;
+    for (i = 0; i < N_FLAGS; i++)
+        if (cli_flags[i].kind != K_SECTION && k-- == 0) return cli_flags[i].name;
+    return NULL;
+}
+
+void cli_usage(FILE *f)
+{
+    int k;
+    fprintf(f, "usage: train [flags]                 one training run\n"
+               "       train --experiment [flags]    paired AdamW-head vs RowNorm-head runs over --seeds seeds\n"
+               "(flags marked [run] apply to one run only, [experiment] to --experiment only)\n");
+    for (k = 0; k < N_FLAGS; k++) {
+        const cli_flag *c = &cli_flags[k];
+        char left[64];
+        if (c->kind == K_SECTION) {
+            fprintf(f, "%s:\n", c->name);
+            continue;
+        }
+        snprintf(left, sizeof left, "%s%s%s", c->name, c->arg ? " " : "", c->arg ? c->arg : "");
+        fprintf(f, "  %-30s %s%s\n", left, c->help,
+                c->modes == M_RUN ? " [run]" : c->modes == M_EXP ? " [experiment]" : "");
+    }
+}
+
+/* ---- parsing -------------------------------------------------------------------------------- */
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_double(const char *s, double hi, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (!*s || *end || !(v == v) || v < 0.0 || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+static const cli_flag *find_flag(const char *a)
+{
+    int k;
+    if (strcmp(a, "-h") == 0) a = "--help";
+    for (k = 0; k < N_FLAGS; k++)
+        if (cli_flags[k].kind != K_SECTION && strcmp(cli_flags[k].name, a) == 0) return &cli_flags[k];
+    return NULL;
+}
+
+/* Stores value v of flag c into cli; 0 if v is not a value of c. */
+static int store(train_cli *cli, const cli_flag *c, const char *v)
+{
+    char *field = (char *)cli + c->off;
+    long n;
+    double x;
+    switch (c->kind) {
+    case K_SWITCH: *(int *)(void *)field = (int)c->lo; return 1;
+    case K_STR: *(const char **)(void *)field = v; return 1;
+    case K_INT:
+        if (!parse_long(v, c->lo, c->hi, &n)) return 0;
+        *(int *)(void *)field = (int)n;
+        return 1;
+    case K_LONG: return parse_long(v, c->lo, c->hi, (long *)(void *)field);
+    case K_SEED:
+        if (!parse_long(v, c->lo, c->hi, &n)) return 0;
+        *(uint64_t *)(void *)field = (uint64_t)n;
+        return 1;
+    case K_REAL: return parse_double(v, 1e30, (double *)(void *)field);
+    case K_FRAC:
+        if (!parse_double(v, 1.0, &x)) return 0;
+        *(double *)(void *)field = x;
+        return 1;
+    case K_HEAD: {
+        optim_head_kind h;
+        optim_recipe d;
+        optim_recipe *r = &cli->opt.recipe;
+        if (!optim_head_parse(v, &h)) return 0;
+        d = optim_default(h);
+        r->head = h;
+        r->head_lr = d.head_lr, r->head_beta1 = d.head_beta1, r->head_beta2 = d.head_beta2;
+        r->head_eps = d.head_eps, r->head_wd = d.head_wd;
+        return 1;
+    }
+    case K_BLOCK:
+        if (strcmp(v, "muon") != 0 && strcmp(v, "muown") != 0) return 0;
+        cli->opt.recipe.block = strcmp(v, "muown") == 0 ? OPTIM_BLOCK_MUOWN : OPTIM_BLOCK_MUON;
+        return 1;
+    case K_CAP:
+        if (strcmp(v, "off") == 0) cli->opt.recipe.cap = MUON_CAP_OFF;
+        else if (strcmp(v, "growth") == 0) cli->opt.recipe.cap = MUON_CAP_GROWTH;
+        else if (strcmp(v, "always") == 0) cli->opt.recipe.cap = MUON_CAP_ALWAYS;
+        else return 0;
+        return 1;
+    case K_BACKEND:
+        if (strcmp(v, "cpu") == 0) cli->opt.backend = &gpt_cpu_backend;
+#ifdef GPT_WITH_CUDA
+        else if (strcmp(v, "cuda") == 0) cli->opt.backend = &gpt_cuda_backend;
+#endif
+        else return 0;
+        return 1;
+    case K_SECTION:
+    case K_HELP: break;
+    }
+    return 0;
+}
+
+int cli_parse(train_cli *cli, int argc, char **argv)
+{
+    int i, pass, mode = M_RUN;
+    for (i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--experiment") == 0) mode = M_EXP;
+    /* pass 0 checks every flag and applies --head (it sets the head defaults that --lr-head and
+     * --wd-head override, wherever they stand); pass 1 applies the rest */
+    for (pass = 0; pass < 2; pass++) {
+        for (i = 1; i < argc; i++) {
+            const char *a = argv[i], *v = NULL;
+            const cli_flag *c = find_flag(a);
+            int takes;
+            if (!c) {
+                fprintf(stderr, "train: unknown flag %s (see --help)\n", a);
+                return -1;
+            }
+            if (c->kind == K_HELP) {
+                if (pass == 1) continue;
+                cli_usage(stdout);
+                return 1;
+            }
+            takes = c->arg != NULL;
+            if (takes && i + 1 >= argc) {
+                fprintf(stderr, "train: %s needs a value (%s)\n", a, c->arg);
+                return -1;
+            }
+            if (takes) v = argv[i + 1];
+            if (!(c->modes & mode)) {
+                fprintf(stderr, "train: %s applies to %s only (see --help)\n", a,
+                        c->modes == M_RUN ? "one run, not to --experiment" : "--experiment");
+                return -1;
+            }
+            if ((pass == 0) == (c->kind == K_HEAD) && !store(cli, c, v)) {
+                fprintf(stderr, "train: bad value '%s' for %s (%s)\n", v ? v : "", a, c->arg ? c->arg : "");
+                return -1;
+            }
+            i += takes;
+        }
+    }
+    return 0;
+}
+
+/* ---- main ------------------------------------------------------------------------------------ */
+
+#ifndef GPT_CLI_NO_MAIN
+#include <sys/stat.h>
+
+static void make_dir(const char *dir)
+{
+    char path[1024];
+    size_t i, n = strlen(dir);
+    if (n == 0 || n >= sizeof path) return;
+    memcpy(path, dir, n + 1);
+    for (i = 1; i <= n; i++)
+        if (path[i] == '/' || path[i] == 0) {
+            char c = path[i];
+            path[i] = 0;
+            mkdir(path, 0777);
+            path[i] = c;
+        }
+}
+
+/* One run with the paths defaulted into out_dir; the exit status. */
+static int one_run(train_cli *cli)
+{
+    char log_path[1100], ckpt_path[1100], sv_path[1100];
+    gpt_comm *comm = cli->opt.comm;
+    train_result res;
+    int rc;
+    if (!cli->opt.log_path) snprintf(log_path, sizeof log_path, "%s/train.csv", cli->out_dir), cli->opt.log_path = log_path;
+    if (!cli->opt.ckpt_path) snprintf(ckpt_path, sizeof ckpt_path, "%s/ckpt.bin", cli->out_dir), cli->opt.ckpt_path = ckpt_path;
+    if (cli->opt.sv_tensors && !cli->opt.sv_log)
+        snprintf(sv_path, sizeof sv_path, "%s/spectra.csv", cli->out_dir), cli->opt.sv_log = sv_path;
+    if (strcmp(cli->opt.log_path, "none") == 0) cli->opt.log_path = NULL;
+    if (strcmp(cli->opt.ckpt_path, "none") == 0) cli->opt.ckpt_path = NULL;
+    train_run(&cli->opt, &res);
+    if (res.outcome == TRAIN_FAILED && (comm->rank == 0 || !res.agreed)) {
+        if (comm->size > 1) fprintf(stderr, "train (rank %d): error: %s\n", comm->rank, res.error);
+        else fprintf(stderr, "train: error: %s\n", res.error);
+    }
+    rc = res.outcome == TRAIN_FAILED ? 1 : res.outcome == TRAIN_INTERRUPTED ? 130 : 0;
+    /* a failure the other ranks cannot know about would leave them waiting in a collective */
+    if (res.outcome == TRAIN_FAILED && comm->size > 1 && !res.agreed) comm->ops->abort(comm, 1);
+    train_result_free(&res);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    train_cli cli;
+    int rc;
+    gpt_comm *comm;
+#ifdef GPT_USE_MPI
+    comm = gpt_comm_mpi_init(&argc, &argv);
+    if (!comm) return 1;
+#else
+    comm = gpt_comm_single();
+#endif
+    memset(&cli, 0, sizeof cli);
+    cli.opt = train_default_options();
+    cli.opt.comm = comm;
+    cli.seeds = 3;
+    if (comm->rank != 0 && !freopen("/dev/null", "w", stdout)) return 1; /* rank 0 alone prints */
+    rc = cli_parse(&cli, argc, argv);
+    if (rc) {
+        comm->ops->destroy(comm);
+        return rc > 0 ? 0 : 2;
+    }
+#if defined(GPT_WITH_CUDA) && defined(GPT_USE_NCCL)
+    if (cli.opt.backend == &gpt_cuda_backend && comm->size > 1) {
+        if (gpt_nccl_select_device(comm->local_rank) || !(cli.opt.dcomm = gpt_comm_nccl_create(comm))) {
+            fprintf(stderr, "rank %d: cannot set up NCCL\n", comm->rank);
+            comm->ops->abort(comm, 1);
+        }
+    }
+#endif
+    train_install_sigint();
+    if (!cli.out_dir) cli.out_dir = cli.experiment ? "build/gpt/experiment" : "build/gpt/run";
+    if (comm->rank == 0) make_dir(cli.out_dir);
+    rc = cli.experiment ? experiment_main(&cli) : one_run(&cli);
+    if (cli.opt.dcomm) cli.opt.dcomm->ops->destroy(cli.opt.dcomm);
+    comm->ops->destroy(comm);
+    return rc;
+}
+#endif

@@ -1,0 +1,43 @@
+/* cli.h - the trainer's command line (cli.c): one table of flags drives the parser and the
+ * usage text, so --help cannot drift from what is parsed, and a flag that is unknown, misses its
+ * value, has a bad value, or does not apply to the mode (one run, or --experiment) is an error.
+ *
+ *   build/gpt/train [flags]                      one run (train.c's train_run)
+ *   build/gpt/train --experiment --seeds 3       paired AdamW-head vs RowNorm-head runs (experiment.c)
+ *
+ * cli.c also holds main(); a test that links cli.c defines GPT_CLI_NO_MAIN.
+ */
+#ifndef GPT_CLI_H
+#define GPT_CLI_H
+
+#include <stdio.h>
+
+#include "train.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct train_cli {
+    train_options opt;
+    int experiment;        /* --experiment: paired AdamW vs RowNorm runs */
+    int seeds;             /* experiment: number of seeds (seed, seed+1, ...) */
+    const char *out_dir;   /* outputs (NULL: build/gpt/run; experiment: build/gpt/experiment) */
+    double exp_head_lr[2]; /* experiment: head rates of the AdamW / RowNorm arms (0: the paper's) */
+} train_cli;
+
+/* Parses argv into *cli (starting from its current values; --head first, since it sets the head
+ * defaults the other flags may override). Returns 0 on success, 1 for --help (usage printed on
+ * stdout), -1 on a bad flag (message on stderr, *cli partly written). */
+int cli_parse(train_cli *cli, int argc, char **argv);
+/* The usage text, from the flag table: every flag with its value, its help and its mode. */
+void cli_usage(FILE *f);
+/* The number of flags in the table, and the name of flag k (tests: every flag is documented and
+ * parses). */
+int cli_flag_count(void);
+const char *cli_flag_name(int k);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPT_CLI_H */

@@ -1,0 +1,44 @@
+/* status.c - gpt_status_string and the error-formatting helper (status.h). */
+#include "status.h"
+
+#include <stdio.h>
+
+const char *gpt_status_string(gpt_status s)
+{
+    switch (s) {
+    case GPT_OK: return "ok";
+    case GPT_ERR_NULL: return "a required pointer is NULL";
+    case GPT_ERR_CONFIG: return "config field out of range or inconsistent";
+    case GPT_ERR_SIZE: return "size zero, too small, overflowing or above the capacity";
+    case GPT_ERR_TOKEN: return "token id outside [0, vocab_size)";
+    case GPT_ERR_STATE: return "call out of order";
+    case GPT_ERR_NOMEM: return "out of memory";
+    case GPT_ERR_BACKEND: return "backend failure";
+    case GPT_ERR_DOMAIN: return "parameter out of range";
+    case GPT_ERR_RANGE: return "value out of range";
+    case GPT_ERR_IO: return "I/O error";
+    case GPT_ERR_TRUNCATED: return "file truncated";
+    case GPT_ERR_MAGIC: return "not a file of the expected kind (wrong magic)";
+    case GPT_ERR_VERSION: return "unsupported file version";
+    case GPT_ERR_CHECKSUM: return "checksum mismatch";
+    case GPT_ERR_CORRUPT: return "malformed content";
+    case GPT_ERR_MISSING: return "a required field is missing";
+    case GPT_ERR_MISMATCH: return "a field has the wrong type or size";
+    }
+    return "unknown gpt_status";
+}
+
+int gpt_verrorf(char *err, size_t errlen, const char *fmt, va_list ap)
+{
+    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
+    return -1;
+}
+
+int gpt_errorf(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    gpt_verrorf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}

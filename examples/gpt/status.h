@@ -1,0 +1,52 @@
+/* status.h - the trainer's one status type and its error messages (status.c).
+ *
+ * Every part of the trainer (model and backends, checkpoints, token files, tokenizer, plots)
+ * returns a gpt_status; gpt_status_string names it. A function that also takes (err, errlen)
+ * writes a message there that says what and where (a file, a field, a flag): gpt_errorf formats
+ * it, the one helper for that.
+ */
+#ifndef GPT_STATUS_H
+#define GPT_STATUS_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gpt_status {
+    GPT_OK = 0,
+    GPT_ERR_NULL,      /* a required pointer is NULL */
+    GPT_ERR_CONFIG,    /* a config field is out of range or inconsistent (see gpt_config_resolve) */
+    GPT_ERR_SIZE,      /* a size is zero, too small, overflowing, or above a capacity */
+    GPT_ERR_TOKEN,     /* a token id is outside [0, vocab_size) */
+    GPT_ERR_STATE,     /* call out of order (e.g. backward without a forward with targets) */
+    GPT_ERR_NOMEM,     /* allocation failed */
+    GPT_ERR_BACKEND,   /* the backend failed (a device error; the CPU backend never returns it) */
+    GPT_ERR_DOMAIN,    /* a parameter is out of range (B, T, a fraction, a vocabulary size, ...) */
+    GPT_ERR_RANGE,     /* a value is out of range (a token id given to decode) */
+    GPT_ERR_IO,        /* open/read/write/rename failed */
+    GPT_ERR_TRUNCATED, /* a file is shorter than its header says */
+    GPT_ERR_MAGIC,     /* not a file of the expected kind */
+    GPT_ERR_VERSION,   /* a file of an unsupported version */
+    GPT_ERR_CHECKSUM,  /* the content does not match the stored checksum */
+    GPT_ERR_CORRUPT,   /* checksum fine but the content is malformed */
+    GPT_ERR_MISSING,   /* a field the reader needs is absent */
+    GPT_ERR_MISMATCH   /* a field has another type or count than the reader expects */
+} gpt_status;
+
+const char *gpt_status_string(gpt_status s);
+
+/* Formats a message into err (nothing when err is NULL or errlen is 0; always terminated);
+ * returns -1, the trainer's "failed" for functions that return int. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 3, 4)))
+#endif
+int gpt_errorf(char *err, size_t errlen, const char *fmt, ...);
+int gpt_verrorf(char *err, size_t errlen, const char *fmt, va_list ap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPT_STATUS_H */
