@@ -35,7 +35,7 @@ int main(void)
     for (i = 0; i < 12; i++) G[i] = (float)((i * 7) % 5) - 2.0f;
     bad |= rn_rownorm_init(&st, 3, 4) != RN_OK || rn_rownorm_step(&st, &cfg, W, 4, G, 4, S, 4) != RN_OK;
     bad |= rn_row_diameter(S, 3, 4, 4, &d, NULL, NULL) != RN_OK || !(d > 0.0);
-    bad |= muon_init(&ms, 3, 4) != MUON_OK || muon_step(&ms, &mc, W, 4, G, 4) != MUON_OK;
+    bad |= muon_init(&ms, 3, 4) != MUON_OK || muon_step(&ms, &mc, W, 4, G, 4, NULL, 0) != MUON_OK;
     rn_rownorm_free(&st);
     muon_free(&ms);
     printf("consumer: D(S) = %.6g, %s\n", d, bad ? "FAILED" : "ok");
