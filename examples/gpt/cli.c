@@ -79,7 +79,7 @@ static const cli_flag cli_flags[] = {
     {"--panel", K_INT, F(opt.panel_seqs), 0, 1 << 20, M_ALL, "N", "validation sequences in the Hilbert RMS panel (8)"},
     {"--diam-every", K_INT, F(opt.diam_every), 0, BIG, M_ALL, "N", "exact D of the head step every N updates and at the last (10)"},
     {"--log", K_STR, F(opt.log_path), 0, 0, M_RUN, "FILE", "CSV log (OUT/train.csv; 'none' for no log)"},
-    {"--log-every", K_INT, F(opt.log_every), 0, BIG, M_ALL, "N", "a console line every N updates (1; 0 = quiet)"},
+    {"--log-every", K_INT, F(opt.log_every), 0, BIG, M_ALL, "N", "a console line every N updates (1; 0 = quiet; experiment: 0, one line per run)"},
     {"--sv", K_STR, F(opt.sv_tensors), 0, 0, M_ALL, "LIST", "momentum spectra at each evaluation: tensor names, comma-separated, or all"},
     {"--sv-log", K_STR, F(opt.sv_log), 0, 0, M_RUN, "FILE", "CSV of those spectra (OUT/spectra.csv when --sv is given)"},
     {"--progress", K_SWITCH, F(opt.progress), 1, 0, M_ALL, NULL, "progress bar and ETA (default: when stdout is a terminal)"},
@@ -96,9 +96,12 @@ static const cli_flag cli_flags[] = {
     {"--out", K_STR, F(out_dir), 0, 0, M_ALL, "DIR", "output directory (build/gpt/run; experiment: build/gpt/experiment)"},
     {"--name", K_STR, F(opt.run_name), 0, 0, M_RUN, "NAME", "prefix of console lines"},
     {"--experiment", K_SWITCH, F(experiment), 1, 0, M_EXP, NULL, "paired AdamW-head vs RowNorm-head runs; writes table.md and SVG plots"},
-    {"--seeds", K_INT, F(seeds), 1, 100, M_EXP, "N", "experiment: seeds S..S+N-1 (3)"},
-    {"--lr-head-adamw", K_REAL, F(exp_head_lr[0]), 0, 0, M_EXP, "X", "experiment: the AdamW arm's head rate (paper: 4e-3)"},
-    {"--lr-head-rownorm", K_REAL, F(exp_head_lr[1]), 0, 0, M_EXP, "X", "experiment: the RowNorm arm's head rate (paper: 3.2e-3)"},
+    {"--seeds", K_INT, F(seeds), 1, 100, M_EXP, "N", "experiment: seeds S..S+N-1 at the best and at the paper's rates (3)"},
+    {"--sweep-adamw", K_STR, F(sweep[0]), 0, 0, M_EXP, "LIST", "experiment: the AdamW arm's peak head rates (" EXP_SWEEP_ADAMW ")"},
+    {"--sweep-rownorm", K_STR, F(sweep[1]), 0, 0, M_EXP, "LIST", "experiment: the RowNorm arm's peak head rates (" EXP_SWEEP_ROWNORM ")"},
+    {"--sweep-extend", K_INT, F(sweep_extend), 0, 16, M_EXP, "N", "experiment: extend a grid whose best is at an edge, up to N times (2)"},
+    {"--lr-head-adamw", K_REAL, F(exp_head_lr[0]), 0, 0, M_EXP, "X", "experiment: fix the AdamW arm's head rate, no sweep (paper: 4e-3)"},
+    {"--lr-head-rownorm", K_REAL, F(exp_head_lr[1]), 0, 0, M_EXP, "X", "experiment: fix the RowNorm arm's head rate, no sweep (paper: 3.2e-3)"},
     {"--backend", K_BACKEND, F(opt.backend), 0, 0, M_ALL, "cpu|cuda", "compute backend (cpu; cuda only in build/gpt/train_cuda)"},
     {"--host-optim", K_SWITCH, F(opt.host_optim), 1, 0, M_ALL, NULL, "with --backend cuda: the optimizer on the host (default: on the device)"},
     SECTION("many processes (build/gpt/train_mpi, train_cuda_nccl; mpirun -np N ...; --batch is global)"),
@@ -144,6 +147,30 @@ void cli_usage(FILE *f)
 }
 
 /* ---- parsing -------------------------------------------------------------------------------- */
+
+/* What to give instead of a flag that does not apply to the mode it is given in. */
+static const char *other_mode_hint(const char *flag, int mode)
+{
+    static const struct {
+        const char *flag, *hint;
+        int mode;
+    } hints[] = {
+        {"--lr-head", "--lr-head-adamw / --lr-head-rownorm (a fixed rate per arm) or --sweep-adamw / --sweep-rownorm", M_EXP},
+        {"--head", "nothing: the experiment runs both the AdamW and the RowNorm head", M_EXP},
+        {"--wd-head", "nothing: each arm uses its paper decay (AdamW 0.1, RowNorm 0)", M_EXP},
+        {"--log", "--out DIR (each run's log is DIR/<head>_lr<rate>_seed<S>.csv)", M_EXP},
+        {"--ckpt", "--out DIR (each run's checkpoint is written beside its log)", M_EXP},
+        {"--lr-head-adamw", "--head adamw --lr-head X", M_RUN},
+        {"--lr-head-rownorm", "--head rownorm --lr-head X", M_RUN},
+        {"--sweep-adamw", "--experiment (a sweep is part of the experiment)", M_RUN},
+        {"--sweep-rownorm", "--experiment (a sweep is part of the experiment)", M_RUN},
+        {"--seeds", "--seed S (one run), or --experiment --seeds N", M_RUN},
+    };
+    size_t k;
+    for (k = 0; k < sizeof hints / sizeof hints[0]; k++)
+        if (hints[k].mode == mode && strcmp(hints[k].flag, flag) == 0) return hints[k].hint;
+    return NULL;
+}
 
 static int parse_long(const char *s, long lo, long hi, long *out)
 {
@@ -257,8 +284,10 @@ int cli_parse(train_cli *cli, int argc, char **argv)
             }
             if (takes) v = argv[i + 1];
             if (!(c->modes & mode)) {
-                fprintf(stderr, "train: %s applies to %s only (see --help)\n", a,
-                        c->modes == M_RUN ? "one run, not to --experiment" : "--experiment");
+                const char *hint = other_mode_hint(a, mode);
+                fprintf(stderr, "train: %s applies to %s only; %s%s\n", a,
+                        c->modes == M_RUN ? "one run, not to --experiment" : "--experiment",
+                        hint ? "use " : "see --help", hint ? hint : "");
                 return -1;
             }
             if ((pass == 0) == (c->kind == K_HEAD) && !store(cli, c, v)) {
@@ -266,6 +295,23 @@ int cli_parse(train_cli *cli, int argc, char **argv)
                 return -1;
             }
             i += takes;
+        }
+    }
+    if (mode == M_EXP) { /* a fixed rate and a sweep for the same arm contradict each other */
+        static const char *const arm[2] = {"adamw", "rownorm"};
+        double rates[EXP_MAX_RATES];
+        char err[256];
+        int k;
+        for (k = 0; k < 2; k++) {
+            if (cli->sweep[k] && cli->exp_head_lr[k] > 0.0) {
+                fprintf(stderr, "train: --lr-head-%s fixes the %s arm's rate, --sweep-%s sweeps it: give one of them\n",
+                        arm[k], arm[k], arm[k]);
+                return -1;
+            }
+            if (cli->sweep[k] && exp_parse_rates(cli->sweep[k], rates, err, sizeof err) < 0) {
+                fprintf(stderr, "train: --sweep-%s: %s\n", arm[k], err);
+                return -1;
+            }
         }
     }
     return 0;
@@ -291,6 +337,40 @@ static void make_dir(const char *dir)
         }
 }
 
+/* A finished run's plots (loss.svg, diameter.svg, hilbert_rms.svg in out_dir) from its log, with
+ * the recipe and the rate in the caption; 0 or -1 (message printed). */
+static const char *recipe_or(const exp_log *L, const char *key)
+{
+    const char *v = exp_log_recipe(L, key);
+    return v ? v : "?";
+}
+
+static int run_plots(const train_cli *cli)
+{
+    exp_log L;
+    char err[512], name[64], cap[256];
+    const char *names[1], *colors[1], *lr;
+    int rc;
+    if (exp_log_read(cli->opt.log_path, &L, err, sizeof err)) {
+        fprintf(stderr, "train: plots: %s\n", err);
+        return -1;
+    }
+    snprintf(name, sizeof name, "%s head", optim_head_name(cli->opt.recipe.head));
+    names[0] = name;
+    colors[0] = exp_head_color(cli->opt.recipe.head);
+    lr = exp_log_recipe(&L, "head_lr");
+    snprintf(cap, sizeof cap, "%s layers, d %s, %s parameters, %s updates of %s x %s tokens; head %s lr %s, blocks %s lr %s; seed %s",
+             recipe_or(&L, "layers"), recipe_or(&L, "d_model"), recipe_or(&L, "params"),
+             recipe_or(&L, "steps"), recipe_or(&L, "batch"), recipe_or(&L, "seq"),
+             recipe_or(&L, "head"), lr ? lr : "?", recipe_or(&L, "block"), recipe_or(&L, "muon_lr"),
+             recipe_or(&L, "seed"));
+    rc = exp_write_plots(cli->out_dir, &L, 1, 1, names, colors, cap, err, sizeof err);
+    if (rc) fprintf(stderr, "train: plots: %s\n", err);
+    else printf("wrote %s/loss.svg, diameter.svg, hilbert_rms.svg\n", cli->out_dir);
+    exp_log_free(&L);
+    return rc;
+}
+
 /* One run with the paths defaulted into out_dir; the exit status. */
 static int one_run(train_cli *cli)
 {
@@ -310,6 +390,7 @@ static int one_run(train_cli *cli)
         else fprintf(stderr, "train: error: %s\n", res.error);
     }
     rc = res.outcome == TRAIN_FAILED ? 1 : res.outcome == TRAIN_INTERRUPTED ? 130 : 0;
+    if (res.outcome == TRAIN_DONE && comm->rank == 0 && cli->opt.log_path && run_plots(cli)) rc = 1;
     /* a failure the other ranks cannot know about would leave them waiting in a collective */
     if (res.outcome == TRAIN_FAILED && comm->size > 1 && !res.agreed) comm->ops->abort(comm, 1);
     train_result_free(&res);
@@ -331,7 +412,10 @@ int main(int argc, char **argv)
     cli.opt = train_default_options();
     cli.opt.comm = comm;
     cli.seeds = 3;
+    cli.sweep_extend = 2;
     if (comm->rank != 0 && !freopen("/dev/null", "w", stdout)) return 1; /* rank 0 alone prints */
+    for (rc = 1; rc < argc; rc++) /* an experiment prints one line per run unless --log-every asks for more */
+        if (strcmp(argv[rc], "--experiment") == 0) cli.opt.log_every = 0;
     rc = cli_parse(&cli, argc, argv);
     if (rc) {
         comm->ops->destroy(comm);

@@ -3,7 +3,9 @@
  * value, has a bad value, or does not apply to the mode (one run, or --experiment) is an error.
  *
  *   build/gpt/train [flags]                      one run (train.c's train_run)
- *   build/gpt/train --experiment --seeds 3       paired AdamW-head vs RowNorm-head runs (experiment.c)
+ *   build/gpt/train --experiment --seeds 3       head-rate sweeps, then paired AdamW-head vs
+ *                                                RowNorm-head runs at the best and at the paper's
+ *                                                rates (experiment.c)
  *
  * cli.c also holds main(); a test that links cli.c defines GPT_CLI_NO_MAIN.
  */
@@ -23,7 +25,10 @@ typedef struct train_cli {
     int experiment;        /* --experiment: paired AdamW vs RowNorm runs */
     int seeds;             /* experiment: number of seeds (seed, seed+1, ...) */
     const char *out_dir;   /* outputs (NULL: build/gpt/run; experiment: build/gpt/experiment) */
-    double exp_head_lr[2]; /* experiment: head rates of the AdamW / RowNorm arms (0: the paper's) */
+    double exp_head_lr[2]; /* experiment: a fixed head rate of the AdamW / RowNorm arm (0: sweep) */
+    const char *sweep[2];  /* experiment: the AdamW / RowNorm arm's rates, comma-separated (NULL:
+                              experiment.h's defaults) */
+    int sweep_extend;      /* experiment: grid extensions when a best rate is at an edge */
 } train_cli;
 
 /* Parses argv into *cli (starting from its current values; --head first, since it sets the head

@@ -12,11 +12,15 @@ typedef struct {
     char *name;
     double *x, *y;
     size_t n;
+    char color[8]; /* "" : the palette's */
+    int dashed, markers;
+    char **labels; /* NULL or n entries (NULL: none) */
+    long ring;
 } plot__series;
 
 struct plot {
-    char *title, *xlabel, *ylabel;
-    int log_y, width, height;
+    char *title, *xlabel, *ylabel, *caption;
+    int log_y, log_x, width, height;
     plot__series series[PLOT_MAX_SERIES];
     int n_series;
 };
@@ -45,10 +49,13 @@ plot *plot_create(const plot_desc *desc)
         if (desc->width > 0) p->width = desc->width < 200 ? 200 : desc->width;
         if (desc->height > 0) p->height = desc->height < 150 ? 150 : desc->height;
         p->log_y = desc->log_y != 0;
+        p->log_x = desc->log_x != 0;
         p->title = plot__strdup(desc->title);
         p->xlabel = plot__strdup(desc->xlabel);
         p->ylabel = plot__strdup(desc->ylabel);
-        if ((desc->title && !p->title) || (desc->xlabel && !p->xlabel) || (desc->ylabel && !p->ylabel)) {
+        p->caption = plot__strdup(desc->caption);
+        if ((desc->title && !p->title) || (desc->xlabel && !p->xlabel) || (desc->ylabel && !p->ylabel) ||
+            (desc->caption && !p->caption)) {
             plot_free(p);
             return NULL;
         }
@@ -56,13 +63,54 @@ plot *plot_create(const plot_desc *desc)
     return p;
 }
 
+static int plot__is_color(const char *c)
+{
+    int i;
+    if (!c || c[0] != '#' || strlen(c) != 7) return 0;
+    for (i = 1; i < 7; i++)
+        if (!((c[i] >= '0' && c[i] <= '9') || (c[i] >= 'a' && c[i] <= 'f') || (c[i] >= 'A' && c[i] <= 'F'))) return 0;
+    return 1;
+}
+
+static void plot__free_labels(char **labels, size_t n)
+{
+    size_t i;
+    if (!labels) return;
+    for (i = 0; i < n; i++) free(labels[i]);
+    free(labels);
+}
+
 gpt_status plot_add_series(plot *p, const char *name, const double *x, const double *y, size_t n)
+{
+    return plot_add_series_style(p, name, x, y, n, NULL);
+}
+
+gpt_status plot_add_series_style(plot *p, const char *name, const double *x, const double *y, size_t n,
+                                 const plot_style *style)
 {
     plot__series s;
     size_t i;
     if (!p || (n && !y)) return GPT_ERR_NULL;
     if (p->n_series >= PLOT_MAX_SERIES) return GPT_ERR_DOMAIN;
+    if (style && style->color && !plot__is_color(style->color)) return GPT_ERR_DOMAIN;
     if (n > ((size_t)-1) / sizeof(double)) return GPT_ERR_NOMEM;
+    memset(&s, 0, sizeof s);
+    s.ring = -1;
+    if (style) {
+        if (style->color) memcpy(s.color, style->color, 8);
+        s.dashed = style->dashed != 0;
+        s.markers = style->markers != 0;
+        s.ring = style->ring >= 0 && (size_t)style->ring < n ? style->ring : -1;
+        if (style->labels && n) {
+            s.labels = (char **)calloc(n, sizeof *s.labels);
+            if (!s.labels) return GPT_ERR_NOMEM;
+            for (i = 0; i < n; i++)
+                if (style->labels[i] && !(s.labels[i] = plot__strdup(style->labels[i]))) {
+                    plot__free_labels(s.labels, n);
+                    return GPT_ERR_NOMEM;
+                }
+        }
+    }
     s.name = plot__strdup(name ? name : "");
     s.x = (double *)malloc((n ? n : 1) * sizeof(double));
     s.y = (double *)malloc((n ? n : 1) * sizeof(double));
@@ -71,6 +119,7 @@ gpt_status plot_add_series(plot *p, const char *name, const double *x, const dou
         free(s.name);
         free(s.x);
         free(s.y);
+        plot__free_labels(s.labels, n);
         return GPT_ERR_NOMEM;
     }
     for (i = 0; i < n; i++) {
@@ -89,7 +138,9 @@ void plot_free(plot *p)
         free(p->series[i].name);
         free(p->series[i].x);
         free(p->series[i].y);
+        plot__free_labels(p->series[i].labels, p->series[i].n);
     }
+    free(p->caption);
     free(p->title);
     free(p->xlabel);
     free(p->ylabel);
@@ -166,9 +217,10 @@ typedef struct {
     int log;
 } plot__axis;
 
-static void plot__linear_axis(plot__axis *a, double lo, double hi)
+/* tight: the range is [lo, hi] itself (ticks inside it); else widened to whole steps */
+static void plot__linear_axis(plot__axis *a, double lo, double hi, int tight)
 {
-    double range, step, t;
+    double range, step, t, first;
     int i;
     if (!(hi > lo)) { /* one value or none: a unit window around it */
         double pad = lo == 0 ? 1 : fabs(lo) * 0.5;
@@ -177,35 +229,46 @@ static void plot__linear_axis(plot__axis *a, double lo, double hi)
     }
     range = hi - lo;
     step = plot__nice(range / 5); /* about five steps */
-    a->lo = floor(lo / step) * step;
-    a->hi = ceil(hi / step) * step;
+    a->lo = tight ? lo : floor(lo / step) * step;
+    a->hi = tight ? hi : ceil(hi / step) * step;
     a->step = step;
     a->log = 0;
     a->n_ticks = 0;
+    first = ceil(a->lo / step - 1e-9) * step;
     for (i = 0; i < 64; i++) {
-        t = a->lo + i * step;
-        if (t > a->hi + 0.5 * step) break;
+        t = first + i * step;
+        if (t > a->hi + 1e-9 * step) break;
         a->ticks[a->n_ticks++] = fabs(t) < 1e-12 * step ? 0.0 : t;
     }
 }
 
-static void plot__log_axis(plot__axis *a, double lo, double hi) /* lo, hi > 0 */
+/* lo, hi > 0; pad > 0: the range is [log lo, log hi] widened by pad of its span on each side
+ * (ticks inside it), else whole decades */
+static void plot__log_axis(plot__axis *a, double lo, double hi, double pad)
 {
     double elo = floor(log10(lo)), ehi = ceil(log10(hi)), e;
     int every;
     if (ehi <= elo) ehi = elo + 1;
     a->lo = elo;
     a->hi = ehi;
+    if (pad > 0) {
+        double l = log10(lo), h = log10(hi), w = h - l > 0.3 ? h - l : 0.3;
+        a->lo = l - pad * w;
+        a->hi = h + pad * w;
+        elo = floor(a->lo);
+        ehi = ceil(a->hi);
+    }
     a->log = 1;
     a->step = 1;
     a->n_ticks = 0;
     every = (int)ceil((ehi - elo) / 10.0);
     for (e = elo; e <= ehi + 0.5 && a->n_ticks < 64; e += every) {
-        a->ticks[a->n_ticks++] = e;
-        if (ehi - elo <= 2 && e < ehi - 0.5) {
-            a->ticks[a->n_ticks++] = e + log10(2.0);
-            a->ticks[a->n_ticks++] = e + log10(5.0);
-        }
+        double sub[3];
+        int k, ns = 1;
+        sub[0] = e;
+        if (a->hi - a->lo <= 2.2 && e < ehi - 0.5) sub[1] = e + log10(2.0), sub[2] = e + log10(5.0), ns = 3;
+        for (k = 0; k < ns && a->n_ticks < 64; k++)
+            if (sub[k] >= a->lo - 1e-9 && sub[k] <= a->hi + 1e-9) a->ticks[a->n_ticks++] = sub[k];
     }
 }
 
@@ -238,10 +301,17 @@ static void plot__label(char *out, size_t cap, double v, double step, double ama
     snprintf(out, cap, "%.*f%s", dec, v / scale, suffix);
 }
 
-static int plot__usable(double x, double y, int log_y)
+static int plot__usable(double x, double y, int log_y, int log_x)
 {
     if (!(fabs(x) <= 1e300) || !(fabs(y) <= 1e300)) return 0; /* also NaN */
-    return !log_y || y > 0;
+    return (!log_y || y > 0) && (!log_x || x > 0);
+}
+
+/* the value of a log tick (a power of ten times 1, 2 or 5), rounded to its digit */
+static double plot__log_tick_value(double t)
+{
+    double v = pow(10.0, t), dec = pow(10.0, floor(t + 1e-9));
+    return floor(v / dec + 0.5) * dec;
 }
 
 gpt_status plot_render_svg(const plot *p, char **svg, size_t *len)
@@ -250,14 +320,14 @@ gpt_status plot_render_svg(const plot *p, char **svg, size_t *len)
     plot__axis ax, ay;
     double xmin = HUGE_VAL, xmax = -HUGE_VAL, ymin = HUGE_VAL, ymax = -HUGE_VAL;
     double L, R, T, Bm, W, H;
-    int i, k, any = 0;
+    int i, k, any = 0, n_caption = 0;
     size_t j;
     char lab[64];
     if (!p || !svg || !len) return GPT_ERR_NULL;
     for (i = 0; i < p->n_series; i++) {
         const plot__series *s = &p->series[i];
         for (j = 0; j < s->n; j++) {
-            if (!plot__usable(s->x[j], s->y[j], p->log_y)) continue;
+            if (!plot__usable(s->x[j], s->y[j], p->log_y, p->log_x)) continue;
             any = 1;
             if (s->x[j] < xmin) xmin = s->x[j];
             if (s->x[j] > xmax) xmax = s->x[j];
@@ -266,14 +336,19 @@ gpt_status plot_render_svg(const plot *p, char **svg, size_t *len)
         }
     }
     if (!any) {
-        xmin = 0;
-        xmax = 1;
+        xmin = p->log_x ? 1 : 0;
+        xmax = p->log_x ? 10 : 1;
         ymin = p->log_y ? 1 : 0;
         ymax = p->log_y ? 10 : 1;
     }
-    plot__linear_axis(&ax, xmin, xmax);
-    if (p->log_y) plot__log_axis(&ay, ymin, ymax);
-    else plot__linear_axis(&ay, ymin, ymax);
+    if (p->log_x) plot__log_axis(&ax, xmin, xmax, 0.04);
+    else plot__linear_axis(&ax, xmin, xmax, 1);
+    if (p->log_y) plot__log_axis(&ay, ymin, ymax, 0);
+    else plot__linear_axis(&ay, ymin, ymax, 0);
+    if (p->caption) {
+        const char *c;
+        for (c = p->caption, n_caption = 1; *c; c++) n_caption += *c == '\n';
+    }
 
     W = p->width;
     H = p->height;
@@ -289,8 +364,10 @@ gpt_status plot_render_svg(const plot *p, char **svg, size_t *len)
     if (!b.s) return GPT_ERR_NOMEM;
     b.s[0] = 0;
     plot__printf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-                     "font-family=\"sans-serif\" font-size=\"12\">\n", p->width, p->height, p->width, p->height);
-    plot__printf(&b, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"white\"/>\n", p->width, p->height);
+                     "font-family=\"sans-serif\" font-size=\"12\">\n", p->width, p->height + 16 * n_caption, p->width,
+                 p->height + 16 * n_caption);
+    plot__printf(&b, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"white\"/>\n", p->width,
+                 p->height + 16 * n_caption);
     if (p->title) {
         plot__printf(&b, "<text x=\"%.1f\" y=\"24\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">",
                      (L + R) / 2);
@@ -298,12 +375,13 @@ gpt_status plot_render_svg(const plot *p, char **svg, size_t *len)
         plot__printf(&b, "</text>\n");
     }
     /* grid, ticks and labels */
-#define PLOT__X(v) (L + ((v) - ax.lo) / (ax.hi - ax.lo) * (R - L))
+#define PLOT__X(v) (L + ((ax.log ? log10(v) : (v)) - ax.lo) / (ax.hi - ax.lo) * (R - L))
+#define PLOT__XT(v) (L + ((v) - ax.lo) / (ax.hi - ax.lo) * (R - L)) /* a tick, in axis units */
 #define PLOT__Y(v) (Bm - ((v) - ay.lo) / (ay.hi - ay.lo) * (Bm - T))
     plot__printf(&b, "<g stroke=\"#e0e0e0\" stroke-width=\"1\">\n");
     for (k = 0; k < ax.n_ticks; k++)
-        plot__printf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>\n", PLOT__X(ax.ticks[k]), T,
-                     PLOT__X(ax.ticks[k]), Bm);
+        plot__printf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>\n", PLOT__XT(ax.ticks[k]), T,
+                     PLOT__XT(ax.ticks[k]), Bm);
     for (k = 0; k < ay.n_ticks; k++)
         plot__printf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>\n", L, PLOT__Y(ay.ticks[k]), R,
                      PLOT__Y(ay.ticks[k]));
@@ -311,15 +389,15 @@ gpt_status plot_render_svg(const plot *p, char **svg, size_t *len)
                  L, T, R - L, Bm - T);
     plot__printf(&b, "<g text-anchor=\"middle\">\n");
     for (k = 0; k < ax.n_ticks; k++) {
-        plot__label(lab, sizeof lab, ax.ticks[k], ax.step, fabs(ax.lo) > fabs(ax.hi) ? fabs(ax.lo) : fabs(ax.hi), 0);
-        plot__printf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"black\"/>", PLOT__X(ax.ticks[k]),
-                     Bm, PLOT__X(ax.ticks[k]), Bm + 5);
-        plot__printf(&b, "<text x=\"%.2f\" y=\"%.2f\">%s</text>\n", PLOT__X(ax.ticks[k]), Bm + 18, lab);
+        if (ax.log) plot__label(lab, sizeof lab, plot__log_tick_value(ax.ticks[k]), 1, 1, 1);
+        else plot__label(lab, sizeof lab, ax.ticks[k], ax.step, fabs(ax.lo) > fabs(ax.hi) ? fabs(ax.lo) : fabs(ax.hi), 0);
+        plot__printf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"black\"/>", PLOT__XT(ax.ticks[k]),
+                     Bm, PLOT__XT(ax.ticks[k]), Bm + 5);
+        plot__printf(&b, "<text x=\"%.2f\" y=\"%.2f\">%s</text>\n", PLOT__XT(ax.ticks[k]), Bm + 18, lab);
     }
     plot__printf(&b, "</g>\n<g text-anchor=\"end\">\n");
     for (k = 0; k < ay.n_ticks; k++) {
-        double v = ay.log ? pow(10.0, ay.ticks[k]) : ay.ticks[k];
-        if (ay.log) v = floor(v / pow(10.0, floor(ay.ticks[k] + 1e-9)) + 0.5) * pow(10.0, floor(ay.ticks[k] + 1e-9));
+        double v = ay.log ? plot__log_tick_value(ay.ticks[k]) : ay.ticks[k];
         plot__label(lab, sizeof lab, v, ay.step, fabs(ay.lo) > fabs(ay.hi) ? fabs(ay.lo) : fabs(ay.hi), ay.log);
         plot__printf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"black\"/>", L - 5,
                      PLOT__Y(ay.ticks[k]), L, PLOT__Y(ay.ticks[k]));
@@ -331,6 +409,25 @@ gpt_status plot_render_svg(const plot *p, char **svg, size_t *len)
         plot__text(&b, p->xlabel);
         plot__printf(&b, "</text>\n");
     }
+    if (p->caption) { /* line by line under the x label */
+        const char *c = p->caption;
+        for (k = 0; k < n_caption; k++) {
+            const char *e = strchr(c, '\n');
+            size_t m = e ? (size_t)(e - c) : strlen(c);
+            char *line = (char *)malloc(m + 1);
+            if (!line) {
+                b.oom = 1;
+                break;
+            }
+            memcpy(line, c, m);
+            line[m] = 0;
+            plot__printf(&b, "<text x=\"12\" y=\"%.1f\" font-size=\"11\" fill=\"#444444\">", H + 16.0 * k);
+            plot__text(&b, line);
+            plot__printf(&b, "</text>\n");
+            free(line);
+            c = e ? e + 1 : c + m;
+        }
+    }
     if (p->ylabel) {
         plot__printf(&b, "<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">", (T + Bm) / 2);
         plot__text(&b, p->ylabel);
@@ -339,12 +436,13 @@ gpt_status plot_render_svg(const plot *p, char **svg, size_t *len)
     /* series: one path each, broken at unusable points; isolated points as dots */
     for (i = 0; i < p->n_series; i++) {
         const plot__series *s = &p->series[i];
-        const char *color = plot__palette[i % (int)(sizeof plot__palette / sizeof plot__palette[0])];
+        const char *color = s->color[0] ? s->color : plot__palette[i % (int)(sizeof plot__palette / sizeof plot__palette[0])];
         int pen = 0;
-        plot__printf(&b, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" stroke-linejoin=\"round\" d=\"", color);
+        plot__printf(&b, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" stroke-linejoin=\"round\"%s d=\"", color,
+                     s->dashed ? " stroke-dasharray=\"6 4\"" : "");
         for (j = 0; j < s->n; j++) {
             double yv;
-            if (!plot__usable(s->x[j], s->y[j], p->log_y)) {
+            if (!plot__usable(s->x[j], s->y[j], p->log_y, p->log_x)) {
                 pen = 0;
                 continue;
             }
@@ -354,14 +452,29 @@ gpt_status plot_render_svg(const plot *p, char **svg, size_t *len)
         }
         plot__printf(&b, "\"/>\n");
         for (j = 0; j < s->n; j++) {
-            int prev = j > 0 && plot__usable(s->x[j - 1], s->y[j - 1], p->log_y);
-            int next = j + 1 < s->n && plot__usable(s->x[j + 1], s->y[j + 1], p->log_y);
-            if (plot__usable(s->x[j], s->y[j], p->log_y) && !prev && !next)
-                plot__printf(&b, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"2.5\" fill=\"%s\"/>\n", PLOT__X(s->x[j]),
-                             PLOT__Y(p->log_y ? log10(s->y[j]) : s->y[j]), color);
+            int prev = j > 0 && plot__usable(s->x[j - 1], s->y[j - 1], p->log_y, p->log_x);
+            int next = j + 1 < s->n && plot__usable(s->x[j + 1], s->y[j + 1], p->log_y, p->log_x);
+            double cx, cy;
+            if (!plot__usable(s->x[j], s->y[j], p->log_y, p->log_x)) continue;
+            cx = PLOT__X(s->x[j]);
+            cy = PLOT__Y(p->log_y ? log10(s->y[j]) : s->y[j]);
+            if (s->markers || (!prev && !next))
+                plot__printf(&b, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%s\" fill=\"%s\"/>\n", cx, cy,
+                             s->markers ? "3.5" : "2.5", color);
+            if ((long)j == s->ring)
+                plot__printf(&b, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"8\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"/>\n",
+                             cx, cy, color);
+            if (s->labels && s->labels[j]) {
+                int left = cx > R - 48; /* near the right edge: the label goes to the left of the point */
+                plot__printf(&b, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"10\" fill=\"%s\"%s>", left ? cx - 9 : cx + 9,
+                             cy - 8, color, left ? " text-anchor=\"end\"" : "");
+                plot__text(&b, s->labels[j]);
+                plot__printf(&b, "</text>\n");
+            }
         }
     }
 #undef PLOT__X
+#undef PLOT__XT
 #undef PLOT__Y
     /* legend, top-right inside the frame */
     if (p->n_series > 0) {
@@ -375,10 +488,11 @@ gpt_status plot_render_svg(const plot *p, char **svg, size_t *len)
         plot__printf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"white\" fill-opacity=\"0.85\" "
                          "stroke=\"#999999\"/>\n", lx, ly, lw, 8 + 18 * p->n_series);
         for (i = 0; i < p->n_series; i++) {
-            const char *color = plot__palette[i % (int)(sizeof plot__palette / sizeof plot__palette[0])];
+            const plot__series *s = &p->series[i];
+            const char *color = s->color[0] ? s->color : plot__palette[i % (int)(sizeof plot__palette / sizeof plot__palette[0])];
             double yy = ly + 16 + 18 * i;
-            plot__printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2.5\"/>",
-                         lx + 8, yy - 4, lx + 30, yy - 4, color);
+            plot__printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2.5\"%s/>",
+                         lx + 8, yy - 4, lx + 30, yy - 4, color, s->dashed ? " stroke-dasharray=\"6 4\"" : "");
             plot__printf(&b, "<text x=\"%.1f\" y=\"%.1f\">", lx + 36, yy);
             plot__text(&b, p->series[i].name);
             plot__printf(&b, "</text>\n");

@@ -25,6 +25,12 @@
 #include <sys/stat.h>
 #include <time.h>
 
+/* The trainer's default micro-batch (train_default_options): a split shorter than one batch of it
+ * cannot be trained or evaluated at the defaults. */
+#define PREPARE_B 8
+#define PREPARE_T 64
+#define PREPARE_MIN_TOKENS (PREPARE_B * PREPARE_T + 1)
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: prepare [--vocab N] [--val-fraction F] [--out DIR] [--root DIR] [FILE...]\n"
@@ -166,6 +172,15 @@ int main(int argc, char **argv)
     printf("prepare: tokens: %lu train + %lu val, end-of-text included (%.2f bytes per token) encoded in %.2f s\n", (unsigned long)n_train,
            (unsigned long)n_val, n_train + n_val > n_eot ? (double)corpus.n_bytes / (double)(n_train + n_val - n_eot) : 0.0,
            seconds(c1, c2));
+    /* the trainer at its default shape needs one batch of each split: B x T + 1 tokens */
+    if (n_train < PREPARE_MIN_TOKENS || n_val < PREPARE_MIN_TOKENS) {
+        fprintf(stderr,
+                "prepare: the corpus is too small: %lu training and %lu validation tokens; the trainer's default shape "
+                "(--batch %d --seq %d) needs at least %d of each (one batch); give more text, or a larger "
+                "--val-fraction\n",
+                (unsigned long)n_train, (unsigned long)n_val, PREPARE_B, PREPARE_T, PREPARE_MIN_TOKENS);
+        goto done;
+    }
     if (n_val < 1000) printf("prepare: warning: only %lu validation tokens\n", (unsigned long)n_val);
 
     if (make_dirs(out_dir) != 0) {

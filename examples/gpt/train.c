@@ -169,6 +169,7 @@ static void console(run *r, const char *fmt, ...)
     va_list ap;
     if (r->rank != 0) return; /* rank 0 alone prints */
     clear_bar(r);
+    if (r->o.quiet) return;
     if (r->o.run_name) printf("[%s] ", r->o.run_name);
     va_start(ap, fmt);
     vprintf(fmt, ap);
@@ -440,7 +441,48 @@ static int read_checkpoint_state(run *r, const ckpt_reader *ck)
 
 /* ---- the CSV log -------------------------------------------------------------------------- */
 
-static const char *log_header = "kind,step,tokens,loss,lr,ms,tok_per_s,gflops,grad_norm,d_lo,d_hi,d_exact,val_loss,hilbert_rms\n";
+static const char *log_header =
+    "kind,step,tokens,loss,lr,ms,tok_per_s,gflops,grad_norm,d_lo,d_hi,d_exact,val_loss,hilbert_rms,head_lr\n";
+
+/* The run's whole recipe, one "# key=value" line each, above the header (train.h). */
+/* The shortest %g form of v that reads back as v (buf of 32 bytes). */
+static const char *exact_g(char *buf, double v)
+{
+    int prec;
+    for (prec = 6; prec < 17; prec++) {
+        snprintf(buf, 32, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) return buf;
+    }
+    snprintf(buf, 32, "%.17g", v);
+    return buf;
+}
+
+static void log_recipe(run *r)
+{
+    char g[12][32];
+    const gpt_config *c = &r->be->config;
+    const optim_recipe *q = &r->opt.recipe;
+    FILE *f = r->log;
+    fprintf(f, "# gpt trainer log: the run's recipe, then one row per event\n");
+    fprintf(f, "# params=%zu\n# layers=%d\n# d_model=%d\n# heads=%d\n# mlp=%d\n# vocab=%d\n", r->be->layout.n_params,
+            c->n_layers, c->d_model, c->n_heads, c->mlp_hidden, c->vocab_size);
+    fprintf(f, "# batch=%d\n# seq=%d\n# accum=%d\n# steps=%ld\n# tokens_per_update=%ld\n# seed=%llu\n", r->o.batch,
+            r->o.seq, r->o.accum, r->o.steps, r->tokens_per_update, (unsigned long long)r->o.seed);
+    fprintf(f, "# head=%s\n# head_lr=%s\n# head_beta1=%s\n# head_beta2=%s\n# head_eps=%s\n# head_wd=%s\n",
+            optim_head_name(q->head), exact_g(g[0], q->head_lr), exact_g(g[1], q->head_beta1), exact_g(g[2], q->head_beta2),
+            exact_g(g[3], q->head_eps), exact_g(g[4], q->head_wd));
+    fprintf(f, "# block=%s\n# muon_lr=%s\n# muon_beta=%s\n# muon_wd=%s\n# ns_steps=%d\n# cap=%s\n",
+            q->block == OPTIM_BLOCK_MUOWN ? "muown" : "muon", exact_g(g[0], q->muon_lr), exact_g(g[1], q->muon_beta),
+            exact_g(g[2], q->muon_wd), q->ns_steps,
+            q->cap == MUON_CAP_OFF ? "off" : q->cap == MUON_CAP_GROWTH ? "growth" : "always");
+    fprintf(f, "# embed_lr=%s\n# embed_beta1=%s\n# embed_beta2=%s\n# embed_eps=%s\n# embed_wd=%s\n",
+            exact_g(g[0], q->embed_lr), exact_g(g[1], q->embed_beta1), exact_g(g[2], q->embed_beta2),
+            exact_g(g[3], q->embed_eps), exact_g(g[4], q->embed_wd));
+    fprintf(f, "# warmup=%s\n# final_lr=%s\n# clip=%s\n", exact_g(g[0], q->warmup_frac), exact_g(g[1], q->final_frac),
+            exact_g(g[2], q->clip));
+    fprintf(f, "# eval_every=%d\n# eval_batches=%d\n# panel=%d\n# diam_every=%d\n# ranks=%d\n", r->o.eval_every,
+            r->o.eval_batches, r->o.panel_seqs, r->o.diam_every, r->size);
+}
 
 /* 0 if every write to the log f at path has succeeded (and, with flush, reached the file); else
  * the run fails with a message naming the log. */
@@ -474,6 +516,7 @@ static int open_log(run *r, int resuming)
         free(old);
         return set_error(r->res, "%s: cannot open the log for writing", r->o.log_path);
     }
+    log_recipe(r);
     fputs(log_header, r->log);
     if (old) {
         size_t i = 0;
@@ -502,7 +545,7 @@ static int log_train(run *r, const train_step_rec *s, double tok_s, double gflop
     fprintf(r->log, "train,%ld", s->step);
     cell(r->log, s->tokens), cell(r->log, s->loss), cell(r->log, s->lr), cell(r->log, s->ms);
     cell(r->log, tok_s), cell(r->log, gflops), cell(r->log, s->grad_norm), cell(r->log, s->d_lo);
-    cell(r->log, s->d_hi), cell(r->log, s->d_exact), cell(r->log, NAN), cell(r->log, NAN);
+    cell(r->log, s->d_hi), cell(r->log, s->d_exact), cell(r->log, NAN), cell(r->log, NAN), cell(r->log, s->head_lr);
     fputc('\n', r->log);
     return log_ok(r, r->log, r->o.log_path, 0);
 }
@@ -514,7 +557,7 @@ static int log_eval(run *r, const char *kind, long step, double tokens, double d
     fprintf(r->log, "%s,%ld", kind, step);
     cell(r->log, tokens);
     for (k = 0; k < 8; k++) cell(r->log, NAN); /* loss .. d_hi */
-    cell(r->log, d_exact), cell(r->log, val), cell(r->log, hrms);
+    cell(r->log, d_exact), cell(r->log, val), cell(r->log, hrms), cell(r->log, NAN);
     fputc('\n', r->log);
     return log_ok(r, r->log, r->o.log_path, 1);
 }
@@ -961,6 +1004,7 @@ static int update(run *r, train_step_rec *rec)
     rec->tokens = (double)r->step * (double)r->tokens_per_update;
     rec->loss = loss_sum / r->o.accum;
     rec->lr = r->opt.recipe.muon_lr * r->opt.last_lr_factor;
+    rec->head_lr = r->opt.recipe.head_lr * r->opt.last_lr_factor;
     rec->grad_norm = r->opt.last_grad_norm;
     rec->d_lo = rec->d_hi = NAN;
     if (r->rank == 0) {

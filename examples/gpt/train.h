@@ -12,10 +12,14 @@
  *   every evaluation      the Hilbert RMS of S on a fixed validation panel: the head inputs of the
  *                         first panel_seqs validation sequences (be->ops->head_inputs), N x d
  *
- * CSV log (one header line, then one row per event; empty cells are values not measured):
- *   kind,step,tokens,loss,lr,ms,tok_per_s,gflops,grad_norm,d_lo,d_hi,d_exact,val_loss,hilbert_rms
+ * CSV log: first the run's whole recipe as comment lines "# key=value" (model shape and
+ * parameter count, batch, steps, seed, every optimizer's rate, betas, eps, decay, schedule,
+ * diagnostics; values hold no comma; read with e.g. pandas' comment='#'), then one header line,
+ * then one row per event (empty cells are values not measured):
+ *   kind,step,tokens,loss,lr,ms,tok_per_s,gflops,grad_norm,d_lo,d_hi,d_exact,val_loss,hilbert_rms,head_lr
  *   kind "train": one per update (step = updates done, tokens = tokens trained on so far,
- *                 loss = mean of the micro-batch losses, lr = the block-matrix (Muon) rate)
+ *                 loss = mean of the micro-batch losses, lr = the block-matrix (Muon) rate,
+ *                 head_lr = the head's rate at this update: its peak times the schedule)
  *   kind "eval":  one per evaluation (val_loss; hilbert_rms empty at step 0)
  *   kind "final": the run's final numbers: val_loss and hilbert_rms of the last evaluation and
  *                 the exact D of the last update's head step (d_exact)
@@ -84,6 +88,7 @@ typedef struct train_options {
     int log_every;                  /* a console line every N updates (0: none) */
     int progress;                   /* progress bar + ETA: 1 on, 0 off, -1 when stdout is a tty */
     const char *run_name;           /* prefix of console lines (NULL: none) */
+    int quiet;                      /* no console lines (errors are in train_result; the bar as set) */
     int host_optim;                 /* CUDA backend: keep the optimizer on the host (default: device) */
     /* data parallel (NULL comm: one process) */
     gpt_comm *comm;                 /* host communicator: single or MPI */
@@ -104,7 +109,7 @@ train_options train_default_options(void);
 
 typedef struct train_step_rec {
     long step;
-    double tokens, loss, lr, ms, grad_norm, d_lo, d_hi, d_exact; /* d_exact NaN when not computed */
+    double tokens, loss, lr, head_lr, ms, grad_norm, d_lo, d_hi, d_exact; /* d_exact NaN when not computed */
 } train_step_rec;
 
 typedef struct train_eval_rec {

@@ -149,6 +149,48 @@ static void test_escaping_and_edge_ranges(void)
     plot_free(p);
 }
 
+/* Styles (colour, dashes, markers, labels, a ring), a log x axis, a caption, the x range ending
+ * at the data. */
+static void test_styles_log_x_caption(void)
+{
+    const double x[3] = {1e-3, 4e-3, 2e-2}, y[3] = {3.5, 3.1, 3.3};
+    const double tx[3] = {0, 1000, 2050}, ty[3] = {5, 4, 3};
+    const char *labels[3] = {"0.001", NULL, "0.02"};
+    plot_desc d;
+    plot_style st;
+    plot *p;
+    char *svg = NULL;
+    size_t len = 0;
+    memset(&d, 0, sizeof d);
+    d.log_x = 1;
+    d.caption = "line one\nline two";
+    p = plot_create(&d);
+    memset(&st, 0, sizeof st);
+    st.color = "#d62728", st.markers = 1, st.labels = labels, st.ring = 1;
+    CHECK(plot_add_series_style(p, "RowNorm", x, y, 3, &st) == GPT_OK);
+    st.color = "red\"/><script>";
+    CHECK(plot_add_series_style(p, "bad colour", x, y, 3, &st) == GPT_ERR_DOMAIN);
+    st.color = "#1f77b4", st.dashed = 1, st.labels = NULL, st.ring = 7; /* a ring past the end: none */
+    CHECK(plot_add_series_style(p, "AdamW", x, y, 3, &st) == GPT_OK);
+    CHECK(plot_render_svg(p, &svg, &len) == GPT_OK && well_formed(svg, len));
+    if (svg) {
+        CHECK(count(svg, "stroke=\"#d62728\"") >= 2 && count(svg, "stroke-dasharray") == 2); /* path + legend */
+        CHECK(count(svg, "r=\"8\"") == 1 && count(svg, "r=\"3.5\"") == 6);
+        CHECK(strstr(svg, ">0.001<") && strstr(svg, ">0.02<") && strstr(svg, ">line one<") && strstr(svg, ">line two<"));
+        CHECK(strstr(svg, ">0.002<") && strstr(svg, ">0.005<") && strstr(svg, ">0.01<")); /* log ticks 1-2-5 */
+        CHECK(strstr(svg, "height=\"482\"") != NULL); /* 450 + two caption lines */
+    }
+    free(svg);
+    plot_free(p);
+    /* a linear x axis ends at the data: no tick beyond 2050 (a widened axis would reach 2500) */
+    p = plot_create(NULL);
+    CHECK(plot_add_series(p, "s", tx, ty, 3) == GPT_OK);
+    CHECK(plot_render_svg(p, &svg, &len) == GPT_OK && well_formed(svg, len));
+    if (svg) CHECK(strstr(svg, ">2000<") && !strstr(svg, ">2500<") && strstr(svg, ">0<"));
+    free(svg);
+    plot_free(p);
+}
+
 static void test_write_file_and_errors(void)
 {
     const char *path = "test_plot_tmp.svg";
@@ -187,6 +229,7 @@ int main(void)
     RUN(test_gaps_and_nonfinite);
     RUN(test_log_scale);
     RUN(test_escaping_and_edge_ranges);
+    RUN(test_styles_log_x_caption);
     RUN(test_write_file_and_errors);
     return TEST_REPORT();
 }

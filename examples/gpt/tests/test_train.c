@@ -195,49 +195,113 @@ static void test_run_records(void)
     train_result_free(&r);
 }
 
-/* Paired experiment on the tiny config: table.md holds exactly the numbers the logs say. */
-static void test_experiment_table_equals_logs(void)
+/* The final row's (val_loss, d_exact, hilbert_rms) and a recipe value of a log, with a parser of
+ * our own; 0 if the file or the row is missing. */
+static int read_final(const char *path, double v[3], double *head_lr, char *head, size_t head_cap)
 {
-    train_cli cli;
-    char out[160], path[256], *table = NULL, want[64];
     unsigned char *buf;
     size_t n;
-    double v[2][2][3]; /* [arm][seed][loss, D, RMS] */
-    double ratio[2], delta[2], m, sd;
-    int arm, s, q;
+    char *p, *line, *q;
+    int col, ok = 0;
+    v[0] = v[1] = v[2] = NAN;
+    if (data_read_file(path, &buf, &n, NULL, 0) != GPT_OK) return 0;
+    buf[n ? n - 1 : 0] = 0;
+    line = strstr((char *)buf, "\nfinal,");
+    if (line) {
+        for (p = line + 1, col = 0; col < 15 && p; col++) {
+            if (col == 11) v[1] = strtod(p, NULL);
+            if (col == 12) v[0] = strtod(p, NULL);
+            if (col == 13) v[2] = strtod(p, NULL);
+            p = strchr(p, ',');
+            if (p) p++;
+        }
+        ok = 1;
+    }
+    q = strstr((char *)buf, "# head_lr=");
+    *head_lr = q ? strtod(q + 10, NULL) : NAN;
+    q = strstr((char *)buf, "# head=");
+    if (head_cap) head[0] = 0;
+    if (q && head_cap) {
+        size_t k = 0;
+        for (q += 7; *q && *q != '\n' && k + 1 < head_cap; q++) head[k++] = *q;
+        head[k] = 0;
+    }
+    free(buf);
+    return ok;
+}
+
+/* The experiment on the tiny config: the sweep (with one extension per arm), the best rates, the
+ * tuned and the paper's pairs; table.md holds exactly the numbers the logs say, every log records
+ * the head and the rate it was run with. */
+static void test_experiment_table_equals_logs(void)
+{
+    static const char *const heads[2] = {"adamw", "rownorm"};
+    const double grid[2][2] = {{2e-3, 8e-3}, {4e-3, 1.6e-2}}, paper[2] = {4e-3, 3.2e-3};
+    train_cli cli;
+    char out[160], path[256], *table = NULL, want[160], head[16];
+    unsigned char *buf;
+    size_t n;
+    double sweep[2][3], sv[2][3][3], v[2][2][3], best[2], rate, ratio[2], delta[2], m, sd;
+    int arm, s, q, k, ns[2], bi[2];
     memset(&cli, 0, sizeof cli);
     cli.opt = tiny();
     cli.opt.seed = 11;
     cli.seeds = 2;
+    cli.sweep[0] = "8e-3,2e-3";     /* unsorted on purpose */
+    cli.sweep[1] = "4e-3,1.6e-2,4e-3"; /* with a repeat */
+    cli.sweep_extend = 1;
     path_in(out, sizeof out, "exp");
     mkdir(out, 0777);
     cli.out_dir = out;
     CHECK(experiment_main(&cli) == 0);
-    /* read the final rows with a parser of our own */
-    for (arm = 0; arm < 2; arm++)
-        for (s = 0; s < 2; s++) {
-            char *p, *line;
-            int col;
-            snprintf(path, sizeof path, "%s/%s_seed%d.csv", out, arm ? "rownorm" : "adamw", 11 + s);
-            v[arm][s][0] = v[arm][s][1] = v[arm][s][2] = NAN;
-            if (data_read_file(path, &buf, &n, NULL, 0) != GPT_OK) continue;
-            buf[n ? n - 1 : 0] = 0;
-            line = strstr((char *)buf, "\nfinal,");
-            CHECK(line != NULL);
-            if (line) {
-                for (p = line + 1, col = 0; col < 14 && p; col++) {
-                    if (col == 11) v[arm][s][1] = strtod(p, NULL);
-                    if (col == 12) v[arm][s][0] = strtod(p, NULL);
-                    if (col == 13) v[arm][s][2] = strtod(p, NULL);
-                    p = strchr(p, ',');
-                    if (p) p++;
-                }
-            }
-            free(buf);
+    for (arm = 0; arm < 2; arm++) {
+        /* the two points, and the one extension on the side of the better one */
+        double cand[4];
+        int have[4];
+        cand[0] = grid[arm][0] * grid[arm][0] / grid[arm][1], cand[1] = grid[arm][0], cand[2] = grid[arm][1];
+        cand[3] = grid[arm][1] * grid[arm][1] / grid[arm][0];
+        for (k = 0; k < 4; k++) {
+            snprintf(path, sizeof path, "%s/%s_lr%.6g_seed11.csv", out, heads[arm], cand[k]);
+            have[k] = access(path, R_OK) == 0;
         }
+        CHECK(have[1] && have[2] && have[0] != have[3]);
+        ns[arm] = 0;
+        for (k = 0; k < 4; k++) {
+            if (!have[k]) continue;
+            snprintf(path, sizeof path, "%s/%s_lr%.6g_seed11.csv", out, heads[arm], cand[k]);
+            CHECK(read_final(path, sv[arm][ns[arm]], &rate, head, sizeof head));
+            CHECK_MSG(rate == cand[k] && strcmp(head, heads[arm]) == 0, "%s records head %s rate %.17g", path, head, rate);
+            sweep[arm][ns[arm]++] = cand[k];
+        }
+        /* the extension went to the better side of the first two */
+        CHECK((sv[arm][0][0] < sv[arm][1][0]) == have[0] || ns[arm] != 3);
+        bi[arm] = 0;
+        for (k = 1; k < ns[arm]; k++)
+            if (sv[arm][k][0] < sv[arm][bi[arm]][0]) bi[arm] = k;
+        best[arm] = sweep[arm][bi[arm]];
+        for (s = 0; s < 2; s++) {
+            snprintf(path, sizeof path, "%s/%s_lr%.6g_seed%d.csv", out, heads[arm], best[arm], 11 + s);
+            CHECK(read_final(path, v[arm][s], &rate, head, sizeof head) && rate == best[arm]);
+            snprintf(path, sizeof path, "%s/%s_lr%.6g_seed%d.csv", out, heads[arm], paper[arm], 11 + s);
+            CHECK_MSG(access(path, R_OK) == 0, "no paper-rate run %s", path);
+        }
+    }
     snprintf(path, sizeof path, "%s/table.md", out);
     CHECK(data_read_file(path, &buf, &n, NULL, 0) == GPT_OK);
     table = (char *)buf;
+    if (!table) return;
+    /* the frontier rows */
+    for (arm = 0; arm < 2; arm++)
+        for (k = 0; k < ns[arm]; k++) {
+            snprintf(want, sizeof want, "| %s head | %.4g | %.4f | %.3e | %.3e |", arm ? "RowNorm" : "AdamW", sweep[arm][k],
+                     sv[arm][k][0], sv[arm][k][1], sv[arm][k][2]);
+            CHECK_MSG(strstr(table, want) != NULL, "table lacks '%s'", want);
+        }
+    /* the tuned pairs, under their rates */
+    snprintf(want, sizeof want, "## At each head's best rate (AdamW %.4g, RowNorm %.4g)", best[0], best[1]);
+    CHECK_MSG(strstr(table, want) != NULL, "table lacks '%s'", want);
+    snprintf(want, sizeof want, "## At the paper's rates (AdamW 0.004, RowNorm 0.0032)");
+    CHECK_MSG(strstr(table, want) != NULL, "table lacks '%s'", want);
     for (arm = 0; arm < 2; arm++)
         for (q = 0; q < 3; q++) {
             double x[2];
@@ -260,15 +324,47 @@ static void test_experiment_table_equals_logs(void)
     /* the per-seed row of seed 12 */
     snprintf(want, sizeof want, "| 12 | %.4f | %.4f | %+.4f |", v[0][1][0], v[1][1][0], delta[1]);
     CHECK_MSG(strstr(table, want) != NULL, "table lacks '%s'", want);
-    /* the head geometry of the paper: RowNorm's step is much smaller */
-    CHECK(v[0][0][1] > v[1][0][1] && v[0][0][2] > v[1][0][2]);
+    /* the matched-loss table names both targets */
+    snprintf(want, sizeof want, "| %.4f (the RowNorm head's best) |", sv[1][bi[1]][0]);
+    CHECK_MSG(strstr(table, want) != NULL, "table lacks '%s'", want);
     free(table);
-    snprintf(path, sizeof path, "%s/diameter.svg", out);
-    CHECK(access(path, R_OK) == 0);
-    snprintf(path, sizeof path, "%s/loss.svg", out);
-    CHECK(access(path, R_OK) == 0);
-    snprintf(path, sizeof path, "%s/hilbert_rms.svg", out);
-    CHECK(access(path, R_OK) == 0);
+    {
+        static const char *const files[] = {"frontier_diameter.svg", "frontier_rms.svg", "loss.svg", "diameter.svg",
+                                            "hilbert_rms.svg"};
+        for (k = 0; k < 5; k++) {
+            snprintf(path, sizeof path, "%s/%s", out, files[k]);
+            CHECK_MSG(data_read_file(path, &buf, &n, NULL, 0) == GPT_OK, "no %s", files[k]);
+            if (buf) { /* the caption states the model and the rates */
+                snprintf(want, sizeof want, "%.4g", best[1]);
+                CHECK_MSG(strstr((char *)buf, "1 layers, d 16") && strstr((char *)buf, want), "%s: caption", files[k]);
+                free(buf);
+            }
+        }
+    }
+}
+
+/* exp_matched_step / exp_frontier_at against values worked by hand; exp_parse_rates. */
+static void test_frontier_math(void)
+{
+    const double x[4] = {1e-2, 1e-3, NAN, 1e-1}, l[4] = {3.0, 5.0, 1.0, 4.0}; /* unsorted, a NaN point */
+    double r[EXP_MAX_RATES];
+    char err[128];
+    int exact = -1;
+    CHECK(fabs(exp_matched_step(x, l, 4, 4.0, &exact) - sqrt(1e-5)) < 1e-15 && exact == 0);
+    CHECK(exp_matched_step(x, l, 4, 6.0, &exact) == 1e-3 && exact == 1);
+    CHECK(isnan(exp_matched_step(x, l, 4, 2.0, &exact)));
+    CHECK(fabs(exp_matched_step(x, l, 4, 3.0, &exact) - 1e-2) < 1e-16 && exact == 0);
+    CHECK(fabs(exp_frontier_at(x, l, 4, sqrt(1e-5)) - 4.0) < 1e-12);
+    CHECK(fabs(exp_frontier_at(x, l, 4, sqrt(1e-3)) - 3.5) < 1e-12);
+    CHECK(isnan(exp_frontier_at(x, l, 4, 5e-4)) && isnan(exp_frontier_at(x, l, 4, 0.2)));
+    CHECK(exp_frontier_at(x, l, 4, 1e-1) == 4.0);
+    CHECK(exp_parse_rates("3e-3,1e-3,3e-3,2e-3", r, err, sizeof err) == 3 && r[0] == 1e-3 && r[1] == 2e-3 && r[2] == 3e-3);
+    CHECK(exp_parse_rates("1e-3,", r, err, sizeof err) == -1 && strstr(err, "positive rates"));
+    CHECK(exp_parse_rates("1e-3,0", r, err, sizeof err) == -1);
+    CHECK(exp_parse_rates("1e-3,-2", r, err, sizeof err) == -1);
+    CHECK(exp_parse_rates("nan", r, err, sizeof err) == -1);
+    CHECK(exp_parse_rates("", r, err, sizeof err) == -1);
+    CHECK(exp_parse_rates("1e-3;2e-3", r, err, sizeof err) == -1);
 }
 
 /* Copies a file with its first `keep` bytes (or all) and optional byte patches. */
@@ -663,6 +759,100 @@ static void test_adamw_head_step(void)
     free(p), free(g), free(before);
 }
 
+/* cli_parse with stderr caught: its return value, the message in msg */
+static int parse_caught(int argc, char **argv, char *msg, size_t cap)
+{
+    train_cli cli;
+    FILE *f = tmpfile();
+    int saved = dup(2), rc;
+    size_t n = 0;
+    memset(&cli, 0, sizeof cli);
+    cli.opt = train_default_options();
+    fflush(stderr);
+    if (f && saved >= 0) dup2(fileno(f), 2);
+    rc = cli_parse(&cli, argc, argv);
+    fflush(stderr);
+    if (saved >= 0) dup2(saved, 2), close(saved);
+    if (f) {
+        rewind(f);
+        n = fread(msg, 1, cap - 1, f);
+        fclose(f);
+    }
+    msg[n] = 0;
+    return rc;
+}
+
+/* A flag given in the mode where it has no effect is an error that names the flag to use. */
+static void test_flags_of_the_other_mode(void)
+{
+    char msg[512];
+    char *a[] = {"train", "--experiment", "--lr-head", "0.01"};
+    char *b[] = {"train", "--lr-head-rownorm", "0.01"};
+    char *c[] = {"train", "--sweep-adamw", "1e-3,2e-3"};
+    char *d[] = {"train", "--experiment", "--sweep-adamw", "1e-3,x"};
+    char *e[] = {"train", "--experiment", "--sweep-rownorm", "1e-3", "--lr-head-rownorm", "2e-3"};
+    char *f[] = {"train", "--experiment", "--head", "rownorm"};
+    char *ok[] = {"train", "--experiment", "--sweep-adamw", "4e-3,1e-3", "--lr-head-rownorm", "2e-3", "--sweep-extend", "0"};
+    train_cli cli;
+    CHECK(parse_caught(4, a, msg, sizeof msg) == -1 && strstr(msg, "--lr-head-adamw") && strstr(msg, "--sweep-adamw"));
+    CHECK_MSG(parse_caught(3, b, msg, sizeof msg) == -1 && strstr(msg, "--head rownorm --lr-head"), "%s", msg);
+    CHECK(parse_caught(3, c, msg, sizeof msg) == -1 && strstr(msg, "--experiment"));
+    CHECK(parse_caught(4, d, msg, sizeof msg) == -1 && strstr(msg, "--sweep-adamw") && strstr(msg, "positive rates"));
+    CHECK(parse_caught(6, e, msg, sizeof msg) == -1 && strstr(msg, "give one of them"));
+    CHECK(parse_caught(4, f, msg, sizeof msg) == -1 && strstr(msg, "both"));
+    memset(&cli, 0, sizeof cli);
+    cli.opt = train_default_options();
+    cli.sweep_extend = 2;
+    CHECK(cli_parse(&cli, 8, ok) == 0 && cli.sweep[0] && strcmp(cli.sweep[0], "4e-3,1e-3") == 0);
+    CHECK(cli.exp_head_lr[1] == 2e-3 && cli.sweep[1] == NULL && cli.sweep_extend == 0);
+}
+
+/* A run's log records its recipe (read back by exp_log_recipe) and the head rate of every update. */
+static void test_log_records_recipe(void)
+{
+    train_options o = tiny();
+    train_result r;
+    exp_log L;
+    char log_path[256];
+    const char *v;
+    int k, ok = 1;
+    path_in(log_path, sizeof log_path, "recipe.csv");
+    o.log_path = log_path;
+    o.recipe = optim_default(OPTIM_HEAD_ROWNORM);
+    o.recipe.head_lr = 0.0123;
+    o.steps = 10;
+    CHECK(train_run(&o, &r) == TRAIN_DONE);
+    CHECK(exp_log_read(log_path, &L, NULL, 0) == 0);
+    v = exp_log_recipe(&L, "head_lr");
+    CHECK(v && strtod(v, NULL) == 0.0123);
+    v = exp_log_recipe(&L, "head");
+    CHECK(v && strcmp(v, "rownorm") == 0);
+    v = exp_log_recipe(&L, "muon_lr");
+    CHECK(v && strtod(v, NULL) == o.recipe.muon_lr);
+    v = exp_log_recipe(&L, "d_model");
+    CHECK(v && strcmp(v, "16") == 0);
+    CHECK(exp_log_recipe(&L, "no_such_key") == NULL);
+    exp_log_free(&L);
+    { /* the head_lr column: the peak times the schedule factor of that update */
+        unsigned char *buf;
+        size_t n;
+        char *line;
+        CHECK(data_read_file(log_path, &buf, &n, NULL, 0) == GPT_OK);
+        if (buf) {
+            buf[n - 1] = 0;
+            for (k = 0, line = strstr((char *)buf, "\ntrain,"); line; line = strstr(line + 1, "\ntrain,"), k++) {
+                const char *p = line + 1;
+                int col;
+                for (col = 0; col < 14 && p; col++) p = strchr(p, ','), p = p ? p + 1 : NULL;
+                if (!p || strtod(p, NULL) != 0.0123 * optim_lr_factor(&o.recipe, k, o.steps)) ok = 0;
+            }
+            CHECK(ok && k == 10);
+            free(buf);
+        }
+    }
+    train_result_free(&r);
+}
+
 static void test_flags(void)
 {
     train_cli cli;
@@ -733,6 +923,8 @@ int main(void)
     }
     RUN(test_schedule);
     RUN(test_flags);
+    RUN(test_flags_of_the_other_mode);
+    RUN(test_log_records_recipe);
     RUN(test_adamw_head_step);
     RUN(test_run_records);
     RUN(test_resume_adamw_head);
@@ -741,6 +933,7 @@ int main(void)
     RUN(test_resume_cap);
     RUN(test_sigint_saves_and_resumes);
     RUN(test_experiment_table_equals_logs);
+    RUN(test_frontier_math);
     RUN(test_bad_files_give_clear_errors);
     RUN(test_checkpoint_values_are_validated);
     RUN(test_checkpoint_sizes_checked_before_allocation);

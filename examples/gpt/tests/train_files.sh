@@ -34,8 +34,17 @@ for i in 0 1 2 3 4 5 6 7; do cat README.md examples/gpt/README.md; done > "$T/co
 if ! timeout 60 "$B/prepare" --vocab 300 --out "$T/data" "$T/corpus.txt" >/dev/null 2>&1; then
     bad "prepare of a small corpus"; finish
 fi
-if timeout 120 "$B/train" "${FLAGS[@]}" --log "$T/ok.csv" --ckpt "$T/ok.ck" >/dev/null 2>&1; then ok "a valid run exits 0"
+if timeout 120 "$B/train" "${FLAGS[@]}" --out "$T/okrun" --log "$T/ok.csv" --ckpt "$T/ok.ck" >/dev/null 2>&1; then ok "a valid run exits 0"
 else bad "a valid run failed"; fi
+# a single run writes its plots, with the recipe in the caption, and its log starts with the recipe
+if [ -s "$T/okrun/loss.svg" ] && [ -s "$T/okrun/diameter.svg" ] && grep -q "1 layers, d 16" "$T/okrun/loss.svg" &&
+    grep -q "^# head_lr=0.004$" "$T/ok.csv"; then ok "a single run's plots and recorded recipe"
+else bad "a single run's plots (loss.svg, diameter.svg with caption) or its log's recipe"; fi
+
+# a corpus too small for one batch at the trainer's default shape is refused, and nothing written
+printf 'a few words only\n' > "$T/tiny.txt"
+expect "prepare of a too-small corpus" "too small" "513" -- "$B/prepare" --vocab 300 --out "$T/tinydata" "$T/tiny.txt"
+if [ ! -e "$T/tinydata/train.bin" ]; then ok "nothing written for it"; else bad "train.bin written for a too-small corpus"; fi
 
 # item 7: only regular files are read
 expect "prepare /dev/zero" /dev/zero "not a regular file" -- "$B/prepare" --out "$T/pz" /dev/zero
