@@ -13,3 +13,11 @@ for d in 64 128 256; do
         --steps 400 --layers 2 --d-model "$d" --heads $((d / 32)) --batch 8 --seq 64 --eval-every 100 \
         --eval-batches 8 --panel 8 --diam-every 100 --no-progress > "$OUT/d$d.txt"
 done
+# The AdamW grid above starts at 2e-3, whose D already exceeds the RowNorm head's best D at every
+# width: the low end of the AdamW frontier, at the same budget (RowNorm fixed at its best, 0.0128).
+for d in 64 128 256; do
+    OMP_NUM_THREADS=2 build/gpt/train --experiment --seeds 1 --data "$OUT/data" --out "$OUT/d${d}_low" \
+        --sweep-adamw 2.5e-4,5e-4,1e-3 --sweep-extend 0 --lr-head-rownorm 0.0128 \
+        --steps 400 --layers 2 --d-model "$d" --heads $((d / 32)) --batch 8 --seq 64 --eval-every 100 \
+        --eval-batches 8 --panel 8 --diam-every 100 --no-progress > "$OUT/d${d}_low.txt"
+done
