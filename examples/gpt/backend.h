@@ -65,7 +65,7 @@ typedef struct gpt_backend_ops {
      * accumulate); GPT_ERR_STATE unless the last call that touched activations was a forward
      * with targets. */
     gpt_status (*backward)(gpt_backend *be);
-    gpt_status (*zero_grad)(gpt_backend *be);
+    gpt_status (*zero_grad)(gpt_backend *be); /* a device backend: its host view (grads) is stale until pull_grads */
 
     /* Diagnostics: the LM-head inputs (final-norm outputs) of n_seq sequences of max_seq tokens
      * each (tokens row-major), written to out as (n_seq * max_seq) x d_model, row-major. Any

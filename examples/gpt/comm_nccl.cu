@@ -117,9 +117,11 @@ static const gpt_comm_ops nccl_ops = {"nccl", n_allreduce_f32, n_allreduce_f64, 
 extern "C" int gpt_nccl_select_device(int local_rank)
 {
     int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n < 1) { /* say why: no device, a driver too old for the runtime, ... */
         (void)cudaGetLastError();
-        fprintf(stderr, "local rank %d: no CUDA device\n", local_rank);
+        fprintf(stderr, "local rank %d: no usable CUDA device: %s\n", local_rank,
+                e != cudaSuccess ? cudaGetErrorString(e) : "the device count is 0");
         return -1;
     }
     return cuda_ok(NULL, cudaSetDevice(local_rank % n), "cudaSetDevice") ? 0 : -1;
@@ -148,6 +150,7 @@ extern "C" gpt_comm *gpt_comm_nccl_create(gpt_comm *host)
     ok = cuda_ok(host, cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking), "cudaStreamCreate") &&
          nccl_ok(host, ncclCommInitRank(&m->comm, host->size, msg.id, host->rank), "ncclCommInitRank");
     if (!ok) {
+        if (m->stream) cudaStreamDestroy(m->stream);
         free(c), free(m);
         return NULL;
     }

@@ -22,6 +22,9 @@ int gpt_cuda__ok(cudaError_t e, const char *what, const char *file, int line)
 {
     if (e == cudaSuccess) return 1;
     fprintf(stderr, "%s:%d: CUDA error in %s: %s\n", file, line, what, cudaGetErrorString(e));
+    /* reported here: clear the last-error slot, or the next launch check (LAUNCH_OK reads it)
+     * would report this error again for a launch that succeeded (sticky errors stay anyway) */
+    (void)cudaGetLastError();
     return 0;
 }
 
@@ -326,6 +329,8 @@ static void cuda_destroy(gpt_backend *be)
     if (!c) return;
     if (c->ctx.blas) cublasDestroy(c->ctx.blas);
     if (c->ctx.stream) cudaStreamDestroy(c->ctx.stream);
+    cudaFree(c->ctx.scratch);
+    if (c->ctx.h_scalar) cudaFreeHost(c->ctx.h_scalar);
     cudaFree(c->params);
     cudaFree(c->grads);
     cudaFree(c->arena);
@@ -356,9 +361,15 @@ static gpt_status cuda_create(const gpt_config *cfg, int max_batch, int max_seq,
     if (gpt_config_resolve(&resolved) != GPT_OK) return GPT_ERR_CONFIG;
     cfg = &resolved;
     if (max_batch < 1 || max_seq < 1 || max_seq > cfg->seq_len) return GPT_ERR_SIZE;
-    if (!gpt_cuda_available()) {
-        fprintf(stderr, "cuda backend: no CUDA device\n");
-        return GPT_ERR_BACKEND;
+    {
+        int nd = 0;
+        cudaError_t e = cudaGetDeviceCount(&nd);
+        if (e != cudaSuccess || nd < 1) { /* say why: no device, or a driver too old for this runtime, ... */
+            fprintf(stderr, "cuda backend: no usable CUDA device: %s\n",
+                    e != cudaSuccess ? cudaGetErrorString(e) : "the device count is 0");
+            (void)cudaGetLastError();
+            return GPT_ERR_BACKEND;
+        }
     }
     n = (size_t)max_batch * (size_t)max_seq;
     c = (cuda_backend *)calloc(1, sizeof *c);
@@ -391,7 +402,9 @@ static gpt_status cuda_create(const gpt_config *cfg, int max_batch, int max_seq,
         !CU_OK(cudaMalloc((void **)&c->loss_dev, sizeof(double))) ||
         !CU_OK(cudaMalloc((void **)&c->inputs, n * sizeof(int))) ||
         !CU_OK(cudaMalloc((void **)&c->targets, n * sizeof(int))) ||
-        !CU_OK(cudaMalloc((void **)&c->emb_dev, (3 * n + 1) * sizeof(int)))) {
+        !CU_OK(cudaMalloc((void **)&c->emb_dev, (3 * n + 1) * sizeof(int))) ||
+        !CU_OK(cudaMalloc((void **)&c->ctx.scratch, (GPT_CUDA_SUMSQ_BLOCKS + 1) * sizeof(double))) ||
+        !CU_OK(cudaMallocHost((void **)&c->ctx.h_scalar, sizeof(double)))) {
         cuda_destroy(&c->base);
         return GPT_ERR_NOMEM;
     }
@@ -726,9 +739,9 @@ static gpt_status cuda_zero_grad(gpt_backend *be)
 {
     cuda_backend *c = cuda_of(be);
     if (!c) return GPT_ERR_NULL;
+    /* the device block only: the host mirror is written whole by pull_grads before anyone reads it */
     if (!CU_OK(cudaMemsetAsync(c->grads, 0, be->layout.n_params * sizeof(float), c->ctx.stream)))
         return GPT_ERR_BACKEND;
-    memset(c->h_grads, 0, be->layout.n_params * sizeof(float));
     return CU_OK(cudaStreamSynchronize(c->ctx.stream)) ? GPT_OK : GPT_ERR_BACKEND;
 }
 

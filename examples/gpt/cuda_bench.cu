@@ -60,8 +60,22 @@ typedef struct dev_opt {
     double *rnws;
 } dev_opt;
 
-static void opt_alloc(dev_opt *o, gpt_backend *be)
+static void opt_free(dev_opt *o, gpt_backend *be)
 {
+    int i;
+    for (i = 0; o->m && i < be->layout.n_tensors; i++) {
+        gpt_cuda_free(o->m[i]), gpt_cuda_free(o->v[i]);
+        if (o->mom) gpt_cuda_free(o->mom[i]);
+    }
+    gpt_cuda_free(o->B), gpt_cuda_free(o->rnws), gpt_cuda_free(o->ws);
+    free(o->m), free(o->v), free(o->mom);
+    memset(o, 0, sizeof *o);
+}
+
+/* 0 when every buffer was allocated */
+static int opt_alloc(dev_opt *o, gpt_backend *be)
+{
+    int bad = 0;
     int nt = be->layout.n_tensors, i;
     size_t maxws = 0;
     o->m = (float **)calloc(nt, sizeof(float *)), o->v = (float **)calloc(nt, sizeof(float *));
@@ -73,16 +87,20 @@ static void opt_alloc(dev_opt *o, gpt_backend *be)
         n = t.rows * t.cols;
         if (t.kind == GPT_TENSOR_EMBEDDING) {
             o->m[i] = (float *)gpt_cuda_malloc(n * 4), o->v[i] = (float *)gpt_cuda_malloc(n * 4);
+            bad |= !o->m[i] || !o->v[i];
         } else if (t.kind == GPT_TENSOR_BLOCK_MATRIX) {
             size_t w = gpt_cuda_muon_workspace_floats(t.rows, t.cols);
             o->mom[i] = (float *)gpt_cuda_malloc(n * 4);
+            bad |= !o->mom[i];
             maxws = w > maxws ? w : maxws;
         } else {
             o->B = (float *)gpt_cuda_malloc(n * 4);
             o->rnws = (double *)gpt_cuda_malloc(gpt_cuda_rownorm_workspace_doubles(t.rows, t.cols) * 8);
+            bad |= !o->B || !o->rnws;
         }
     }
     o->ws = (float *)gpt_cuda_malloc(maxws * 4);
+    return bad || !o->m || !o->v || !o->mom || !o->ws ? -1 : 0;
 }
 
 static int opt_step(dev_opt *o, gpt_backend *be, long long step)
@@ -117,26 +135,39 @@ static void bench_model(const char *name, gpt_config cfg, int B, int T, int step
     float loss = 0.0f;
     double ms_fb, ms_all, fpt;
     timer tm;
+    int ok = 1;
     if (gpt_cuda_backend.create(&cfg, B, T, 1, &be) != GPT_OK) {
         printf("model %-10s: cannot create (out of memory?)\n", name);
         return;
     }
     memset(&o, 0, sizeof o);
-    opt_alloc(&o, be);
     in = (int *)malloc(n * sizeof(int)), tg = (int *)malloc(n * sizeof(int));
+    if (opt_alloc(&o, be) || !in || !tg) {
+        printf("model %-10s: cannot allocate the optimizer state (out of memory?)\n", name);
+        goto out;
+    }
     for (i = 0; i < (int)n; i++) in[i] = (i * 7919) % be->config.vocab_size, tg[i] = (i * 104729 + 1) % be->config.vocab_size;
-    for (s = 0; s < 2; s++) { /* warm-up */
-        be->ops->zero_grad(be), be->ops->forward(be, in, tg, &loss), be->ops->backward(be), opt_step(&o, be, s + 1);
+    /* every call is checked: a timing of work that failed is not printed */
+#define BENCH_OK(x) ok &= (x) == GPT_OK
+    for (s = 0; s < 2 && ok; s++) { /* warm-up */
+        BENCH_OK(be->ops->zero_grad(be)), BENCH_OK(be->ops->forward(be, in, tg, &loss)), BENCH_OK(be->ops->backward(be));
+        ok &= opt_step(&o, be, s + 1);
     }
     t_start(&tm);
-    for (s = 0; s < steps; s++) be->ops->forward(be, in, tg, &loss), be->ops->backward(be);
+    for (s = 0; s < steps && ok; s++) BENCH_OK(be->ops->forward(be, in, tg, &loss)), BENCH_OK(be->ops->backward(be));
     ms_fb = t_stop_ms(&tm) / steps;
     t_start(&tm);
-    for (s = 0; s < steps; s++) {
-        be->ops->zero_grad(be), be->ops->forward(be, in, tg, &loss), be->ops->backward(be);
-        opt_step(&o, be, s + 3);
+    for (s = 0; s < steps && ok; s++) {
+        /* zero_grad is a device memset (cuda.cu): inside the timed step, as in training */
+        BENCH_OK(be->ops->zero_grad(be)), BENCH_OK(be->ops->forward(be, in, tg, &loss)), BENCH_OK(be->ops->backward(be));
+        ok &= opt_step(&o, be, s + 3);
     }
     ms_all = t_stop_ms(&tm) / steps;
+#undef BENCH_OK
+    if (!ok || gpt_cuda_synchronize() != GPT_OK) {
+        printf("model %-10s: a step failed (see the messages above): no timing\n", name);
+        goto out;
+    }
     fpt = gpt_flops_per_token(&be->config);
     printf("model %-10s: L %d d %d heads %d T %d V %d, B %d: %.2fM params; step %.2f ms (fwd+bwd %.2f ms, "
            "optimizers %.2f ms); %.0f tokens/s; MFU %.1f%% of %.1f TFLOP/s (fwd+bwd alone %.1f%%); loss %.4f\n",
@@ -144,6 +175,8 @@ static void bench_model(const char *name, gpt_config cfg, int B, int T, int step
            (double)be->layout.n_params / 1e6, ms_all, ms_fb, ms_all - ms_fb, n / (ms_all * 1e-3),
            100.0 * fpt * n / (ms_all * 1e-3) / (peak_tflops * 1e12), peak_tflops,
            100.0 * fpt * n / (ms_fb * 1e-3) / (peak_tflops * 1e12), loss);
+out:
+    opt_free(&o, be);
     free(in), free(tg);
     be->ops->destroy(be);
 }

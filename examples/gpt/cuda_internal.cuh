@@ -11,10 +11,13 @@
 #include "gpu_math.h"
 
 /* What every device routine needs from a backend object. */
+#define GPT_CUDA_SUMSQ_BLOCKS 1024 /* the most blocks of a sum of squares; scratch holds their partials */
 typedef struct gpt_cuda_ctx {
     cublasHandle_t blas;
     cudaStream_t stream;
     gpt_cuda_math math;
+    double *scratch;  /* device, GPT_CUDA_SUMSQ_BLOCKS + 1 doubles: reductions (allocated once) */
+    double *h_scalar; /* pinned host double: a reduction's result comes back here */
 } gpt_cuda_ctx;
 
 /* The context of a CUDA backend (NULL for NULL or another backend). */

@@ -18,7 +18,6 @@
 
 /* ---- clipping helpers --------------------------------------------------------------------- */
 
-#define SUMSQ_BLOCKS 1024
 __global__ void k_sumsq_blocks(double *part, const float *x, size_t n)
 {
     __shared__ double sh[32];
@@ -43,21 +42,29 @@ __global__ void k_scale(float *x, size_t n, double f)
     GS_LOOP(i, n) x[i] = gm_clip_scale(x[i], f);
 }
 
+/* *dst (device) = sum of x[i]^2 over every SM: per-block partials in the context's scratch (no
+ * allocation per call), then one block sums them in a fixed order (reproducible run to run) */
+static int launch_sumsq(const gpt_cuda_ctx *c, double *dst, const float *x, size_t n)
+{
+    unsigned nb = gpt_blocks(n, 256);
+    if (nb > GPT_CUDA_SUMSQ_BLOCKS) nb = GPT_CUDA_SUMSQ_BLOCKS;
+    k_sumsq_blocks<<<nb, 256, 0, c->stream>>>(c->scratch, x, n);
+    k_sum_doubles<<<1, 1024, 0, c->stream>>>(dst, c->scratch, (int)nb);
+    return LAUNCH_OK();
+}
+
 gpt_status gpt_cuda_sumsq(gpt_backend *be, const float *x, size_t n, double *out)
 {
     gpt_cuda_ctx *c = gpt_cuda__ctx(be);
-    double *part = NULL;
-    gpt_status st = GPT_ERR_BACKEND;
     if (!c || !x || !out) return GPT_ERR_NULL;
-    if (!CU_OK(cudaMalloc((void **)&part, (SUMSQ_BLOCKS + 1) * sizeof(double)))) return GPT_ERR_NOMEM;
-    k_sumsq_blocks<<<SUMSQ_BLOCKS, 256, 0, c->stream>>>(part, x, n);
-    k_sum_doubles<<<1, 1024, 0, c->stream>>>(part + SUMSQ_BLOCKS, part, SUMSQ_BLOCKS);
-    if (LAUNCH_OK() &&
-        CU_OK(cudaMemcpyAsync(out, part + SUMSQ_BLOCKS, sizeof(double), cudaMemcpyDeviceToHost, c->stream)) &&
-        CU_OK(cudaStreamSynchronize(c->stream)))
-        st = GPT_OK;
-    cudaFree(part);
-    return st;
+    if (launch_sumsq(c, c->scratch + GPT_CUDA_SUMSQ_BLOCKS, x, n) &&
+        CU_OK(cudaMemcpyAsync(c->h_scalar, c->scratch + GPT_CUDA_SUMSQ_BLOCKS, sizeof(double), cudaMemcpyDeviceToHost,
+                              c->stream)) &&
+        CU_OK(cudaStreamSynchronize(c->stream))) {
+        *out = *c->h_scalar;
+        return GPT_OK;
+    }
+    return GPT_ERR_BACKEND;
 }
 
 gpt_status gpt_cuda_scale(gpt_backend *be, float *x, size_t n, double f)
@@ -110,13 +117,6 @@ __global__ void k_muon_direction(float *U, float *mom, const float *g, size_t n,
 }
 
 /* one block: *out = sum of squares of n contiguous floats, in double */
-__global__ void k_sumsq(double *out, const float *x, size_t n)
-{
-    __shared__ double sh[32];
-    double s = gpt_block_sum(gm_sumsq_part(x, (int)n, threadIdx.x, blockDim.x), sh);
-    if (threadIdx.x == 0) *out = s;
-}
-
 /* X (m x n) = G / (safety ||G|| + eps), transposed when the chunk is tall (r > cols) */
 __global__ void k_ns_load(float *X, const float *G, size_t r, size_t cols, const double *sumsq, double safety,
                           double eps, int tall)
@@ -178,6 +178,7 @@ gpt_status gpt_cuda_muon_step(gpt_backend *be, float *w, const float *g, float *
     if (rows == 0 || cols == 0) return GPT_ERR_SIZE;
     if (cfg->cap != MUON_CAP_OFF) return GPT_ERR_CONFIG; /* not on the device (see the header) */
     if (muon_config_resolve(cfg, &rc) != MUON_OK) return GPT_ERR_CONFIG; /* muon_step's own rules */
+    if (rc.ns.method != MUON_NS_PLAIN) return GPT_ERR_CONFIG; /* Gram NS: not on the device (see the header) */
     cfg = &rc;
     ns = rc.ns;
     split = rc.split_rows;
@@ -200,7 +201,7 @@ gpt_status gpt_cuda_muon_step(gpt_backend *be, float *w, const float *g, float *
         X = U + total, Y = X + total; /* the result lands in either: reset per chunk */
         int tall = r > cols;
         size_t m = tall ? cols : r, n = tall ? r : cols;
-        k_sumsq<<<1, 1024, 0, c->stream>>>(sumsq, Gc, r * cols);
+        if (!launch_sumsq(c, sumsq, Gc, r * cols)) return GPT_ERR_BACKEND;
         k_ns_load<<<gpt_blocks(r * cols, 256), 256, 0, c->stream>>>(X, Gc, r, cols, sumsq, ns.safety, ns.eps, tall);
         if (!LAUNCH_OK()) return GPT_ERR_BACKEND;
         for (k = 0; k < ns.steps; k++) {
@@ -300,7 +301,7 @@ __global__ void k_rn_write(const float *B, size_t rows, size_t cols, const doubl
 
 /* no projections: one warp per row, EMA + norm + write fused */
 __global__ void k_rn_plain(float *B, const float *G, size_t rows, size_t cols, float beta, float omb,
-                           double eps_t, double neglr, float decay, float *W, float *S)
+                           double eps_t, double neglr, float c, float *W, float *S)
 {
     size_t r = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     int lane = threadIdx.x & 31;
@@ -309,8 +310,7 @@ __global__ void k_rn_plain(float *B, const float *G, size_t rows, size_t cols, f
     inv = gm_rn_row_inv(gpt_warp_sum(gm_rn_plain_ema_part(B + r * cols, G + r * cols, (int)cols, beta, omb, lane,
                                                           32)),
                         eps_t);
-    gm_rn_plain_write_part(B + r * cols, (float)(neglr * inv), decay, W + r * cols, S ? S + r * cols : NULL,
-                           (int)cols, lane, 32);
+    gm_rn_plain_write_part(B + r * cols, neglr, inv, c, W + r * cols, S ? S + r * cols : NULL, (int)cols, lane, 32);
 }
 
 size_t gpt_cuda_rownorm_workspace_doubles(size_t rows, size_t cols)
@@ -345,8 +345,8 @@ gpt_status gpt_cuda_rownorm_step(gpt_backend *be, float *w, const float *g, floa
     cgrid = dim3((unsigned)((cols + 127) / 128), (unsigned)nch);
     if (!cin && !cout) {
         k_rn_plain<<<gpt_blocks(rows * 32, 256), 256, 0, c->stream>>>(B, g, rows, cols, beta, omb, eps_t, -cfg->lr,
-                                                                      (float)(1.0 - cfg->lr * cfg->weight_decay),
-                                                                      w, step_out);
+                                                                      gm_rn_decay_amount(cfg->lr, cfg->weight_decay), w,
+                                                                      step_out);
         return LAUNCH_OK() ? GPT_OK : GPT_ERR_BACKEND;
     }
     /* pass 1: B <- EMA and its column sums (mu = mean of the new B: the inner centre) */

@@ -29,6 +29,7 @@ struct gpt_cuda_optim {
     int n_slots;
     cuda_slot *slots;
     float *head_step;   /* S, V x d: written by the head's stepper */
+    float *h_step;      /* pinned host copy of S (head_step op: one download per update) */
     float *muon_ws;
     double *rn_ws;
 };
@@ -47,6 +48,7 @@ void gpt_cuda_optim_free(gpt_cuda_optim *d)
         gpt_cuda_free(d->slots[i].mom), gpt_cuda_free(d->slots[i].B);
     }
     gpt_cuda_free(d->head_step), gpt_cuda_free(d->muon_ws), gpt_cuda_free(d->rn_ws);
+    if (d->h_step) cudaFreeHost(d->h_step);
     free(d->slots);
     free(d);
 }
@@ -130,9 +132,13 @@ int gpt_cuda_optim_create(gpt_backend *be, const struct optim_set *o, gpt_cuda_o
     }
     head_n = o->head_slot >= 0 ? o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols : 0;
     d->head_step = dalloc(head_n);
+    if (cudaMallocHost((void **)&d->h_step, (head_n ? head_n : 1) * sizeof(float)) != cudaSuccess) {
+        (void)cudaGetLastError();
+        d->h_step = NULL;
+    }
     d->muon_ws = muon_ws ? dalloc(muon_ws) : NULL;
     d->rn_ws = rn_ws ? (double *)gpt_cuda_malloc(rn_ws * sizeof(double)) : NULL;
-    if (!d->head_step || (muon_ws && !d->muon_ws) || (rn_ws && !d->rn_ws)) {
+    if (!d->head_step || !d->h_step || (muon_ws && !d->muon_ws) || (rn_ws && !d->rn_ws)) {
         gpt_cuda_optim_free(d);
         return gpt_errorf(err, errlen, "out of device memory for the optimizer workspaces");
     }
@@ -277,14 +283,15 @@ static int dev_share(gpt_optimizer *go, char *err, size_t errlen)
     return 0;
 }
 
+/* S into pinned host memory (a pageable destination would be staged by the driver: a second
+ * copy of V x d floats every update); o->head_step (the checkpoint's) is written by download */
 static const float *dev_head_step(gpt_optimizer *go)
 {
     optim_set *o = go->set;
+    gpt_cuda_optim *d = ((cuda_optimizer *)go)->d;
     size_t n = o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols;
-    if (gpt_cuda_download(o->head_step, gpt_cuda_optim_head_step(((cuda_optimizer *)go)->d), n * sizeof(float)) !=
-        GPT_OK)
-        return NULL;
-    return o->head_step;
+    if (gpt_cuda_download(d->h_step, gpt_cuda_optim_head_step(d), n * sizeof(float)) != GPT_OK) return NULL;
+    return d->h_step;
 }
 
 static int dev_upload(gpt_optimizer *go)

@@ -30,4 +30,5 @@ include $(GPT_DIR)/data.mk
 include $(GPT_DIR)/model.mk
 include $(GPT_DIR)/train.mk
 include $(GPT_DIR)/cuda.mk
+include $(GPT_DIR)/emu.mk
 include $(GPT_DIR)/mpi.mk

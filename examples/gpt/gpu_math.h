@@ -287,11 +287,11 @@ static inline const double *gm_ns_triple(const muon_ns_config *c, int k)
 /* b <- beta b + omb g in float */
 GM_FN float gm_rn_ema(float b, float g, float beta, float omb) { return beta * b + omb * g; }
 
-/* 1 / (||b - mu|| + eps_t) from the centred sum of squares; a zero row (eps 0) gives 0 */
+/* 1 / (||b - mu|| + eps_t) from the centred sum of squares; a zero row gives 0 whatever eps_t
+ * (rownorm.h: no 1/eps overflow for a tiny eps, no 0/0 for eps 0) */
 GM_FN double gm_rn_row_inv(double sumsq, double eps_t)
 {
-    double nr = sqrt(sumsq) + eps_t;
-    return nr > 0.0 ? 1.0 / nr : 0.0;
+    return sumsq > 0.0 ? 1.0 / (sqrt(sumsq) + eps_t) : 0.0;
 }
 
 /* centred, normalised element (b - mu) inv: the outer-mean term */
@@ -306,13 +306,17 @@ GM_FN float gm_rn_write(float b, double mu, double inv, double nu, double neglr,
     return (float)((double)w * decay + s);
 }
 
-/* no projections: s = alpha b (float); w <- w decay + s */
-GM_FN float gm_rn_write_plain(float b, float alpha, float decay, float w, float *s_out)
+/* no projections: s = alpha b (float); w <- w + fl(c w + s) with c = float(-lr wd) (rownorm.h's
+ * decay: the amount as its own float, so a tiny lr wd still decays, by the right amount) */
+GM_FN float gm_rn_write_plain(float b, float alpha, float c, float w, float *s_out)
 {
     float s = alpha * b;
     *s_out = s;
-    return w * decay + s;
+    return w + fmaf(c, w, s);
 }
+
+/* the decay amount c of gm_rn_write_plain: float((1 - lr wd) - 1), as rownorm.h computes it */
+static inline float gm_rn_decay_amount(double lr, double wd) { return (float)((1.0 - lr * wd) - 1.0); }
 
 /* Column-chunk forms (a thread per column j walks rows [r0, r1) of a chunk; chunks are combined
  * in order by gm_combine_chunks): the EMA update with the column sum of the new B, and the
@@ -383,14 +387,22 @@ GM_FN double gm_rn_plain_ema_part(float *b, const float *g, int n, float beta, f
     return s;
 }
 
-/* no projections, pass 2 of a row: s = alpha b, w <- w decay + s, s_out (may be NULL) = s */
-GM_FN void gm_rn_plain_write_part(const float *b, float alpha, float decay, float *w, float *s_out,
+/* no projections, pass 2 of a row with inv = 1 / (||b|| + eps_t): s = -lr inv b, w <- w + fl(c w +
+ * s), s_out (may be NULL) = s. As rownorm.h: in float with alpha = float(-lr inv) where alpha is
+ * representable (0, or 1e-29 <= |alpha| <= 1e29), else s = -lr (b inv) in double, rounded once. */
+GM_FN void gm_rn_plain_write_part(const float *b, double neglr, double inv, float c, float *w, float *s_out,
                                   int n, int lane, int lanes)
 {
-    int k;
+    double a = neglr * inv;
+    int k, in_float = a == 0.0 || (fabs(a) >= 1e-29 && fabs(a) <= 1e29);
     for (k = lane; k < n; k += lanes) {
         float s;
-        w[k] = gm_rn_write_plain(b[k], alpha, decay, w[k], &s);
+        if (in_float) {
+            w[k] = gm_rn_write_plain(b[k], (float)a, c, w[k], &s);
+        } else {
+            s = (float)(neglr * ((double)b[k] * inv));
+            w[k] = w[k] + fmaf(c, w[k], s);
+        }
         if (s_out) s_out[k] = s;
     }
 }

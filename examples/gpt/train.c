@@ -146,6 +146,8 @@ typedef struct run {
     int bar_shown;             /* a progress bar is on the current console line */
     double t_start;
     double last_val_loss, last_hilbert, last_d_exact;
+    const float *head_S;       /* the latest head step S: the optimizer's head_step (a device
+                                  optimizer's pinned copy), or opt.head_step before any update */
 } run;
 
 static uint64_t data_seed(uint64_t seed) { return seed ^ 0xD1B54A32D192ED03ULL; }
@@ -592,7 +594,7 @@ static int evaluate(run *r, double *val_loss, double *hilbert_rms)
         size_t V = (size_t)cfg->vocab_size, d = (size_t)cfg->d_model, N = (size_t)r->panel_n * (size_t)r->o.seq;
         gs = r->be->ops->head_inputs(r->be, r->panel_tokens, r->panel_n, r->panel_h);
         if (gs != GPT_OK) return set_error(r->res, "evaluation: head inputs failed: %s", gpt_status_string(gs));
-        rs = rn_hilbert_rms(r->opt.head_step, V, d, d, r->panel_h, N, d, hilbert_rms);
+        rs = rn_hilbert_rms(r->head_S ? r->head_S : r->opt.head_step, V, d, d, r->panel_h, N, d, hilbert_rms);
         if (rs != RN_OK) return set_error(r->res, "evaluation: Hilbert RMS failed: %s", rn_status_string(rs));
     }
     return 0;
@@ -606,7 +608,7 @@ static int exact_diameter(run *r, double *D)
         *D = NAN;
         return 0;
     }
-    rs = rn_row_diameter_ws(r->opt.head_step, (size_t)cfg->vocab_size, (size_t)cfg->d_model,
+    rs = rn_row_diameter_ws(r->head_S ? r->head_S : r->opt.head_step, (size_t)cfg->vocab_size, (size_t)cfg->d_model,
                                       (size_t)cfg->d_model, r->diam_ws, r->diam_ws_bytes, D, NULL, NULL);
     if (rs != RN_OK) return set_error(r->res, "step %ld: exact row diameter failed: %s", r->step, rn_status_string(rs));
     return 0;
@@ -1011,6 +1013,7 @@ static int update(run *r, train_step_rec *rec)
         const float *S = opt->ops->head_step(opt);
         rn_status rs;
         if (!S) return set_error(r->res, "step %ld: cannot read the head step back", r->step);
+        r->head_S = S;
         rs = rn_row_diameter_bounds(S, (size_t)cfg->vocab_size, (size_t)cfg->d_model, (size_t)cfg->d_model,
                                     &rec->d_lo, &rec->d_hi);
         if (rs != RN_OK) return set_error(r->res, "step %ld: diameter bounds failed: %s", r->step, rn_status_string(rs));

@@ -621,7 +621,7 @@ static void sim_rownorm_step(float *W, const float *G, float *B, size_t rows, si
                 part32[lane] = gm_rn_plain_ema_part(B + r * cols, G + r * cols, (int)cols, beta, omb, lane, GM_LANES);
             inv = gm_rn_row_inv(warp_sum(part32), eps_t);
             for (lane = 0; lane < GM_LANES; lane++)
-                gm_rn_plain_write_part(B + r * cols, (float)(-cfg->lr * inv), (float)(1.0 - cfg->lr * cfg->weight_decay),
+                gm_rn_plain_write_part(B + r * cols, -cfg->lr, inv, gm_rn_decay_amount(cfg->lr, cfg->weight_decay),
                                        W + r * cols, S ? S + r * cols : NULL, (int)cols, lane, GM_LANES);
         }
     } else {
@@ -678,6 +678,54 @@ static void test_rownorm(void)
         CHECK_MSG(worst(s1, s0, total, 1e-6 * cfg.lr, 1e-5) <= 1, "flags %u: S %g", flag_sets[fs],
                   worst(s1, s0, total, 1e-6 * cfg.lr, 1e-5));
         CHECK(worst(w1, w0, total, 1e-6 * cfg.lr, 1e-6) <= 1);
+        rn_rownorm_free(&st);
+        free(w0), free(w1), free(g), free(B), free(s0), free(s1);
+    }
+}
+
+/* Issue 15 items 1 and 2: the device's decay without projections is rownorm.h's bit for bit,
+ * also for lr wd near 3e-8 (a float decay factor 1 - lr wd gave none, or 186 % of it, there); a
+ * zero centred row steps by 0 whatever eps (1/eps_t overflowed to a NaN step). */
+static void test_rownorm_decay_and_zero_rows(void)
+{
+    const size_t rows = 40, cols = 24, total = rows * cols;
+    const double wds[3] = {9.3e-6, 1e-5, 0.1}; /* lr wd = 2.98e-8, 3.2e-8, 3.2e-4 */
+    int k;
+    CHECK(gm_rn_row_inv(0.0, 1e-8) == 0.0 && gm_rn_row_inv(0.0, 0.0) == 0.0 && gm_rn_row_inv(4.0, 0.0) == 0.5);
+    for (k = 0; k < 3; k++) {
+        rn_rownorm_state st;
+        rn_rownorm_config cfg = rn_rownorm_default();
+        float *w0 = alloc_f(total), *w1 = alloc_f(total), *g = alloc_f(total), *B = alloc_f(total),
+              *s0 = alloc_f(total), *s1 = alloc_f(total), *wi = alloc_f(total);
+        size_t e, moved = 0;
+        cfg.lr = 3.2e-3, cfg.weight_decay = wds[k], cfg.flags = RN_REFERENCE_COMPAT;
+        CHECK(rn_rownorm_init(&st, rows, cols) == RN_OK);
+        fill(w0, total, 0.5);
+        memcpy(w1, w0, total * sizeof(float));
+        memcpy(wi, w0, total * sizeof(float));
+        memset(g, 0, total * sizeof(float)); /* zero rows: only the decay moves W */
+        CHECK(rn_rownorm_step(&st, &cfg, w0, cols, g, cols, s0, cols) == RN_OK);
+        sim_rownorm_step(w1, g, B, rows, cols, &cfg, 0, s1);
+        CHECK_MSG(memcmp(w0, w1, total * sizeof(float)) == 0, "lr wd %g: W differs from rownorm.h", cfg.lr * wds[k]);
+        for (e = 0; e < total; e++) moved += w1[e] != wi[e];
+        CHECK_MSG(k < 2 || moved > total / 2, "lr wd %g: the decay moved %zu of %zu weights", cfg.lr * wds[k], moved, total);
+        rn_rownorm_free(&st);
+        free(w0), free(w1), free(g), free(B), free(s0), free(s1), free(wi);
+    }
+    { /* identical rows: every centred row is zero; a subnormal eps */
+        rn_rownorm_state st;
+        rn_rownorm_config cfg = rn_rownorm_default();
+        float *w0 = alloc_f(total), *w1 = alloc_f(total), *g = alloc_f(total), *B = alloc_f(total),
+              *s0 = alloc_f(total), *s1 = alloc_f(total);
+        size_t e;
+        int finite = 1;
+        cfg.eps = 1e-320;
+        CHECK(rn_rownorm_init(&st, rows, cols) == RN_OK);
+        for (e = 0; e < total; e++) g[e] = (float)(0.25 + 0.01 * (double)(e % cols));
+        CHECK(rn_rownorm_step(&st, &cfg, w0, cols, g, cols, s0, cols) == RN_OK);
+        sim_rownorm_step(w1, g, B, rows, cols, &cfg, 0, s1);
+        for (e = 0; e < total; e++) finite &= s1[e] == 0.0f && s0[e] == 0.0f;
+        CHECK_MSG(finite, "a zero centred row must step by 0 (s1[0] = %g, s0[0] = %g)", s1[0], s0[0]);
         rn_rownorm_free(&st);
         free(w0), free(w1), free(g), free(B), free(s0), free(s1);
     }
@@ -834,5 +882,6 @@ int main(void)
     RUN(test_projected_rownorm);
     RUN(test_diameter);
     RUN(test_hilbert_rms);
+    RUN(test_rownorm_decay_and_zero_rows);
     return TEST_REPORT();
 }
