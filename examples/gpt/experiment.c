@@ -986,7 +986,7 @@ int experiment_main(const train_cli *cli)
         describe_recipe(&cap, &logs[0], 1);
         sb_printf(&cap, "\nhead rates: AdamW ");
         sb_rates(&cap, &g[0]);
-        sb_printf(&cap, " (best %.4g); RowNorm ", best[0]);
+        sb_printf(&cap, " (best %.4g);\nRowNorm ", best[0]);
         sb_rates(&cap, &g[1]);
         sb_printf(&cap, " (best %.4g); seed %ld", best[1], seed0);
         if (cap.failed || frontier_plot(&x, g, seed0, 0, cap.s, err, sizeof err) ||
