@@ -339,18 +339,12 @@ static void make_dir(const char *dir)
 
 /* A finished run's plots (loss.svg, diameter.svg, hilbert_rms.svg in out_dir) from its log, with
  * the recipe and the rate in the caption; 0 or -1 (message printed). */
-static const char *recipe_or(const exp_log *L, const char *key)
-{
-    const char *v = exp_log_recipe(L, key);
-    return v ? v : "?";
-}
-
 static int run_plots(const train_cli *cli)
 {
     exp_log L;
-    char err[512], name[64], cap[256];
-    const char *names[1], *colors[1], *lr;
-    int rc;
+    char err[512], name[64], *recipe, *cap;
+    const char *names[1], *colors[1], *lr, *seed;
+    int rc = -1;
     if (exp_log_read(cli->opt.log_path, &L, err, sizeof err)) {
         fprintf(stderr, "train: plots: %s\n", err);
         return -1;
@@ -358,15 +352,19 @@ static int run_plots(const train_cli *cli)
     snprintf(name, sizeof name, "%s head", optim_head_name(cli->opt.recipe.head));
     names[0] = name;
     colors[0] = exp_head_color(cli->opt.recipe.head);
-    lr = exp_log_recipe(&L, "head_lr");
-    snprintf(cap, sizeof cap, "%s layers, d %s, %s parameters, %s updates of %s x %s tokens; head %s lr %s, blocks %s lr %s; seed %s",
-             recipe_or(&L, "layers"), recipe_or(&L, "d_model"), recipe_or(&L, "params"),
-             recipe_or(&L, "steps"), recipe_or(&L, "batch"), recipe_or(&L, "seq"),
-             recipe_or(&L, "head"), lr ? lr : "?", recipe_or(&L, "block"), recipe_or(&L, "muon_lr"),
-             recipe_or(&L, "seed"));
-    rc = exp_write_plots(cli->out_dir, &L, 1, 1, names, colors, cap, err, sizeof err);
-    if (rc) fprintf(stderr, "train: plots: %s\n", err);
-    else printf("wrote %s/loss.svg, diameter.svg, hilbert_rms.svg\n", cli->out_dir);
+    lr = exp_log_recipe(&L, "head_lr"), seed = exp_log_recipe(&L, "seed");
+    recipe = exp_recipe_caption(&L);
+    cap = recipe ? (char *)malloc(strlen(recipe) + 128) : NULL;
+    if (!cap) {
+        fprintf(stderr, "train: plots: out of memory\n");
+    } else {
+        sprintf(cap, "%s\n%s head lr %s; seed %s", recipe, optim_head_name(cli->opt.recipe.head), lr ? lr : "?",
+                seed ? seed : "?");
+        rc = exp_write_plots(cli->out_dir, &L, 1, 1, names, colors, cap, err, sizeof err);
+        if (rc) fprintf(stderr, "train: plots: %s\n", err);
+        else printf("wrote %s/loss.svg, diameter.svg, hilbert_rms.svg\n", cli->out_dir);
+    }
+    free(recipe), free(cap);
     exp_log_free(&L);
     return rc;
 }

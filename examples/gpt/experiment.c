@@ -522,7 +522,7 @@ static exp_run *get_run(exp_ctx *x, int arm, double rate, long seed, int sweep)
     train_result res;
     char name[64], ckpt_path[1100], eta[32], err[512];
     double t0;
-    int bar;
+    int one_line;
     if (u || x->rc) return x->rc ? NULL : u;
     if (x->n_runs == x->cap) {
         int cap = x->cap ? 2 * x->cap : 32;
@@ -547,9 +547,9 @@ static exp_run *get_run(exp_ctx *x, int arm, double rate, long seed, int sweep)
     /* one line per run: its start (flushed), then its result; with a progress bar or the
      * trainer's own lines in between, two */
     o.quiet = cli->opt.log_every == 0;
-    bar = o.progress > 0 || (o.progress < 0 && isatty(STDOUT_FILENO));
+    one_line = o.quiet && !(o.progress > 0 || (o.progress < 0 && isatty(STDOUT_FILENO)));
     printf("experiment: run %d of %d: %s, rate %.4g, seed %ld%s (ETA %s)%s", x->made + 1, x->planned, arm_name[arm],
-           rate, seed, sweep ? ", sweep" : "", eta, o.quiet && !bar ? " ..." : "\n");
+           rate, seed, sweep ? ", sweep" : "", eta, one_line ? " ..." : "\n");
     fflush(stdout);
     /* the runs differ only in the head optimizer, its paper hyper-parameters, its rate, the seed */
     o.resume = NULL;
@@ -569,16 +569,16 @@ static exp_run *get_run(exp_ctx *x, int arm, double rate, long seed, int sweep)
     train_run(&o, &res);
     x->seconds += now_s() - t0;
     x->made++;
-    if (o.quiet && !bar && res.outcome != TRAIN_DONE) printf(" %s\n", res.outcome == TRAIN_FAILED ? "failed" : "stopped");
+    if (one_line && res.outcome != TRAIN_DONE) printf(" %s\n", res.outcome == TRAIN_FAILED ? "failed" : "stopped");
     if (res.outcome == TRAIN_DONE) {
         u->ok = 1;
         u->fin.val_loss = res.final_val_loss;
         if (x->rank0 && read_back(u, res.final_val_loss, err, sizeof err)) {
-            if (o.quiet && !bar) printf("\n");
+            if (one_line) printf("\n");
             fprintf(stderr, "experiment: %s\n", err);
             x->rc = 1;
         } else {
-            if (!(o.quiet && !bar)) printf("experiment: %s:", name);
+            if (!one_line) printf("experiment: %s:", name);
             printf(" final val loss %.4f, D(S) %.3e, Hilbert RMS %.3e (%.1f s)\n", u->fin.val_loss, u->fin.diameter,
                    u->fin.hilbert_rms, now_s() - t0);
         }
@@ -740,6 +740,20 @@ static void sb_matched(sbuf *b, exp_ctx *x, const exp_grid *g, long seed, int rm
 }
 
 /* The recipe paragraph and the caption of the plots, from a log's recipe lines. */
+static void describe_recipe(sbuf *b, const exp_log *L, int caption);
+
+char *exp_recipe_caption(const exp_log *log)
+{
+    sbuf b;
+    memset(&b, 0, sizeof b);
+    describe_recipe(&b, log, 1);
+    if (b.failed) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
 static void describe_recipe(sbuf *b, const exp_log *L, int caption)
 {
     enum { LAYERS, DMODEL, HEADS, MLP, VOCAB, PARAMS, STEPS, BATCH, SEQ, ACCUM, TPU, BLOCK, MUON_LR, MUON_WD, NS,
@@ -788,15 +802,9 @@ static int frontier_plot(exp_ctx *x, const exp_grid *g, long seed, int rms, cons
         double sx[EXP_MAX_RATES], sl[EXP_MAX_RATES], rate[EXP_MAX_RATES], tx[EXP_MAX_RATES], tl[EXP_MAX_RATES];
         char lab[EXP_MAX_RATES][24], name[96];
         const char *labels[EXP_MAX_RATES];
-        int m = arm_points(x, &g[arm], arm, seed, rms, sx, sl, rate), idx[EXP_MAX_RATES], k, a, bb;
+        int m = arm_points(x, &g[arm], arm, seed, rms, sx, sl, rate), idx[EXP_MAX_RATES], k;
         plot_style st;
-        /* in increasing step size, so the curve is the frontier read left to right */
-        for (k = 0; k < m; k++) idx[k] = k;
-        for (a = 1; a < m; a++)
-            for (bb = a; bb > 0 && sx[idx[bb - 1]] > sx[idx[bb]]; bb--) {
-                int t = idx[bb];
-                idx[bb] = idx[bb - 1], idx[bb - 1] = t;
-            }
+        m = frontier_order(sx, sl, m, idx); /* in increasing step size: the frontier read left to right */
         memset(&st, 0, sizeof st);
         st.color = exp_head_color(arm_head[arm]);
         st.markers = 1;

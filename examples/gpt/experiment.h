@@ -95,6 +95,10 @@ double exp_frontier_at(const double *x, const double *loss, int n, double x0);
 int exp_write_plots(const char *dir, const exp_log *logs, int n_arms, int n, const char *const *names,
                     const char *const *colors, const char *caption, char *err, size_t errlen);
 
+/* The recipe of a log as a plot caption (model, tokens per run, block and embedding rates,
+ * schedule; lines separated by '\n'); malloc'd, NULL when out of memory. */
+char *exp_recipe_caption(const exp_log *log);
+
 /* The colour of an arm in every plot: AdamW blue, RowNorm red, Muon green. */
 const char *exp_head_color(optim_head_kind head);
 

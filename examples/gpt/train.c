@@ -594,7 +594,7 @@ static int evaluate(run *r, double *val_loss, double *hilbert_rms)
         size_t V = (size_t)cfg->vocab_size, d = (size_t)cfg->d_model, N = (size_t)r->panel_n * (size_t)r->o.seq;
         gs = r->be->ops->head_inputs(r->be, r->panel_tokens, r->panel_n, r->panel_h);
         if (gs != GPT_OK) return set_error(r->res, "evaluation: head inputs failed: %s", gpt_status_string(gs));
-        rs = rn_hilbert_rms(r->head_S ? r->head_S : r->opt.head_step, V, d, d, r->panel_h, N, d, hilbert_rms);
+        rs = rn_hilbert_rms(r->head_S, V, d, d, r->panel_h, N, d, hilbert_rms);
         if (rs != RN_OK) return set_error(r->res, "evaluation: Hilbert RMS failed: %s", rn_status_string(rs));
     }
     return 0;
@@ -608,7 +608,7 @@ static int exact_diameter(run *r, double *D)
         *D = NAN;
         return 0;
     }
-    rs = rn_row_diameter_ws(r->head_S ? r->head_S : r->opt.head_step, (size_t)cfg->vocab_size, (size_t)cfg->d_model,
+    rs = rn_row_diameter_ws(r->head_S, (size_t)cfg->vocab_size, (size_t)cfg->d_model,
                                       (size_t)cfg->d_model, r->diam_ws, r->diam_ws_bytes, D, NULL, NULL);
     if (rs != RN_OK) return set_error(r->res, "step %ld: exact row diameter failed: %s", r->step, rn_status_string(rs));
     return 0;
@@ -1086,6 +1086,7 @@ train_outcome train_run(const train_options *opt, train_result *res)
     r.last_d_exact = r.last_val_loss = r.last_hilbert = NAN;
     res->seconds = now_seconds();
     if (agree_fail(res, r.comm, setup(&r) != 0, "setup")) goto out;
+    r.head_S = r.opt.head_step; /* a resumed run's last S, until the first update */
     res->first_step = r.step;
     flops_per_token = gpt_flops_per_token(&r.be->config);
     if (r.step == 0) {
