@@ -208,11 +208,17 @@ typedef enum muon_ns_method {
 } muon_ns_method;
 #define MUON_NS_GRAM_NEVER MUON_NS_MAX_STEPS /* gram_restart value: never restart */
 
+/* How X0 is normalised (eps is ns.eps, s is ns.safety). */
+typedef enum muon_ns_norm {
+    MUON_NORM_ADD_EPS = 0, /* X0 = G / (s ||G||_F + eps): KellerJordan/Muon, modded-nanogpt, dion */
+    MUON_NORM_MAX_EPS = 1  /* X0 = G / max(s ||G||_F, eps): torch.optim.Muon (norm().clamp(min=eps)) */
+} muon_ns_norm;
+
 /* A schedule is plain data (no pointers): step k (0-based) applies
  * p_k(x) = a_k x + b_k x^3 + c_k x^5 to every singular value, with (a_k, b_k, c_k) =
  * coeffs[k] for k < count and then per `mode`.
- * Zero fields: count == 0 means the Jordan preset (every field but `steps`, `method` and
- * `gram_restart` is ignored, and steps <= 0 then means 5); with count > 0, steps == 0 means
+ * Zero fields: count == 0 means the Jordan preset (every field but `steps`, `method`,
+ * `gram_restart` and `norm` is ignored, and steps <= 0 then means 5); with count > 0, steps == 0 means
  * "each triple once" (steps = count) and safety == 0 means 1. eps is always literal (0 allowed).
  * method 0 is the plain iteration; gram_restart 0 means 2. A zeroed struct is Jordan x 5, plain.
  * Domain: finite coefficients, safety >= 0, eps >= 0, and an iteration that stays inside
@@ -233,6 +239,8 @@ typedef struct muon_ns_config {
     muon_ns_method method; /* MUON_NS_PLAIN (0) or MUON_NS_GRAM */
     int gram_restart;  /* MUON_NS_GRAM: restart after every r steps, 0..MUON_NS_MAX_STEPS (0: 2;
                           r >= steps, e.g. MUON_NS_GRAM_NEVER: never) */
+    muon_ns_norm norm; /* MUON_NORM_ADD_EPS (0, every preset) or MUON_NORM_MAX_EPS; kept with
+                          count == 0 too */
 } muon_ns_config;
 
 /* The preset `kind`; steps <= 0: the preset's own step count (the K of the enum comments), which
@@ -249,7 +257,8 @@ MUONDEF muon_ns_config muon_ns_preset(muon_ns_kind kind, int steps);
 MUONDEF muon_status muon_ns_resolve(const muon_ns_config *in, muon_ns_config *out);
 
 /* NS orthogonalisation of G (rows x cols, ld ldg) into out (rows x cols, ld ldo), SPEC 2.1:
- *     X = G / (s*||G||_F + eps)   (norm accumulated in double)
+ *     X = G / (s*||G||_F + eps)   (norm accumulated in double; ns->norm = MUON_NORM_MAX_EPS:
+ *                                  X = G / max(s*||G||_F, eps), torch.optim.Muon's form)
  *     tall (rows > cols): iterate on X^T so that the Gram matrix is the small one
  *     K times: A = X X^T (SSYRK); B = b A + c A A (SSYRK, A is symmetric); X = a X + B X (SGEMM)
  * ns NULL: Jordan x 5. Zero G gives zero out (never NaN). out may be G itself (same ld: in
@@ -379,10 +388,30 @@ typedef struct muon_config {
     size_t split_rows;                /* fused QKV: k equal row chunks, each its own NS (0, 1: none) */
     muon_cap_mode cap;                /* spectral cap (SPEC 2.4, reconstructed) */
     int cap_iters;                    /* warm power iterations per step, 0..100 (0: 2) */
+    /* Blocks orthogonalised on their own (per-head NS, fused and GQA QKV, stacked layers): the
+     * rows are cut by split_rows (equal) or row_sizes (unequal), the columns by split_cols or
+     * col_sizes; every (row block, column block) pair is one NS and takes its own shape scale.
+     * One of each pair at most (both set: DOMAIN); sizes must be > 0 and sum to rows / cols
+     * (SIZE otherwise). The arrays are read during the call only. */
+    size_t split_cols;                /* k equal column chunks (per-head output projection) (0, 1: none) */
+    const size_t *row_sizes;          /* row_blocks row counts (a GQA QKV: d, d kv/h, d kv/h); NULL: none */
+    size_t row_blocks;
+    const size_t *col_sizes;          /* col_blocks column counts; NULL: none */
+    size_t col_blocks;
+    /* NorMuon (arXiv 2510.05491): after NS, each row of O is divided by sqrt(v_i) + eps, where
+     * v_i is an EMA (beta2) of the row's mean square, then O is rescaled to its Frobenius norm
+     * before the division; the shape scale applies after. State: muon_state.row_v. */
+    int normuon;                      /* nonzero: NorMuon */
+    double normuon_beta2;             /* in [0, 1) (0: 0.95) */
+    double normuon_eps;               /* > 0 (0: 1e-8) */
+    /* Cautious weight decay (arXiv 2510.12402; dion, modded-nanogpt): the decay lr*lambda*w only
+     * on the entries where the update u = -D and w agree in sign, u*w >= 0 (d*w <= 0); elsewhere
+     * w is not decayed. step_out's S is D as without it. */
+    int cautious_wd;
 } muon_config;
 
 /* lr 0.02, momentum 0.95, Nesterov, EMA, ORIGINAL, scale_coeff 0.2, weight decay 0, Jordan x 5,
- * no split, cap off (cap_iters 2). */
+ * no split, cap off (cap_iters 2), NorMuon off (beta2 0.95, eps 1e-8), plain weight decay. */
 MUONDEF muon_config muon_default(void);
 /* The config muon_step runs for *in: zero-means-default fields filled in (scale_coeff 0.2,
  * split_rows 1, cap_iters 2, ns through muon_ns_resolve), then validated. NULL, DOMAIN (*out
@@ -396,6 +425,7 @@ typedef struct muon_state {
     long long step;         /* completed steps */
     float *momentum;        /* B, rows x cols, ld = cols, starts at 0 */
     double *cap_u, *cap_v;  /* top singular pair of W before the last capped step (rows, cols) */
+    double *row_v;          /* NorMuon's per-row second moments (rows), start at 0 */
     double cap_sigma;       /* its sigma_1 estimate (0 until the cap has run) */
     int cap_valid;          /* the pair is a warm start */
     void *workspace;        /* owned workspace for muon_step (NULL from MUON_INIT_NO_WORKSPACE) */
@@ -448,6 +478,19 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
                                  size_t ws_bytes);
 /* Frees what muon_init allocated and zeroes *st. NULL and zeroed states are fine. */
 MUONDEF void muon_free(muon_state *st);
+
+/* The matrix Muon sees for an n-d parameter stored row-major (C order): the first stack_dims
+ * dimensions are independent stacked matrices (layers, experts), the next is the rows (output
+ * features), and the rest are flattened into the columns, so a conv kernel (out, in, kh, kw)
+ * is out x (in kh kw) with the shape scale of that flattened matrix, and a stack [L, m, n] is
+ * L matrices of m x n. Step the whole parameter as one (count rows) x cols matrix with one state
+ * and cfg.split_rows = count (times the heads per matrix for per-head NS), so each stacked
+ * matrix is orthogonalised and scaled on its own, never across the stack.
+ * dims[0..ndim-1]; ndim - stack_dims >= 2 (a vector is not a Muon parameter: DOMAIN), stack_dims
+ * >= 0. count, rows, cols receive the sizes (untouched on error). NULL, SIZE (a zero dimension,
+ * or a product that overflows size_t), DOMAIN. */
+MUONDEF muon_status muon_matrix_shape(const size_t *dims, int ndim, int stack_dims, size_t *count, size_t *rows,
+                                      size_t *cols);
 
 /* ---- Data-parallel Muon: which rank orthogonalises which matrix ------------------------- */
 /* Assigns count matrices (rows[i] x cols[i]) to nranks ranks for data-parallel Muon: each rank
@@ -520,7 +563,11 @@ MUONDEF muon_status muon_spectral_decomposition(const float *W, size_t rows, siz
 typedef enum muown_magnitude_rule {
     MUOWN_MAG_ADAM = 0, /* bias-corrected Adam on g (reference default) */
     MUOWN_MAG_SIGNUM,   /* g <- g - mag_lr * sign(EMA_beta1(grad_g)) */
-    MUOWN_MAG_FIXED     /* g never moves */
+    MUOWN_MAG_FIXED,    /* g never moves */
+    MUOWN_MAG_SGD,      /* g <- g - mag_lr * grad_g (the reference's "sgd") */
+    MUOWN_MAG_LION      /* g <- g - mag_lr * sign(beta1 m + (1 - beta1) grad_g), then
+                           m <- beta2 m + (1 - beta2) grad_g (the reference's "lion" hard-codes
+                           betas 0.9, 0.99: set mag_beta2 = 0.99 to match) */
 } muown_magnitude_rule;
 
 /* muon: the direction optimiser (lr, momentum, nesterov, momentum_form, scale, scale_coeff, ns,
@@ -531,6 +578,10 @@ typedef struct muown_config {
     double mag_lr;                 /* step size of the magnitude rule, >= 0 */
     double mag_beta1, mag_beta2;   /* Adam (Signum uses beta1), in [0, 1) */
     double mag_eps;                /* Adam, > 0 (0: 1e-8) */
+    /* nonzero: the reference Muown's (kcc-lion/muown) weight-decay resync g <- +||W_i|| (a
+     * magnitude that went negative turns positive, so the row's direction flips while its
+     * momentum does not); 0: the signed resync that keeps u = W/g along v_new (this library) */
+    int reference_resync;
 } muown_config;
 
 /* muon_default() for the direction; Adam on magnitudes with mag_lr 0.02 (= lr; tune it),
@@ -1904,12 +1955,14 @@ MUONDEF muon_status muon_ns_resolve(const muon_ns_config *in, muon_ns_config *ou
     }
     if (in->method != MUON_NS_PLAIN && in->method != MUON_NS_GRAM) return MUON_ERR_DOMAIN;
     if (in->gram_restart < 0 || in->gram_restart > MUON_NS_MAX_STEPS) return MUON_ERR_DOMAIN;
+    if (in->norm != MUON_NORM_ADD_EPS && in->norm != MUON_NORM_MAX_EPS) return MUON_ERR_DOMAIN;
     saved = *out;
     if (in->count == 0) {
         if (in->steps > MUON_NS_MAX_STEPS) return MUON_ERR_DOMAIN;
         *out = muon_ns_preset(MUON_NS_JORDAN, in->steps);
         out->method = in->method;
         out->gram_restart = in->gram_restart ? in->gram_restart : 2;
+        out->norm = in->norm;
         if (!muon__ns_bounded(out)) { *out = saved; return MUON_ERR_DOMAIN; }
         return MUON_OK;
     }
@@ -2245,7 +2298,10 @@ static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t
         for (i = 0; i < rows; i++) memset(out + i * ldo, 0, cols * sizeof(float));
         return MUON_OK;
     }
-    inv = 1.0 / (ns->safety * norm + ns->eps);
+    if (ns->norm == MUON_NORM_MAX_EPS) /* torch.optim.Muon: max(||G||, eps), eps 0 allowed */
+        inv = 1.0 / (ns->safety * norm > ns->eps ? ns->safety * norm : ns->eps);
+    else
+        inv = 1.0 / (ns->safety * norm + ns->eps);
     if (!tall) {
         for (i = 0; i < rows; i++)
             for (j = 0; j < cols; j++) X[i * n + j] = (float)((double)G[i * ldg + j] * inv);
@@ -2720,6 +2776,8 @@ MUONDEF muon_config muon_default(void)
     c.split_rows = 1;
     c.cap = MUON_CAP_OFF;
     c.cap_iters = 2;
+    c.normuon_beta2 = 0.95;
+    c.normuon_eps = 1e-8;
     return c;
 }
 
@@ -2750,12 +2808,64 @@ MUONDEF muon_status muon_config_resolve(const muon_config *in, muon_config *out)
     if (!muon__u_isfinite(in->scale_coeff) || in->scale_coeff < 0.0) return MUON_ERR_DOMAIN;
     if (in->cap != MUON_CAP_OFF && in->cap != MUON_CAP_GROWTH && in->cap != MUON_CAP_ALWAYS) return MUON_ERR_DOMAIN;
     if (in->cap_iters < 0 || in->cap_iters > 100) return MUON_ERR_DOMAIN;
+    if ((in->row_sizes != NULL) != (in->row_blocks != 0) || (in->col_sizes != NULL) != (in->col_blocks != 0))
+        return MUON_ERR_DOMAIN; /* a sizes array without its count, or a count without sizes */
+    if ((in->row_sizes && in->split_rows > 1) || (in->col_sizes && in->split_cols > 1)) return MUON_ERR_DOMAIN;
+    if (!(in->normuon_beta2 >= 0.0 && in->normuon_beta2 < 1.0)) return MUON_ERR_DOMAIN;
+    if (!muon__u_isfinite(in->normuon_eps) || in->normuon_eps < 0.0) return MUON_ERR_DOMAIN;
     if ((s = muon_ns_resolve(&in->ns, &r.ns)) != MUON_OK) return s;
     if (r.scale_coeff == 0.0) r.scale_coeff = 0.2;
     if (r.split_rows == 0) r.split_rows = 1;
+    if (r.split_cols == 0) r.split_cols = 1;
     if (r.cap_iters == 0) r.cap_iters = 2;
+    if (r.normuon_beta2 == 0.0) r.normuon_beta2 = 0.95;
+    if (r.normuon_eps == 0.0) r.normuon_eps = 1e-8;
+    r.normuon = r.normuon != 0;
+    r.cautious_wd = r.cautious_wd != 0;
     *out = r;
     return MUON_OK;
+}
+
+/* The blocks along one axis of length n: k equal parts (sizes NULL) or sizes[0..k-1]. */
+typedef struct muon__split {
+    size_t n, k, max;
+    const size_t *sizes;
+} muon__split;
+
+static size_t muon__split_len(const muon__split *p, size_t i)
+{
+    return p->sizes ? p->sizes[i] : p->n / p->k;
+}
+
+/* The partition of n by `equal` parts (0: 1) or by sizes[0..count-1]; 0 when it does not fit n
+ * (a part of 0, a sum other than n, equal parts not dividing n). */
+static int muon__split_make(size_t n, size_t equal, const size_t *sizes, size_t count, muon__split *p)
+{
+    size_t i, sum = 0;
+    p->n = n;
+    p->sizes = sizes;
+    p->max = 0;
+    if (!sizes) {
+        p->k = equal ? equal : 1;
+        if (n == 0 || n % p->k != 0) return 0;
+        p->max = n / p->k;
+        return 1;
+    }
+    p->k = count;
+    if (count == 0) return 0;
+    for (i = 0; i < count; i++) {
+        if (sizes[i] == 0 || sizes[i] > n - sum) return 0; /* no overflow: sum <= n throughout */
+        sum += sizes[i];
+        if (sizes[i] > p->max) p->max = sizes[i];
+    }
+    return sum == n;
+}
+
+/* the row and column partitions of a rows x cols step under a resolved (or raw) config */
+static int muon__step_splits(const muon_config *c, size_t rows, size_t cols, muon__split *rp, muon__split *cp)
+{
+    return muon__split_make(rows, c->split_rows, c->row_sizes, c->row_blocks, rp) &&
+           muon__split_make(cols, c->split_cols, c->col_sizes, c->col_blocks, cp);
 }
 
 /* the shape scale of the r x c matrix NS saw */
@@ -2771,17 +2881,18 @@ static double muon__shape_scale(const muon_config *c, size_t r, size_t cols)
     return 1.0;
 }
 
-/* workspace of a step: U (rows x cols floats) then one NS workspace for the chunk shape */
-static size_t muon__step_ws_bytes(size_t rows, size_t cols, size_t split, size_t extra_doubles,
+/* workspace of a step: U (rows x cols floats), extra_doubles doubles, then one NS workspace for
+ * the largest block (br x bc: the NS workspace grows with each dimension) */
+static size_t muon__step_ws_bytes(size_t rows, size_t cols, size_t br, size_t bc, size_t extra_doubles,
                                   int single_thread)
 {
     size_t ub, nb, eb, total;
-    if (rows == 0 || cols == 0 || split == 0 || rows % split != 0) return 0;
+    if (rows == 0 || cols == 0 || br == 0 || bc == 0 || br > rows || bc > cols) return 0;
     if (!muon__u_mul(rows, cols, &ub) || !muon__u_mul(ub, sizeof(float), &ub)) return 0;
     ub = muon__u_round(ub);
     if (!muon__u_mul(extra_doubles, sizeof(double), &eb)) return 0;
     eb = muon__u_round(eb);
-    nb = muon__ns_ws_bytes(rows / split, cols, single_thread);
+    nb = muon__ns_ws_bytes(br, bc, single_thread);
     if (!ub || !nb || (extra_doubles && !eb)) return 0;
     total = MUON__ALIGN;
     if (!muon__u_add(total, ub, &total) || !muon__u_add(total, eb, &total) || !muon__u_add(total, nb, &total))
@@ -2791,9 +2902,10 @@ static size_t muon__step_ws_bytes(size_t rows, size_t cols, size_t split, size_t
 
 MUONDEF size_t muon_step_workspace_size(size_t rows, size_t cols, const muon_config *cfg)
 {
-    size_t split = 1;
-    if (cfg) split = cfg->split_rows ? cfg->split_rows : 1;
-    return muon__step_ws_bytes(rows, cols, split, 0, 0);
+    muon__split rp, cp;
+    if (!cfg) return muon__step_ws_bytes(rows, cols, rows, cols, rows, 0); /* NorMuon's rows included */
+    if (!muon__step_splits(cfg, rows, cols, &rp, &cp)) return 0;
+    return muon__step_ws_bytes(rows, cols, rp.max, cp.max, cfg->normuon ? rows : 0, 0);
 }
 
 MUONDEF muon_status muon_init_ex(muon_state *st, size_t rows, size_t cols, int mode)
@@ -2804,11 +2916,12 @@ MUONDEF muon_status muon_init_ex(muon_state *st, size_t rows, size_t cols, int m
     if (rows == 0 || cols == 0) return MUON_ERR_SIZE;
     if (!muon__u_mul(rows, cols, &mb) || !muon__u_mul(mb, sizeof(float), &mb)) return MUON_ERR_SIZE;
     mb = muon__u_round(mb);
-    if (!muon__u_add(rows, cols, &pb) || !muon__u_mul(pb, sizeof(double), &pb)) return MUON_ERR_SIZE;
+    if (!muon__u_add(rows, cols, &pb) || !muon__u_add(pb, rows, &pb) || !muon__u_mul(pb, sizeof(double), &pb))
+        return MUON_ERR_SIZE;
     pb = muon__u_round(pb);
     if (!mb || !pb) return MUON_ERR_SIZE;
     if (mode != MUON_INIT_NO_WORKSPACE) {
-        wb = muon__step_ws_bytes(rows, cols, 1, 0, 0);
+        wb = muon__step_ws_bytes(rows, cols, rows, cols, rows, 0);
         if (!wb) return MUON_ERR_SIZE;
     }
     total = MUON__ALIGN;
@@ -2825,6 +2938,7 @@ MUONDEF muon_status muon_init_ex(muon_state *st, size_t rows, size_t cols, int m
     st->momentum = (float *)base;
     st->cap_u = (double *)(base + mb);
     st->cap_v = st->cap_u + rows;
+    st->row_v = st->cap_v + cols;
     if (wb) {
         st->workspace = base + mb + pb;
         st->workspace_bytes = wb;
@@ -2842,6 +2956,30 @@ MUONDEF void muon_free(muon_state *st)
     if (!st) return;
     if (st->block) MUON_FREE(st->block);
     memset(st, 0, sizeof *st);
+}
+
+MUONDEF muon_status muon_matrix_shape(const size_t *dims, int ndim, int stack_dims, size_t *count, size_t *rows,
+                                      size_t *cols)
+{
+    size_t cnt = 1, c = 1;
+    int i;
+    if (!dims || !count || !rows || !cols) return MUON_ERR_NULL;
+    if (stack_dims < 0 || ndim < 2 || stack_dims > ndim - 2) return MUON_ERR_DOMAIN;
+    for (i = 0; i < ndim; i++)
+        if (dims[i] == 0) return MUON_ERR_SIZE;
+    for (i = 0; i < stack_dims; i++)
+        if (!muon__u_mul(cnt, dims[i], &cnt)) return MUON_ERR_SIZE;
+    for (i = stack_dims + 1; i < ndim; i++)
+        if (!muon__u_mul(c, dims[i], &c)) return MUON_ERR_SIZE;
+    { /* the whole parameter must be addressable as floats */
+        size_t t;
+        if (!muon__u_mul(cnt, dims[stack_dims], &t) || !muon__u_mul(t, c, &t) || !muon__u_mul(t, sizeof(float), &t))
+            return MUON_ERR_SIZE;
+    }
+    *count = cnt;
+    *rows = dims[stack_dims];
+    *cols = c;
+    return MUON_OK;
 }
 
 /* The update direction u of SPEC 2.2 from the old momentum b and gradient g (new B not stored). */
@@ -2900,30 +3038,93 @@ static void muon__mom_commit(float *B, const float *G, size_t ldg, size_t rows, 
     }
 }
 
-/* NS of each of the k row chunks of U (rows x cols, ld cols) in place, then D = -lr*scale*O */
-static muon_status muon__ns_chunks_scaled(float *U, size_t rows, size_t cols, const muon_config *c,
-                                          void *nsws, size_t nsws_bytes)
+/* NS of every block of U (rows x cols, ld cols) in place: U becomes O, unscaled */
+static muon_status muon__ns_blocks(float *U, size_t cols, const muon_config *c, const muon__split *rp,
+                                   const muon__split *cp, void *nsws, size_t nsws_bytes)
 {
-    size_t k = c->split_rows, r = rows / k, ch, i;
+    size_t bi, bj, r0 = 0;
     muon_status s;
-    double fd;
-    float f;
-    int bad = 0;
-    for (ch = 0; ch < k; ch++) {
-        s = muon__ns_one(U + ch * r * cols, r, cols, cols, &c->ns, U + ch * r * cols, cols, nsws, nsws_bytes);
-        if (s != MUON_OK) return s;
+    for (bi = 0; bi < rp->k; bi++) {
+        size_t rl = muon__split_len(rp, bi), c0 = 0;
+        for (bj = 0; bj < cp->k; bj++) {
+            size_t cl = muon__split_len(cp, bj);
+            float *blk = U + r0 * cols + c0; /* size_t offsets throughout */
+            s = muon__ns_one(blk, rl, cl, cols, &c->ns, blk, cols, nsws, nsws_bytes);
+            if (s != MUON_OK) return s;
+            c0 += cl;
+        }
+        r0 += rl;
     }
-    fd = -c->lr * muon__shape_scale(c, r, cols); /* equal chunks: one scale */
-    if (!(fabs(fd) <= (double)FLT_MAX)) return MUON_ERR_RANGE;
-    f = (float)fd;
-    MUON__OMP(omp parallel for schedule(static) reduction(|:bad) if ((double)rows * (double)cols >= MUON__PAR_MIN))
+    return MUON_OK;
+}
+
+/* NorMuon on O (U, rows x cols, ld cols), SPEC 2.7: vnew_i = beta2 v_i + (1 - beta2) mean_j O_ij^2
+ * (written to vnew, the state untouched), O_i <- O_i / (sqrt(vnew_i) + eps), then O rescaled to
+ * its Frobenius norm before the division (sums in double). A zero row stays zero (0 / eps). */
+static void muon__normuon(float *U, size_t rows, size_t cols, const muon_config *c, const double *v, double *vnew)
+{
+    double before = 0.0, after = 0.0, beta = c->normuon_beta2, eps = c->normuon_eps, f;
+    size_t i;
+    MUON__OMP(omp parallel for schedule(static) reduction(+:before, after) if ((double)rows * (double)cols >= MUON__PAR_MIN))
+    for (i = 0; i < rows; i++) {
+        float *u = U + i * cols;
+        double ss = 0.0, d, q = 0.0;
+        size_t j;
+        for (j = 0; j < cols; j++) ss += (double)u[j] * (double)u[j];
+        vnew[i] = beta * v[i] + (1.0 - beta) * (ss / (double)cols);
+        d = 1.0 / (sqrt(vnew[i]) + eps);
+        for (j = 0; j < cols; j++) {
+            u[j] = (float)((double)u[j] * d);
+            q += (double)u[j] * (double)u[j];
+        }
+        before += ss;
+        after += q;
+    }
+    if (!(after > 0.0)) return;
+    f = sqrt(before / after);
+    MUON__OMP(omp parallel for schedule(static) if ((double)rows * (double)cols >= MUON__PAR_MIN))
     for (i = 0; i < rows; i++) {
         float *u = U + i * cols;
         size_t j;
-        for (j = 0; j < cols; j++) u[j] *= f;
-        bad |= !muon__u_finite_matrix(u, 1, cols, cols);
+        for (j = 0; j < cols; j++) u[j] = (float)((double)u[j] * f);
+    }
+}
+
+/* D = -lr * scale(block) * O, each block with its own shape's scale. RANGE when a factor or an
+ * entry of D leaves float's range. One block: one factor for the whole matrix, as before. */
+static muon_status muon__blocks_scale(float *U, size_t cols, const muon_config *c, const muon__split *rp,
+                                      const muon__split *cp)
+{
+    size_t bi, bj, r0 = 0, i;
+    int bad = 0;
+    for (bi = 0; bi < rp->k; bi++) {
+        size_t rl = muon__split_len(rp, bi), rend = r0 + rl;
+        for (bj = 0; bj < cp->k; bj++) /* every factor representable before anything is scaled */
+            if (!(fabs(c->lr * muon__shape_scale(c, rl, muon__split_len(cp, bj))) <= (double)FLT_MAX))
+                return MUON_ERR_RANGE;
+        MUON__OMP(omp parallel for schedule(static) reduction(|:bad) if ((double)rl * (double)cols >= MUON__PAR_MIN))
+        for (i = r0; i < rend; i++) {
+            float *u = U + i * cols;
+            size_t j, b, c0 = 0;
+            for (b = 0; b < cp->k; b++) {
+                size_t cl = muon__split_len(cp, b);
+                float f = (float)(-c->lr * muon__shape_scale(c, rl, cl));
+                for (j = c0; j < c0 + cl; j++) u[j] *= f;
+                c0 += cl;
+            }
+            bad |= !muon__u_finite_matrix(u, 1, cols, cols);
+        }
+        r0 = rend;
     }
     return bad ? MUON_ERR_RANGE : MUON_OK;
+}
+
+/* Whether the decoupled decay applies to entry w with increment d: always, or with cautious
+ * weight decay only where the update u = -d and w do not disagree in sign, u w >= 0 (dion,
+ * modded-nanogpt's NorMuon path and arXiv 2510.12402 use the indicator of u * w >= 0). */
+static double muon__decay_for(double lrwd, int cautious, float w, float d)
+{
+    return cautious && (double)w * (double)d > 0.0 ? 0.0 : lrwd;
 }
 
 /* w - lrwd w + d as muon_step_ws commits it (in double, rounded once) */
@@ -2938,7 +3139,7 @@ static float muon__step_new_w(float w, float d, double lrwd)
  * by at most ||D||_F, so the test is |w (1 - lrwd)| + |d| + ||D||_F <= FLT_MAX (in double),
  * a sufficient condition checked before the cap writes its pair into the state. */
 static int muon__step_fits(const float *W, size_t ldw, const float *U, size_t rows, size_t cols, double lrwd,
-                           int capped)
+                           int capped, int cautious)
 {
     size_t i;
     int bad = 0;
@@ -2949,10 +3150,12 @@ static int muon__step_fits(const float *W, size_t ldw, const float *U, size_t ro
         size_t j;
         for (j = 0; j < cols; j++) {
             if (!(fabsf(w[j]) <= FLT_MAX)) continue;
-            if (capped)
-                bad |= !(fabs((double)w[j] * (1.0 - lrwd)) + fabs((double)d[j]) + fro <= (double)FLT_MAX);
+            if (capped) /* cautious: the mask is not known before the cap, |w| bounds both */
+                bad |= !(fabs((double)w[j] * (cautious ? 1.0 : 1.0 - lrwd)) + fabs((double)d[j]) + fro <=
+                         (double)FLT_MAX);
             else
-                bad |= !(fabsf(muon__step_new_w(w[j], d[j], lrwd)) <= FLT_MAX);
+                bad |= !(fabsf(muon__step_new_w(w[j], d[j], muon__decay_for(lrwd, cautious, w[j], d[j]))) <=
+                         FLT_MAX);
         }
     }
     return !bad;
@@ -2967,11 +3170,12 @@ static muon_status muon__step_check(size_t rows, size_t cols, const float *W, si
 {
     muon_status s;
     size_t need, k, wb, gb, sb = 0;
+    muon__split rp, cp;
     if ((s = muon__u_check_shape(rows, cols, ldw)) != MUON_OK) return s;
     if ((s = muon__u_check_shape(rows, cols, ldg)) != MUON_OK) return s;
     if (S && (s = muon__u_check_shape(rows, cols, lds)) != MUON_OK) return s;
-    if (rows % c->split_rows != 0) return MUON_ERR_SIZE;
-    need = muon__step_ws_bytes(rows, cols, c->split_rows, extra_doubles, 1);
+    if (!muon__step_splits(c, rows, cols, &rp, &cp)) return MUON_ERR_SIZE;
+    need = muon__step_ws_bytes(rows, cols, rp.max, cp.max, extra_doubles, 1);
     if (need == 0 || ws_bytes < need) return MUON_ERR_SIZE;
     wb = muon__u_extent(rows, cols, ldw) * sizeof(float);
     gb = muon__u_extent(rows, cols, ldg) * sizeof(float);
@@ -2997,13 +3201,15 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
     size_t rows, cols, ub, i;
     unsigned char *base;
     float *U;
-    double lrwd;
-    const void *reg[3];
-    size_t reg_bytes[3];
+    double lrwd, *vnew = NULL;
+    const void *reg[4];
+    size_t reg_bytes[4], nsoff;
+    muon__split rp, cp;
     if (!st || !cfg || !W || !G || !ws) return MUON_ERR_NULL;
     if (!st->momentum || !st->cap_u || !st->cap_v) return MUON_ERR_NULL;
-    /* the config first: split_rows is needed by the shape checks */
+    /* the config first: the splits are needed by the shape checks */
     if ((s = muon_config_resolve(cfg, &c)) != MUON_OK) return s;
+    if (c.normuon && !st->row_v) return MUON_ERR_NULL; /* a state from before 0.3 */
     rows = st->rows;
     cols = st->cols;
     reg[0] = st->momentum;
@@ -3012,8 +3218,16 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
     reg_bytes[1] = rows * sizeof(double);
     reg[2] = st->cap_v;
     reg_bytes[2] = cols * sizeof(double);
-    s = muon__step_check(rows, cols, W, ldw, G, ldg, step_out, lds, &c, ws, ws_bytes, 0, reg, reg_bytes, 3);
+    reg[3] = st->row_v;
+    reg_bytes[3] = st->row_v ? rows * sizeof(double) : 0;
+    s = muon__step_check(rows, cols, W, ldw, G, ldg, step_out, lds, &c, ws, ws_bytes, c.normuon ? rows : 0, reg,
+                         reg_bytes, 4);
     if (s != MUON_OK) return s;
+    (void)muon__step_splits(&c, rows, cols, &rp, &cp); /* checked above */
+    if (c.normuon) {
+        for (i = 0; i < rows; i++)
+            if (!(st->row_v[i] >= 0.0 && st->row_v[i] <= DBL_MAX)) return MUON_ERR_NONFINITE;
+    }
     if (!muon__step_count_ok(st->step)) return MUON_ERR_DOMAIN;
     /* the cap reads W (power iteration): NaN/Inf there would enter the stored pair */
     if (c.cap != MUON_CAP_OFF && !muon__u_finite_matrix(W, rows, cols, ldw)) return MUON_ERR_NONFINITE;
@@ -3021,11 +3235,18 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
     base = muon__u_align_ptr(ws);
     ub = muon__u_round(rows * cols * sizeof(float));
     U = (float *)base;
+    nsoff = ub;
+    if (c.normuon) {
+        vnew = (double *)(base + ub);
+        nsoff += muon__u_round(rows * sizeof(double));
+    }
     if ((s = muon__mom_fill(st->momentum, G, ldg, rows, cols, &c, U)) != MUON_OK) return s;
-    s = muon__ns_chunks_scaled(U, rows, cols, &c, base + ub, ws_bytes - (size_t)(base + ub - (unsigned char *)ws));
+    s = muon__ns_blocks(U, cols, &c, &rp, &cp, base + nsoff, ws_bytes - (size_t)(base + nsoff - (unsigned char *)ws));
     if (s != MUON_OK) return s; /* nothing committed yet */
+    if (c.normuon) muon__normuon(U, rows, cols, &c, st->row_v, vnew);
+    if ((s = muon__blocks_scale(U, cols, &c, &rp, &cp)) != MUON_OK) return s;
     lrwd = c.lr * c.weight_decay;
-    if (!muon__step_fits(W, ldw, U, rows, cols, lrwd, c.cap != MUON_CAP_OFF)) return MUON_ERR_RANGE;
+    if (!muon__step_fits(W, ldw, U, rows, cols, lrwd, c.cap != MUON_CAP_OFF, c.cautious_wd)) return MUON_ERR_RANGE;
 
     if (c.cap != MUON_CAP_OFF) { /* SPEC 2.4: top pair of W (warm), remove sigma_1's growth */
         double sigma = muon__power(W, rows, cols, ldw, st->cap_valid ? c.cap_iters : MUON_CAP_COLD_ITERS,
@@ -3041,12 +3262,16 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
      * The decay is formed as w - (lr lambda) w in double, not as w * (float)(1 - lr lambda),
      * which rounds to 1.0f (no decay at all) once lr lambda < 2^-25. */
     muon__mom_commit(st->momentum, G, ldg, rows, cols, &c);
+    if (c.normuon) memcpy(st->row_v, vnew, rows * sizeof(double));
     MUON__OMP(omp parallel for schedule(static) if ((double)rows * (double)cols >= MUON__PAR_MIN))
     for (i = 0; i < rows; i++) {
         float *w = W + i * ldw;
         const float *d = U + i * cols;
         size_t j;
-        for (j = 0; j < cols; j++) w[j] = muon__step_new_w(w[j], d[j], lrwd);
+        if (c.cautious_wd)
+            for (j = 0; j < cols; j++) w[j] = muon__step_new_w(w[j], d[j], muon__decay_for(lrwd, 1, w[j], d[j]));
+        else
+            for (j = 0; j < cols; j++) w[j] = muon__step_new_w(w[j], d[j], lrwd);
         if (step_out) memcpy(step_out + i * lds, d, cols * sizeof(float)); /* S = D (capped) */
     }
     st->step++;
@@ -3224,9 +3449,10 @@ MUONDEF muown_config muown_default(void)
 
 MUONDEF size_t muown_step_workspace_size(size_t rows, size_t cols, const muown_config *cfg)
 {
-    size_t split = 1;
-    if (cfg) split = cfg->muon.split_rows ? cfg->muon.split_rows : 1;
-    return muon__step_ws_bytes(rows, cols, split, rows, 0);
+    muon__split rp, cp;
+    if (!cfg) return muon__step_ws_bytes(rows, cols, rows, cols, rows, 0);
+    if (!muon__step_splits(&cfg->muon, rows, cols, &rp, &cp)) return 0;
+    return muon__step_ws_bytes(rows, cols, rp.max, cp.max, rows, 0);
 }
 
 /* row norms of W in double; returns 0 if some row is zero */
@@ -3255,7 +3481,7 @@ MUONDEF muon_status muown_init(muown_state *st, const float *W, size_t rows, siz
     vb = muon__u_round(vb);
     if (!muon__u_mul(rows, cols, &mb) || !muon__u_mul(mb, sizeof(float), &mb)) return MUON_ERR_SIZE;
     mb = muon__u_round(mb);
-    wb = muon__step_ws_bytes(rows, cols, 1, rows, 0);
+    wb = muon__step_ws_bytes(rows, cols, rows, cols, rows, 0);
     if (!vb || !mb || !wb) return MUON_ERR_SIZE;
     total = MUON__ALIGN;
     if (!muon__u_add(total, vb, &total) || !muon__u_add(total, mb, &total) || !muon__u_add(total, wb, &total))
@@ -3372,7 +3598,11 @@ MUONDEF muon_status muown_config_resolve(const muown_config *in, muown_config *o
     if (!in || !out) return MUON_ERR_NULL;
     r = *in;
     if ((s = muon_config_resolve(&in->muon, &r.muon)) != MUON_OK) return s;
-    if (in->magnitude != MUOWN_MAG_ADAM && in->magnitude != MUOWN_MAG_SIGNUM && in->magnitude != MUOWN_MAG_FIXED)
+    /* NorMuon and cautious decay are Muon's: Muown's rows are normalised by construction and its
+     * decay re-reads the magnitudes; refused rather than ignored */
+    if (r.muon.normuon || r.muon.cautious_wd) return MUON_ERR_DOMAIN;
+    if (in->magnitude != MUOWN_MAG_ADAM && in->magnitude != MUOWN_MAG_SIGNUM && in->magnitude != MUOWN_MAG_FIXED &&
+        in->magnitude != MUOWN_MAG_SGD && in->magnitude != MUOWN_MAG_LION)
         return MUON_ERR_DOMAIN;
     if (!muon__u_isfinite(in->mag_lr) || in->mag_lr < 0.0) return MUON_ERR_DOMAIN;
     if (!(in->mag_beta1 >= 0.0 && in->mag_beta1 < 1.0) || !(in->mag_beta2 >= 0.0 && in->mag_beta2 < 1.0))
@@ -3399,6 +3629,12 @@ static double muon__muown_mag(const muown_config *cfg, double g, double m, doubl
         *m_out = cfg->mag_beta1 * m + (1.0 - cfg->mag_beta1) * gi;
         return g - cfg->mag_lr * (*m_out > 0.0 ? 1.0 : *m_out < 0.0 ? -1.0 : 0.0);
     case MUOWN_MAG_FIXED: break;
+    case MUOWN_MAG_SGD: return g - cfg->mag_lr * gi;
+    case MUOWN_MAG_LION: {
+        double x = cfg->mag_beta1 * m + (1.0 - cfg->mag_beta1) * gi;
+        *m_out = cfg->mag_beta2 * m + (1.0 - cfg->mag_beta2) * gi;
+        return g - cfg->mag_lr * (x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : 0.0);
+    }
     }
     return g;
 }
@@ -3459,10 +3695,14 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
         bad |= !muon__u_finite_matrix(u, 1, cols, cols) || !muon__u_isfinite(gg[i]);
     }
     if (bad) return MUON_ERR_RANGE; /* a SUM momentum past FLT_MAX (the EMA form cannot) */
-    s = muon__ns_chunks_scaled(U, rows, cols, &c, base + ub + muon__u_round(rows * sizeof(double)),
-                               ws_bytes - (size_t)(base + ub - (unsigned char *)ws) -
-                                   muon__u_round(rows * sizeof(double)));
-    if (s != MUON_OK) return s;
+    {
+        muon__split rp, cp;
+        size_t nsoff = ub + muon__u_round(rows * sizeof(double));
+        (void)muon__step_splits(&c, rows, cols, &rp, &cp); /* checked by muon__step_check */
+        s = muon__ns_blocks(U, cols, &c, &rp, &cp, base + nsoff, ws_bytes - (size_t)(base + nsoff - (unsigned char *)ws));
+        if (s == MUON_OK) s = muon__blocks_scale(U, cols, &c, &rp, &cp);
+        if (s != MUON_OK) return s;
+    }
 
     t = st->step + 1;
     if (cfg->magnitude == MUOWN_MAG_ADAM) {
@@ -3527,7 +3767,7 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
             }
             /* weight-decay resync: g = +-||W_i||, the sign that keeps u = W/g along v_new (so the
              * momentum, which lives in v's coordinates, stays consistent when g < 0) */
-            st->g[i] = dot < 0.0 ? -sqrt(acc) : sqrt(acc);
+            st->g[i] = dot < 0.0 && !cfg->reference_resync ? -sqrt(acc) : sqrt(acc);
         } else {
             for (j = 0; j < cols; j++) w[j] = (float)(scale * (double)d[j]);
             st->g[i] = gn;

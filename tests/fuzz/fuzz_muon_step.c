@@ -50,6 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_shape s = fz_take_shape(&in, 16, 16);
     size_t ldw = s.bogus ? s.ld : s.cols + fz_u8(&in) % 3, wn, gn, steps = 1 + fz_u8(&in) % 3, t, i;
     muon_config cfg = muon_default();
+    size_t row_sizes[4];
     static const double ord_lr[] = {0.02, 0.0, 1.0, 1e-4};
     static const double ord_mom[] = {0.95, 0.0, 0.5, 0.99};
     static const double ord_wd[] = {0.0, 0.1, 0.01};
@@ -73,6 +74,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cfg.cap_iters = (int)(fz_u8(&in) % 8) - 1;
         if (fz_u8(&in) % 8 == 0) cfg.ns = muon_ns_preset((muon_ns_kind)(fz_u8(&in) % 5), (int)(fz_u8(&in) % 8));
         if (fz_u8(&in) % 16 == 0) cfg.ns.eps = fz_param(&in, ord_wd, 3);
+        { /* issue 18's switches: column splits, unequal row blocks, NorMuon, max-eps, cautious */
+            uint8_t o = fz_u8(&in);
+            cfg.split_cols = o % 4;
+            if (o & 0x04) {
+                cfg.row_blocks = fz_u8(&in) % 5;
+                for (i = 0; i < cfg.row_blocks; i++) row_sizes[i] = fz_u8(&in) % 6;
+                if (fz_u8(&in) % 4) cfg.row_sizes = row_sizes; /* else: a count without sizes */
+            }
+            cfg.normuon = (o >> 3) & 1;
+            if (o & 0x10) cfg.normuon_beta2 = fz_param(&in, ord_mom, 4);
+            if (o & 0x20) cfg.normuon_eps = fz_param(&in, ord_wd, 3);
+            cfg.ns.norm = (muon_ns_norm)((o >> 6) % 3);
+            cfg.cautious_wd = fz_u8(&in) % 2;
+        }
     }
     /* the state fixes rows and cols; bad ones must fail muon_init with st untouched */
     memset(&st, 0x3c, sizeof st);
@@ -160,7 +175,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FZ_CHECK(fz_all_finite_f(st.momentum, s.rows * s.cols), "momentum not finite after step %zu", t);
                 FZ_CHECK(cfg.cap == MUON_CAP_OFF || st.cap_sigma == st.cap_sigma, "cap_sigma NaN");
             }
-            if (S) fz_check_step(S, lds, (const float *)snW.copy, W, ldw, s.rows, s.cols, cfg.lr * cfg.weight_decay, 55.0f);
+            if (S && !cfg.cautious_wd)
+                fz_check_step(S, lds, (const float *)snW.copy, W, ldw, s.rows, s.cols, cfg.lr * cfg.weight_decay, 55.0f);
+            if (S && cfg.cautious_wd) { /* each entry decayed (u w >= 0) or not, as its sign says */
+                size_t r0, c0;
+                const float *Wb = (const float *)snW.copy;
+                for (r0 = 0; r0 < s.rows; r0++)
+                    for (c0 = 0; c0 < s.cols; c0++) {
+                        double wb = Wb[r0 * ldw + c0], wa = W[r0 * ldw + c0], sv = S[r0 * lds + c0];
+                        double lw = wb * sv > 0.0 ? 0.0 : cfg.lr * cfg.weight_decay;
+                        if (!(fabs(wb) <= FLT_MAX)) continue;
+                        FZ_CHECK(fabs(sv - (wa - (wb - lw * wb))) <= ldexp(1.0, -23) * (fabs(wa) + fabs(sv)) + ldexp(1.0, -149),
+                                 "cautious S[%zu,%zu] = %.9g, W %.9g -> %.9g", r0, c0, sv, wb, wa);
+                    }
+            }
             /* columns past cols inside ldw never written */
             for (i = 0; i + 1 < s.rows; i++)
                 FZ_CHECK(memcmp(W + i * ldw + s.cols, (const float *)snW.copy + i * ldw + s.cols,
