@@ -3166,16 +3166,15 @@ static int muon__step_fits(const float *W, size_t ldw, const float *U, size_t ro
 static muon_status muon__step_check(size_t rows, size_t cols, const float *W, size_t ldw, const float *G,
                                     size_t ldg, const float *S, size_t lds, const muon_config *c, void *ws,
                                     size_t ws_bytes, size_t extra_doubles, const void *const *reg,
-                                    const size_t *reg_bytes, size_t nreg)
+                                    const size_t *reg_bytes, size_t nreg, muon__split *rp, muon__split *cp)
 {
     muon_status s;
     size_t need, k, wb, gb, sb = 0;
-    muon__split rp, cp;
     if ((s = muon__u_check_shape(rows, cols, ldw)) != MUON_OK) return s;
     if ((s = muon__u_check_shape(rows, cols, ldg)) != MUON_OK) return s;
     if (S && (s = muon__u_check_shape(rows, cols, lds)) != MUON_OK) return s;
-    if (!muon__step_splits(c, rows, cols, &rp, &cp)) return MUON_ERR_SIZE;
-    need = muon__step_ws_bytes(rows, cols, rp.max, cp.max, extra_doubles, 1);
+    if (!muon__step_splits(c, rows, cols, rp, cp)) return MUON_ERR_SIZE;
+    need = muon__step_ws_bytes(rows, cols, rp->max, cp->max, extra_doubles, 1);
     if (need == 0 || ws_bytes < need) return MUON_ERR_SIZE;
     wb = muon__u_extent(rows, cols, ldw) * sizeof(float);
     gb = muon__u_extent(rows, cols, ldg) * sizeof(float);
@@ -3221,9 +3220,8 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
     reg[3] = st->row_v;
     reg_bytes[3] = st->row_v ? rows * sizeof(double) : 0;
     s = muon__step_check(rows, cols, W, ldw, G, ldg, step_out, lds, &c, ws, ws_bytes, c.normuon ? rows : 0, reg,
-                         reg_bytes, 4);
+                         reg_bytes, 4, &rp, &cp);
     if (s != MUON_OK) return s;
-    (void)muon__step_splits(&c, rows, cols, &rp, &cp); /* checked above */
     if (c.normuon) {
         for (i = 0; i < rows; i++)
             if (!(st->row_v[i] >= 0.0 && st->row_v[i] <= DBL_MAX)) return MUON_ERR_NONFINITE;
@@ -3654,6 +3652,7 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     long long t;
     const void *reg[5];
     size_t reg_bytes[5], k;
+    muon__split rp, cp;
     if (!st || !cfg || !W || !G || !ws) return MUON_ERR_NULL;
     if (!st->g || !st->vnorm || !st->mag_m || !st->mag_v || !st->momentum) return MUON_ERR_NULL;
     if ((s = muown_config_resolve(cfg, &rc)) != MUON_OK) return s;
@@ -3668,7 +3667,8 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     reg[3] = st->mag_m;
     reg[4] = st->mag_v;
     for (k = 1; k < 5; k++) reg_bytes[k] = rows * sizeof(double);
-    s = muon__step_check(rows, cols, W, ldw, G, ldg, step_out, lds, &c, ws, ws_bytes, rows, reg, reg_bytes, 5);
+    s = muon__step_check(rows, cols, W, ldw, G, ldg, step_out, lds, &c, ws, ws_bytes, rows, reg, reg_bytes, 5, &rp,
+                         &cp);
     if (s != MUON_OK) return s;
     /* W is read too (its rows carry the directions): NaN/Inf there would enter g and ||v|| */
     if (!muon__u_finite_matrix(W, rows, cols, ldw)) return MUON_ERR_NONFINITE;
@@ -3696,9 +3696,7 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     }
     if (bad) return MUON_ERR_RANGE; /* a SUM momentum past FLT_MAX (the EMA form cannot) */
     {
-        muon__split rp, cp;
         size_t nsoff = ub + muon__u_round(rows * sizeof(double));
-        (void)muon__step_splits(&c, rows, cols, &rp, &cp); /* checked by muon__step_check */
         s = muon__ns_blocks(U, cols, &c, &rp, &cp, base + nsoff, ws_bytes - (size_t)(base + nsoff - (unsigned char *)ws));
         if (s == MUON_OK) s = muon__blocks_scale(U, cols, &c, &rp, &cp);
         if (s != MUON_OK) return s;

@@ -547,6 +547,79 @@ static void section_ns(const int *thr, int nthr, int reps)
 }
 
 /* ======================================================================================== */
+/* The Muon step's switches (muon.h 0.3): NorMuon, per-head NS, cautious decay vs plain Muon    */
+
+typedef struct step_ctx {
+    muon_state st;
+    muon_config cfg;
+    size_t rows, cols;
+    float *W;
+    const float *G;
+    void *ws;
+    size_t wsb;
+} step_ctx;
+
+static void muon_step_job(void *p)
+{
+    step_ctx *c = (step_ctx *)p;
+    if (muon_step_ws(&c->st, &c->cfg, c->W, c->cols, c->G, c->cols, NULL, 0, c->ws, c->wsb) != MUON_OK) exit(3);
+}
+
+/* One attention matrix d x d with H heads: the whole step (momentum, NS J5, scale, decay) of
+ * plain Muon against NorMuon, per-head rows (Q/K/V), per-head columns (O) and cautious decay,
+ * interleaved. NorMuon and cautious decay add O(mn) work to an O(m^2 n) step; per head cuts
+ * the NS flops by about H (H blocks of d/H x d). */
+static void section_muon(const int *thr, int nthr, int reps)
+{
+    static const size_t shapes[][2] = {{64, 2}, {768, 12}, {1024, 16}};
+    static const char *const names[5] = {"Muon", "NorMuon", "per-head rows", "per-head cols", "cautious wd"};
+    size_t si;
+    int ti, v;
+    for (ti = 0; ti < nthr; ti++) {
+        set_threads(thr[ti]);
+        for (si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            size_t d = shapes[si][0], H = shapes[si][1];
+            step_ctx c[5];
+            job jobs[5];
+            double med[5];
+            float *G = falloc(d * d);
+            char what[64], o[32], b1[32], b2[48];
+            fill_normal(G, d * d, 1e-2);
+            for (v = 0; v < 5; v++) {
+                memset(&c[v], 0, sizeof c[v]);
+                c[v].cfg = muon_default();
+                c[v].cfg.lr = 1e-4; /* W barely moves over the reps */
+                if (v == 1) c[v].cfg.normuon = 1;
+                if (v == 2) c[v].cfg.split_rows = H;
+                if (v == 3) c[v].cfg.split_cols = H;
+                if (v == 4) c[v].cfg.cautious_wd = 1;
+                c[v].rows = c[v].cols = d;
+                c[v].G = G;
+                c[v].W = falloc(d * d);
+                fill_normal(c[v].W, d * d, 0.02);
+                c[v].wsb = muon_step_workspace_size(d, d, &c[v].cfg);
+                c[v].ws = malloc(c[v].wsb ? c[v].wsb : 1);
+                if (!c[v].ws || muon_init(&c[v].st, d, d) != MUON_OK) exit(2);
+                jobs[v].fn = muon_step_job, jobs[v].ctx = &c[v], jobs[v].timed = NULL;
+            }
+            measure(jobs, 5, reps, med);
+            for (v = 1; v < 5; v++) {
+                int split = v == 2 || v == 3;
+                bfmt(what, sizeof what, "step %zux%zu H=%zu: %s vs Muon", d, d, H, names[v]);
+                bfmt(b2, sizeof b2, "Muon %s", fmt_ms(b1, sizeof b1, med[0]));
+                if (split) /* fewer flops: how much faster, no target */
+                    add_row("muon", what, thr[ti], fmt_ms(o, sizeof o, med[v]), b2, med[0] / med[v], "(speed)", -1);
+                else
+                    add_row("muon", what, thr[ti], fmt_ms(o, sizeof o, med[v]), b2, med[v] / med[0], "time<=1.15",
+                            med[v] / med[0] <= 1.15);
+            }
+            for (v = 0; v < 5; v++) muon_free(&c[v].st), free(c[v].W), free(c[v].ws);
+            free(G);
+        }
+    }
+}
+
+/* ======================================================================================== */
 /* The GEMM products of one NS step: built-in vs OpenBLAS (the former bench/gemm_bench.c)     */
 
 typedef struct gemm_ctx {
@@ -1165,8 +1238,8 @@ static int has(const char *list, const char *name)
 int main(int argc, char **argv)
 {
     int reps = 5, big_reps = 1, thr[2] = {1, 2}, nthr = 2, a, i;
-    const char *only = "ns,gemm,rownorm,diam,hilbert";
-    double t0, sec_time[5] = {0, 0, 0, 0, 0};
+    const char *only = "ns,muon,gemm,rownorm,diam,hilbert";
+    double t0, sec_time[6] = {0, 0, 0, 0, 0, 0};
     if (!getenv("OPENBLAS_CORETYPE")) { /* must be set before OpenBLAS initialises: re-execute */
         setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
         execv("/proc/self/exe", argv);
@@ -1184,7 +1257,7 @@ int main(int argc, char **argv)
             if (has(s, "1")) thr[nthr++] = 1;
             if (has(s, "2")) thr[nthr++] = 2;
         } else {
-            fprintf(stderr, "usage: %s [--reps N>=5] [--big-reps N] [--only ns,gemm,rownorm,diam,hilbert] "
+            fprintf(stderr, "usage: %s [--reps N>=5] [--big-reps N] [--only ns,muon,gemm,rownorm,diam,hilbert] "
                             "[--threads 1,2] [--no-peers] [--cpu-time]\n", argv[0]);
             return 2;
         }
@@ -1205,8 +1278,8 @@ int main(int argc, char **argv)
         if (g_peers_dead) printf("%s\n", g_peer_note);
     }
     print_header(stderr);
-    for (i = 0; i < 5; i++) {
-        static const char *const names[5] = {"ns", "gemm", "rownorm", "diam", "hilbert"};
+    for (i = 0; i < 6; i++) {
+        static const char *const names[6] = {"ns", "gemm", "rownorm", "diam", "hilbert", "muon"};
         double ts = now_s();
         if (!has(only, names[i])) continue;
         if (i == 0) section_ns(thr, nthr, reps);
@@ -1214,6 +1287,7 @@ int main(int argc, char **argv)
         if (i == 2) section_rownorm(thr, nthr, reps);
         if (i == 3) section_diam(thr, nthr, reps, big_reps);
         if (i == 4) section_hilbert(thr, nthr, reps);
+        if (i == 5) section_muon(thr, nthr, reps);
         sec_time[i] = now_s() - ts;
     }
     printf("\n");
@@ -1222,7 +1296,7 @@ int main(int argc, char **argv)
     printf("%s\n", !g_peers_on ? "peers: skipped (--no-peers)" : g_peer_note[0] ? g_peer_note : "peers: none run");
     printf("ratio: 'time' rows are ours/other time (lower is better); 'speed' rows are other/ours time "
            "(higher is better). eGF/s: all-pairs flops V(V-1)d / time.\n");
-    printf("bench: total %.0f s (ns %.0f, gemm %.0f, rownorm %.0f, diam %.0f, hilbert %.0f)\n", now_s() - t0,
-           sec_time[0], sec_time[1], sec_time[2], sec_time[3], sec_time[4]);
+    printf("bench: total %.0f s (ns %.0f, gemm %.0f, rownorm %.0f, diam %.0f, hilbert %.0f, muon %.0f)\n",
+           now_s() - t0, sec_time[0], sec_time[1], sec_time[2], sec_time[3], sec_time[4], sec_time[5]);
     return 0;
 }

@@ -278,9 +278,12 @@ static const ckpt_field *find_as(const ckpt_reader *r, const char *name, ckpt_ty
 }
 
 /* Index of the first NaN / Inf value of an f32 or f64 field, or f->count if there is none. */
-static uint64_t first_nonfinite(const ckpt_field *f)
+/* Index of the first f32 / f64 value that is NaN or Inf, or (negative != 0) below zero; count
+ * if none. *neg: whether that value is a finite negative one. */
+static uint64_t first_bad(const ckpt_field *f, int negative, int *neg)
 {
     uint64_t i;
+    *neg = 0;
     for (i = 0; i < f->count; i++) {
         double v;
         if (f->type == CKPT_F32) {
@@ -295,6 +298,10 @@ static uint64_t first_nonfinite(const ckpt_field *f)
             break;
         }
         if (!isfinite(v)) return i;
+        if (negative && v < 0.0) {
+            *neg = 1;
+            return i;
+        }
     }
     return f->type == CKPT_U64 ? f->count : i;
 }
@@ -305,11 +312,12 @@ gpt_status ckpt_check_field(const ckpt_reader *r, const char *name, ckpt_type ty
     const ckpt_field *f;
     gpt_status s = GPT_OK;
     uint64_t bad;
+    int neg;
     if (!r || !name) return fail(err, errlen, GPT_ERR_NULL, "checkpoint: NULL argument");
     if (!(f = find_as(r, name, type, count, &s, err, errlen))) return s;
-    if (finite && (bad = first_nonfinite(f)) < f->count)
-        return fail(err, errlen, GPT_ERR_CORRUPT, "%s: field \"%s\" holds a NaN or Inf (value %llu)", r->file, name,
-                    (unsigned long long)bad);
+    if (finite && (bad = first_bad(f, finite == CKPT_NONNEGATIVE, &neg)) < f->count)
+        return fail(err, errlen, GPT_ERR_CORRUPT, "%s: field \"%s\" holds %s (value %llu)", r->file, name,
+                    neg ? "a negative value" : "a NaN or Inf", (unsigned long long)bad);
     return GPT_OK;
 }
 

@@ -107,9 +107,11 @@ gpt_status ckpt_get_f32(const ckpt_reader *r, const char *name, float *out, size
 gpt_status ckpt_get_f32_range(const ckpt_reader *r, const char *name, size_t total, size_t first, size_t count,
                                float *out, char *err, size_t errlen);
 /* Checks field `name` without copying it: MISSING if absent, MISMATCH for another type or
- * count (as the getters); with finite != 0, CORRUPT if an f32 / f64 value is NaN or Inf (the
- * message names the file, the field and the index). Lets a reader check a whole file before it
- * allocates what the fields will be copied into. */
+ * count (as the getters); with finite = CKPT_FINITE (1), CORRUPT if an f32 / f64 value is NaN or
+ * Inf, with CKPT_NONNEGATIVE also if one is below zero (a second moment); the message names the
+ * file, the field and the index. Lets a reader check a whole file before it allocates what the
+ * fields will be copied into. */
+enum { CKPT_FINITE = 1, CKPT_NONNEGATIVE = 2 };
 gpt_status ckpt_check_field(const ckpt_reader *r, const char *name, ckpt_type type, size_t count, int finite,
                              char *err, size_t errlen);
 /* 1 if the field exists. */

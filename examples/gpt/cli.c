@@ -61,7 +61,8 @@ static const cli_flag cli_flags[] = {
     {"--seed", K_SEED, F(opt.seed), 0, 0x7fffffffL, M_ALL, "S", "initialisation and data order (1; experiment: the first seed)"},
     SECTION("optimizers (SPEC 3; defaults in README.md)"),
     {"--head", K_HEAD, F(opt.recipe.head), 0, 0, M_RUN, "adamw|rownorm|muon", "head optimizer and its defaults (adamw)"},
-    {"--block", K_BLOCK, F(opt.recipe.block), 0, 0, M_ALL, "muon|muown", "block-matrix optimizer (muon)"},
+    {"--block", K_BLOCK, F(opt.recipe.block), 0, 0, M_ALL, "muon|muown|normuon", "block-matrix optimizer (muon)"},
+    {"--ns-per-head", K_SWITCH, F(opt.recipe.ns_per_head), 1, 0, M_ALL, NULL, "Newton-Schulz per attention head: Q, K, V by rows, O by columns"},
     {"--cap", K_CAP, F(opt.recipe.cap), 0, 0, M_ALL, "off|growth|always", "spectral cap on the block matrices (off)"},
     {"--ns-steps", K_INT, F(opt.recipe.ns_steps), 1, 100, M_ALL, "K", "Newton-Schulz steps, Jordan schedule (5)"},
     {"--lr-muon", K_REAL, F(opt.recipe.muon_lr), 0, 0, M_ALL, "X", "peak rate of the block matrices (0.02)"},
@@ -234,9 +235,7 @@ static int store(train_cli *cli, const cli_flag *c, const char *v)
         return 1;
     }
     case K_BLOCK:
-        if (strcmp(v, "muon") != 0 && strcmp(v, "muown") != 0) return 0;
-        cli->opt.recipe.block = strcmp(v, "muown") == 0 ? OPTIM_BLOCK_MUOWN : OPTIM_BLOCK_MUON;
-        return 1;
+        return optim_block_parse(v, &cli->opt.recipe.block);
     case K_CAP:
         if (strcmp(v, "off") == 0) cli->opt.recipe.cap = MUON_CAP_OFF;
         else if (strcmp(v, "growth") == 0) cli->opt.recipe.cap = MUON_CAP_GROWTH;

@@ -72,10 +72,14 @@ gpt_status gpt_cuda_adamw_step(gpt_backend *be, float *param, const float *grad,
 /* muon_step on the device (rows x cols, ld = cols; momentum rows x cols): momentum rule of cfg,
  * NS of cfg->ns as cuBLAS SYRK/SYMM products (coefficients read from the muon_ns_config), the
  * shape scale of the NS'd matrix (QKV chunks when split_rows > 1), decoupled weight decay.
- * The spectral cap is not implemented on the device (GPT_ERR_CONFIG if cfg->cap is on).
+ * The spectral cap is not implemented on the device (GPT_ERR_CONFIG if cfg->cap is on), nor
+ * NorMuon, column splits (per-head output projections), unequal splits, cautious decay or the
+ * max(||G||, eps) normalisation (gpt_cuda_muon_supported is 0 for those; the step refuses them
+ * with GPT_ERR_CONFIG and the trainer runs such recipes with the host optimizer).
  * ws: gpt_cuda_muon_workspace_floats(rows, cols) device floats. step_out (device, rows x cols,
  * or NULL) receives the step D, as muon_step's does. */
 size_t gpt_cuda_muon_workspace_floats(size_t rows, size_t cols);
+int gpt_cuda_muon_supported(const muon_config *cfg);
 gpt_status gpt_cuda_muon_step(gpt_backend *be, float *w, const float *g, float *momentum, size_t rows,
                               size_t cols, const muon_config *cfg, float *ws, float *step_out);
 

@@ -105,6 +105,12 @@ gpt_status gpt_cuda_adamw_step(gpt_backend *be, float *param, const float *grad,
 
 /* ---- Muon -------------------------------------------------------------------------------- */
 
+int gpt_cuda_muon_supported(const muon_config *c)
+{
+    return c && !c->normuon && c->split_cols <= 1 && !c->row_sizes && !c->col_sizes && !c->cautious_wd &&
+           c->ns.norm == MUON_NORM_ADD_EPS;
+}
+
 /* U = momentum direction, momentum <- its new value */
 __global__ void k_muon_direction(float *U, float *mom, const float *g, size_t n, double beta, int nesterov,
                                  int form)
@@ -177,6 +183,7 @@ gpt_status gpt_cuda_muon_step(gpt_backend *be, float *w, const float *g, float *
     if (!c || !w || !g || !momentum || !cfg || !ws) return GPT_ERR_NULL;
     if (rows == 0 || cols == 0) return GPT_ERR_SIZE;
     if (cfg->cap != MUON_CAP_OFF) return GPT_ERR_CONFIG; /* not on the device (see the header) */
+    if (!gpt_cuda_muon_supported(cfg)) return GPT_ERR_CONFIG;
     if (muon_config_resolve(cfg, &rc) != MUON_OK) return GPT_ERR_CONFIG; /* muon_step's own rules */
     if (rc.ns.method != MUON_NS_PLAIN) return GPT_ERR_CONFIG; /* Gram NS: not on the device (see the header) */
     cfg = &rc;

@@ -757,10 +757,11 @@ char *exp_recipe_caption(const exp_log *log)
 static void describe_recipe(sbuf *b, const exp_log *L, int caption)
 {
     enum { LAYERS, DMODEL, HEADS, MLP, VOCAB, PARAMS, STEPS, BATCH, SEQ, ACCUM, TPU, BLOCK, MUON_LR, MUON_WD, NS,
-           EMBED_LR, WARMUP, FINAL, CLIP, N_KEYS };
+           PER_HEAD, EMBED_LR, WARMUP, FINAL, CLIP, N_KEYS };
     static const char *const keys[N_KEYS] = {"layers", "d_model", "heads", "mlp", "vocab", "params", "steps",
                                              "batch", "seq", "accum", "tokens_per_update", "block", "muon_lr",
-                                             "muon_wd", "ns_steps", "embed_lr", "warmup", "final_lr", "clip"};
+                                             "muon_wd", "ns_steps", "ns_per_head", "embed_lr", "warmup", "final_lr",
+                                             "clip"};
     const char *v[N_KEYS];
     double num[N_KEYS], tokens;
     char tok[32];
@@ -774,11 +775,12 @@ static void describe_recipe(sbuf *b, const exp_log *L, int caption)
     if (tokens >= 1e6) snprintf(tok, sizeof tok, "%.3gM", tokens / 1e6);
     else snprintf(tok, sizeof tok, "%.3gk", tokens / 1e3);
     sb_printf(b, "%s layers, d %s, %s heads, mlp %s, vocab %s: %.2fM parameters;%s%s updates of %s x %s tokens%s%s = %s "
-                 "tokens per run;%s%s blocks lr %.4g wd %.4g (NS %s), embedding AdamW lr %.4g; warm-up %.0f%%, cosine "
-                 "to %.0f%%, clip %.4g",
+                 "tokens per run;%s%s blocks lr %.4g wd %.4g (NS %s%s), embedding AdamW lr %.4g; warm-up %.0f%%, "
+                 "cosine to %.0f%%, clip %.4g",
               v[LAYERS], v[DMODEL], v[HEADS], v[MLP], v[VOCAB], num[PARAMS] / 1e6, caption ? "\n" : " ", v[STEPS], v[BATCH], v[SEQ],
               num[ACCUM] > 1 ? " x accum " : "", num[ACCUM] > 1 ? v[ACCUM] : "", tok, caption ? "\n" : " ", v[BLOCK],
-              num[MUON_LR], num[MUON_WD], v[NS], num[EMBED_LR], 100 * num[WARMUP], 100 * num[FINAL], num[CLIP]);
+              num[MUON_LR], num[MUON_WD], v[NS], num[PER_HEAD] == 1 ? " per head" : "", num[EMBED_LR], 100 * num[WARMUP],
+              100 * num[FINAL], num[CLIP]);
 }
 
 /* frontier_diameter.svg or frontier_rms.svg */

@@ -50,6 +50,20 @@ const char *optim_head_name(optim_head_kind k)
     return k == OPTIM_HEAD_ROWNORM ? "rownorm" : k == OPTIM_HEAD_MUON ? "muon" : "adamw";
 }
 
+const char *optim_block_name(optim_block_kind k)
+{
+    return k == OPTIM_BLOCK_MUOWN ? "muown" : k == OPTIM_BLOCK_NORMUON ? "normuon" : "muon";
+}
+
+int optim_block_parse(const char *s, optim_block_kind *out)
+{
+    if (strcmp(s, "muon") == 0) *out = OPTIM_BLOCK_MUON;
+    else if (strcmp(s, "muown") == 0) *out = OPTIM_BLOCK_MUOWN;
+    else if (strcmp(s, "normuon") == 0) *out = OPTIM_BLOCK_NORMUON;
+    else return 0;
+    return 1;
+}
+
 int optim_head_parse(const char *s, optim_head_kind *out)
 {
     if (strcmp(s, "adamw") == 0) *out = OPTIM_HEAD_ADAMW;
@@ -87,6 +101,18 @@ static muon_config block_muon_config(const optim_recipe *r, double lr, double be
     c.ns = muon_ns_preset(MUON_NS_JORDAN, r->ns_steps);
     c.cap = cap;
     return c;
+}
+
+/* A block matrix's recipe switches: NorMuon, and the per-head cut of the attention matrices
+ * (rows = output features, y = x W^T: Q, K, V's rows are the heads' outputs, O's columns the
+ * heads' inputs; model.h). which: the block matrix's place in its layer (GPT_WQ, ...). */
+static void block_switches(muon_config *c, const optim_recipe *r, const gpt_config *model, int which)
+{
+    c->normuon = r->block == OPTIM_BLOCK_NORMUON;
+    if (r->ns_per_head && model->n_heads > 1) {
+        if (which == GPT_WQ || which == GPT_WK || which == GPT_WV) c->split_rows = (size_t)model->n_heads;
+        else if (which == GPT_WO) c->split_cols = (size_t)model->n_heads;
+    }
 }
 
 /* The optimizer recipe r gives a tensor of kind k. */
@@ -197,6 +223,7 @@ int optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *mod
         } else if (s->t.kind == GPT_TENSOR_BLOCK_MATRIX) {
             s->peak_lr = r->muon_lr;
             s->muon_cfg = block_muon_config(r, r->muon_lr, r->muon_beta, r->muon_wd, r->cap);
+            block_switches(&s->muon_cfg, r, model, (i - 1) % GPT_N_LAYER_TENSORS);
             if (s->kind == OPTIM_MUOWN) {
                 s->muown_cfg = muown_default();
                 s->muown_cfg.muon = s->muon_cfg;
@@ -422,6 +449,7 @@ void optim_recipe_save(const optim_recipe *r, ckpt_writer *w)
     ckpt_put_u64_1(w, "recipe.block", (uint64_t)r->block);
     ckpt_put_u64_1(w, "recipe.cap", (uint64_t)r->cap);
     ckpt_put_u64_1(w, "recipe.ns_steps", (uint64_t)r->ns_steps);
+    ckpt_put_u64_1(w, "recipe.ns_per_head", (uint64_t)r->ns_per_head);
     ckpt_put_f64_1(w, "recipe.muon_lr", r->muon_lr);
     ckpt_put_f64_1(w, "recipe.muon_beta", r->muon_beta);
     ckpt_put_f64_1(w, "recipe.muon_wd", r->muon_wd);
@@ -473,17 +501,20 @@ static int recipe_u64(const ckpt_reader *rd, const char *name, uint64_t lo, uint
 int optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, size_t errlen)
 {
     optim_recipe t = *r;
-    uint64_t u[4];
+    uint64_t u[5] = {0, 0, 0, 0, 0};
     size_t k;
     if (recipe_u64(rd, "recipe.head", 0, OPTIM_HEAD_MUON, &u[0], err, errlen) ||
-        recipe_u64(rd, "recipe.block", 0, OPTIM_BLOCK_MUOWN, &u[1], err, errlen) ||
+        recipe_u64(rd, "recipe.block", 0, OPTIM_BLOCK_NORMUON, &u[1], err, errlen) ||
         recipe_u64(rd, "recipe.cap", 0, MUON_CAP_ALWAYS, &u[2], err, errlen) ||
         recipe_u64(rd, "recipe.ns_steps", 1, 100, &u[3], err, errlen))
         return -1;
+    /* a checkpoint from before per-head NS has no such field: it ran without */
+    if (ckpt_has(rd, "recipe.ns_per_head") && recipe_u64(rd, "recipe.ns_per_head", 0, 1, &u[4], err, errlen)) return -1;
     t.head = (optim_head_kind)u[0];
     t.block = (optim_block_kind)u[1];
     t.cap = (muon_cap_mode)u[2];
     t.ns_steps = (int)u[3];
+    t.ns_per_head = (int)u[4];
     for (k = 0; k < sizeof recipe_f64s / sizeof recipe_f64s[0]; k++) {
         const recipe_f64 *f = &recipe_f64s[k];
         double v;
@@ -523,6 +554,7 @@ static void save_slot(const optim_slot *s, ckpt_writer *w, const float *B_full)
         field(name, sizeof name, s, "cap_u"), ckpt_put_f64(w, name, s->muon.cap_u, s->t.rows);
         field(name, sizeof name, s, "cap_v"), ckpt_put_f64(w, name, s->muon.cap_v, s->t.cols);
         field(name, sizeof name, s, "cap"), ckpt_put_f64(w, name, cap, 2);
+        field(name, sizeof name, s, "row_v"), ckpt_put_f64(w, name, s->muon.row_v, s->t.rows);
         break;
     }
     case OPTIM_MUOWN:
@@ -623,30 +655,18 @@ typedef struct {
     const char *what;
     ckpt_type type;
     slot_dim dim;
+    int second_moment; /* every value >= 0 */
+    int normuon_only;  /* may be absent (an older checkpoint) unless the tensor runs NorMuon */
 } slot_array;
 
 static const slot_array slot_arrays[] = {
-    {OPTIM_ADAMW, "m", CKPT_F32, DIM_ALL},       {OPTIM_ADAMW, "v", CKPT_F32, DIM_ALL},
-    {OPTIM_MUON, "momentum", CKPT_F32, DIM_ALL}, {OPTIM_MUON, "cap_u", CKPT_F64, DIM_ROWS},
-    {OPTIM_MUON, "cap_v", CKPT_F64, DIM_COLS},   {OPTIM_MUON, "cap", CKPT_F64, DIM_TWO},
-    {OPTIM_MUOWN, "g", CKPT_F64, DIM_ROWS},      {OPTIM_MUOWN, "vnorm", CKPT_F64, DIM_ROWS},
-    {OPTIM_MUOWN, "mag_m", CKPT_F64, DIM_ROWS},  {OPTIM_MUOWN, "mag_v", CKPT_F64, DIM_ROWS},
-    {OPTIM_MUOWN, "momentum", CKPT_F32, DIM_ALL}, {OPTIM_ROWNORM, "B", CKPT_F32, DIM_ALL}};
-
-/* -1 with a message if a value of f32 field `name` (n values, finite) is negative. */
-static int check_nonnegative(const ckpt_reader *rd, const char *name, size_t n, char *err, size_t errlen)
-{
-    float buf[1024];
-    size_t at, k;
-    for (at = 0; at < n; at += k) {
-        size_t len = n - at < 1024 ? n - at : 1024;
-        if (ckpt_get_f32_range(rd, name, n, at, len, buf, err, errlen)) return -1;
-        for (k = 0; k < len; k++)
-            if (buf[k] < 0.0f)
-                return gpt_errorf(err, errlen, "%s: field \"%s\" holds a negative value (value %zu)", rd->file, name, at + k);
-    }
-    return 0;
-}
+    {OPTIM_ADAMW, "m", CKPT_F32, DIM_ALL, 0, 0},       {OPTIM_ADAMW, "v", CKPT_F32, DIM_ALL, 1, 0},
+    {OPTIM_MUON, "momentum", CKPT_F32, DIM_ALL, 0, 0}, {OPTIM_MUON, "cap_u", CKPT_F64, DIM_ROWS, 0, 0},
+    {OPTIM_MUON, "cap_v", CKPT_F64, DIM_COLS, 0, 0},   {OPTIM_MUON, "cap", CKPT_F64, DIM_TWO, 0, 0},
+    {OPTIM_MUON, "row_v", CKPT_F64, DIM_ROWS, 1, 1},   {OPTIM_MUOWN, "g", CKPT_F64, DIM_ROWS, 0, 0},
+    {OPTIM_MUOWN, "vnorm", CKPT_F64, DIM_ROWS, 0, 0},  {OPTIM_MUOWN, "mag_m", CKPT_F64, DIM_ROWS, 0, 0},
+    {OPTIM_MUOWN, "mag_v", CKPT_F64, DIM_ROWS, 1, 0},  {OPTIM_MUOWN, "momentum", CKPT_F32, DIM_ALL, 0, 0},
+    {OPTIM_ROWNORM, "B", CKPT_F32, DIM_ALL, 0, 0}};
 
 /* The fields of one tensor's optimizer state (see optim_check_checkpoint). */
 static int check_slot(const optim_slot *s, const ckpt_reader *rd, char *err, size_t errlen)
@@ -670,8 +690,10 @@ static int check_slot(const optim_slot *s, const ckpt_reader *rd, char *err, siz
                  : a->dim == DIM_COLS ? s->t.cols : 2;
         if (a->kind != s->kind) continue;
         field(name, sizeof name, s, a->what);
-        if (ckpt_check_field(rd, name, a->type, n, 1, err, errlen)) return -1;
-        if (s->kind == OPTIM_ADAMW && strcmp(a->what, "v") == 0 && check_nonnegative(rd, name, n, err, errlen)) return -1;
+        if (a->normuon_only && !s->muon_cfg.normuon && !ckpt_has(rd, name)) continue; /* an older file */
+        /* second moments (AdamW's v, NorMuon's row_v) are >= 0: a negative one gives NaN steps */
+        if (ckpt_check_field(rd, name, a->type, n, a->second_moment ? CKPT_NONNEGATIVE : CKPT_FINITE, err, errlen))
+            return -1;
     }
     return 0;
 }
@@ -687,6 +709,7 @@ int optim_check_checkpoint(const optim_recipe *r, const gpt_config *model, const
     for (i = 0; i < lay.n_tensors; i++) {
         if (gpt_tensor_info(model, i, &s.t) != GPT_OK) return gpt_errorf(err, errlen, "%s: bad model", rd->file);
         s.kind = kind_for(r, s.t.kind);
+        s.muon_cfg.normuon = s.t.kind == GPT_TENSOR_BLOCK_MATRIX && r->block == OPTIM_BLOCK_NORMUON;
         if (s.t.kind == GPT_TENSOR_HEAD) head_n = s.t.rows * s.t.cols;
         if (check_slot(&s, rd, err, errlen)) return -1;
     }
@@ -735,6 +758,13 @@ int optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errlen)
             if (ckpt_get_f64(r, name, cap, 2, err, errlen)) return -1;
             s->muon.cap_sigma = cap[0];
             s->muon.cap_valid = cap[1] != 0.0;
+            field(name, sizeof name, s, "row_v");
+            if (!s->muon_cfg.normuon && !ckpt_has(r, name)) { /* an older file: the state starts at zero */
+                memset(s->muon.row_v, 0, s->t.rows * sizeof *s->muon.row_v);
+            } else if (ckpt_check_field(r, name, CKPT_F64, s->t.rows, CKPT_NONNEGATIVE, err, errlen) ||
+                       ckpt_get_f64(r, name, s->muon.row_v, s->t.rows, err, errlen)) {
+                return -1;
+            }
             break;
         }
         case OPTIM_MUOWN:

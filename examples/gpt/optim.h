@@ -3,8 +3,11 @@
  *
  * Assignment (SPEC §3), by the tensor kinds of model.h:
  *   block matrices   Muon (muon.h; Nesterov, EMA momentum 0.95, Jordan x 5, scale sqrt(max(1, m/n)),
- *                    decoupled weight decay 0.1), or Muown (--block muown), optionally with the
- *                    spectral cap (--cap growth|always; SPEC §2.4, reconstructed from the abstract)
+ *                    decoupled weight decay 0.1), Muown (--block muown) or NorMuon (--block normuon:
+ *                    Muon's update normalised per row by its second moment, beta2 0.95, eps 1e-8,
+ *                    rescaled to the Muon update's Frobenius norm), optionally with the spectral
+ *                    cap (--cap growth|always; SPEC §2.4, reconstructed from the abstract; Muon and
+ *                    NorMuon) and per-head Newton-Schulz of the attention matrices (--ns-per-head)
  *   embedding        AdamW (muon.h)
  *   LM head          AdamW (arm A), RowNorm (arm B, rownorm.h) or Muon
  * Every tensor's peak rate is multiplied by the same schedule factor (optim_lr_factor).
@@ -34,7 +37,9 @@ extern "C" {
 #endif
 
 typedef enum { OPTIM_HEAD_ADAMW = 0, OPTIM_HEAD_ROWNORM = 1, OPTIM_HEAD_MUON = 2 } optim_head_kind;
-typedef enum { OPTIM_BLOCK_MUON = 0, OPTIM_BLOCK_MUOWN = 1 } optim_block_kind;
+/* Block matrices: Muon; Muown (row magnitudes as their own variable); NorMuon (Muon, then the
+ * per-row second-moment normalisation of the orthogonalised update, muon_config.normuon). */
+typedef enum { OPTIM_BLOCK_MUON = 0, OPTIM_BLOCK_MUOWN = 1, OPTIM_BLOCK_NORMUON = 2 } optim_block_kind;
 
 /* Everything that decides the optimizer's arithmetic (stored in checkpoints). */
 typedef struct optim_recipe {
@@ -42,6 +47,9 @@ typedef struct optim_recipe {
     optim_block_kind block;
     muon_cap_mode cap;     /* spectral cap on block matrices (Muon only) */
     int ns_steps;          /* Newton-Schulz steps (Jordan schedule) */
+    int ns_per_head;       /* 1: Q, K, V orthogonalised per attention head (split_rows = n_heads),
+                              the output projection per head's input columns (split_cols = n_heads);
+                              each head's block takes its own shape scale (--ns-per-head) */
     double muon_lr;        /* block matrices, peak */
     double muon_beta;
     double muon_wd;
@@ -67,6 +75,8 @@ optim_recipe optim_default(optim_head_kind head);
 
 const char *optim_head_name(optim_head_kind k);   /* "adamw", "rownorm", "muon" */
 int optim_head_parse(const char *s, optim_head_kind *out); /* 1 on success */
+const char *optim_block_name(optim_block_kind k); /* "muon", "muown", "normuon" */
+int optim_block_parse(const char *s, optim_block_kind *out); /* 1 on success */
 
 /* Schedule factor of update `step` (0-based) out of `total`: (step+1)/W for step < W =
  * ceil(warmup_frac * total); then final + (1 - final) (1 + cos(pi p))/2 with p going from 0 at
@@ -158,13 +168,16 @@ int optim_step(optim_set *o, float *params, float *grads, long step, long total,
 
 /* Checkpoint fields "recipe.*" (every field of the recipe). load returns 0 or -1 with a message
  * naming the file and the field, and checks every value as the command line does: head, block,
- * cap among the known kinds, ns_steps in [1, 100] (--ns-steps), every rate, decay, eps and the
- * clip finite in [0, 1e30], the betas in [0, 1), warmup_frac and final_frac in [0, 1]. On error
- * *r is untouched. */
+ * cap among the known kinds, ns_steps in [1, 100] (--ns-steps), ns_per_head 0 or 1 (absent in a
+ * checkpoint written before it existed: 0), every rate, decay, eps and the clip finite in
+ * [0, 1e30], the betas in [0, 1), warmup_frac and final_frac in [0, 1]. On error *r is untouched. */
 void optim_recipe_save(const optim_recipe *r, ckpt_writer *w);
 int optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, size_t errlen);
 
 /* Checkpoint fields "opt.<tensor>.*" and "opt.head_step". load returns 0 or -1 with a message.
+ * A Muon tensor's "row_v" (NorMuon's per-row second moment, rows doubles) is written for every
+ * Muon tensor; a checkpoint written before it existed lacks it and resumes as zeros, except
+ * under NorMuon, which refuses it (its second moment would restart from zero).
  * optim_load reads what this rank holds (the states of the slots it owns, its rows of a sharded
  * head), so a checkpoint of any number of ranks resumes on any number of ranks. */
 void optim_save(const optim_set *o, ckpt_writer *w);

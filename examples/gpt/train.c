@@ -473,9 +473,9 @@ static void log_recipe(run *r)
     fprintf(f, "# head=%s\n# head_lr=%s\n# head_beta1=%s\n# head_beta2=%s\n# head_eps=%s\n# head_wd=%s\n",
             optim_head_name(q->head), exact_g(g[0], q->head_lr), exact_g(g[1], q->head_beta1), exact_g(g[2], q->head_beta2),
             exact_g(g[3], q->head_eps), exact_g(g[4], q->head_wd));
-    fprintf(f, "# block=%s\n# muon_lr=%s\n# muon_beta=%s\n# muon_wd=%s\n# ns_steps=%d\n# cap=%s\n",
-            q->block == OPTIM_BLOCK_MUOWN ? "muown" : "muon", exact_g(g[0], q->muon_lr), exact_g(g[1], q->muon_beta),
-            exact_g(g[2], q->muon_wd), q->ns_steps,
+    fprintf(f, "# block=%s\n# muon_lr=%s\n# muon_beta=%s\n# muon_wd=%s\n# ns_steps=%d\n# ns_per_head=%d\n# cap=%s\n",
+            optim_block_name(q->block), exact_g(g[0], q->muon_lr), exact_g(g[1], q->muon_beta),
+            exact_g(g[2], q->muon_wd), q->ns_steps, q->ns_per_head,
             q->cap == MUON_CAP_OFF ? "off" : q->cap == MUON_CAP_GROWTH ? "growth" : "always");
     fprintf(f, "# embed_lr=%s\n# embed_beta1=%s\n# embed_beta2=%s\n# embed_eps=%s\n# embed_wd=%s\n",
             exact_g(g[0], q->embed_lr), exact_g(g[1], q->embed_beta1), exact_g(g[2], q->embed_beta2),
@@ -1091,11 +1091,14 @@ train_outcome train_run(const train_options *opt, train_result *res)
     flops_per_token = gpt_flops_per_token(&r.be->config);
     if (r.step == 0) {
         const gpt_config *c = &r.be->config;
-        console(&r, "model: %d layers, d %d, %d heads, mlp %d, vocab %d, T %d: %.2fM parameters; %s head, %s blocks; "
+        console(&r, "model: %d layers, d %d, %d heads, mlp %d, vocab %d, T %d: %.2fM parameters; %s head, %s blocks%s; "
                     "B %d x accum %d, %ld steps, seed %llu\n",
                 c->n_layers, c->d_model, c->n_heads, c->mlp_hidden, c->vocab_size, c->seq_len,
                 (double)r.be->layout.n_params / 1e6, optim_head_name(r.opt.recipe.head),
-                r.opt.recipe.block == OPTIM_BLOCK_MUOWN ? "Muown" : "Muon", r.o.batch, r.o.accum, r.o.steps,
+                r.opt.recipe.block == OPTIM_BLOCK_MUOWN     ? "Muown"
+                : r.opt.recipe.block == OPTIM_BLOCK_NORMUON ? "NorMuon"
+                                                            : "Muon",
+                r.opt.recipe.ns_per_head ? " (NS per head)" : "", r.o.batch, r.o.accum, r.o.steps,
                 (unsigned long long)r.o.seed);
         if (r.size > 1) describe_ranks(&r);
         if (do_eval(&r, 0)) goto out;

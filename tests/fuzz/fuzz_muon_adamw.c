@@ -80,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             rs = muon_adamw_step(&st, &cfg, p, gr, Sarg);
             if (Sarg && Sarg == gr) FZ_CHECK(rs != MUON_OK, "step_out over grad accepted");
             if (rs != MUON_OK) FZ_CHECK(fz_snap_same(&snS), "step_out written on error %d", (int)rs);
-            else if (S) fz_check_step(S, n, (const float *)sb.copy + (p - buf), p, n, 1, n, cfg.lr * cfg.weight_decay, 55.0f);
+            else if (S) fz_check_step(S, n, (const float *)sb.copy + (p - buf), p, n, 1, n, cfg.lr * cfg.weight_decay, 0, 55.0f);
             fz_snap_free(&snS);
             free(S);
             if (overlap || !finite) FZ_CHECK(rs != MUON_OK, "overlap or NaN/Inf accepted");

@@ -2,7 +2,7 @@
  * muon_step_ws, muon_free: 1-3 steps with fuzzed configs (every field, including out-of-range
  * enums and non-finite numbers), shapes, leading dimensions, QKV splits, gradients (NaN/Inf,
  * denormal, huge) and placements of G (separate or overlapping W).
- * Checks: on an error W, the state (step, momentum, cap pair) and G are untouched; G never
+ * Checks: on an error W, the state (step, momentum, cap pair, NorMuon's row_v) and G are untouched; G never
  * changes; invalid sizes, G overlapping W, NaN/Inf in G and a step counter that cannot take
  * another step (negative, LLONG_MAX: e.g. from a checkpoint) are never OK; an OK step maps a
  * finite W to a finite W and leaves a finite momentum, whatever the config and the values
@@ -15,7 +15,7 @@
 typedef struct {
     muon_state st;
     float *mom;
-    double *cu, *cv;
+    double *cu, *cv, *rv;
 } state_snap;
 
 static void snap_state(state_snap *s, const muon_state *st)
@@ -28,19 +28,26 @@ static void snap_state(state_snap *s, const muon_state *st)
     memcpy(s->mom, st->momentum, n * sizeof(float));
     memcpy(s->cu, st->cap_u, st->rows * sizeof(double));
     memcpy(s->cv, st->cap_v, st->cols * sizeof(double));
+    s->rv = NULL;
+    if (st->row_v) {
+        s->rv = (double *)fz_malloc(st->rows * sizeof(double));
+        memcpy(s->rv, st->row_v, st->rows * sizeof(double));
+    }
 }
 static int state_same(const state_snap *s, const muon_state *st)
 {
     return memcmp(&s->st, st, sizeof *st) == 0 &&
            memcmp(s->mom, st->momentum, st->rows * st->cols * sizeof(float)) == 0 &&
            memcmp(s->cu, st->cap_u, st->rows * sizeof(double)) == 0 &&
-           memcmp(s->cv, st->cap_v, st->cols * sizeof(double)) == 0;
+           memcmp(s->cv, st->cap_v, st->cols * sizeof(double)) == 0 &&
+           (!st->row_v || memcmp(s->rv, st->row_v, st->rows * sizeof(double)) == 0);
 }
 static void free_snap(state_snap *s)
 {
     free(s->mom);
     free(s->cu);
     free(s->cv);
+    free(s->rv);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -175,20 +182,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FZ_CHECK(fz_all_finite_f(st.momentum, s.rows * s.cols), "momentum not finite after step %zu", t);
                 FZ_CHECK(cfg.cap == MUON_CAP_OFF || st.cap_sigma == st.cap_sigma, "cap_sigma NaN");
             }
-            if (S && !cfg.cautious_wd)
-                fz_check_step(S, lds, (const float *)snW.copy, W, ldw, s.rows, s.cols, cfg.lr * cfg.weight_decay, 55.0f);
-            if (S && cfg.cautious_wd) { /* each entry decayed (u w >= 0) or not, as its sign says */
-                size_t r0, c0;
-                const float *Wb = (const float *)snW.copy;
-                for (r0 = 0; r0 < s.rows; r0++)
-                    for (c0 = 0; c0 < s.cols; c0++) {
-                        double wb = Wb[r0 * ldw + c0], wa = W[r0 * ldw + c0], sv = S[r0 * lds + c0];
-                        double lw = wb * sv > 0.0 ? 0.0 : cfg.lr * cfg.weight_decay;
-                        if (!(fabs(wb) <= FLT_MAX)) continue;
-                        FZ_CHECK(fabs(sv - (wa - (wb - lw * wb))) <= ldexp(1.0, -23) * (fabs(wa) + fabs(sv)) + ldexp(1.0, -149),
-                                 "cautious S[%zu,%zu] = %.9g, W %.9g -> %.9g", r0, c0, sv, wb, wa);
-                    }
+            if (st.row_v) { /* NorMuon's second moments: finite and >= 0; untouched without NorMuon */
+                for (i = 0; i < s.rows; i++)
+                    FZ_CHECK(cfg.normuon ? st.row_v[i] >= 0.0 && st.row_v[i] <= DBL_MAX : st.row_v[i] == ss.rv[i],
+                             "row_v[%zu] = %g after a step (normuon %d)", i, st.row_v[i], cfg.normuon);
             }
+            if (S)
+                fz_check_step(S, lds, (const float *)snW.copy, W, ldw, s.rows, s.cols, cfg.lr * cfg.weight_decay,
+                              cfg.cautious_wd, 55.0f);
             /* columns past cols inside ldw never written */
             for (i = 0; i + 1 < s.rows; i++)
                 FZ_CHECK(memcmp(W + i * ldw + s.cols, (const float *)snW.copy + i * ldw + s.cols,

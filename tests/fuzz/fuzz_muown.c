@@ -140,7 +140,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (lds < s.cols) FZ_CHECK(rs != MUON_OK, "lds %zu < cols %zu accepted", lds, s.cols);
             if (rs != MUON_OK) FZ_CHECK(fz_snap_same(&snS), "step_out written on error %d", (int)rs);
             else fz_check_step(S, lds, (const float *)snW.copy, W, s.ld, s.rows, s.cols,
-                               cfg.muon.lr * cfg.muon.weight_decay, 55.0f);
+                               cfg.muon.lr * cfg.muon.weight_decay, 0, 55.0f);
         }
         fz_snap_free(&snS);
         free(S);

@@ -751,6 +751,22 @@ static void test_error_paths(void)
     mc = muon_default();
     mc.cap = MUON_CAP_ALWAYS;
     CHECK(gpt_cuda_muon_step(&c->base, dw, dg, dm, rows, cols, &mc, ws, NULL) == GPT_ERR_CONFIG);
+    { /* the switches of muon.h 0.3 the device does not implement: refused, not ignored */
+        int k;
+        for (k = 0; k < 4; k++) {
+            mc = muon_default();
+            if (k == 0) mc.normuon = 1;
+            if (k == 1) mc.split_cols = 2;
+            if (k == 2) mc.cautious_wd = 1;
+            if (k == 3) mc.ns.norm = MUON_NORM_MAX_EPS;
+            CHECK_MSG(!gpt_cuda_muon_supported(&mc) &&
+                          gpt_cuda_muon_step(&c->base, dw, dg, dm, rows, cols, &mc, ws, NULL) == GPT_ERR_CONFIG,
+                      "switch %d", k);
+        }
+        mc = muon_default();
+        mc.split_rows = 2; /* per-head Q/K/V rows: the device's chunked NS */
+        CHECK(gpt_cuda_muon_supported(&mc) && gpt_cuda_muon_step(&c->base, dw, dg, dm, rows, cols, &mc, ws, NULL) == GPT_OK);
+    }
     gpt_cuda_free(dw), gpt_cuda_free(dg), gpt_cuda_free(dm), gpt_cuda_free(ws);
     gpt_cuda_backend.destroy(&c->base);
 }

@@ -79,7 +79,8 @@ static train_options tiny(void)
 static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
 
 /* Uninterrupted run vs (stop at k, resume): identical losses, finals and logged losses. */
-static void resume_case(optim_head_kind head, optim_block_kind block, muon_cap_mode cap, int accum, long stop_at)
+static void resume_case_ph(optim_head_kind head, optim_block_kind block, muon_cap_mode cap, int accum, long stop_at,
+                          int per_head)
 {
     train_options o = tiny();
     train_result full, part, rest;
@@ -91,6 +92,7 @@ static void resume_case(optim_head_kind head, optim_block_kind block, muon_cap_m
     o.recipe = optim_default(head);
     o.recipe.block = block;
     o.recipe.cap = cap;
+    o.recipe.ns_per_head = per_head;
     o.accum = accum;
     path_in(log_full, sizeof log_full, "full.csv");
     path_in(log_res, sizeof log_res, "resumed.csv");
@@ -136,10 +138,17 @@ static void resume_case(optim_head_kind head, optim_block_kind block, muon_cap_m
     train_result_free(&rest);
 }
 
+static void resume_case(optim_head_kind head, optim_block_kind block, muon_cap_mode cap, int accum, long stop_at)
+{
+    resume_case_ph(head, block, cap, accum, stop_at, 0);
+}
+
 static void test_resume_adamw_head(void) { resume_case(OPTIM_HEAD_ADAMW, OPTIM_BLOCK_MUON, MUON_CAP_OFF, 1, 5); }
 static void test_resume_rownorm_head_accum(void) { resume_case(OPTIM_HEAD_ROWNORM, OPTIM_BLOCK_MUON, MUON_CAP_OFF, 2, 7); }
 static void test_resume_muon_head_muown_cap(void) { resume_case(OPTIM_HEAD_MUON, OPTIM_BLOCK_MUOWN, MUON_CAP_OFF, 1, 4); }
 static void test_resume_cap(void) { resume_case(OPTIM_HEAD_ROWNORM, OPTIM_BLOCK_MUON, MUON_CAP_GROWTH, 1, 6); }
+/* NorMuon's row second moments (row_v) and the per-head switch travel in the checkpoint */
+static void test_resume_normuon_per_head(void) { resume_case_ph(OPTIM_HEAD_ADAMW, OPTIM_BLOCK_NORMUON, MUON_CAP_OFF, 1, 5, 1); }
 
 /* SIGINT: the loop saves a checkpoint and stops; resuming finishes the identical run. */
 static void test_sigint_saves_and_resumes(void)
@@ -443,8 +452,9 @@ static void test_bad_files_give_clear_errors(void)
     expect_failure(&o, "missing.ck", "resume");
 }
 
-/* Copies checkpoint `from` to `to` with field `name` replaced by `count` values of `type` (a new
- * field appended when absent), so the checksum stays valid. 1 on success. */
+/* Copies checkpoint `from` to `to` with field `name` replaced by `count` values of `type`, or
+ * dropped when v is NULL (a file from before the field existed), so the checksum stays valid.
+ * 1 on success. */
 static int ckpt_with(const char *from, const char *to, const char *name, ckpt_type type, const void *v, size_t count)
 {
     ckpt_reader r;
@@ -458,6 +468,7 @@ static int ckpt_with(const char *from, const char *to, const char *name, ckpt_ty
         size_t es = f->type == CKPT_F32 ? 4 : 8;
         if (f->name_len == strlen(name) && memcmp(f->name, name, f->name_len) == 0) {
             found = 1;
+            if (!v) continue;
             if (type == CKPT_U64) ckpt_put_u64(&w, name, (const uint64_t *)v, count);
             else if (type == CKPT_F64) ckpt_put_f64(&w, name, (const double *)v, count);
             else ckpt_put_f32(&w, name, (const float *)v, count);
@@ -544,6 +555,140 @@ static void test_checkpoint_values_are_validated(void)
         free(w);
     }
     remove(good), remove(bad);
+}
+
+/* The trainer's NorMuon and per-head switches reach muon.h as the per-tensor configs they stand
+ * for (Q, K, V cut by rows into n_heads blocks, O by columns, the MLP whole), and the trainer's
+ * step of a block matrix is muon_step's with that config, bit for bit. */
+static void test_block_switches(void)
+{
+    gpt_config cfg;
+    optim_set os;
+    optim_recipe rc = optim_default(OPTIM_HEAD_ADAMW);
+    gpt_layout lay;
+    float *p, *g, *w0;
+    t_rng rng = {11};
+    size_t k;
+    int i, step, same = 1;
+    muon_state ref[GPT_N_LAYER_TENSORS];
+    float *wref[GPT_N_LAYER_TENSORS];
+    memset(&cfg, 0, sizeof cfg);
+    cfg.n_layers = 1, cfg.d_model = 16, cfg.n_heads = 4, cfg.seq_len = 8, cfg.vocab_size = 40;
+    CHECK(gpt_config_resolve(&cfg) == GPT_OK);
+    lay = gpt_layout_of(&cfg);
+    p = (float *)malloc(lay.n_params * sizeof *p);
+    g = (float *)malloc(lay.n_params * sizeof *g);
+    w0 = (float *)malloc(lay.n_params * sizeof *w0);
+    CHECK(p && g && w0);
+    if (!p || !g || !w0) return;
+    gpt_init_params(&cfg, p, 7);
+    memcpy(w0, p, lay.n_params * sizeof *p);
+    rc.block = OPTIM_BLOCK_NORMUON;
+    rc.ns_per_head = 1;
+    CHECK(optim_create(&os, &rc, &cfg, p, NULL, 0) == 0);
+    for (i = 0; i < GPT_N_LAYER_TENSORS; i++) {
+        const optim_slot *s = &os.slots[1 + i];
+        int attn_rows = i == GPT_WQ || i == GPT_WK || i == GPT_WV;
+        CHECK_MSG(s->kind == OPTIM_MUON && s->muon_cfg.normuon == 1, "%s", s->t.name);
+        /* 0 and 1 both mean "one block" (muon_default sets split_rows 1) */
+        CHECK_MSG((s->muon_cfg.split_rows > 1 ? s->muon_cfg.split_rows : 1) == (attn_rows ? 4u : 1u) &&
+                      (s->muon_cfg.split_cols > 1 ? s->muon_cfg.split_cols : 1) == (i == GPT_WO ? 4u : 1u),
+                  "%s: split_rows %zu, split_cols %zu", s->t.name, s->muon_cfg.split_rows, s->muon_cfg.split_cols);
+        CHECK(muon_init(&ref[i], s->t.rows, s->t.cols) == MUON_OK);
+        wref[i] = (float *)malloc(s->t.rows * s->t.cols * sizeof(float));
+        if (wref[i]) memcpy(wref[i], w0 + s->t.offset, s->t.rows * s->t.cols * sizeof(float));
+    }
+    for (step = 0; step < 3; step++) {
+        for (k = 0; k < lay.n_params; k++) g[k] = (float)(1e-2 * t_rng_normal(&rng));
+        CHECK(optim_step(&os, p, g, step, 10, NULL, 0) == 0);
+        /* optim_step clipped g in place: the references step on the same gradient */
+        for (i = 0; i < GPT_N_LAYER_TENSORS; i++) {
+            const optim_slot *s = &os.slots[1 + i];
+            muon_config c = muon_default();
+            size_t ld = s->t.cols;
+            c.lr = rc.muon_lr * os.last_lr_factor, c.momentum = rc.muon_beta, c.weight_decay = rc.muon_wd;
+            c.nesterov = 1, c.momentum_form = MUON_MOMENTUM_EMA, c.scale = MUON_SCALE_ORIGINAL;
+            c.ns = muon_ns_preset(MUON_NS_JORDAN, rc.ns_steps);
+            c.normuon = 1;
+            if (i == GPT_WQ || i == GPT_WK || i == GPT_WV) c.split_rows = 4;
+            if (i == GPT_WO) c.split_cols = 4;
+            CHECK(muon_step(&ref[i], &c, wref[i], ld, g + s->t.offset, ld, NULL, 0) == MUON_OK);
+            same &= memcmp(wref[i], p + s->t.offset, s->t.rows * ld * sizeof(float)) == 0;
+        }
+    }
+    CHECK_MSG(same, "the trainer's NorMuon per-head step differs from muon_step with the same config");
+    /* and per head is not the whole matrix: from the same weights and gradient, the split
+     * matrices step differently, the MLP's identically */
+    {
+        optim_set split, whole;
+        optim_recipe r2 = rc;
+        float *p2 = (float *)malloc(lay.n_params * sizeof *p2), *g2 = (float *)malloc(lay.n_params * sizeof *g2);
+        const gpt_tensor *q = &os.slots[1 + GPT_WQ].t, *o = &os.slots[1 + GPT_WO].t, *up = &os.slots[1 + GPT_W_UP].t;
+        CHECK(p2 && g2);
+        r2.ns_per_head = 0;
+        memcpy(p, w0, lay.n_params * sizeof *p);
+        memcpy(p2, w0, lay.n_params * sizeof *p);
+        for (k = 0; k < lay.n_params; k++) g[k] = (float)(1e-2 * t_rng_normal(&rng));
+        memcpy(g2, g, lay.n_params * sizeof *g);
+        CHECK(optim_create(&split, &rc, &cfg, p, NULL, 0) == 0 && optim_create(&whole, &r2, &cfg, p2, NULL, 0) == 0);
+        CHECK(whole.slots[1 + GPT_WQ].muon_cfg.split_rows <= 1 && whole.slots[1 + GPT_WO].muon_cfg.split_cols <= 1);
+        CHECK(optim_step(&split, p, g, 0, 10, NULL, 0) == 0 && optim_step(&whole, p2, g2, 0, 10, NULL, 0) == 0);
+        CHECK(memcmp(p + q->offset, p2 + q->offset, q->rows * q->cols * sizeof *p) != 0);
+        CHECK(memcmp(p + o->offset, p2 + o->offset, o->rows * o->cols * sizeof *p) != 0);
+        CHECK(memcmp(p + up->offset, p2 + up->offset, up->rows * up->cols * sizeof *p) == 0);
+        optim_free(&split), optim_free(&whole);
+        free(p2), free(g2);
+    }
+    for (i = 0; i < GPT_N_LAYER_TENSORS; i++) muon_free(&ref[i]), free(wref[i]);
+    optim_free(&os);
+    free(p), free(g), free(w0);
+}
+
+/* NorMuon's checkpoint fields: a negative row second moment, a missing one under NorMuon and a
+ * per-head switch out of range are refused naming the field; a file from before row_v and
+ * ns_per_head existed (Muon blocks) still resumes. */
+static void test_normuon_checkpoint_fields(void)
+{
+    char good[160], bad[160], old_a[160], old_b[160];
+    train_options o = tiny();
+    train_result r;
+    const uint64_t two = 2;
+    double v[16];
+    int k, ok = 1;
+    path_in(good, sizeof good, "normuon_good.ck");
+    path_in(bad, sizeof bad, "normuon_bad.ck");
+    path_in(old_a, sizeof old_a, "old_a.ck");
+    path_in(old_b, sizeof old_b, "old_b.ck");
+    o.ckpt_path = good;
+    o.steps = 3;
+    o.recipe.block = OPTIM_BLOCK_NORMUON;
+    o.recipe.ns_per_head = 1;
+    CHECK(train_run(&o, &r) == TRAIN_DONE);
+    train_result_free(&r);
+    for (k = 0; k < 16; k++) v[k] = 0.5;
+    v[3] = -1e-3;
+    expect_resume_failure(good, bad, "opt.layers.0.wk.row_v", CKPT_F64, v, 16, "negative");
+    expect_resume_failure(good, bad, "opt.layers.0.wk.row_v", CKPT_F64, NULL, 0, "opt.layers.0.wk.row_v");
+    expect_resume_failure(good, bad, "recipe.ns_per_head", CKPT_U64, &two, 1, "recipe.ns_per_head");
+    /* Muon blocks, written as a trainer before 0.3 wrote them: no row_v, no ns_per_head */
+    o.recipe = optim_default(OPTIM_HEAD_ADAMW);
+    o.steps = 5, o.stop_at = 2;
+    CHECK(train_run(&o, &r) == TRAIN_STOPPED);
+    train_result_free(&r);
+    ok &= ckpt_with(good, old_a, "recipe.ns_per_head", CKPT_U64, NULL, 0);
+    for (k = 0; k < GPT_N_LAYER_TENSORS; k++) {
+        static const char *const m[GPT_N_LAYER_TENSORS] = {"wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down"};
+        char name[64];
+        snprintf(name, sizeof name, "opt.layers.0.%s.row_v", m[k]);
+        ok &= ckpt_with(k % 2 ? old_b : old_a, k % 2 ? old_a : old_b, name, CKPT_F64, NULL, 0);
+    }
+    CHECK_MSG(ok, "cannot write the old-style checkpoint");
+    o = tiny();
+    o.resume = old_b; /* 7 drops after the first: the last one wrote old_b */
+    CHECK(train_run(&o, &r) == TRAIN_DONE);
+    CHECK_MSG(r.outcome == TRAIN_DONE && r.first_step == 2 && r.n_steps == 3, "%s", r.error);
+    train_result_free(&r);
+    remove(good), remove(bad), remove(old_a), remove(old_b);
 }
 
 /* The sizes of the fields are checked against model.config before the model is allocated: a
@@ -831,6 +976,10 @@ static void test_log_records_recipe(void)
     CHECK(v && strtod(v, NULL) == o.recipe.muon_lr);
     v = exp_log_recipe(&L, "d_model");
     CHECK(v && strcmp(v, "16") == 0);
+    v = exp_log_recipe(&L, "block");
+    CHECK(v && strcmp(v, "muon") == 0);
+    v = exp_log_recipe(&L, "ns_per_head");
+    CHECK(v && strcmp(v, "0") == 0);
     CHECK(exp_log_recipe(&L, "no_such_key") == NULL);
     exp_log_free(&L);
     { /* the head_lr column: the peak times the schedule factor of that update */
@@ -866,7 +1015,7 @@ static void test_flags(void)
     CHECK(cli.opt.recipe.head == OPTIM_HEAD_ROWNORM && cli.opt.recipe.head_lr == 3.2e-3 && cli.opt.steps == 7);
     CHECK(cli.opt.recipe.muon_lr == 0.01 && cli.opt.accum == 2 && cli.opt.recipe.cap == MUON_CAP_GROWTH);
     CHECK(cli.opt.recipe.block == OPTIM_BLOCK_MUOWN && cli.opt.seed == 5 && cli.opt.progress == 0);
-    fprintf(stderr, "(six flag errors expected below)\n");
+    fprintf(stderr, "(seven flag errors expected below)\n");
     CHECK(cli_parse(&cli, 3, bad_argv) == -1);
     CHECK(cli_parse(&cli, 3, unknown_argv) == -1);
     { /* a flag of the other mode, a missing value, a value out of range */
@@ -883,6 +1032,15 @@ static void test_flags(void)
         cli.opt = train_default_options();
         CHECK(cli_parse(&cli, 8, exp_ok) == 0 && cli.experiment == 1 && cli.seeds == 2);
         CHECK(cli.exp_head_lr[1] == 0.01 && cli.opt.steps == 9);
+    }
+    { /* NorMuon blocks and per-head NS; an unknown block optimizer is refused */
+        char *nm[] = {"train", "--block", "normuon", "--ns-per-head"};
+        char *bad_block[] = {"train", "--block", "adam"};
+        memset(&cli, 0, sizeof cli);
+        cli.opt = train_default_options();
+        CHECK(cli.opt.recipe.ns_per_head == 0);
+        CHECK(cli_parse(&cli, 4, nm) == 0 && cli.opt.recipe.block == OPTIM_BLOCK_NORMUON && cli.opt.recipe.ns_per_head == 1);
+        CHECK(cli_parse(&cli, 3, bad_block) == -1);
     }
     { /* --head sets its defaults first: --lr-head before it still wins */
         char *order[] = {"train", "--lr-head", "0.5", "--head", "rownorm"};
@@ -931,6 +1089,9 @@ int main(void)
     RUN(test_resume_rownorm_head_accum);
     RUN(test_resume_muon_head_muown_cap);
     RUN(test_resume_cap);
+    RUN(test_resume_normuon_per_head);
+    RUN(test_block_switches);
+    RUN(test_normuon_checkpoint_fields);
     RUN(test_sigint_saves_and_resumes);
     RUN(test_experiment_table_equals_logs);
     RUN(test_frontier_math);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # emu_train.sh - the trainer's device path (train.c -> the device optimizer -> cuda*.cu) on the CPU
 # emulation of CUDA: 40 updates with --backend cuda against the same run with --backend cpu, for
-# an AdamW and a RowNorm head: train losses and validation losses within 1e-4 (fp32 in a
-# different order), the final exact D within 1e-3 relative. Also: a driver that is too old is
+# an AdamW and a RowNorm head, and NorMuon per-head blocks (the host optimizer): train losses and
+# validation losses within 1e-4 (fp32 in a different order), the final exact D within 1e-3 relative. Also: a driver that is too old is
 # named as such (not "no CUDA device"). Builds nothing (make test-build builds
 # build/gpt/emu/train_cuda_emu and build/gpt/prepare). Ends with "emu_train: N passed, M failed".
 set -u
@@ -19,11 +19,17 @@ export OMP_NUM_THREADS=1
 "$B/prepare" --vocab 300 --out "$T/data" docs/SPEC.md >/dev/null 2>&1 || { bad "prepare"; finish; }
 F=(--data "$T/data" --layers 2 --d-model 32 --heads 2 --batch 4 --seq 32 --steps 40 --eval-every 20 --eval-batches 2
    --panel 2 --diam-every 10 --log-every 0 --no-progress)
-for head in adamw rownorm; do
-    if ! timeout 300 "$EXE" "${F[@]}" --head "$head" --backend cuda --out "$T/cu_$head" >"$T/cu_$head.txt" 2>&1; then
+# normuon: NorMuon blocks with per-head NS have no device optimizer: the run says so and steps on
+# the host, and still matches the CPU backend
+for head in adamw rownorm normuon; do
+    X=(--head "$head"); [ "$head" = normuon ] && X=(--head adamw --block normuon --ns-per-head)
+    if ! timeout 300 "$EXE" "${F[@]}" "${X[@]}" --backend cuda --out "$T/cu_$head" >"$T/cu_$head.txt" 2>&1; then
         tail -5 "$T/cu_$head.txt"; bad "$head head: the --backend cuda run failed"; continue
     fi
-    timeout 300 "$EXE" "${F[@]}" --head "$head" --backend cpu --out "$T/cp_$head" >"$T/cp_$head.txt" 2>&1 ||
+    if [ "$head" = normuon ] && ! grep -q "optimizer on the host (.*NorMuon" "$T/cu_$head.txt"; then
+        bad "normuon: the run does not say its optimizer moved to the host"; grep -i optim "$T/cu_$head.txt" | head -3
+    fi
+    timeout 300 "$EXE" "${F[@]}" "${X[@]}" --backend cpu --out "$T/cp_$head" >"$T/cp_$head.txt" 2>&1 ||
         { bad "$head head: the --backend cpu run failed"; continue; }
     r=$(awk -F, 'FNR == 1 { f++ }
         $1 == "train" || $1 == "eval" { k = $1 "," $2; v = ($1 == "train") ? $4 : $13; if (f == 1) a[k] = v; else { n++; if (!(k in a)) miss = k; d = a[k] - v; if (d < 0) d = -d; if (d > m) m = d } }
