@@ -47,7 +47,8 @@
  * Compile-time options (define before the implementation include):
  *     RN_STATIC           all functions static
  *     RN_MALLOC/RN_FREE   allocator used by the functions documented as allocating (both or neither)
- *     RN_ASSERT(x)        internal assertions (default: assert from <assert.h>)
+ *     RN_ASSERT(x)        internal assertions (default: abort() on failure, no stdio; nothing
+ *                         under NDEBUG); RN_ASSERT_STDIO: assert from <assert.h>
  *     RN_NO_SIMD          use the scalar reference kernels only
  *     RN_NO_DEPRECATED    hide the old name renamed in 0.2.0 (CHANGELOG.md)
  *     RN_FORCE_AVX2       on an AVX-512 build, use the AVX2 kernels instead
@@ -630,9 +631,19 @@ RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t l
 #error "rownorm.h: define both RN_MALLOC and RN_FREE, or neither"
 #endif
 
+/* Internal checks of what cannot happen (workspace carving). The default costs no stdio (a
+ * failed check calls abort(), from <stdlib.h>; a firmware image stays free of printf) and, like
+ * assert, nothing under NDEBUG; RN_ASSERT_STDIO: the C library's assert (file and line on
+ * stderr). */
 #ifndef RN_ASSERT
+#if defined(RN_ASSERT_STDIO)
 #include <assert.h>
 #define RN_ASSERT(x) assert(x)
+#elif defined(NDEBUG)
+#define RN_ASSERT(x) ((void)0)
+#else
+#define RN_ASSERT(x) ((x) ? (void)0 : abort())
+#endif
 #endif
 
 #ifdef _OPENMP

@@ -10,6 +10,7 @@
 #   tests/rel_windows.sh    both implementations after <windows.h> (mingw-w64, C99 and C++11), the
 #                           test suite built for Windows and run under wine
 #   tests/rel_cxx_strict.sh both implementations as C++20 under an engine's warning set, -Werror
+#   tests/rel_nostdio.sh    neither implementation references stdio or assert (nm -u; firmware)
 #   tests/rel_cmake.sh      make install = cmake --install; find_package(rownorm 0.2), pkg-config,
 #                           add_subdirectory (installs nothing of ours unless ROWNORM_INSTALL=ON)
 # Builds here never stop `make test-build`: a build that fails leaves its log beside the
@@ -165,7 +166,8 @@ rel-config:
 	@$(if $(and $(REL_HAVE_GCC),$(REL_HAVE_CLANG),$(REL_HAVE_FUZZ),$(REL_HAVE_CROSS),$(REL_HAVE_QEMU),$(REL_HAVE_VALGRIND)),true,echo "reliability: the checks needing a MISSING tool $(if $(filter true,$(CI)),FAIL (CI=true),are skipped here (they fail in CI))")
 
 RUN_BINS += tests/rel_two_tu.sh tests/rel_clang.sh tests/qemu/run.sh tests/rel_valgrind.sh tests/fuzz/run.sh \
-            tests/rel_ckpt_kill.sh tests/rel_cmake.sh tests/rel_windows.sh tests/rel_cxx_strict.sh
+            tests/rel_ckpt_kill.sh tests/rel_cmake.sh tests/rel_windows.sh tests/rel_cxx_strict.sh \
+            tests/rel_nostdio.sh
 
 # By hand: longer fuzzing (the total per target goes into docs/reliability.md), and merging
 # the inputs it found into the kept corpus (minimised; keep tests/fuzz/corpus small).
