@@ -277,7 +277,6 @@ static const ckpt_field *find_as(const ckpt_reader *r, const char *name, ckpt_ty
     return f;
 }
 
-/* Index of the first NaN / Inf value of an f32 or f64 field, or f->count if there is none. */
 /* Index of the first f32 / f64 value that is NaN or Inf, or (negative != 0) below zero; count
  * if none. *neg: whether that value is a finite negative one. */
 static uint64_t first_bad(const ckpt_field *f, int negative, int *neg)

@@ -709,7 +709,8 @@ int optim_check_checkpoint(const optim_recipe *r, const gpt_config *model, const
     for (i = 0; i < lay.n_tensors; i++) {
         if (gpt_tensor_info(model, i, &s.t) != GPT_OK) return gpt_errorf(err, errlen, "%s: bad model", rd->file);
         s.kind = kind_for(r, s.t.kind);
-        s.muon_cfg.normuon = s.t.kind == GPT_TENSOR_BLOCK_MATRIX && r->block == OPTIM_BLOCK_NORMUON;
+        memset(&s.muon_cfg, 0, sizeof s.muon_cfg); /* the head's Muon runs without the blocks' switches */
+        if (s.t.kind == GPT_TENSOR_BLOCK_MATRIX) block_switches(&s.muon_cfg, r, model, (i - 1) % GPT_N_LAYER_TENSORS);
         if (s.t.kind == GPT_TENSOR_HEAD) head_n = s.t.rows * s.t.cols;
         if (check_slot(&s, rd, err, errlen)) return -1;
     }
@@ -759,12 +760,10 @@ int optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errlen)
             s->muon.cap_sigma = cap[0];
             s->muon.cap_valid = cap[1] != 0.0;
             field(name, sizeof name, s, "row_v");
-            if (!s->muon_cfg.normuon && !ckpt_has(r, name)) { /* an older file: the state starts at zero */
+            if (!s->muon_cfg.normuon && !ckpt_has(r, name)) /* an older file: the state starts at zero */
                 memset(s->muon.row_v, 0, s->t.rows * sizeof *s->muon.row_v);
-            } else if (ckpt_check_field(r, name, CKPT_F64, s->t.rows, CKPT_NONNEGATIVE, err, errlen) ||
-                       ckpt_get_f64(r, name, s->muon.row_v, s->t.rows, err, errlen)) {
+            else if (ckpt_get_f64(r, name, s->muon.row_v, s->t.rows, err, errlen))
                 return -1;
-            }
             break;
         }
         case OPTIM_MUOWN:

@@ -1095,10 +1095,7 @@ train_outcome train_run(const train_options *opt, train_result *res)
                     "B %d x accum %d, %ld steps, seed %llu\n",
                 c->n_layers, c->d_model, c->n_heads, c->mlp_hidden, c->vocab_size, c->seq_len,
                 (double)r.be->layout.n_params / 1e6, optim_head_name(r.opt.recipe.head),
-                r.opt.recipe.block == OPTIM_BLOCK_MUOWN     ? "Muown"
-                : r.opt.recipe.block == OPTIM_BLOCK_NORMUON ? "NorMuon"
-                                                            : "Muon",
-                r.opt.recipe.ns_per_head ? " (NS per head)" : "", r.o.batch, r.o.accum, r.o.steps,
+                optim_block_name(r.opt.recipe.block), r.opt.recipe.ns_per_head ? " (NS per head)" : "", r.o.batch, r.o.accum, r.o.steps,
                 (unsigned long long)r.o.seed);
         if (r.size > 1) describe_ranks(&r);
         if (do_eval(&r, 0)) goto out;
