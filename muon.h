@@ -506,8 +506,8 @@ MUONDEF muon_status muon_matrix_shape(const size_t *dims, int ndim, int stack_di
  * Memory and time: the _ws form takes muon_assign_owners_workspace_size(count, nranks) bytes (an index
  * permutation and the costs, 16 bytes per matrix; a heap of the ranks and their loads, 12 bytes
  * per rank; plus 64) and never allocates; O(count log count + count log nranks) time
- * (heapsort of the matrices, binary heap of the ranks). The plain form uses a 4 KB stack buffer when the
- * workspace fits (e.g. 200 matrices on 32 ranks) and MUON_MALLOC otherwise (MUON_ERR_NOMEM).
+ * (heapsort of the matrices, binary heap of the ranks). The plain form uses a 512-byte stack buffer when the
+ * workspace fits (e.g. 24 matrices on 4 ranks) and MUON_MALLOC otherwise (MUON_ERR_NOMEM).
  * Errors, before anything is written (owner and load untouched): MUON_ERR_NULL (rows, cols,
  * owner; ws for the _ws form), MUON_ERR_SIZE (count 0, any zero dimension, nranks < 1,
  * overflowing workspace size, ws_bytes too small), MUON_ERR_ALIAS (owner, load, ws, rows and
@@ -1490,35 +1490,79 @@ static void muon__gemm_scale_c(const muon__gemm_problem *g)
     if (g->syrk) muon__gemm_mirror_rows(g->C, g->ldc, 0, g->n);
 }
 
-/* Runs a validated problem with caller workspace (ws NULL: allocate). scalar: force the scalar
- * kernel (the tests' reference path). threads <= 0: the OpenMP default. */
-static muon_status muon__gemm_run(const muon__gemm_problem *g, int scalar, void *ws, size_t ws_bytes,
-                                  int threads)
+/* A separate frame for the small-problem stack buffer, so that the workspace path (every
+ * Newton-Schulz product of a step) does not carry MUON_GEMM_STACK_BYTES on its stack. */
+#if defined(__GNUC__) || defined(__clang__)
+#define MUON__NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define MUON__NOINLINE __declspec(noinline)
+#else
+#define MUON__NOINLINE
+#endif
+
+static void muon__gemm_exec(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
+                            const muon__gemm_blocks *bl, void *mem, int t)
 {
-    muon__gemm_kernel kr = muon__gemm_pick_kernel(scalar);
-    muon__gemm_blocks bl = muon__gemm_blocking(&kr, g->m, g->n, g->k);
-    int t = threads > 0 ? threads : muon__gemm_threads_wanted(g);
-    void *mem = NULL;
-    uintptr_t base;
+    uintptr_t base = ((uintptr_t)mem + (MUON__GEMM_ALIGN - 1)) & ~(uintptr_t)(MUON__GEMM_ALIGN - 1);
+    muon__gemm_drive(g, kr, bl, (unsigned char *)base, t);
+}
+
+static MUON__NOINLINE void muon__gemm_exec_stack(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
+                                                 const muon__gemm_blocks *bl, int t)
+{
     float stackbuf[((size_t)MUON_GEMM_STACK_BYTES + MUON__GEMM_ALIGN) / sizeof(float)];
-    if (g->alpha == 0.0f) { /* BLAS convention: op(A) op(B) not formed (no 0 * Inf) */
+    muon__gemm_exec(g, kr, bl, stackbuf, t);
+}
+
+/* The kernel, blocks and thread count of a validated problem; returns 0 when alpha == 0 has
+ * already been handled (BLAS convention: op(A) op(B) not formed, no 0 * Inf). scalar: force the
+ * scalar kernel (the tests' reference path). threads <= 0: the OpenMP default. */
+static int muon__gemm_setup(const muon__gemm_problem *g, int scalar, int threads, muon__gemm_kernel *kr,
+                            muon__gemm_blocks *bl, int *t)
+{
+    if (g->alpha == 0.0f) {
         muon__gemm_scale_c(g);
+        return 0;
+    }
+    *kr = muon__gemm_pick_kernel(scalar);
+    *bl = muon__gemm_blocking(kr, g->m, g->n, g->k);
+    *t = threads > 0 ? threads : muon__gemm_threads_wanted(g);
+    if ((size_t)*t > muon__gemm_max_parts(g, kr)) *t = (int)muon__gemm_max_parts(g, kr);
+    return 1;
+}
+
+/* Runs a validated problem in caller workspace ws (not NULL): never allocates, and its call
+ * paths never reach muon__gemm_exec_stack's buffer (a step's products stay shallow). */
+static MUON__GEMM_UNUSED muon_status muon__gemm_run_ws(const muon__gemm_problem *g, int scalar, void *ws,
+                                                       size_t ws_bytes, int threads)
+{
+    muon__gemm_kernel kr;
+    muon__gemm_blocks bl;
+    int t;
+    if (!muon__gemm_setup(g, scalar, threads, &kr, &bl, &t)) return MUON_OK;
+    while (t > 1 && muon__gemm_ws_need(&bl, t) > ws_bytes) t--;
+    if (muon__gemm_ws_need(&bl, t) > ws_bytes) return MUON_ERR_SIZE;
+    muon__gemm_exec(g, &kr, &bl, ws, t);
+    return MUON_OK;
+}
+
+/* Runs a validated problem with its own packing space: the stack buffer when it fits
+ * (no allocation), MUON_MALLOC otherwise. */
+static muon_status muon__gemm_run(const muon__gemm_problem *g, int scalar, int threads)
+{
+    muon__gemm_kernel kr;
+    muon__gemm_blocks bl;
+    int t;
+    void *mem;
+    if (!muon__gemm_setup(g, scalar, threads, &kr, &bl, &t)) return MUON_OK;
+    if (muon__gemm_ws_need(&bl, t) <= (size_t)MUON_GEMM_STACK_BYTES) {
+        muon__gemm_exec_stack(g, &kr, &bl, t);
         return MUON_OK;
     }
-    if ((size_t)t > muon__gemm_max_parts(g, &kr)) t = (int)muon__gemm_max_parts(g, &kr);
-    if (ws) {
-        while (t > 1 && muon__gemm_ws_need(&bl, t) > ws_bytes) t--;
-        if (muon__gemm_ws_need(&bl, t) > ws_bytes) return MUON_ERR_SIZE;
-        mem = ws;
-    } else if (muon__gemm_ws_need(&bl, t) <= sizeof stackbuf) {
-        mem = stackbuf; /* small problems: no allocation */
-    } else {
-        mem = MUON_MALLOC(muon__gemm_ws_need(&bl, t));
-        if (!mem) return MUON_ERR_NOMEM;
-    }
-    base = ((uintptr_t)mem + (MUON__GEMM_ALIGN - 1)) & ~(uintptr_t)(MUON__GEMM_ALIGN - 1);
-    muon__gemm_drive(g, &kr, &bl, (unsigned char *)base, t);
-    if (!ws && mem != (void *)stackbuf) MUON_FREE(mem);
+    mem = MUON_MALLOC(muon__gemm_ws_need(&bl, t));
+    if (!mem) return MUON_ERR_NOMEM;
+    muon__gemm_exec(g, &kr, &bl, mem, t);
+    MUON_FREE(mem);
     return MUON_OK;
 }
 
@@ -1588,7 +1632,7 @@ static MUON__GEMM_UNUSED muon_status muon__sgemm_builtin(int scalar, int threads
 {
     muon__gemm_problem g = muon__gemm_make(0, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
     muon_status st = muon__gemm_check(&g, NULL, 0);
-    return st != MUON_OK ? st : muon__gemm_run(&g, scalar, NULL, 0, threads);
+    return st != MUON_OK ? st : muon__gemm_run(&g, scalar, threads);
 }
 
 static MUON__GEMM_UNUSED muon_status muon__ssyrk_builtin(int scalar, int threads, muon_transpose ta, size_t n,
@@ -1597,7 +1641,7 @@ static MUON__GEMM_UNUSED muon_status muon__ssyrk_builtin(int scalar, int threads
 {
     muon__gemm_problem g = muon__gemm_make_syrk(ta, n, k, alpha, A, lda, beta, C, ldc);
     muon_status st = muon__gemm_check(&g, NULL, 0);
-    return st != MUON_OK ? st : muon__gemm_run(&g, scalar, NULL, 0, threads);
+    return st != MUON_OK ? st : muon__gemm_run(&g, scalar, threads);
 }
 
 static MUON__GEMM_UNUSED const char *muon__gemm_kernel_name(int scalar)
@@ -1628,9 +1672,11 @@ static muon_status muon__gemm_cblas(const muon__gemm_problem *g)
     }
     return MUON_OK;
 }
-#define MUON__GEMM_EXEC(g, ws, ws_bytes) muon__gemm_cblas(g)
+#define MUON__GEMM_EXEC(g) muon__gemm_cblas(g)
+#define MUON__GEMM_EXEC_WS(g, ws, ws_bytes) muon__gemm_cblas(g)
 #else
-#define MUON__GEMM_EXEC(g, ws, ws_bytes) muon__gemm_run(g, 0, ws, ws_bytes, 0)
+#define MUON__GEMM_EXEC(g) muon__gemm_run(g, 0, 0)
+#define MUON__GEMM_EXEC_WS(g, ws, ws_bytes) muon__gemm_run_ws(g, 0, ws, ws_bytes, 0)
 #endif
 
 /* Per-thread packing space for the largest blocks kernel kr can use, plus alignment slack. */
@@ -1668,7 +1714,7 @@ MUONDEF muon_status muon_sgemm_ws(muon_transpose ta, muon_transpose tb, size_t m
         if (muon__gemm_ws_need(&bl, 1) > ws_bytes) return MUON_ERR_SIZE;
         if (muon__gemm_ws_overlaps(&g, ws, ws_bytes)) return MUON_ERR_ALIAS;
     }
-    return MUON__GEMM_EXEC(&g, ws, ws_bytes);
+    return MUON__GEMM_EXEC_WS(&g, ws, ws_bytes);
 }
 
 MUONDEF muon_status muon_sgemm(muon_transpose ta, muon_transpose tb, size_t m, size_t n, size_t k,
@@ -1678,7 +1724,7 @@ MUONDEF muon_status muon_sgemm(muon_transpose ta, muon_transpose tb, size_t m, s
     muon__gemm_problem g = muon__gemm_make(0, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
     muon_status st = muon__gemm_check(&g, NULL, 0);
     if (st != MUON_OK) return st;
-    return MUON__GEMM_EXEC(&g, NULL, 0);
+    return MUON__GEMM_EXEC(&g);
 }
 
 MUONDEF muon_status muon_ssyrk_ws(muon_transpose ta, size_t n, size_t k, float alpha, const float *A,
@@ -1693,7 +1739,7 @@ MUONDEF muon_status muon_ssyrk_ws(muon_transpose ta, size_t n, size_t k, float a
         if (muon__gemm_ws_need(&bl, 1) > ws_bytes) return MUON_ERR_SIZE;
         if (muon__gemm_ws_overlaps(&g, ws, ws_bytes)) return MUON_ERR_ALIAS;
     }
-    return MUON__GEMM_EXEC(&g, ws, ws_bytes);
+    return MUON__GEMM_EXEC_WS(&g, ws, ws_bytes);
 }
 
 MUONDEF muon_status muon_ssyrk(muon_transpose ta, size_t n, size_t k, float alpha, const float *A,
@@ -1702,7 +1748,7 @@ MUONDEF muon_status muon_ssyrk(muon_transpose ta, size_t n, size_t k, float alph
     muon__gemm_problem g = muon__gemm_make_syrk(ta, n, k, alpha, A, lda, beta, C, ldc);
     muon_status st = muon__gemm_check(&g, NULL, 0);
     if (st != MUON_OK) return st;
-    return MUON__GEMM_EXEC(&g, NULL, 0);
+    return MUON__GEMM_EXEC(&g);
 }
 
 /* ======================================================================================== */
@@ -3413,7 +3459,7 @@ MUONDEF muon_status muon_assign_owners_ws(const size_t *rows, const size_t *cols
 MUONDEF muon_status muon_assign_owners(const size_t *rows, const size_t *cols, size_t count, int nranks,
                                        int *owner, double *load)
 {
-    double stack_buf[512]; /* 4 KB */
+    double stack_buf[64]; /* 512 bytes: the call stays small on a firmware thread */
     size_t need;
     void *mem;
     muon_status s;

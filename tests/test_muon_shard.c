@@ -199,10 +199,12 @@ static void test_determinism_and_ws(void)
     for (i = 0; i < count; i++) same &= a[i] == b[i] && a[i] == c[i];
     CHECK(same);
     CHECK(memcmp(la, lb, sizeof la) == 0);
-    /* the plain form works without the allocator when the stack buffer suffices, and needs it
-     * otherwise (500 matrices do not fit 4 KB) */
+    /* the plain form works without the allocator when its 512-byte stack buffer suffices (24
+     * matrices on 4 ranks: 496 bytes), and needs it otherwise (40 on 4: 752 bytes; 500) */
     t_fail_alloc = 1;
-    CHECK(muon_assign_owners(rows, cols, 100, 4, b, NULL) == MUON_OK);
+    CHECK(muon_assign_owners_workspace_size(24, 4) <= 512 && muon_assign_owners_workspace_size(40, 4) > 512);
+    CHECK(muon_assign_owners(rows, cols, 24, 4, b, NULL) == MUON_OK);
+    CHECK(muon_assign_owners(rows, cols, 40, 4, b, NULL) == MUON_ERR_NOMEM);
     memset(b, 0x5A, sizeof b);
     memcpy(c, b, sizeof c);
     CHECK(muon_assign_owners(rows, cols, count, nranks, b, lb) == MUON_ERR_NOMEM);
