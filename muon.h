@@ -1279,9 +1279,18 @@ static size_t muon__gemm_bytes_b(const muon__gemm_blocks *bl)
 {
     return muon__gemm_round_up(bl->nc * bl->kc * sizeof(float), MUON__GEMM_ALIGN);
 }
+/* The edge tile (C's partial tiles and SSYRK's diagonal go through it), per thread: from the
+ * workspace, not the stack, so that a thread's frame stays small (docs/embedding.md, "Stack"). */
+#define MUON__GEMM_BYTES_T \
+    ((MUON__GEMM_MR_MAX * MUON__GEMM_NR_MAX * sizeof(float) + MUON__GEMM_ALIGN - 1) / MUON__GEMM_ALIGN * \
+     MUON__GEMM_ALIGN)
+static size_t muon__gemm_bytes_per_thread(const muon__gemm_blocks *bl)
+{
+    return muon__gemm_bytes_a(bl) + muon__gemm_bytes_b(bl) + MUON__GEMM_BYTES_T;
+}
 static size_t muon__gemm_ws_need(const muon__gemm_blocks *bl, int threads)
 {
-    return MUON__GEMM_ALIGN + (size_t)threads * (muon__gemm_bytes_a(bl) + muon__gemm_bytes_b(bl));
+    return MUON__GEMM_ALIGN + (size_t)threads * muon__gemm_bytes_per_thread(bl);
 }
 
 /* The part of C thread tid of nt owns: rows [r0, r1) and NR column panels [q0, q1).
@@ -1384,10 +1393,9 @@ static void muon__gemm_macro(const muon__gemm_problem *g, const muon__gemm_kerne
  * around the macro-kernel. No sharing, no barrier: it packs its own A panels and B blocks. */
 static void muon__gemm_part(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
                             const muon__gemm_blocks *bl, size_t r0, size_t r1, size_t q0, size_t q1,
-                            float *apack, float *bpack)
+                            float *apack, float *bpack, float *tile)
 {
     const size_t mr = kr->mr, nr = kr->nr, ncp = bl->nc / nr;
-    float tile[MUON__GEMM_MR_MAX * MUON__GEMM_NR_MAX];
     size_t nblk, mcs, i0, p0;
     if (r0 >= r1 || q0 >= q1) return;
     nblk = muon__gemm_ceil_div(r1 - r0, bl->mc); /* balanced row blocks, multiples of MR */
@@ -1422,10 +1430,10 @@ static void muon__gemm_part(const muon__gemm_problem *g, const muon__gemm_kernel
 static void muon__gemm_drive(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
                              const muon__gemm_blocks *bl, unsigned char *ws, int nthreads)
 {
-    size_t per = muon__gemm_bytes_a(bl) + muon__gemm_bytes_b(bl);
+    const size_t per = muon__gemm_bytes_per_thread(bl), ba = muon__gemm_bytes_a(bl), bb = muon__gemm_bytes_b(bl);
     if (nthreads <= 1) { /* no team at all (also the nested case: no fork/join cost) */
         muon__gemm_part(g, kr, bl, 0, g->m, 0, muon__gemm_ceil_div(g->n, kr->nr), (float *)ws,
-                        (float *)(ws + muon__gemm_bytes_a(bl)));
+                        (float *)(ws + ba), (float *)(ws + ba + bb));
         return;
     }
     MUON__OMP(omp parallel num_threads(nthreads))
@@ -1439,7 +1447,7 @@ static void muon__gemm_drive(const muon__gemm_problem *g, const muon__gemm_kerne
 #endif
         mine = ws + (size_t)tid * per;
         muon__gemm_thread_part(g, kr, tid, nt, &r0, &r1, &q0, &q1);
-        muon__gemm_part(g, kr, bl, r0, r1, q0, q1, (float *)mine, (float *)(mine + muon__gemm_bytes_a(bl)));
+        muon__gemm_part(g, kr, bl, r0, r1, q0, q1, (float *)mine, (float *)(mine + ba), (float *)(mine + ba + bb));
     }
 }
 
@@ -1490,8 +1498,6 @@ static void muon__gemm_scale_c(const muon__gemm_problem *g)
     if (g->syrk) muon__gemm_mirror_rows(g->C, g->ldc, 0, g->n);
 }
 
-/* A separate frame for the small-problem stack buffer, so that the workspace path (every
- * Newton-Schulz product of a step) does not carry MUON_GEMM_STACK_BYTES on its stack. */
 #if defined(__GNUC__) || defined(__clang__)
 #define MUON__NOINLINE __attribute__((noinline))
 #elif defined(_MSC_VER)
@@ -1507,6 +1513,8 @@ static void muon__gemm_exec(const muon__gemm_problem *g, const muon__gemm_kernel
     muon__gemm_drive(g, kr, bl, (unsigned char *)base, t);
 }
 
+/* A separate frame for the small-problem stack buffer, so that the workspace path (every
+ * Newton-Schulz product of a step) does not carry MUON_GEMM_STACK_BYTES on its stack. */
 static MUON__NOINLINE void muon__gemm_exec_stack(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
                                                  const muon__gemm_blocks *bl, int t)
 {
@@ -1679,12 +1687,12 @@ static muon_status muon__gemm_cblas(const muon__gemm_problem *g)
 #define MUON__GEMM_EXEC_WS(g, ws, ws_bytes) muon__gemm_run_ws(g, 0, ws, ws_bytes, 0)
 #endif
 
-/* Per-thread packing space for the largest blocks kernel kr can use, plus alignment slack. */
+/* Per-thread packing space (and edge tile) for the largest blocks kernel kr can use. */
 static size_t muon__gemm_ws_bound(const muon__gemm_kernel *kr)
 {
     size_t mc = kr->mc + MUON__GEMM_MR_MAX, nc = kr->nc + MUON__GEMM_NR_MAX;
     return muon__gemm_round_up(mc * kr->kc * sizeof(float), MUON__GEMM_ALIGN) +
-           muon__gemm_round_up(nc * kr->kc * sizeof(float), MUON__GEMM_ALIGN);
+           muon__gemm_round_up(nc * kr->kc * sizeof(float), MUON__GEMM_ALIGN) + MUON__GEMM_BYTES_T;
 }
 
 MUONDEF size_t muon_gemm_workspace_size(int threads)
@@ -1855,14 +1863,23 @@ static int muon__u_threads(void)
 
 /* ---- schedules ------------------------------------------------------------------------- */
 
-static void muon__ns_set(muon_ns_config *c, int i, double a, double b, double cc)
-{
-    c->coeffs[i][0] = a;
-    c->coeffs[i][1] = b;
-    c->coeffs[i][2] = cc;
-}
+/* A schedule as every internal function reads it: resolved fields and a pointer to its
+ * triples (the caller's config, or a preset's table), so that validating or running a schedule
+ * never copies the 800-byte muon_ns_config onto the stack (docs/embedding.md, "Stack"). */
+typedef struct muon__ns_view {
+    int count, steps, gram_restart;
+    muon_ns_mode mode;
+    muon_ns_method method;
+    muon_ns_norm norm;
+    double safety, eps;
+    const double (*coeffs)[3];
+} muon__ns_view;
 
-MUONDEF muon_ns_config muon_ns_preset(muon_ns_kind kind, int steps)
+#define MUON__NS_PRESET_TRIPLES 10 /* the most triples of any preset (DeepSeek V4) */
+
+/* Preset `kind`'s triples written into t[0..count-1] and its fields into *v (steps <= 0: the
+ * preset's own count); 0 for an unknown kind. The one table behind muon_ns_preset. */
+static int muon__ns_preset_fill(muon_ns_kind kind, int steps, double (*t)[3], muon__ns_view *v)
 {
     /* Published coefficient tables (SPEC 2.1). Polar Express: the paper's per-step minimax
      * triples for safety 1.01, every one but the last divided as (a/s, b/s^3, c/s^5). */
@@ -1874,51 +1891,80 @@ MUONDEF muon_ns_config muon_ns_preset(muon_ns_kind kind, int steps)
         {2.300652019954817, -1.6689039845747493, 0.4188073119525673},
         {1.891301407787398, -1.2679958271945868, 0.37680408948524835},
         {1.8750014808534479, -1.2500016453999487, 0.3750001645474248}};
-    muon_ns_config c;
-    int i, own;
-    memset(&c, 0, sizeof c);
-    c.mode = MUON_NS_REPEAT_LAST;
-    c.safety = 1.0;
-    c.eps = 1e-7;
+    static const double jordan[3] = {3.4445, -4.7750, 2.0315}, quintic[3] = {2.0, -1.5, 0.5};
+    int i, own = 1;
+    v->mode = MUON_NS_REPEAT_LAST;
+    v->method = MUON_NS_PLAIN;
+    v->norm = MUON_NORM_ADD_EPS;
+    v->gram_restart = 0;
+    v->safety = 1.0;
+    v->eps = 1e-7;
+    v->coeffs = (const double (*)[3])t;
     switch (kind) {
     case MUON_NS_JORDAN:
-        c.count = 1;
-        muon__ns_set(&c, 0, 3.4445, -4.7750, 2.0315);
+        v->count = 1;
+        memcpy(t[0], jordan, sizeof jordan);
         own = 5;
         break;
     case MUON_NS_POLAR_EXPRESS: {
         const double s = 1.01;
-        c.safety = s;
-        c.count = 8;
-        for (i = 0; i < 7; i++)
-            muon__ns_set(&c, i, pe[i][0] / s, pe[i][1] / (s * s * s), pe[i][2] / (s * s * s * s * s));
-        muon__ns_set(&c, 7, 1.875, -1.25, 0.375);
+        v->safety = s;
+        v->count = 8;
+        for (i = 0; i < 7; i++) {
+            t[i][0] = pe[i][0] / s;
+            t[i][1] = pe[i][1] / (s * s * s);
+            t[i][2] = pe[i][2] / (s * s * s * s * s);
+        }
+        t[7][0] = 1.875;
+        t[7][1] = -1.25;
+        t[7][2] = 0.375;
         own = 5;
         break;
     }
     case MUON_NS_DEEPSEEK_V4:
-        c.count = 10;
-        for (i = 0; i < 8; i++) muon__ns_set(&c, i, 3.4445, -4.7750, 2.0315);
-        muon__ns_set(&c, 8, 2.0, -1.5, 0.5);
-        muon__ns_set(&c, 9, 2.0, -1.5, 0.5);
+        v->count = 10;
+        for (i = 0; i < 8; i++) memcpy(t[i], jordan, sizeof jordan);
+        memcpy(t[8], quintic, sizeof quintic);
+        memcpy(t[9], quintic, sizeof quintic);
         own = 10;
         break;
     case MUON_NS_CUBIC:
-        c.count = 1;
-        muon__ns_set(&c, 0, 1.5, -0.5, 0.0);
+        v->count = 1;
+        t[0][0] = 1.5;
+        t[0][1] = -0.5;
+        t[0][2] = 0.0;
         own = 24;
         break;
     default:
-        c.count = -1; /* rejected everywhere */
-        own = 1;
+        v->count = -1; /* rejected everywhere */
         break;
     }
-    c.steps = steps > 0 ? steps : own;
+    v->steps = steps > 0 ? steps : own;
+    return v->count > 0;
+}
+
+/* muon_ns_preset written into *c, no temporary */
+static void muon__ns_preset_into(muon_ns_kind kind, int steps, muon_ns_config *c)
+{
+    muon__ns_view v;
+    memset(c, 0, sizeof *c);
+    muon__ns_preset_fill(kind, steps, c->coeffs, &v);
+    c->count = v.count;
+    c->steps = v.steps;
+    c->mode = v.mode;
+    c->safety = v.safety;
+    c->eps = v.eps;
+}
+
+MUONDEF muon_ns_config muon_ns_preset(muon_ns_kind kind, int steps)
+{
+    muon_ns_config c;
+    muon__ns_preset_into(kind, steps, &c);
     return c;
 }
 
 /* the triple of step k (0-based) of a resolved schedule */
-static const double *muon__ns_triple(const muon_ns_config *c, int k)
+static const double *muon__ns_triple(const muon__ns_view *c, int k)
 {
     if (k < c->count) return c->coeffs[k];
     if (c->mode == MUON_NS_CYCLE) return c->coeffs[k % c->count];
@@ -1969,7 +2015,7 @@ static void muon__ns_pbound(const double *t, double s, double *pmax, double *qma
  * the schedule is MUON_ERR_DOMAIN. Every preset passes at any step count (its polynomials map
  * [0, ~1.2] into itself); a rejected schedule is one that would overflow on some input. */
 #define MUON__NS_BOUND 18446744073709551616.0 /* 2^64 */
-static int muon__ns_bounded(const muon_ns_config *c)
+static int muon__ns_bounded(const muon__ns_view *c)
 {
     double s = 1.0 / c->safety, qprod = 1.0, pm, qm;
     int k, seg = 0, restart = c->gram_restart > 0 ? c->gram_restart : 2;
@@ -1990,42 +2036,66 @@ static int muon__ns_bounded(const muon_ns_config *c)
     return 1;
 }
 
-MUONDEF muon_status muon_ns_resolve(const muon_ns_config *in, muon_ns_config *out)
+/* The resolved view of `in` (NULL: Jordan x 5), validated as muon_ns_resolve documents; for
+ * count 0 the Jordan triple comes from `jt`, which must outlive the view. Writes nothing else. */
+static muon_status muon__ns_view_make(const muon_ns_config *in, muon__ns_view *v, double (*jt)[3])
 {
-    muon_ns_config saved;
     int i;
-    if (!out) return MUON_ERR_NULL;
     if (!in) {
-        *out = muon_ns_preset(MUON_NS_JORDAN, 0);
+        muon__ns_preset_fill(MUON_NS_JORDAN, 0, jt, v);
         return MUON_OK;
     }
     if (in->method != MUON_NS_PLAIN && in->method != MUON_NS_GRAM) return MUON_ERR_DOMAIN;
     if (in->gram_restart < 0 || in->gram_restart > MUON_NS_MAX_STEPS) return MUON_ERR_DOMAIN;
     if (in->norm != MUON_NORM_ADD_EPS && in->norm != MUON_NORM_MAX_EPS) return MUON_ERR_DOMAIN;
-    saved = *out;
     if (in->count == 0) {
         if (in->steps > MUON_NS_MAX_STEPS) return MUON_ERR_DOMAIN;
-        *out = muon_ns_preset(MUON_NS_JORDAN, in->steps);
-        out->method = in->method;
-        out->gram_restart = in->gram_restart ? in->gram_restart : 2;
-        out->norm = in->norm;
-        if (!muon__ns_bounded(out)) { *out = saved; return MUON_ERR_DOMAIN; }
+        muon__ns_preset_fill(MUON_NS_JORDAN, in->steps, jt, v);
+    } else {
+        if (in->count < 0 || in->count > MUON_NS_MAX_TRIPLES) return MUON_ERR_DOMAIN;
+        if (in->steps < 0 || in->steps > MUON_NS_MAX_STEPS) return MUON_ERR_DOMAIN;
+        if (in->mode != MUON_NS_REPEAT_LAST && in->mode != MUON_NS_CYCLE) return MUON_ERR_DOMAIN;
+        if (!muon__u_isfinite(in->safety) || in->safety < 0.0) return MUON_ERR_DOMAIN;
+        if (!muon__u_isfinite(in->eps) || in->eps < 0.0) return MUON_ERR_DOMAIN;
+        for (i = 0; i < in->count; i++)
+            if (!muon__u_isfinite(in->coeffs[i][0]) || !muon__u_isfinite(in->coeffs[i][1]) ||
+                !muon__u_isfinite(in->coeffs[i][2]))
+                return MUON_ERR_DOMAIN;
+        v->count = in->count;
+        v->steps = in->steps ? in->steps : in->count;
+        v->mode = in->mode;
+        v->safety = in->safety != 0.0 ? in->safety : 1.0;
+        v->eps = in->eps;
+        v->coeffs = (const double (*)[3])in->coeffs;
+    }
+    v->method = in->method;
+    v->gram_restart = in->gram_restart ? in->gram_restart : 2;
+    v->norm = in->norm;
+    return muon__ns_bounded(v) ? MUON_OK : MUON_ERR_DOMAIN;
+}
+
+MUONDEF muon_status muon_ns_resolve(const muon_ns_config *in, muon_ns_config *out)
+{
+    double jt[1][3];
+    muon__ns_view v;
+    muon_status s;
+    if (!out) return MUON_ERR_NULL;
+    if ((s = muon__ns_view_make(in, &v, jt)) != MUON_OK) return s;
+    if (!in) {
+        muon__ns_preset_into(MUON_NS_JORDAN, 0, out);
         return MUON_OK;
     }
-    if (in->count < 0 || in->count > MUON_NS_MAX_TRIPLES) return MUON_ERR_DOMAIN;
-    if (in->steps < 0 || in->steps > MUON_NS_MAX_STEPS) return MUON_ERR_DOMAIN;
-    if (in->mode != MUON_NS_REPEAT_LAST && in->mode != MUON_NS_CYCLE) return MUON_ERR_DOMAIN;
-    if (!muon__u_isfinite(in->safety) || in->safety < 0.0) return MUON_ERR_DOMAIN;
-    if (!muon__u_isfinite(in->eps) || in->eps < 0.0) return MUON_ERR_DOMAIN;
-    for (i = 0; i < in->count; i++)
-        if (!muon__u_isfinite(in->coeffs[i][0]) || !muon__u_isfinite(in->coeffs[i][1]) ||
-            !muon__u_isfinite(in->coeffs[i][2]))
-            return MUON_ERR_DOMAIN;
-    *out = *in;
-    if (out->steps == 0) out->steps = out->count;
-    if (out->safety == 0.0) out->safety = 1.0;
-    if (out->gram_restart == 0) out->gram_restart = 2;
-    if (!muon__ns_bounded(out)) { *out = saved; return MUON_ERR_DOMAIN; }
+    if (in->count == 0) { /* v holds what out needs of in (out may be in) */
+        muon__ns_preset_into(MUON_NS_JORDAN, v.steps, out);
+        out->method = v.method;
+        out->gram_restart = v.gram_restart;
+        out->norm = v.norm;
+        return MUON_OK;
+    }
+    if (out != in) memcpy(out, in, sizeof *out);
+    out->steps = v.steps;
+    out->safety = v.safety;
+    out->gram_restart = v.gram_restart;
     return MUON_OK;
 }
 
@@ -2037,28 +2107,34 @@ static double muon__ns_poly(const double *t, double x)
 
 MUONDEF double muon_ns_transfer(const muon_ns_config *ns, double sigma)
 {
-    muon_ns_config c;
-    double x;
+    double jt[1][3], x;
+    muon__ns_view c;
     int k;
-    if (muon_ns_resolve(ns, &c) != MUON_OK) return (double)NAN;
+    if (muon__ns_view_make(ns, &c, jt) != MUON_OK) return (double)NAN;
     x = sigma / c.safety;
     for (k = 0; k < c.steps; k++) x = muon__ns_poly(muon__ns_triple(&c, k), x);
     return x;
 }
 
-MUONDEF int muon_ns_min_steps(const muon_ns_config *ns, double sigma, double tau, int max_steps)
+/* the first step count k <= max_steps at which sigma's image reaches tau, -1 if none */
+static int muon__ns_min_steps_view(const muon__ns_view *c, double sigma, double tau, int max_steps)
 {
-    muon_ns_config c;
-    double x;
+    double x = sigma / c->safety;
     int k;
-    if (muon_ns_resolve(ns, &c) != MUON_OK || max_steps < 1) return -1;
-    if (!muon__u_isfinite(sigma) || !muon__u_isfinite(tau)) return -1;
-    x = sigma / c.safety;
     for (k = 0; k < max_steps; k++) {
-        x = muon__ns_poly(muon__ns_triple(&c, k), x);
+        x = muon__ns_poly(muon__ns_triple(c, k), x);
         if (x >= tau) return k + 1;
     }
     return -1;
+}
+
+MUONDEF int muon_ns_min_steps(const muon_ns_config *ns, double sigma, double tau, int max_steps)
+{
+    double jt[1][3];
+    muon__ns_view c;
+    if (muon__ns_view_make(ns, &c, jt) != MUON_OK || max_steps < 1) return -1;
+    if (!muon__u_isfinite(sigma) || !muon__u_isfinite(tau)) return -1;
+    return muon__ns_min_steps_view(&c, sigma, tau, max_steps);
 }
 
 MUONDEF muon_status muon_sv_quantile(const double *sv, size_t n, double q, double *out)
@@ -2090,9 +2166,10 @@ MUONDEF muon_status muon_ns_choose(const double *sv, size_t n, double q, double 
                                    const muon_ns_config *candidates, size_t count,
                                    muon_ns_config *out, size_t *index_out)
 {
-    muon_ns_config presets[4], best;
-    const muon_ns_config *list = candidates;
-    double ss = 0.0, sq;
+    static const muon_ns_kind kinds[4] = {MUON_NS_JORDAN, MUON_NS_POLAR_EXPRESS, MUON_NS_DEEPSEEK_V4,
+                                          MUON_NS_CUBIC};
+    double t[MUON__NS_PRESET_TRIPLES][3], ss = 0.0, sq;
+    muon__ns_view v;
     size_t i, best_i = 0;
     int best_k = -1;
     muon_status s;
@@ -2100,18 +2177,9 @@ MUONDEF muon_status muon_ns_choose(const double *sv, size_t n, double q, double 
     if (!candidates && count != 0) return MUON_ERR_NULL;
     if (n == 0) return MUON_ERR_SIZE;
     if (!muon__u_isfinite(tau) || max_steps < 1 || max_steps > MUON_NS_MAX_STEPS) return MUON_ERR_DOMAIN;
-    if (!candidates) {
-        presets[0] = muon_ns_preset(MUON_NS_JORDAN, 0);
-        presets[1] = muon_ns_preset(MUON_NS_POLAR_EXPRESS, 0);
-        presets[2] = muon_ns_preset(MUON_NS_DEEPSEEK_V4, 0);
-        presets[3] = muon_ns_preset(MUON_NS_CUBIC, 0);
-        list = presets;
-        count = 4;
-    }
-    for (i = 0; i < count; i++) {
-        muon_ns_config tmp;
-        if (muon_ns_resolve(&list[i], &tmp) != MUON_OK) return MUON_ERR_DOMAIN;
-    }
+    if (!candidates) count = 4; /* the presets */
+    for (i = 0; candidates && i < count; i++)
+        if (muon__ns_view_make(&candidates[i], &v, t) != MUON_OK) return MUON_ERR_DOMAIN;
     s = muon_sv_quantile(sv, n, q, &sq);
     if (s != MUON_OK) return s;
     if (sv[n - 1] < 0.0) return MUON_ERR_DOMAIN; /* descending (checked above): the last is the least */
@@ -2119,16 +2187,24 @@ MUONDEF muon_status muon_ns_choose(const double *sv, size_t n, double q, double 
     if (!(ss > 0.0) || !muon__u_isfinite(ss)) return MUON_ERR_DOMAIN;
     sq /= sqrt(ss);
     for (i = 0; i < count; i++) {
-        int k = muon_ns_min_steps(&list[i], sq, tau, max_steps);
+        int k;
+        if (candidates)
+            muon__ns_view_make(&candidates[i], &v, t); /* validated above */
+        else
+            muon__ns_preset_fill(kinds[i], 0, t, &v);
+        k = muon__ns_min_steps_view(&v, sq, tau, max_steps);
         if (k > 0 && (best_k < 0 || k < best_k)) {
             best_k = k;
             best_i = i;
         }
     }
     if (best_k < 0) return MUON_ERR_UNREACHABLE;
-    muon_ns_resolve(&list[best_i], &best);
-    best.steps = best_k;
-    *out = best;
+    if (candidates)
+        muon_ns_resolve(&candidates[best_i], out);
+    else
+        muon__ns_preset_into(kinds[best_i], 0, out);
+    muon_ns_resolve(out, out); /* in place: the resolved fields (a preset's gram_restart 2) */
+    out->steps = best_k;
     if (index_out) *index_out = best_i;
     return MUON_OK;
 }
@@ -2246,7 +2322,7 @@ static void muon__ns_symmetrise(float *M, size_t m)
  * of the free m x n buffer (hence n >= 3m), which a restart or the final product overwrites once
  * they are dead. With gram_restart 1 every step is a restart and the operations are those of the
  * plain iteration, bit for bit. On return *Xp holds the result and *Yp the free buffer. */
-static muon_status muon__ns_gram(const muon_ns_config *ns, size_t m, size_t n, float **Xp, float **Yp,
+static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, float **Xp, float **Yp,
                                  float *A, float *B, void *gws, size_t gbytes)
 {
     size_t mm = m * m, i;
@@ -2322,7 +2398,7 @@ static muon_status muon__ns_gram(const muon_ns_config *ns, size_t m, size_t n, f
 /* One orthogonalisation; inputs validated, ns resolved, ws of muon__ns_ws_bytes(rows, cols).
  * G may equal out (same ld): G is fully read into X before out is written. */
 static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t ldg,
-                                const muon_ns_config *ns, float *out, size_t ldo, void *ws_raw,
+                                const muon__ns_view *ns, float *out, size_t ldo, void *ws_raw,
                                 size_t ws_bytes)
 {
     int tall = rows > cols;
@@ -2401,7 +2477,8 @@ MUONDEF muon_status muon_orthogonalize_batched_ws(const float *G, size_t count, 
                                                   float *out, size_t ldo, size_t stride_o,
                                                   void *ws, size_t ws_bytes)
 {
-    muon_ns_config c;
+    double jt[1][3];
+    muon__ns_view c;
     muon_status s;
     size_t eg, eo, tg, to, i, need;
     if (!G || !out || !ws) return MUON_ERR_NULL;
@@ -2421,7 +2498,7 @@ MUONDEF muon_status muon_orthogonalize_batched_ws(const float *G, size_t count, 
     }
     need = muon__ns_ws_bytes(rows, cols, 1); /* the GEMM uses fewer threads in less space */
     if (need == 0 || ws_bytes < need) return MUON_ERR_SIZE;
-    if ((s = muon_ns_resolve(ns, &c)) != MUON_OK) return s;
+    if ((s = muon__ns_view_make(ns, &c, jt)) != MUON_OK) return s;
     if (muon__u_overlap(G, tg * sizeof(float), out, to * sizeof(float)) &&
         !(G == out && ldg == ldo && (count == 1 || stride_g == stride_o)))
         return MUON_ERR_ALIAS;
@@ -2464,12 +2541,13 @@ MUONDEF muon_status muon_orthogonalize_batched(const float *G, size_t count, siz
     size_t need;
     void *ws;
     muon_status s;
-    muon_ns_config c;
+    double jt[1][3];
+    muon__ns_view c;
     if (!G || !out) return MUON_ERR_NULL;
     if (count == 0) return MUON_ERR_SIZE;
     if ((s = muon__u_check_shape(rows, cols, ldg)) != MUON_OK) return s;
     if ((s = muon__u_check_shape(rows, cols, ldo)) != MUON_OK) return s;
-    if ((s = muon_ns_resolve(ns, &c)) != MUON_OK) return s;
+    if ((s = muon__ns_view_make(ns, &c, jt)) != MUON_OK) return s;
     need = muon_orthogonalize_batched_workspace_size(count, rows, cols);
     if (need == 0) return MUON_ERR_SIZE;
     ws = MUON_MALLOC(need);
@@ -2807,23 +2885,29 @@ MUONDEF muon_status muon_spectral_decomposition(const float *W, size_t rows, siz
 
 /* ---- the Muon step (SPEC 2.2) ---------------------------------------------------------- */
 
+/* muon_default written into *c, no temporary */
+static void muon__default_into(muon_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->lr = 0.02;
+    c->momentum = 0.95;
+    c->weight_decay = 0.0;
+    c->nesterov = 1;
+    c->momentum_form = MUON_MOMENTUM_EMA;
+    c->scale = MUON_SCALE_ORIGINAL;
+    c->scale_coeff = 0.2;
+    muon__ns_preset_into(MUON_NS_JORDAN, 5, &c->ns);
+    c->split_rows = 1;
+    c->cap = MUON_CAP_OFF;
+    c->cap_iters = 2;
+    c->normuon_beta2 = 0.95;
+    c->normuon_eps = 1e-8;
+}
+
 MUONDEF muon_config muon_default(void)
 {
     muon_config c;
-    memset(&c, 0, sizeof c);
-    c.lr = 0.02;
-    c.momentum = 0.95;
-    c.weight_decay = 0.0;
-    c.nesterov = 1;
-    c.momentum_form = MUON_MOMENTUM_EMA;
-    c.scale = MUON_SCALE_ORIGINAL;
-    c.scale_coeff = 0.2;
-    c.ns = muon_ns_preset(MUON_NS_JORDAN, 5);
-    c.split_rows = 1;
-    c.cap = MUON_CAP_OFF;
-    c.cap_iters = 2;
-    c.normuon_beta2 = 0.95;
-    c.normuon_eps = 1e-8;
+    muon__default_into(&c);
     return c;
 }
 
@@ -2839,12 +2923,11 @@ static int muon__step_count_ok(long long step)
     return step >= 0 && step < LLONG_MAX;
 }
 
-MUONDEF muon_status muon_config_resolve(const muon_config *in, muon_config *out)
+/* muon_config_resolve's checks, reading *in only (no copy of it: docs/embedding.md, "Stack") */
+static muon_status muon__config_check(const muon_config *in)
 {
-    muon_status s;
-    muon_config r;
-    if (!in || !out) return MUON_ERR_NULL;
-    r = *in;
+    double jt[1][3];
+    muon__ns_view v;
     if (!muon__lr_wd_ok(in->lr, in->weight_decay)) return MUON_ERR_DOMAIN;
     if (!(in->momentum >= 0.0 && in->momentum < 1.0)) return MUON_ERR_DOMAIN;
     if (in->momentum_form != MUON_MOMENTUM_EMA && in->momentum_form != MUON_MOMENTUM_SUM) return MUON_ERR_DOMAIN;
@@ -2859,16 +2942,71 @@ MUONDEF muon_status muon_config_resolve(const muon_config *in, muon_config *out)
     if ((in->row_sizes && in->split_rows > 1) || (in->col_sizes && in->split_cols > 1)) return MUON_ERR_DOMAIN;
     if (!(in->normuon_beta2 >= 0.0 && in->normuon_beta2 < 1.0)) return MUON_ERR_DOMAIN;
     if (!muon__u_isfinite(in->normuon_eps) || in->normuon_eps < 0.0) return MUON_ERR_DOMAIN;
-    if ((s = muon_ns_resolve(&in->ns, &r.ns)) != MUON_OK) return s;
-    if (r.scale_coeff == 0.0) r.scale_coeff = 0.2;
-    if (r.split_rows == 0) r.split_rows = 1;
-    if (r.split_cols == 0) r.split_cols = 1;
-    if (r.cap_iters == 0) r.cap_iters = 2;
-    if (r.normuon_beta2 == 0.0) r.normuon_beta2 = 0.95;
-    if (r.normuon_eps == 0.0) r.normuon_eps = 1e-8;
-    r.normuon = r.normuon != 0;
-    r.cautious_wd = r.cautious_wd != 0;
-    *out = r;
+    return muon__ns_view_make(&in->ns, &v, jt);
+}
+
+/* What a step reads of a muon_config, its zero-means-default fields filled in, the schedule
+ * by pointer (resolved by view where it runs): a step's frame holds this (~170 bytes), not a
+ * copy of the ~930-byte config (docs/embedding.md, "Stack"). */
+typedef struct muon__step_cfg {
+    double lr, momentum, weight_decay, scale_coeff, normuon_beta2, normuon_eps;
+    int nesterov, cap_iters, normuon, cautious_wd;
+    muon_momentum_form momentum_form;
+    muon_scale_mode scale;
+    muon_cap_mode cap;
+    size_t split_rows, split_cols, row_blocks, col_blocks;
+    const size_t *row_sizes, *col_sizes;
+    const muon_ns_config *ns;
+} muon__step_cfg;
+
+/* The one place the zero-means-default rule of muon_config lives (muon_config_resolve too). */
+static void muon__step_cfg_make(const muon_config *in, muon__step_cfg *c)
+{
+    c->lr = in->lr;
+    c->momentum = in->momentum;
+    c->weight_decay = in->weight_decay;
+    c->scale_coeff = in->scale_coeff != 0.0 ? in->scale_coeff : 0.2;
+    c->normuon_beta2 = in->normuon_beta2 != 0.0 ? in->normuon_beta2 : 0.95;
+    c->normuon_eps = in->normuon_eps != 0.0 ? in->normuon_eps : 1e-8;
+    c->nesterov = in->nesterov;
+    c->cap_iters = in->cap_iters ? in->cap_iters : 2;
+    c->normuon = in->normuon != 0;
+    c->cautious_wd = in->cautious_wd != 0;
+    c->momentum_form = in->momentum_form;
+    c->scale = in->scale;
+    c->cap = in->cap;
+    c->split_rows = in->split_rows ? in->split_rows : 1;
+    c->split_cols = in->split_cols ? in->split_cols : 1;
+    c->row_blocks = in->row_blocks;
+    c->col_blocks = in->col_blocks;
+    c->row_sizes = in->row_sizes;
+    c->col_sizes = in->col_sizes;
+    c->ns = &in->ns;
+}
+
+/* the zero-means-default fields of a checked config, filled in place */
+static void muon__config_fill(muon_config *r)
+{
+    muon__step_cfg c;
+    muon__step_cfg_make(r, &c);
+    muon_ns_resolve(&r->ns, &r->ns); /* checked: cannot fail */
+    r->scale_coeff = c.scale_coeff;
+    r->split_rows = c.split_rows;
+    r->split_cols = c.split_cols;
+    r->cap_iters = c.cap_iters;
+    r->normuon_beta2 = c.normuon_beta2;
+    r->normuon_eps = c.normuon_eps;
+    r->normuon = c.normuon;
+    r->cautious_wd = c.cautious_wd;
+}
+
+MUONDEF muon_status muon_config_resolve(const muon_config *in, muon_config *out)
+{
+    muon_status s;
+    if (!in || !out) return MUON_ERR_NULL;
+    if ((s = muon__config_check(in)) != MUON_OK) return s;
+    if (out != in) memcpy(out, in, sizeof *out);
+    muon__config_fill(out);
     return MUON_OK;
 }
 
@@ -2908,14 +3046,14 @@ static int muon__split_make(size_t n, size_t equal, const size_t *sizes, size_t 
 }
 
 /* the row and column partitions of a rows x cols step under a resolved (or raw) config */
-static int muon__step_splits(const muon_config *c, size_t rows, size_t cols, muon__split *rp, muon__split *cp)
+static int muon__step_splits(const muon__step_cfg *c, size_t rows, size_t cols, muon__split *rp, muon__split *cp)
 {
     return muon__split_make(rows, c->split_rows, c->row_sizes, c->row_blocks, rp) &&
            muon__split_make(cols, c->split_cols, c->col_sizes, c->col_blocks, cp);
 }
 
 /* the shape scale of the r x c matrix NS saw */
-static double muon__shape_scale(const muon_config *c, size_t r, size_t cols)
+static double muon__shape_scale(const muon__step_cfg *c, size_t r, size_t cols)
 {
     double rr = (double)r, cc = (double)cols;
     switch (c->scale) {
@@ -2949,8 +3087,10 @@ static size_t muon__step_ws_bytes(size_t rows, size_t cols, size_t br, size_t bc
 MUONDEF size_t muon_step_workspace_size(size_t rows, size_t cols, const muon_config *cfg)
 {
     muon__split rp, cp;
+    muon__step_cfg c;
     if (!cfg) return muon__step_ws_bytes(rows, cols, rows, cols, rows, 0); /* NorMuon's rows included */
-    if (!muon__step_splits(cfg, rows, cols, &rp, &cp)) return 0;
+    muon__step_cfg_make(cfg, &c);
+    if (!muon__step_splits(&c, rows, cols, &rp, &cp)) return 0;
     return muon__step_ws_bytes(rows, cols, rp.max, cp.max, cfg->normuon ? rows : 0, 0);
 }
 
@@ -3047,7 +3187,7 @@ static float muon__mom_dir(float b, float g, double beta, int nesterov, muon_mom
  * is a convex combination of finite floats and cannot), NONFINITE for NaN/Inf in B (a state
  * written by hand). */
 static muon_status muon__mom_fill(const float *B, const float *G, size_t ldg, size_t rows, size_t cols,
-                                  const muon_config *c, float *U)
+                                  const muon__step_cfg *c, float *U)
 {
     size_t i;
     int bad = 0, badb = 0;
@@ -3068,7 +3208,7 @@ static muon_status muon__mom_fill(const float *B, const float *G, size_t ldg, si
     return bad ? MUON_ERR_RANGE : MUON_OK;
 }
 
-static void muon__mom_commit(float *B, const float *G, size_t ldg, size_t rows, size_t cols, const muon_config *c)
+static void muon__mom_commit(float *B, const float *G, size_t ldg, size_t rows, size_t cols, const muon__step_cfg *c)
 {
     size_t i;
     MUON__OMP(omp parallel for schedule(static) if ((double)rows * (double)cols >= MUON__PAR_MIN))
@@ -3085,17 +3225,20 @@ static void muon__mom_commit(float *B, const float *G, size_t ldg, size_t rows, 
 }
 
 /* NS of every block of U (rows x cols, ld cols) in place: U becomes O, unscaled */
-static muon_status muon__ns_blocks(float *U, size_t cols, const muon_config *c, const muon__split *rp,
+static muon_status muon__ns_blocks(float *U, size_t cols, const muon__step_cfg *c, const muon__split *rp,
                                    const muon__split *cp, void *nsws, size_t nsws_bytes)
 {
     size_t bi, bj, r0 = 0;
+    double jt[1][3];
+    muon__ns_view v;
     muon_status s;
+    if ((s = muon__ns_view_make(c->ns, &v, jt)) != MUON_OK) return s; /* checked: cannot fail */
     for (bi = 0; bi < rp->k; bi++) {
         size_t rl = muon__split_len(rp, bi), c0 = 0;
         for (bj = 0; bj < cp->k; bj++) {
             size_t cl = muon__split_len(cp, bj);
             float *blk = U + r0 * cols + c0; /* size_t offsets throughout */
-            s = muon__ns_one(blk, rl, cl, cols, &c->ns, blk, cols, nsws, nsws_bytes);
+            s = muon__ns_one(blk, rl, cl, cols, &v, blk, cols, nsws, nsws_bytes);
             if (s != MUON_OK) return s;
             c0 += cl;
         }
@@ -3107,7 +3250,7 @@ static muon_status muon__ns_blocks(float *U, size_t cols, const muon_config *c, 
 /* NorMuon on O (U, rows x cols, ld cols), SPEC 2.7: vnew_i = beta2 v_i + (1 - beta2) mean_j O_ij^2
  * (written to vnew, the state untouched), O_i <- O_i / (sqrt(vnew_i) + eps), then O rescaled to
  * its Frobenius norm before the division (sums in double). A zero row stays zero (0 / eps). */
-static void muon__normuon(float *U, size_t rows, size_t cols, const muon_config *c, const double *v, double *vnew)
+static void muon__normuon(float *U, size_t rows, size_t cols, const muon__step_cfg *c, const double *v, double *vnew)
 {
     double before = 0.0, after = 0.0, beta = c->normuon_beta2, eps = c->normuon_eps, f;
     size_t i;
@@ -3138,7 +3281,7 @@ static void muon__normuon(float *U, size_t rows, size_t cols, const muon_config 
 
 /* D = -lr * scale(block) * O, each block with its own shape's scale. RANGE when a factor or an
  * entry of D leaves float's range. One block: one factor for the whole matrix, as before. */
-static muon_status muon__blocks_scale(float *U, size_t cols, const muon_config *c, const muon__split *rp,
+static muon_status muon__blocks_scale(float *U, size_t cols, const muon__step_cfg *c, const muon__split *rp,
                                       const muon__split *cp)
 {
     size_t bi, bj, r0 = 0, i;
@@ -3210,7 +3353,7 @@ static int muon__step_fits(const float *W, size_t ldw, const float *U, size_t ro
 /* validation shared by muon_step_ws and muown_step_ws; the nreg state buffers reg[k] (reg_bytes[k]
  * bytes each) may overlap none of W, G, ws and S (the optional step output, ld lds) */
 static muon_status muon__step_check(size_t rows, size_t cols, const float *W, size_t ldw, const float *G,
-                                    size_t ldg, const float *S, size_t lds, const muon_config *c, void *ws,
+                                    size_t ldg, const float *S, size_t lds, const muon__step_cfg *c, void *ws,
                                     size_t ws_bytes, size_t extra_doubles, const void *const *reg,
                                     const size_t *reg_bytes, size_t nreg, muon__split *rp, muon__split *cp)
 {
@@ -3241,7 +3384,7 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
                                  const float *G, size_t ldg, float *step_out, size_t lds, void *ws,
                                  size_t ws_bytes)
 {
-    muon_config c;
+    muon__step_cfg c;
     muon_status s;
     size_t rows, cols, ub, i;
     unsigned char *base;
@@ -3253,7 +3396,8 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
     if (!st || !cfg || !W || !G || !ws) return MUON_ERR_NULL;
     if (!st->momentum || !st->cap_u || !st->cap_v) return MUON_ERR_NULL;
     /* the config first: the splits are needed by the shape checks */
-    if ((s = muon_config_resolve(cfg, &c)) != MUON_OK) return s;
+    if ((s = muon__config_check(cfg)) != MUON_OK) return s;
+    muon__step_cfg_make(cfg, &c);
     if (c.normuon && !st->row_v) return MUON_ERR_NULL; /* a state from before 0.3 */
     rows = st->rows;
     cols = st->cols;
@@ -3482,7 +3626,7 @@ MUONDEF muown_config muown_default(void)
 {
     muown_config c;
     memset(&c, 0, sizeof c);
-    c.muon = muon_default();
+    muon__default_into(&c.muon);
     c.magnitude = MUOWN_MAG_ADAM;
     c.mag_lr = 0.02;
     c.mag_beta1 = 0.9;
@@ -3494,8 +3638,10 @@ MUONDEF muown_config muown_default(void)
 MUONDEF size_t muown_step_workspace_size(size_t rows, size_t cols, const muown_config *cfg)
 {
     muon__split rp, cp;
+    muon__step_cfg c;
     if (!cfg) return muon__step_ws_bytes(rows, cols, rows, cols, rows, 0);
-    if (!muon__step_splits(&cfg->muon, rows, cols, &rp, &cp)) return 0;
+    muon__step_cfg_make(&cfg->muon, &c);
+    if (!muon__step_splits(&c, rows, cols, &rp, &cp)) return 0;
     return muon__step_ws_bytes(rows, cols, rp.max, cp.max, rows, 0);
 }
 
@@ -3635,16 +3781,31 @@ MUONDEF muon_status muown_resync(muown_state *st, const float *W, size_t ldw)
     return MUON_OK;
 }
 
-MUONDEF muon_status muown_config_resolve(const muown_config *in, muown_config *out)
+/* What muown_step reads of a checked muown_config beyond the Muon part, defaults filled in. */
+typedef struct muon__muown_cfg {
+    muown_magnitude_rule magnitude;
+    double mag_lr, mag_beta1, mag_beta2, mag_eps;
+    int reference_resync;
+} muon__muown_cfg;
+
+static void muon__muown_cfg_make(const muown_config *in, muon__muown_cfg *c)
 {
-    muown_config r;
+    c->magnitude = in->magnitude;
+    c->mag_lr = in->mag_lr;
+    c->mag_beta1 = in->mag_beta1;
+    c->mag_beta2 = in->mag_beta2;
+    c->mag_eps = in->mag_eps != 0.0 ? in->mag_eps : 1e-8;
+    c->reference_resync = in->reference_resync;
+}
+
+/* muown_config_resolve's checks, reading *in only */
+static muon_status muon__muown_check(const muown_config *in)
+{
     muon_status s;
-    if (!in || !out) return MUON_ERR_NULL;
-    r = *in;
-    if ((s = muon_config_resolve(&in->muon, &r.muon)) != MUON_OK) return s;
+    if ((s = muon__config_check(&in->muon)) != MUON_OK) return s;
     /* NorMuon and cautious decay are Muon's: Muown's rows are normalised by construction and its
      * decay re-reads the magnitudes; refused rather than ignored */
-    if (r.muon.normuon || r.muon.cautious_wd) return MUON_ERR_DOMAIN;
+    if (in->muon.normuon || in->muon.cautious_wd) return MUON_ERR_DOMAIN;
     if (in->magnitude != MUOWN_MAG_ADAM && in->magnitude != MUOWN_MAG_SIGNUM && in->magnitude != MUOWN_MAG_FIXED &&
         in->magnitude != MUOWN_MAG_SGD && in->magnitude != MUOWN_MAG_LION)
         return MUON_ERR_DOMAIN;
@@ -3652,14 +3813,25 @@ MUONDEF muon_status muown_config_resolve(const muown_config *in, muown_config *o
     if (!(in->mag_beta1 >= 0.0 && in->mag_beta1 < 1.0) || !(in->mag_beta2 >= 0.0 && in->mag_beta2 < 1.0))
         return MUON_ERR_DOMAIN;
     if (!muon__u_isfinite(in->mag_eps) || in->mag_eps < 0.0) return MUON_ERR_DOMAIN;
-    if (r.mag_eps == 0.0) r.mag_eps = 1e-8;
-    *out = r;
+    return MUON_OK;
+}
+
+MUONDEF muon_status muown_config_resolve(const muown_config *in, muown_config *out)
+{
+    muon__muown_cfg mc;
+    muon_status s;
+    if (!in || !out) return MUON_ERR_NULL;
+    if ((s = muon__muown_check(in)) != MUON_OK) return s;
+    if (out != in) memcpy(out, in, sizeof *out);
+    muon__config_fill(&out->muon);
+    muon__muown_cfg_make(out, &mc);
+    out->mag_eps = mc.mag_eps;
     return MUON_OK;
 }
 
 /* The magnitude rule: g's new value from its gradient gi; *m_out, *v_out the rule's moments
  * (unchanged for the rules that do not use them). */
-static double muon__muown_mag(const muown_config *cfg, double g, double m, double v, double gi, double bc1,
+static double muon__muown_mag(const muon__muown_cfg *cfg, double g, double m, double v, double gi, double bc1,
                               double bc2, double *m_out, double *v_out)
 {
     *m_out = m;
@@ -3688,8 +3860,8 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
                                   size_t ws_bytes)
 {
     int bad = 0;
-    muon_config c;
-    muown_config rc;
+    muon__step_cfg c;
+    muon__muown_cfg rc;
     muon_status s;
     size_t rows, cols, ub, i;
     unsigned char *base;
@@ -3701,9 +3873,9 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     muon__split rp, cp;
     if (!st || !cfg || !W || !G || !ws) return MUON_ERR_NULL;
     if (!st->g || !st->vnorm || !st->mag_m || !st->mag_v || !st->momentum) return MUON_ERR_NULL;
-    if ((s = muown_config_resolve(cfg, &rc)) != MUON_OK) return s;
-    cfg = &rc; /* from here on the resolved config */
-    c = rc.muon;
+    if ((s = muon__muown_check(cfg)) != MUON_OK) return s;
+    muon__step_cfg_make(&cfg->muon, &c);
+    muon__muown_cfg_make(cfg, &rc); /* from here on the filled-in fields, never cfg's own */
     rows = st->rows;
     cols = st->cols;
     reg[0] = st->momentum;
@@ -3749,9 +3921,9 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     }
 
     t = st->step + 1;
-    if (cfg->magnitude == MUOWN_MAG_ADAM) {
-        bc1 = -expm1((double)t * log(cfg->mag_beta1));
-        bc2 = -expm1((double)t * log(cfg->mag_beta2));
+    if (rc.magnitude == MUOWN_MAG_ADAM) {
+        bc1 = -expm1((double)t * log(rc.mag_beta1));
+        bc2 = -expm1((double)t * log(rc.mag_beta2));
     }
     lrwd = c.lr * c.weight_decay;
     /* nothing is committed unless every row's new magnitude and v_new fit a float */
@@ -3759,7 +3931,7 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     for (i = 0; i < rows; i++) {
         const float *w = W + i * ldw, *d = U + i * cols;
         double us = muon__muown_uscale(w, cols, st->g[i]), mm, vv, wmax = 0.0;
-        double gn = muon__muown_mag(cfg, st->g[i], st->mag_m[i], st->mag_v[i], gg[i], bc1, bc2, &mm, &vv);
+        double gn = muon__muown_mag(&rc, st->g[i], st->mag_m[i], st->mag_v[i], gg[i], bc1, bc2, &mm, &vv);
         size_t j;
         for (j = 0; j < cols; j++) {
             double vn = st->vnorm[i] * ((double)w[j] * us) + (double)d[j];
@@ -3790,7 +3962,7 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
             nv += vn * vn;
         }
         nv = sqrt(nv);
-        gn = muon__muown_mag(cfg, gn, st->mag_m[i], st->mag_v[i], gi, bc1, bc2, &st->mag_m[i], &st->mag_v[i]);
+        gn = muon__muown_mag(&rc, gn, st->mag_m[i], st->mag_v[i], gi, bc1, bc2, &st->mag_m[i], &st->mag_v[i]);
         if (nv > 0.0) {
             scale = gn / nv;
             st->vnorm[i] = nv;
@@ -3811,7 +3983,7 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
             }
             /* weight-decay resync: g = +-||W_i||, the sign that keeps u = W/g along v_new (so the
              * momentum, which lives in v's coordinates, stays consistent when g < 0) */
-            st->g[i] = dot < 0.0 && !cfg->reference_resync ? -sqrt(acc) : sqrt(acc);
+            st->g[i] = dot < 0.0 && !rc.reference_resync ? -sqrt(acc) : sqrt(acc);
         } else {
             for (j = 0; j < cols; j++) w[j] = (float)(scale * (double)d[j]);
             st->g[i] = gn;

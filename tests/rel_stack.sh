@@ -5,7 +5,10 @@
 # Fails on a function over its budget, a public function with no budget line, or recursion. The
 # check can fail: a probe TU with a 4 KB frame two calls down must measure >= 3968, and a
 # recursive probe must be reported as a cycle.
+# `tests/rel_stack.sh --table` prints, after the checks, the table's lines as measured now
+# (the maximum over the builds, rounded up to 256): paste them when a frame changes on purpose.
 set -u
+table=0; [ "${1:-}" = --table ] && table=1
 cd "$(dirname "$0")/.."
 rel_name=stack
 . tests/rel_lib.sh
@@ -54,4 +57,10 @@ for m in "scalar:-DRN_NO_SIMD -DMUON_NO_SIMD" "avx2:-mavx2 -mfma" "avx512:-mavx5
     nb=$(printf '%s\n' "$out" | grep -c '^FAILED' || true)
     if [ "$nb" -eq 0 ]; then rel_pass=$((rel_pass + 1)); else rel_fail=$((rel_fail + nb)); fi
 done
+if [ "$table" = 1 ]; then
+    echo "--- measured (function<TAB>bytes, max over the builds, rounded up to 256):"
+    cat "$T"/scalar.txt "$T"/avx2.txt "$T"/avx512.txt 2>/dev/null | awk -F'\t' '
+        { if (!($2 in m) || $1 + 0 > m[$2]) m[$2] = $1 + 0 }
+        END { for (f in m) { r = int((m[f] + 255) / 256) * 256; if (r < 256) r = 256; printf "%s\t%d\n", f, r } }' | LC_ALL=C sort
+fi
 rel_finish
