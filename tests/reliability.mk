@@ -13,6 +13,8 @@
 #   tests/rel_nostdio.sh    neither implementation references stdio or assert (nm -u; firmware)
 #   tests/rel_stack.sh      every public function's worst-case stack within tests/stack_budget.txt
 #                           (gcc -fcallgraph-info=su, scalar/AVX2/AVX-512; no recursion)
+#   tests/rel_cortexm.sh    Cortex-M4F and M7 under qemu-system-arm (semihosting): tests/cortexm on a
+#                           64 KB static arena, the README examples, code size (arm-none-eabi-gcc)
 #   tests/rel_cmake.sh      make install = cmake --install; find_package(rownorm 0.2), pkg-config,
 #                           add_subdirectory (installs nothing of ours unless ROWNORM_INSTALL=ON)
 # Builds here never stop `make test-build`: a build that fails leaves its log beside the
@@ -169,7 +171,7 @@ rel-config:
 
 RUN_BINS += tests/rel_two_tu.sh tests/rel_clang.sh tests/qemu/run.sh tests/rel_valgrind.sh tests/fuzz/run.sh \
             tests/rel_ckpt_kill.sh tests/rel_cmake.sh tests/rel_windows.sh tests/rel_cxx_strict.sh \
-            tests/rel_nostdio.sh tests/rel_stack.sh
+            tests/rel_nostdio.sh tests/rel_stack.sh tests/rel_cortexm.sh
 
 # By hand: longer fuzzing (the total per target goes into docs/reliability.md), and merging
 # the inputs it found into the kept corpus (minimised; keep tests/fuzz/corpus small).

@@ -99,4 +99,21 @@ static double t_rng_normal(t_rng *r)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
 }
 
+/* float64 reference row diameter max_{a<b} ||s_a - s_b|| (rows x cols, ld), by brute force */
+static inline double t_ref_diameter(const float *S, size_t rows, size_t cols, size_t ld)
+{
+    double best = 0.0;
+    size_t a, b, k;
+    for (a = 0; a < rows; a++)
+        for (b = a + 1; b < rows; b++) {
+            double s = 0.0;
+            for (k = 0; k < cols; k++) {
+                double d = (double)S[a * ld + k] - (double)S[b * ld + k];
+                s += d * d;
+            }
+            if (s > best) best = s;
+        }
+    return sqrt(best);
+}
+
 #endif /* TEST_H */

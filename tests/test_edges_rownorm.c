@@ -77,23 +77,6 @@ static int same_rows(const float *A, size_t lda, const float *B, size_t ldb, siz
     return 1;
 }
 
-/* brute-force diameter in double */
-static double brute_diameter(const float *S, size_t rows, size_t cols, size_t ld)
-{
-    double best = 0.0;
-    size_t a, b, k;
-    for (a = 0; a < rows; a++)
-        for (b = a + 1; b < rows; b++) {
-            double s = 0.0;
-            for (k = 0; k < cols; k++) {
-                double d = (double)S[a * ld + k] - (double)S[b * ld + k];
-                s += d * d;
-            }
-            if (s > best) best = s;
-        }
-    return sqrt(best);
-}
-
 /* ---- scaled norms ------------------------------------------------------------------------ */
 
 /* The diameter is exact at every scale: rows of norm ~1e-30 (float products of such rows
@@ -116,7 +99,7 @@ static void test_diameter_scaled(void)
             double D = -1.0, want, lo = -1.0, hi = -1.0;
             size_t i, j;
             fill(S, r, c, c, scales[k], (unsigned long long)seed * 7919u);
-            want = brute_diameter(S, r, c, c);
+            want = t_ref_diameter(S, r, c, c);
             CHECK(rn_row_diameter(S, r, c, c, &D, &i, &j) == RN_OK);
             if (fabs(D - want) / want > worst) worst = fabs(D - want) / want;
             CHECK(rn_row_diameter_bounds(S, r, c, c, &lo, &hi) == RN_OK);
