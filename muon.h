@@ -408,6 +408,13 @@ typedef struct muon_config {
      * on the entries where the update u = -D and w agree in sign, u*w >= 0 (d*w <= 0); elsewhere
      * w is not decayed. step_out's S is D as without it. */
     int cautious_wd;
+    /* OpenMP threads of this step's parallel regions (its products and elementwise passes):
+     * 0 = the OpenMP default (omp_get_max_threads()), n >= 1 = n, at most omp_get_num_procs()
+     * (1: the step opens no parallel region at all). Per config, so a host program gives each call what it can spare; no global
+     * state is touched. Regions below MUON__PAR_MIN elements / MUON_GEMM_PARALLEL_MIN
+     * multiply-adds stay on one thread whatever this says. Ignored without OpenMP, and by the
+     * products of a MUON_USE_CBLAS build (the BLAS has its own threads). */
+    int threads;
 } muon_config;
 
 /* lr 0.02, momentum 0.95, Nesterov, EMA, ORIGINAL, scale_coeff 0.2, weight decay 0, Jordan x 5,
@@ -1681,10 +1688,10 @@ static muon_status muon__gemm_cblas(const muon__gemm_problem *g)
     return MUON_OK;
 }
 #define MUON__GEMM_EXEC(g) muon__gemm_cblas(g)
-#define MUON__GEMM_EXEC_WS(g, ws, ws_bytes) muon__gemm_cblas(g)
+#define MUON__GEMM_EXEC_WS(g, ws, ws_bytes, threads) muon__gemm_cblas(g)
 #else
 #define MUON__GEMM_EXEC(g) muon__gemm_run(g, 0, 0)
-#define MUON__GEMM_EXEC_WS(g, ws, ws_bytes) muon__gemm_run_ws(g, 0, ws, ws_bytes, 0)
+#define MUON__GEMM_EXEC_WS(g, ws, ws_bytes, threads) muon__gemm_run_ws(g, 0, ws, ws_bytes, threads)
 #endif
 
 /* Per-thread packing space (and edge tile) for the largest blocks kernel kr can use. */
@@ -1709,20 +1716,48 @@ MUONDEF size_t muon_gemm_workspace_size(int threads)
     return MUON__GEMM_ALIGN + (size_t)threads * (bv > bs ? bv : bs);
 }
 
+/* The _ws entry points with a team-size cap (the step's muon_config.threads; 0: the default):
+ * a capped product still stays on one thread below MUON_GEMM_PARALLEL_MIN or when nested. */
+static muon_status muon__gemm_ws_entry(const muon__gemm_problem *g, void *ws, size_t ws_bytes, int threads)
+{
+    muon_status st = muon__gemm_check(g, ws, 1);
+    if (st != MUON_OK) return st;
+    {   /* the workspace contract holds in every build, CBLAS included */
+        muon__gemm_kernel kr = muon__gemm_pick_kernel(0);
+        muon__gemm_blocks bl = muon__gemm_blocking(&kr, g->m, g->n, g->k);
+        if (muon__gemm_ws_need(&bl, 1) > ws_bytes) return MUON_ERR_SIZE;
+        if (muon__gemm_ws_overlaps(g, ws, ws_bytes)) return MUON_ERR_ALIAS;
+    }
+    if (threads > 0 && muon__gemm_threads_wanted(g) == 1) threads = 1;
+    return MUON__GEMM_EXEC_WS(g, ws, ws_bytes, threads);
+}
+
+static muon_status muon__sgemm_ws_t(int threads, muon_transpose ta, muon_transpose tb, size_t m, size_t n,
+                                    size_t k, float alpha, const float *A, size_t lda, const float *B, size_t ldb,
+                                    float beta, float *C, size_t ldc, void *ws, size_t ws_bytes)
+{
+    muon__gemm_problem g = muon__gemm_make(0, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    return muon__gemm_ws_entry(&g, ws, ws_bytes, threads);
+}
+
+static muon_status muon__ssyrk_ws_t(int threads, muon_transpose ta, size_t n, size_t k, float alpha,
+                                    const float *A, size_t lda, float beta, float *C, size_t ldc, void *ws,
+                                    size_t ws_bytes)
+{
+    muon__gemm_problem g = muon__gemm_make_syrk(ta, n, k, alpha, A, lda, beta, C, ldc);
+    return muon__gemm_ws_entry(&g, ws, ws_bytes, threads);
+}
+
 MUONDEF muon_status muon_sgemm_ws(muon_transpose ta, muon_transpose tb, size_t m, size_t n, size_t k,
                                   float alpha, const float *A, size_t lda, const float *B, size_t ldb,
                                   float beta, float *C, size_t ldc, void *ws, size_t ws_bytes)
 {
-    muon__gemm_problem g = muon__gemm_make(0, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-    muon_status st = muon__gemm_check(&g, ws, 1);
-    if (st != MUON_OK) return st;
-    {   /* the workspace contract holds in every build, CBLAS included */
-        muon__gemm_kernel kr = muon__gemm_pick_kernel(0);
-        muon__gemm_blocks bl = muon__gemm_blocking(&kr, m, n, k);
-        if (muon__gemm_ws_need(&bl, 1) > ws_bytes) return MUON_ERR_SIZE;
-        if (muon__gemm_ws_overlaps(&g, ws, ws_bytes)) return MUON_ERR_ALIAS;
-    }
-    return MUON__GEMM_EXEC_WS(&g, ws, ws_bytes);
+    return muon__sgemm_ws_t(0, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, ws, ws_bytes);
+}
+MUONDEF muon_status muon_ssyrk_ws(muon_transpose ta, size_t n, size_t k, float alpha, const float *A,
+                                  size_t lda, float beta, float *C, size_t ldc, void *ws, size_t ws_bytes)
+{
+    return muon__ssyrk_ws_t(0, ta, n, k, alpha, A, lda, beta, C, ldc, ws, ws_bytes);
 }
 
 MUONDEF muon_status muon_sgemm(muon_transpose ta, muon_transpose tb, size_t m, size_t n, size_t k,
@@ -1733,21 +1768,6 @@ MUONDEF muon_status muon_sgemm(muon_transpose ta, muon_transpose tb, size_t m, s
     muon_status st = muon__gemm_check(&g, NULL, 0);
     if (st != MUON_OK) return st;
     return MUON__GEMM_EXEC(&g);
-}
-
-MUONDEF muon_status muon_ssyrk_ws(muon_transpose ta, size_t n, size_t k, float alpha, const float *A,
-                                  size_t lda, float beta, float *C, size_t ldc, void *ws, size_t ws_bytes)
-{
-    muon__gemm_problem g = muon__gemm_make_syrk(ta, n, k, alpha, A, lda, beta, C, ldc);
-    muon_status st = muon__gemm_check(&g, ws, 1);
-    if (st != MUON_OK) return st;
-    {
-        muon__gemm_kernel kr = muon__gemm_pick_kernel(0);
-        muon__gemm_blocks bl = muon__gemm_blocking(&kr, n, n, k);
-        if (muon__gemm_ws_need(&bl, 1) > ws_bytes) return MUON_ERR_SIZE;
-        if (muon__gemm_ws_overlaps(&g, ws, ws_bytes)) return MUON_ERR_ALIAS;
-    }
-    return MUON__GEMM_EXEC_WS(&g, ws, ws_bytes);
 }
 
 MUONDEF muon_status muon_ssyrk(muon_transpose ta, size_t n, size_t k, float alpha, const float *A,
@@ -1764,6 +1784,9 @@ MUONDEF muon_status muon_ssyrk(muon_transpose ta, size_t n, size_t k, float alph
 
 #define MUON__ALIGN 64
 #define MUON__PAR_MIN 65536.0 /* elements below which an elementwise pass stays on one thread */
+/* the clauses of a step's elementwise region: its team size nt (muon_config.threads), one
+ * thread below MUON__PAR_MIN elements (the macro is expanded inside the pragma) */
+#define MUON__PAR(nt, work) num_threads(nt) if ((nt) > 1 && (double)(work) >= MUON__PAR_MIN)
 
 /* finiteness from the exponent bits: stays correct under -ffast-math */
 static int muon__u_isfinite(double x)
@@ -1851,6 +1874,17 @@ static double muon__u_sumsq(const float *A, size_t rows, size_t cols, size_t ld)
     return s;
 }
 
+/* an explicit team size, at most the processors OpenMP sees (more never helps a step, and a
+ * hostile count must not make the runtime try to start millions of threads) */
+static int muon__u_threads_cap(int n)
+{
+#ifdef _OPENMP
+    int p = omp_get_num_procs();
+    if (p >= 1 && n > p) n = p;
+#endif
+    return n < 1 ? 1 : n;
+}
+
 static int muon__u_threads(void)
 {
 #ifdef _OPENMP
@@ -1873,6 +1907,7 @@ typedef struct muon__ns_view {
     muon_ns_norm norm;
     double safety, eps;
     const double (*coeffs)[3];
+    int threads; /* the products' team size (0: the OpenMP default); set by the caller */
 } muon__ns_view;
 
 #define MUON__NS_PRESET_TRIPLES 10 /* the most triples of any preset (DeepSeek V4) */
@@ -1900,6 +1935,7 @@ static int muon__ns_preset_fill(muon_ns_kind kind, int steps, double (*t)[3], mu
     v->safety = 1.0;
     v->eps = 1e-7;
     v->coeffs = (const double (*)[3])t;
+    v->threads = 0;
     switch (kind) {
     case MUON_NS_JORDAN:
         v->count = 1;
@@ -2067,6 +2103,7 @@ static muon_status muon__ns_view_make(const muon_ns_config *in, muon__ns_view *v
         v->safety = in->safety != 0.0 ? in->safety : 1.0;
         v->eps = in->eps;
         v->coeffs = (const double (*)[3])in->coeffs;
+        v->threads = 0;
     }
     v->method = in->method;
     v->gram_restart = in->gram_restart ? in->gram_restart : 2;
@@ -2330,14 +2367,14 @@ static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, fl
     float *X = *Xp, *Y = *Yp, *Q = A, *Qs = B, *R = Y, *P = Y + mm, *S = Y + 2 * mm, *sw;
     muon_status s;
 
-    s = muon_ssyrk_ws(MUON_NO_TRANS, m, n, 1.0f, X, n, 0.0f, R, m, gws, gbytes);
+    s = muon__ssyrk_ws_t(ns->threads, MUON_NO_TRANS, m, n, 1.0f, X, n, 0.0f, R, m, gws, gbytes);
     if (s != MUON_OK) return s;
     for (k = 0; k < ns->steps; k++) {
         const double *t = muon__ns_triple(ns, k);
         float a = (float)t[0], b = (float)t[1], c = (float)t[2];
         int keep_r;
         if (seg == restart) { /* X_s <- Q X_s; R <- X_s X_s^T; Q <- I */
-            s = muon_sgemm_ws(MUON_NO_TRANS, MUON_NO_TRANS, m, n, m, 1.0f, Q, m, X, n, 0.0f, Y, n, gws, gbytes);
+            s = muon__sgemm_ws_t(ns->threads, MUON_NO_TRANS, MUON_NO_TRANS, m, n, m, 1.0f, Q, m, X, n, 0.0f, Y, n, gws, gbytes);
             if (s != MUON_OK) return s;
             sw = X;
             X = Y;
@@ -2345,7 +2382,7 @@ static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, fl
             R = Y;
             P = Y + mm;
             S = Y + 2 * mm;
-            s = muon_ssyrk_ws(MUON_NO_TRANS, m, n, 1.0f, X, n, 0.0f, R, m, gws, gbytes);
+            s = muon__ssyrk_ws_t(ns->threads, MUON_NO_TRANS, m, n, 1.0f, X, n, 0.0f, R, m, gws, gbytes);
             if (s != MUON_OK) return s;
             q_id = 1;
             seg = 0;
@@ -2354,7 +2391,7 @@ static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, fl
         /* P = b R + c R R^T + a I, formed as the plain iteration forms B */
         if (c != 0.0f) {
             memcpy(P, R, mm * sizeof(float));
-            s = muon_ssyrk_ws(MUON_NO_TRANS, m, m, c, R, m, b, P, m, gws, gbytes);
+            s = muon__ssyrk_ws_t(ns->threads, MUON_NO_TRANS, m, m, c, R, m, b, P, m, gws, gbytes);
             if (s != MUON_OK) return s;
         } else {
             for (i = 0; i < mm; i++) P[i] = b * R[i];
@@ -2364,7 +2401,7 @@ static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, fl
             memcpy(Q, P, mm * sizeof(float));
             q_id = 0;
         } else {
-            s = muon_sgemm_ws(MUON_NO_TRANS, MUON_NO_TRANS, m, m, m, 1.0f, Q, m, P, m, 0.0f, Qs, m, gws, gbytes);
+            s = muon__sgemm_ws_t(ns->threads, MUON_NO_TRANS, MUON_NO_TRANS, m, m, m, 1.0f, Q, m, P, m, 0.0f, Qs, m, gws, gbytes);
             if (s != MUON_OK) return s;
             muon__ns_symmetrise(Qs, m);
             sw = Q;
@@ -2372,9 +2409,9 @@ static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, fl
             Qs = sw;
         }
         if (keep_r) { /* R <- R P^2 into P's slot, symmetrised; the old R's slot is free */
-            s = muon_ssyrk_ws(MUON_NO_TRANS, m, m, 1.0f, P, m, 0.0f, S, m, gws, gbytes);
+            s = muon__ssyrk_ws_t(ns->threads, MUON_NO_TRANS, m, m, 1.0f, P, m, 0.0f, S, m, gws, gbytes);
             if (s != MUON_OK) return s;
-            s = muon_sgemm_ws(MUON_NO_TRANS, MUON_NO_TRANS, m, m, m, 1.0f, R, m, S, m, 0.0f, P, m, gws, gbytes);
+            s = muon__sgemm_ws_t(ns->threads, MUON_NO_TRANS, MUON_NO_TRANS, m, m, m, 1.0f, R, m, S, m, 0.0f, P, m, gws, gbytes);
             if (s != MUON_OK) return s;
             muon__ns_symmetrise(P, m);
             sw = R;
@@ -2384,7 +2421,7 @@ static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, fl
         seg++;
     }
     if (!q_id) {
-        s = muon_sgemm_ws(MUON_NO_TRANS, MUON_NO_TRANS, m, n, m, 1.0f, Q, m, X, n, 0.0f, Y, n, gws, gbytes);
+        s = muon__sgemm_ws_t(ns->threads, MUON_NO_TRANS, MUON_NO_TRANS, m, n, m, 1.0f, Q, m, X, n, 0.0f, Y, n, gws, gbytes);
         if (s != MUON_OK) return s;
         sw = X;
         X = Y;
@@ -2442,19 +2479,19 @@ static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t
         float a = (float)t[0], b = (float)t[1], c = (float)t[2];
         float *sw;
         /* A = X X^T (symmetric: SYRK) */
-        s = muon_ssyrk_ws(MUON_NO_TRANS, m, n, 1.0f, X, n, 0.0f, A, m, gws, gbytes);
+        s = muon__ssyrk_ws_t(ns->threads, MUON_NO_TRANS, m, n, 1.0f, X, n, 0.0f, A, m, gws, gbytes);
         if (s != MUON_OK) return s;
         /* B = b A + c A A; A A = A A^T since A is symmetric: SYRK again */
         if (c != 0.0f) {
             memcpy(B, A, m * m * sizeof(float));
-            s = muon_ssyrk_ws(MUON_NO_TRANS, m, m, c, A, m, b, B, m, gws, gbytes);
+            s = muon__ssyrk_ws_t(ns->threads, MUON_NO_TRANS, m, m, c, A, m, b, B, m, gws, gbytes);
             if (s != MUON_OK) return s;
         } else {
             for (i = 0; i < m * m; i++) B[i] = b * A[i];
         }
         /* X <- a X + B X = (B + a I) X: fold a into the diagonal, one GEMM */
         for (i = 0; i < m; i++) B[i * m + i] += a;
-        s = muon_sgemm_ws(MUON_NO_TRANS, MUON_NO_TRANS, m, n, m, 1.0f, B, m, X, n, 0.0f, Y, n, gws, gbytes);
+        s = muon__sgemm_ws_t(ns->threads, MUON_NO_TRANS, MUON_NO_TRANS, m, n, m, 1.0f, B, m, X, n, 0.0f, Y, n, gws, gbytes);
         if (s != MUON_OK) return s;
         sw = X;
         X = Y;
@@ -2942,6 +2979,7 @@ static muon_status muon__config_check(const muon_config *in)
     if ((in->row_sizes && in->split_rows > 1) || (in->col_sizes && in->split_cols > 1)) return MUON_ERR_DOMAIN;
     if (!(in->normuon_beta2 >= 0.0 && in->normuon_beta2 < 1.0)) return MUON_ERR_DOMAIN;
     if (!muon__u_isfinite(in->normuon_eps) || in->normuon_eps < 0.0) return MUON_ERR_DOMAIN;
+    if (in->threads < 0) return MUON_ERR_DOMAIN;
     return muon__ns_view_make(&in->ns, &v, jt);
 }
 
@@ -2951,6 +2989,7 @@ static muon_status muon__config_check(const muon_config *in)
 typedef struct muon__step_cfg {
     double lr, momentum, weight_decay, scale_coeff, normuon_beta2, normuon_eps;
     int nesterov, cap_iters, normuon, cautious_wd;
+    int threads; /* the step's team size, >= 1 (cfg->threads 0: the OpenMP default) */
     muon_momentum_form momentum_form;
     muon_scale_mode scale;
     muon_cap_mode cap;
@@ -2972,6 +3011,7 @@ static void muon__step_cfg_make(const muon_config *in, muon__step_cfg *c)
     c->cap_iters = in->cap_iters ? in->cap_iters : 2;
     c->normuon = in->normuon != 0;
     c->cautious_wd = in->cautious_wd != 0;
+    c->threads = in->threads > 0 ? muon__u_threads_cap(in->threads) : muon__u_threads();
     c->momentum_form = in->momentum_form;
     c->scale = in->scale;
     c->cap = in->cap;
@@ -3191,7 +3231,7 @@ static muon_status muon__mom_fill(const float *B, const float *G, size_t ldg, si
 {
     size_t i;
     int bad = 0, badb = 0;
-    MUON__OMP(omp parallel for schedule(static) reduction(|:bad, badb) if ((double)rows * (double)cols >= MUON__PAR_MIN))
+    MUON__OMP(omp parallel for schedule(static) reduction(|:bad, badb) MUON__PAR(c->threads, (double)rows * (double)cols))
     for (i = 0; i < rows; i++) {
         const float *b = B + i * cols, *g = G + i * ldg;
         float *u = U + i * cols;
@@ -3211,7 +3251,7 @@ static muon_status muon__mom_fill(const float *B, const float *G, size_t ldg, si
 static void muon__mom_commit(float *B, const float *G, size_t ldg, size_t rows, size_t cols, const muon__step_cfg *c)
 {
     size_t i;
-    MUON__OMP(omp parallel for schedule(static) if ((double)rows * (double)cols >= MUON__PAR_MIN))
+    MUON__OMP(omp parallel for schedule(static) MUON__PAR(c->threads, (double)rows * (double)cols))
     for (i = 0; i < rows; i++) {
         float *b = B + i * cols;
         const float *g = G + i * ldg;
@@ -3233,6 +3273,7 @@ static muon_status muon__ns_blocks(float *U, size_t cols, const muon__step_cfg *
     muon__ns_view v;
     muon_status s;
     if ((s = muon__ns_view_make(c->ns, &v, jt)) != MUON_OK) return s; /* checked: cannot fail */
+    v.threads = c->threads;
     for (bi = 0; bi < rp->k; bi++) {
         size_t rl = muon__split_len(rp, bi), c0 = 0;
         for (bj = 0; bj < cp->k; bj++) {
@@ -3254,7 +3295,7 @@ static void muon__normuon(float *U, size_t rows, size_t cols, const muon__step_c
 {
     double before = 0.0, after = 0.0, beta = c->normuon_beta2, eps = c->normuon_eps, f;
     size_t i;
-    MUON__OMP(omp parallel for schedule(static) reduction(+:before, after) if ((double)rows * (double)cols >= MUON__PAR_MIN))
+    MUON__OMP(omp parallel for schedule(static) reduction(+:before, after) MUON__PAR(c->threads, (double)rows * (double)cols))
     for (i = 0; i < rows; i++) {
         float *u = U + i * cols;
         double ss = 0.0, d, q = 0.0;
@@ -3271,7 +3312,7 @@ static void muon__normuon(float *U, size_t rows, size_t cols, const muon__step_c
     }
     if (!(after > 0.0)) return;
     f = sqrt(before / after);
-    MUON__OMP(omp parallel for schedule(static) if ((double)rows * (double)cols >= MUON__PAR_MIN))
+    MUON__OMP(omp parallel for schedule(static) MUON__PAR(c->threads, (double)rows * (double)cols))
     for (i = 0; i < rows; i++) {
         float *u = U + i * cols;
         size_t j;
@@ -3291,7 +3332,7 @@ static muon_status muon__blocks_scale(float *U, size_t cols, const muon__step_cf
         for (bj = 0; bj < cp->k; bj++) /* every factor representable before anything is scaled */
             if (!(fabs(c->lr * muon__shape_scale(c, rl, muon__split_len(cp, bj))) <= (double)FLT_MAX))
                 return MUON_ERR_RANGE;
-        MUON__OMP(omp parallel for schedule(static) reduction(|:bad) if ((double)rl * (double)cols >= MUON__PAR_MIN))
+        MUON__OMP(omp parallel for schedule(static) reduction(|:bad) MUON__PAR(c->threads, (double)rl * (double)cols))
         for (i = r0; i < rend; i++) {
             float *u = U + i * cols;
             size_t j, b, c0 = 0;
@@ -3328,12 +3369,13 @@ static float muon__step_new_w(float w, float d, double lrwd)
  * by at most ||D||_F, so the test is |w (1 - lrwd)| + |d| + ||D||_F <= FLT_MAX (in double),
  * a sufficient condition checked before the cap writes its pair into the state. */
 static int muon__step_fits(const float *W, size_t ldw, const float *U, size_t rows, size_t cols, double lrwd,
-                           int capped, int cautious)
+                           int capped, int cautious, int threads)
 {
     size_t i;
     int bad = 0;
+    (void)threads; /* without OpenMP */
     double fro = capped ? sqrt(muon__u_sumsq(U, rows, cols, cols)) : 0.0;
-    MUON__OMP(omp parallel for schedule(static) reduction(|:bad) if ((double)rows * (double)cols >= MUON__PAR_MIN))
+    MUON__OMP(omp parallel for schedule(static) reduction(|:bad) MUON__PAR(threads, (double)rows * (double)cols))
     for (i = 0; i < rows; i++) {
         const float *w = W + i * ldw, *d = U + i * cols;
         size_t j;
@@ -3434,7 +3476,8 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
     if (c.normuon) muon__normuon(U, rows, cols, &c, st->row_v, vnew);
     if ((s = muon__blocks_scale(U, cols, &c, &rp, &cp)) != MUON_OK) return s;
     lrwd = c.lr * c.weight_decay;
-    if (!muon__step_fits(W, ldw, U, rows, cols, lrwd, c.cap != MUON_CAP_OFF, c.cautious_wd)) return MUON_ERR_RANGE;
+    if (!muon__step_fits(W, ldw, U, rows, cols, lrwd, c.cap != MUON_CAP_OFF, c.cautious_wd, c.threads))
+        return MUON_ERR_RANGE;
 
     if (c.cap != MUON_CAP_OFF) { /* SPEC 2.4: top pair of W (warm), remove sigma_1's growth */
         double sigma = muon__power(W, rows, cols, ldw, st->cap_valid ? c.cap_iters : MUON_CAP_COLD_ITERS,
@@ -3451,7 +3494,7 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
      * which rounds to 1.0f (no decay at all) once lr lambda < 2^-25. */
     muon__mom_commit(st->momentum, G, ldg, rows, cols, &c);
     if (c.normuon) memcpy(st->row_v, vnew, rows * sizeof(double));
-    MUON__OMP(omp parallel for schedule(static) if ((double)rows * (double)cols >= MUON__PAR_MIN))
+    MUON__OMP(omp parallel for schedule(static) MUON__PAR(c.threads, (double)rows * (double)cols))
     for (i = 0; i < rows; i++) {
         float *w = W + i * ldw;
         const float *d = U + i * cols;
@@ -3897,7 +3940,7 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     U = (float *)base;
     gg = (double *)(base + ub);
     /* pass 1: grad_g, grad_v and its momentum direction (state untouched) */
-    MUON__OMP(omp parallel for schedule(static) reduction(|:bad) if ((double)rows * (double)cols >= MUON__PAR_MIN))
+    MUON__OMP(omp parallel for schedule(static) reduction(|:bad) MUON__PAR(c.threads, (double)rows * (double)cols))
     for (i = 0; i < rows; i++) {
         float *u = U + i * cols;
         const float *b = st->momentum + i * cols;
@@ -3927,7 +3970,7 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     }
     lrwd = c.lr * c.weight_decay;
     /* nothing is committed unless every row's new magnitude and v_new fit a float */
-    MUON__OMP(omp parallel for schedule(static) reduction(|:bad) if ((double)rows * (double)cols >= MUON__PAR_MIN))
+    MUON__OMP(omp parallel for schedule(static) reduction(|:bad) MUON__PAR(c.threads, (double)rows * (double)cols))
     for (i = 0; i < rows; i++) {
         const float *w = W + i * ldw, *d = U + i * cols;
         double us = muon__muown_uscale(w, cols, st->g[i]), mm, vv, wmax = 0.0;
@@ -3943,7 +3986,7 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     }
     if (bad) return MUON_ERR_RANGE;
     /* commit row by row (rows are independent) */
-    MUON__OMP(omp parallel for schedule(static) if ((double)rows * (double)cols >= MUON__PAR_MIN))
+    MUON__OMP(omp parallel for schedule(static) MUON__PAR(c.threads, (double)rows * (double)cols))
     for (i = 0; i < rows; i++) {
         float *w = W + i * ldw, *d = U + i * cols, *b = st->momentum + i * cols;
         float *so = step_out ? step_out + i * lds : NULL;

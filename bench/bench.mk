@@ -1,15 +1,16 @@
 # bench/bench.mk - benchmarks (programs, not tests; included by the Makefile, adds nothing to `make test`)
 #   make bench                    build and run the suite: one table (14 min on the shared 2-core machine, bench/RESULTS.md)
 #   make bench BENCH_ARGS='--only ns,gemm --threads 1'   a part of it (see bench/bench.c)
+#   make bench-host               muon.h in a host program: OpenMP wait policy x 1/2 threads x idle/competing
 # -O3: the ceiling kernels and the plain baselines are auto-vectorised (GCC 12 does not at -O2).
 # Needs OpenBLAS (the ceilings are its cblas_sgemm); the Python peers run when python3 + numpy exist.
 
 BENCH_FL   := -std=c99 -O3 -march=native $(OMP) $(WARN) -I. $(BLAS_CFLAGS)
 BENCH_ARGS ?=
 
-.PHONY: bench bench-build
+.PHONY: bench bench-build bench-host
 ifeq ($(HAVE_BLAS),1)
-bench-build: $(B)/bench/bench $(B)/bench/gemm_bench $(B)/bench/rn_profile $(B)/bench/train_bench
+bench-build: $(B)/bench/bench $(B)/bench/gemm_bench $(B)/bench/rn_profile $(B)/bench/train_bench $(B)/bench/host_threads
 
 $(B)/bench/bench: bench/bench.c bench/bench_cblas_tu.c $(HEADER_DEPS) | $(B)/bench
 	$(CC) $(BENCH_FL) -o $@ bench/bench.c bench/bench_cblas_tu.c $(BLAS_LIBS) $(LDLIBS)
@@ -20,6 +21,14 @@ $(B)/bench/gemm_bench: bench/gemm_bench.c muon.h | $(B)/bench
 # the example trainer's step (model.c, cpu.c, libs.c built with the trainer's GPT_CFLAGS) against sgemm
 $(B)/bench/train_bench: bench/train_bench.c $(GPT_MODEL_DEPS) | $(B)/bench
 	$(CC) $(GPT_CFLAGS) $(BLAS_CFLAGS) -o $@ bench/train_bench.c $(GPT_MODEL_SRCS) $(BLAS_LIBS) $(LDLIBS)
+
+# muon.h inside a host program that shares the machine (issue 13): wait policy x threads x load
+$(B)/bench/host_threads: bench/host_threads.c muon.h | $(B)/bench
+	$(CC) -std=c99 -O2 $(SIMD2) $(OMP) $(WARN) -I. -o $@ bench/host_threads.c $(LDLIBS)
+
+bench-host: $(B)/bench/host_threads
+	@echo "machine: $$(lscpu | sed -n 's/^Model name: *//p'), $$(nproc) CPUs; load $$(cut -d' ' -f1-3 /proc/loadavg)"
+	$(B)/bench/host_threads
 
 # a fixed amount of RowNorm-step work for callgrind (no AVX-512 under valgrind: AVX2 build)
 $(B)/bench/rn_profile: bench/rn_profile.c rownorm.h | $(B)/bench

@@ -655,6 +655,73 @@ static void test_determinism_threads(void)
     edge_run_free(&ref);
 }
 
+/* muon_config.threads: each team size (1: no region; 0: the OpenMP default; above the
+ * OpenMP default too) gives the same bits for Muon and Muown, above the parallel thresholds;
+ * a negative count is DOMAIN with nothing written. */
+static void test_config_threads(void)
+{
+    const size_t r = 256, c = 384, n = r * c;
+    float *W0 = edge_alloc(n), *G = edge_alloc(n), *W = edge_alloc(n), *S = edge_alloc(n), *Wref = edge_alloc(n),
+          *Sref = edge_alloc(n), *Mref = edge_alloc(n);
+    static const int counts[5] = {1, 0, 2, 3, INT_MAX}; /* INT_MAX: capped at the processors */
+    int k, t;
+    fill_matrix(W0, r, c, c, 0.05, 120);
+    fill_matrix(G, r, c, c, 1.0, 121);
+    for (k = 0; k < 5; k++) {
+        muon_state st;
+        muown_state ow;
+        muon_config cfg = muon_default();
+        muown_config ocfg = muown_default();
+        cfg.threads = counts[k];
+        cfg.weight_decay = 0.01;
+        ocfg.muon.threads = counts[k];
+        memcpy(W, W0, n * sizeof(float));
+        CHECK(muon_init(&st, r, c) == MUON_OK);
+        for (t = 0; t < 2; t++) CHECK(muon_step(&st, &cfg, W, c, G, c, S, c) == MUON_OK);
+        if (k == 0) {
+            memcpy(Wref, W, n * sizeof(float));
+            memcpy(Sref, S, n * sizeof(float));
+        } else {
+            CHECK_MSG(memcmp(W, Wref, n * sizeof(float)) == 0 && memcmp(S, Sref, n * sizeof(float)) == 0,
+                      "muon_step with threads = %d differs from threads = 1", counts[k]);
+        }
+        cfg.threads = -1;
+        memcpy(S, W, n * sizeof(float));
+        CHECK(muon_step(&st, &cfg, W, c, G, c, NULL, 0) == MUON_ERR_DOMAIN);
+        CHECK(memcmp(S, W, n * sizeof(float)) == 0 && st.step == 2);
+        muon_free(&st);
+        memcpy(W, W0, n * sizeof(float));
+        CHECK(muown_init(&ow, W, r, c, c) == MUON_OK);
+        CHECK(muown_step(&ow, &ocfg, W, c, G, c, NULL, 0) == MUON_OK);
+        if (k == 0) memcpy(Mref, W, n * sizeof(float));
+        else CHECK_MSG(memcmp(W, Mref, n * sizeof(float)) == 0, "muown_step with threads = %d differs", counts[k]);
+        muown_free(&ow);
+    }
+#ifdef _OPENMP
+    { /* an explicit count overrides a host that set OpenMP to one thread */
+        int saved = omp_get_max_threads();
+        muon_state st;
+        muon_config cfg = muon_default();
+        cfg.threads = 2;
+        cfg.weight_decay = 0.01;
+        omp_set_num_threads(1);
+        memcpy(W, W0, n * sizeof(float));
+        CHECK(muon_init(&st, r, c) == MUON_OK);
+        for (t = 0; t < 2; t++) CHECK(muon_step(&st, &cfg, W, c, G, c, S, c) == MUON_OK);
+        CHECK(memcmp(W, Wref, n * sizeof(float)) == 0);
+        muon_free(&st);
+        omp_set_num_threads(saved);
+    }
+#endif
+    free(W0);
+    free(G);
+    free(W);
+    free(S);
+    free(Wref);
+    free(Sref);
+    free(Mref);
+}
+
 /* SGEMM with a workspace sized for 1..4 threads: bit-identical (documented) */
 static void test_gemm_workspace_sizes(void)
 {
@@ -690,6 +757,7 @@ int main(void)
     RUN(test_leading_dimensions);
     RUN(test_aliasing_rules);
     RUN(test_determinism_threads);
+    RUN(test_config_threads);
     RUN(test_gemm_workspace_sizes);
     return TEST_REPORT();
 }

@@ -95,6 +95,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             cfg.ns.norm = (muon_ns_norm)((o >> 6) % 3);
             cfg.cautious_wd = fz_u8(&in) % 2;
         }
+        { /* the team size: default, small counts, negative (DOMAIN) and hostile ones (capped) */
+            static const int team[8] = {0, 1, 2, 3, -1, INT_MIN, INT_MAX, 0};
+            cfg.threads = team[fz_u8(&in) % 8];
+        }
     }
     /* the state fixes rows and cols; bad ones must fail muon_init with st untouched */
     memset(&st, 0x3c, sizeof st);
