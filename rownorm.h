@@ -155,10 +155,14 @@ RNDEF double rn_tv_bound(double hilbert_distance);
  * through RN_MALLOC (RN_ERR_NOMEM); rn_row_diameter_ws takes caller memory instead. */
 RNDEF rn_status rn_row_diameter(const float *S, size_t rows, size_t cols, size_t ld,
                                 double *diameter, size_t *i, size_t *j);
-/* Bytes of workspace rn_row_diameter_ws needs (0 if the size overflows). */
+/* Bytes of workspace rn_row_diameter_ws needs (0 if the size overflows): the scan's data and one
+ * 16 KB float tile per OpenMP thread at the query (omp_get_max_threads(); 1 inside a parallel
+ * region or without OpenMP), so that no tile lives on the stack. */
 RNDEF size_t rn_row_diameter_workspace_size(size_t rows, size_t cols);
 /* As rn_row_diameter, with caller memory `ws` of `ws_bytes` >= the size above (any alignment;
- * RN_ERR_NULL if ws is NULL, RN_ERR_SIZE if too small). No allocation. */
+ * RN_ERR_NULL if ws is NULL, RN_ERR_SIZE if below the one-thread size). A workspace sized for
+ * fewer threads than OpenMP now has runs the scan on as many threads as it has tiles: the
+ * result is the same. No allocation. */
 RNDEF rn_status rn_row_diameter_ws(const float *S, size_t rows, size_t cols, size_t ld,
                                    void *ws, size_t ws_bytes,
                                    double *diameter, size_t *i, size_t *j);
@@ -204,7 +208,8 @@ RNDEF rn_diameter_best rn_diameter_best_none(void);
  * Commutative and associative: merge the ranks' results in any order. NULL is a no-op. */
 RNDEF void rn_diameter_best_merge(rn_diameter_best *acc, const rn_diameter_best *x);
 /* Bytes of workspace rn_row_diameter_pair_ws needs (rows_b = 0 for the self pair; 0 if the
- * size overflows or rows_a or cols is 0). */
+ * size overflows or rows_a or cols is 0); a 16 KB tile per OpenMP thread at the query, as
+ * rn_row_diameter_workspace_size (down to the one-thread size: fewer threads, same result). */
 RNDEF size_t rn_row_diameter_pair_workspace_size(size_t rows_a, size_t rows_b, size_t cols);
 /* Block-pair kernel: *best <- merge(*best, the best pair (a in A, b in B)) with global indices
  * off_a + row of A, off_b + row of B; B = NULL: the pairs within A (rows_b, ldb, off_b are then
@@ -265,7 +270,9 @@ RNDEF rn_status rn_worst_hidden_state(const float *S, size_t rows, size_t cols, 
  * (H packed once: about tokens*cols floats). */
 RNDEF rn_status rn_hilbert_rms(const float *S, size_t rows, size_t cols, size_t lds,
                                const float *H, size_t tokens, size_t ldh, double *rms);
-/* Bytes of workspace rn_hilbert_rms_partial_ws needs (0 if the size overflows, tokens near
+/* Bytes of workspace rn_hilbert_rms_partial_ws needs (its tile and per-token max/min, 24 KB, per
+ * OpenMP thread at the query, as rn_row_diameter_workspace_size: a smaller workspace down to the
+ * one-thread size runs on fewer threads, same result; 0 if the size overflows, tokens near
  * SIZE_MAX included). */
 RNDEF size_t rn_hilbert_rms_workspace_size(size_t cols, size_t tokens);
 /* Per-token range of the logit change for a vocabulary shard: tok_max[l] = max_i s_i.h_l and
@@ -647,6 +654,7 @@ RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t l
 #endif
 
 #ifdef _OPENMP
+#include <omp.h>
 #define RN__OMP(x) _Pragma(#x)
 #else
 #define RN__OMP(x)
@@ -1598,13 +1606,12 @@ RN__FN void rn__diam_verify(const rn__diam_ctx *c, size_t pa, size_t qb, rn__bes
 }
 
 /* Block row p of side a against the blocks of side b (q <= p for the self scan), improving
- * *best (see the bounds at rn__row_diameter_core). */
-RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__diam_stats *cnt)
+ * *best (see the bounds at rn__row_diameter_core); C: the thread's RN__BS x RN__BS tile. */
+RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__diam_stats *cnt, float *C)
 {
     const rn__diam_side *A = &c->a, *B = &c->b;
     size_t cols = c->cols, q, qend = c->self ? p + 1 : B->nbact;
     double M = c->M, up = c->up, Rf = c->Rf, sc = c->sc;
-    float C[RN__BS * RN__BS];
     size_t p0 = p * RN__BS, pm = (p0 + RN__BS < A->rows ? p0 + RN__BS : A->rows) - p0;
     double LB = sqrt(best->d2 > 0.0 ? best->d2 : 0.0), LBs;
     if (B->nbact == 0) return;
@@ -1669,6 +1676,24 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__di
     }
 }
 
+/* The tile scan's float32 tiles, one per thread (RN__BS x RN__BS floats each, 16 KB), are
+ * workspace, not stack (docs/embedding.md, "Stack"); the workspace sizes count rn__team() of
+ * them, and a smaller workspace (down to one tile) runs the scan on fewer threads. */
+#define RN__TILE_FLOATS ((size_t)RN__BS * RN__BS)
+RN__FN size_t rn__team(void)
+{
+#ifdef _OPENMP
+    int t = omp_in_parallel() ? 1 : omp_get_max_threads();
+    return t > 1 ? (size_t)t : 1;
+#else
+    return 1;
+#endif
+}
+RN__FN size_t rn__diam_tiles_bytes(size_t nt)
+{
+    return rn__add(rn__mul(rn__mul(nt, RN__TILE_FLOATS), sizeof(float)), 64);
+}
+
 /* Workspace of one side of rows x cols. */
 RN__FN size_t rn__diam_side_bytes(size_t rows, size_t cols)
 {
@@ -1683,13 +1708,20 @@ RN__FN size_t rn__diam_side_bytes(size_t rows, size_t cols)
     return rn__add(s, 5 * 64);
 }
 
-RNDEF size_t rn_row_diameter_workspace_size(size_t rows, size_t cols)
+/* rn_row_diameter_workspace_size with room for nt tiles (nt 1: the least that works) */
+RN__FN size_t rn__diam_ws_bytes(size_t rows, size_t cols, size_t nt)
 {
     size_t s;
     if (rows == 0 || cols == 0) return 0;
     s = rn__add(rn__diam_side_bytes(rows, cols), rn__mul(cols, sizeof(double))); /* + mu */
     s = rn__add(s, 3 * 64);
+    s = rn__add(s, rn__diam_tiles_bytes(nt));
     return s == (size_t)-1 ? 0 : s;
+}
+
+RNDEF size_t rn_row_diameter_workspace_size(size_t rows, size_t cols)
+{
+    return rn__diam_ws_bytes(rows, cols, rn__team());
 }
 
 RN__FN void rn__diam_carve_side(rn__diam_side *sd, const float *S, size_t rows, size_t cols, size_t ld, size_t off,
@@ -1775,19 +1807,30 @@ RN__FN void rn__diam_bound(rn__diam_ctx *ctx, size_t cols, double sc, double Rf)
     ctx->dabs = 2.0 * sqrt((double)cols) * tau;
 }
 
-/* The tile scan over the active blocks of side a, in parallel; *best improved. */
-RN__FN void rn__diam_scan(const rn__diam_ctx *ctx, rn__best *best, rn__diam_stats *stats)
+/* The tile scan over the active blocks of side a, in parallel; *best improved. Each thread's
+ * float32 tile comes from the workspace left in [cur, end) (rn__diam_tiles_bytes): as many
+ * threads as tiles fit, at least one (the size checks guarantee it). */
+RN__FN void rn__diam_scan(const rn__diam_ctx *ctx, char *cur, char *end, rn__best *best, rn__diam_stats *stats)
 {
     long pl, nbl = (long)ctx->a.nbact;
+    size_t left = (size_t)(end - cur), nt = rn__team();
+    float *tiles;
+    while (nt > 1 && left < rn__diam_tiles_bytes(nt)) nt--;
+    tiles = (float *)rn__carve(&cur, end, nt * RN__TILE_FLOATS * sizeof(float));
+    RN_ASSERT(tiles);
     /* each thread keeps its own best (sound: it is a lower bound of D); the tie rule makes the
      * combined result independent of the thread count */
-    RN__OMP(omp parallel)
+    RN__OMP(omp parallel num_threads((int)nt))
     {
         rn__best mine = *best;
         rn__diam_stats cnt;
+        float *C = tiles;
+#ifdef _OPENMP
+        C += (size_t)omp_get_thread_num() * RN__TILE_FLOATS;
+#endif
         cnt.tiles = 0; cnt.verified = 0;
         RN__OMP(omp for schedule(dynamic, 1))
-        for (pl = 0; pl < nbl; pl++) rn__diam_row(ctx, (size_t)pl, &mine, &cnt);
+        for (pl = 0; pl < nbl; pl++) rn__diam_row(ctx, (size_t)pl, &mine, &cnt, C);
         RN__OMP(omp critical(rn__diam_best))
         {
             rn__best_offer(best, mine.d2, mine.i, mine.j);
@@ -1821,7 +1864,7 @@ RN__FN void rn__diam_self(const float *S, size_t rows, size_t cols, size_t ld, s
     ctx.b = ctx.a;
     ctx.self = 1;
     rn__diam_bound(&ctx, cols, sc, Rf);
-    rn__diam_scan(&ctx, best, stats);
+    rn__diam_scan(&ctx, *cur, end, best, stats);
 }
 
 /* The pairs (a in A, b in B) of two blocks (global indices offa + r, offb + r), improving
@@ -1866,7 +1909,7 @@ RN__FN void rn__diam_cross(const float *A, size_t ra, size_t lda, size_t offa, c
     Rf = rn__diam_pack(&ctx.b, cols, mu, sc, Rf);
     ctx.self = 0;
     rn__diam_bound(&ctx, cols, sc, Rf);
-    rn__diam_scan(&ctx, best, stats);
+    rn__diam_scan(&ctx, *cur, end, best, stats);
 }
 
 /* Exact diameter (SPEC 1.2). Soundness of the pruning, with x_i = s_i - mu (mu the double mean;
@@ -1909,7 +1952,7 @@ RN__FN rn_status rn__row_diameter_core(const float *S, size_t rows, size_t cols,
     rn__best best;
     if (!S || !diameter || !ws) return RN_ERR_NULL;
     if (!rn__extent(rows, cols, ld)) return RN_ERR_SIZE;
-    need = rn_row_diameter_workspace_size(rows, cols);
+    need = rn__diam_ws_bytes(rows, cols, 1); /* a tile per thread beyond it, as many as fit */
     if (need == 0 || ws_bytes < need) return RN_ERR_SIZE;
 #ifdef RN_USE_CBLAS
     if ((size_t)INT_MAX < cols) return RN_ERR_SIZE;
@@ -1958,14 +2001,20 @@ RNDEF void rn_diameter_best_merge(rn_diameter_best *acc, const rn_diameter_best 
         *acc = *x;
 }
 
-RNDEF size_t rn_row_diameter_pair_workspace_size(size_t rows_a, size_t rows_b, size_t cols)
+RN__FN size_t rn__diam_pair_ws_bytes(size_t rows_a, size_t rows_b, size_t cols, size_t nt)
 {
     size_t s;
     if (rows_a == 0 || cols == 0) return 0;
     s = rn__add(rn__diam_side_bytes(rows_a, cols), rn__diam_side_bytes(rows_b, cols));
     s = rn__add(s, rn__mul(cols, sizeof(double)));
     s = rn__add(s, 3 * 64);
+    s = rn__add(s, rn__diam_tiles_bytes(nt));
     return s == (size_t)-1 ? 0 : s;
+}
+
+RNDEF size_t rn_row_diameter_pair_workspace_size(size_t rows_a, size_t rows_b, size_t cols)
+{
+    return rn__diam_pair_ws_bytes(rows_a, rows_b, cols, rn__team());
 }
 
 RNDEF rn_status rn_row_diameter_pair_ws(const float *A, size_t rows_a, size_t lda, size_t off_a,
@@ -1981,7 +2030,7 @@ RNDEF rn_status rn_row_diameter_pair_ws(const float *A, size_t rows_a, size_t ld
     ea = rn__extent(rows_a, cols, lda);
     if (!ea) return RN_ERR_SIZE;
     if (B) { eb = rn__extent(rows_b, cols, ldb); if (!eb) return RN_ERR_SIZE; }
-    need = rn_row_diameter_pair_workspace_size(rows_a, B ? rows_b : 0, cols);
+    need = rn__diam_pair_ws_bytes(rows_a, B ? rows_b : 0, cols, 1);
     if (need == 0 || ws_bytes < need) return RN_ERR_SIZE;
 #ifdef RN_USE_CBLAS
     if ((size_t)INT_MAX < cols) return RN_ERR_SIZE;
@@ -2098,7 +2147,12 @@ RNDEF rn_status rn_worst_hidden_state(const float *S, size_t rows, size_t cols, 
 #define RN__RMS_SB 16 /* vocabulary blocks (of RN__BS rows) packed per parallel step */
 #define RN__RMS_FEW 8 /* fewer token panels than this: the threads split vocabulary blocks */
 
-RNDEF size_t rn_hilbert_rms_workspace_size(size_t cols, size_t tokens)
+/* Per thread of the RMS scan, from the workspace (not the stack): its float32 tile and, for
+ * few tokens, its own per-token max/min (RN__RMS_FEW panels of RN__BS tokens). */
+#define RN__RMS_THREAD_BYTES (RN__TILE_FLOATS * sizeof(float) + 2 * RN__RMS_FEW * RN__BS * sizeof(double))
+
+/* rn_hilbert_rms_workspace_size with room for nt threads (nt 1: the least that works) */
+RN__FN size_t rn__rms_ws_bytes(size_t cols, size_t tokens, size_t nt)
 {
     size_t s;
     if (cols == 0 || tokens == 0 || tokens > (size_t)-1 - (RN__BS - 1)) return 0;
@@ -2107,7 +2161,13 @@ RNDEF size_t rn_hilbert_rms_workspace_size(size_t cols, size_t tokens)
     s = rn__add(s, rn__mul(cols, sizeof(double)));
     s = rn__add(s, RN__RMS_SB * sizeof(double));
     s = rn__add(s, 5 * 64);
+    s = rn__add(s, rn__add(rn__mul(nt, RN__RMS_THREAD_BYTES), 64));
     return s == (size_t)-1 ? 0 : s;
+}
+
+RNDEF size_t rn_hilbert_rms_workspace_size(size_t cols, size_t tokens)
+{
+    return rn__rms_ws_bytes(cols, tokens, rn__team());
 }
 
 /* e_l of a token row h_l: ilogb ||h_l|| (0 for h_l = 0), the same value at packing and at the end. */
@@ -2140,9 +2200,8 @@ RN__FN double rn__rms_pack_block(const float *S, size_t rows, size_t cols, size_
  * the per-token max/min of the block's rows, unscaled (exact: a power of two), into mx/mn
  * (indexed from the panel's first token). */
 RN__FN void rn__rms_tile(const float *Hpan, const float *P, size_t cols, size_t tm, size_t rm, double unscale,
-                         double *mx, double *mn)
+                         double *mx, double *mn, float *C)
 {
-    float C[RN__BS * RN__BS];
     size_t b, i;
     rn__panel_tile(Hpan, P, cols, C);
     for (b = 0; b < tm; b++) {
@@ -2182,19 +2241,28 @@ RN__FN void rn__rms_tile(const float *Hpan, const float *P, size_t cols, size_t 
  * (unless packed values fall to float32's subnormal range). */
 RN__FN void rn__rms_range(const float *S, size_t rows, size_t cols, size_t lds,
                           const float *H, size_t tokens, size_t ldh, float *Hp, float *Sp, double *bsc,
-                          const double *sums, double *mu, double *tmax, double *tmin)
+                          const double *sums, double *mu, double *tmax, double *tmin, char *team, size_t nt)
 {
     size_t ntp = (tokens + RN__BS - 1) / RN__BS, nvb = (rows + RN__BS - 1) / RN__BS, l, k;
     size_t ngroups = (nvb + RN__RMS_SB - 1) / RN__RMS_SB;
     int few = ntp < RN__RMS_FEW;
     long tl, ntl = (long)(ntp * RN__BS);
+    (void)nt; /* the team size: used by OpenMP only */
     if (sums) for (k = 0; k < cols; k++) mu[k] = sums[k] / sums[cols];
     else rn__col_mean(S, rows, cols, lds, mu);
     for (l = 0; l < tokens; l++) { tmax[l] = -HUGE_VAL; tmin[l] = HUGE_VAL; }
-    RN__OMP(omp parallel)
+    RN__OMP(omp parallel num_threads((int)nt))
     {
-        double lmax[RN__RMS_FEW * RN__BS], lmin[RN__RMS_FEW * RN__BS];
+        char *mine = team; /* the thread's tile and max/min, from the workspace */
+        float *C;
+        double *lmax, *lmin;
         size_t g, j; /* private to the thread */
+#ifdef _OPENMP
+        mine += (size_t)omp_get_thread_num() * RN__RMS_THREAD_BYTES;
+#endif
+        C = (float *)(void *)mine;
+        lmax = (double *)(void *)(mine + RN__TILE_FLOATS * sizeof(float));
+        lmin = lmax + RN__RMS_FEW * RN__BS;
         if (few) for (j = 0; j < tokens; j++) { lmax[j] = -HUGE_VAL; lmin[j] = HUGE_VAL; }
         RN__OMP(omp for schedule(static))
         for (tl = 0; tl < ntl; tl++) {
@@ -2216,7 +2284,7 @@ RN__FN void rn__rms_range(const float *S, size_t rows, size_t cols, size_t lds,
                     for (b = b0; b < b1; b++) {
                         size_t r0 = (size_t)b * RN__BS, rm = rows - r0 < RN__BS ? rows - r0 : RN__BS;
                         rn__rms_tile(Hp + (size_t)tp * cols * RN__BS, Sp + (size_t)(b - b0) * cols * RN__BS, cols, tm, rm,
-                                     bsc[b - b0], tmax + t0, tmin + t0);
+                                     bsc[b - b0], tmax + t0, tmin + t0, C);
                     }
                 }
             } else {
@@ -2226,7 +2294,7 @@ RN__FN void rn__rms_range(const float *S, size_t rows, size_t cols, size_t lds,
                     for (tp = 0; tp < ntpl; tp++) {
                         size_t t0 = (size_t)tp * RN__BS, tm = tokens - t0 < RN__BS ? tokens - t0 : RN__BS;
                         rn__rms_tile(Hp + (size_t)tp * cols * RN__BS, Sp + (size_t)(b - b0) * cols * RN__BS, cols, tm, rm,
-                                     bsc[b - b0], lmax + t0, lmin + t0);
+                                     bsc[b - b0], lmax + t0, lmin + t0, C);
                     }
                 }
             }
@@ -2265,16 +2333,20 @@ RN__FN rn_status rn__rms_check(const float *S, size_t rows, size_t cols, size_t 
 }
 
 /* Carve the RMS workspace. */
+/* The RMS workspace's parts; *team: the per-thread areas, as many threads as fit (>= 1). */
 RN__FN void rn__rms_carve(void *ws, size_t ws_bytes, size_t cols, size_t tokens,
-                          float **Hp, float **Sp, double **bsc, double **mu)
+                          float **Hp, float **Sp, double **bsc, double **mu, char **team, size_t *nt)
 {
     char *cur = (char *)ws, *end = cur + ws_bytes;
-    size_t ntp = (tokens + RN__BS - 1) / RN__BS;
+    size_t ntp = (tokens + RN__BS - 1) / RN__BS, t = rn__team();
     *Hp = (float *)rn__carve(&cur, end, ntp * RN__BS * cols * sizeof(float));
     *Sp = (float *)rn__carve(&cur, end, RN__RMS_SB * RN__BS * cols * sizeof(float));
     *bsc = (double *)rn__carve(&cur, end, RN__RMS_SB * sizeof(double));
     *mu = (double *)rn__carve(&cur, end, cols * sizeof(double));
-    RN_ASSERT(*Hp && *Sp && *bsc && *mu);
+    while (t > 1 && (size_t)(end - cur) < t * RN__RMS_THREAD_BYTES + 64) t--;
+    *team = (char *)rn__carve(&cur, end, t * RN__RMS_THREAD_BYTES);
+    *nt = t;
+    RN_ASSERT(*Hp && *Sp && *bsc && *mu && *team);
 }
 
 RN__FN rn_status rn__rms_partial(const float *S, size_t rows, size_t cols, size_t lds, const double *sums,
@@ -2283,12 +2355,13 @@ RN__FN rn_status rn__rms_partial(const float *S, size_t rows, size_t cols, size_
 {
     float *Hp, *Sp;
     double *mu, *bsc;
-    size_t need;
+    char *team;
+    size_t need, nt;
     rn_status st;
     if (!ws || !tok_max || !tok_min) return RN_ERR_NULL;
     st = rn__rms_check(S, rows, cols, lds, H, tokens, ldh);
     if (st != RN_OK) return st;
-    need = rn_hilbert_rms_workspace_size(cols, tokens);
+    need = rn__rms_ws_bytes(cols, tokens, 1); /* a thread area beyond it per thread, as many as fit */
     if (need == 0 || ws_bytes < need) return RN_ERR_SIZE;
     {
         size_t tb = tokens * sizeof(double), sb = rn__extent(rows, cols, lds) * sizeof(float);
@@ -2305,8 +2378,8 @@ RN__FN rn_status rn__rms_partial(const float *S, size_t rows, size_t cols, size_
             return RN_ERR_DOMAIN;
         if (!rn__dfinite(sums, cols)) return RN_ERR_NONFINITE;
     }
-    rn__rms_carve(ws, ws_bytes, cols, tokens, &Hp, &Sp, &bsc, &mu);
-    rn__rms_range(S, rows, cols, lds, H, tokens, ldh, Hp, Sp, bsc, sums, mu, tok_max, tok_min);
+    rn__rms_carve(ws, ws_bytes, cols, tokens, &Hp, &Sp, &bsc, &mu, &team, &nt);
+    rn__rms_range(S, rows, cols, lds, H, tokens, ldh, Hp, Sp, bsc, sums, mu, tok_max, tok_min, team, nt);
     return RN_OK;
 }
 
@@ -2360,10 +2433,10 @@ RNDEF rn_status rn_hilbert_rms_from_range(const double *tok_max, const double *t
 RNDEF rn_status rn_hilbert_rms(const float *S, size_t rows, size_t cols, size_t lds,
                                const float *H, size_t tokens, size_t ldh, double *rms)
 {
-    char *mem;
+    char *mem, *team;
     float *Hp, *Sp;
     double *mu, *bsc, *tmax, *tmin;
-    size_t need, tb;
+    size_t need, tb, nt;
     rn_status st;
     if (!rms) return RN_ERR_NULL;
     st = rn__rms_check(S, rows, cols, lds, H, tokens, ldh);
@@ -2373,10 +2446,10 @@ RNDEF rn_status rn_hilbert_rms(const float *S, size_t rows, size_t cols, size_t 
     if (need == 0 || need > (size_t)-1 - 2 * tb) return RN_ERR_SIZE;
     mem = (char *)RN_MALLOC(need + 2 * tb);
     if (!mem) return RN_ERR_NOMEM;
-    rn__rms_carve(mem, need, cols, tokens, &Hp, &Sp, &bsc, &mu);
+    rn__rms_carve(mem, need, cols, tokens, &Hp, &Sp, &bsc, &mu, &team, &nt);
     tmax = (double *)(void *)(mem + need);
     tmin = (double *)(void *)(mem + need + tb);
-    rn__rms_range(S, rows, cols, lds, H, tokens, ldh, Hp, Sp, bsc, NULL, mu, tmax, tmin);
+    rn__rms_range(S, rows, cols, lds, H, tokens, ldh, Hp, Sp, bsc, NULL, mu, tmax, tmin, team, nt);
     st = rn_hilbert_rms_from_range(tmax, tmin, tokens, rms);
     RN_FREE(mem);
     return st;

@@ -99,6 +99,20 @@ static double t_rng_normal(t_rng *r)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
 }
 
+/* The one-thread size of a workspace-size query (the least a _ws call accepts; the sizes count
+ * a per-thread tile for the OpenMP thread count at the query): the query under 1 thread. */
+#ifdef _OPENMP
+#define T_ONE_THREAD(expr, out)                                                  \
+    do {                                                                         \
+        int t__saved = omp_get_max_threads();                                    \
+        omp_set_num_threads(1);                                                  \
+        (out) = (expr);                                                          \
+        omp_set_num_threads(t__saved);                                           \
+    } while (0)
+#else
+#define T_ONE_THREAD(expr, out) ((out) = (expr))
+#endif
+
 /* float64 reference row diameter max_{a<b} ||s_a - s_b|| (rows x cols, ld), by brute force */
 static inline double t_ref_diameter(const float *S, size_t rows, size_t cols, size_t ld)
 {

@@ -336,7 +336,17 @@ static void test_diameter_ws_and_errors(void)
     ws = malloc(need + 1);
     CHECK(rn_row_diameter_ws(S, V, d, d, (char *)ws + 1, need, &D2, NULL, NULL) == RN_OK); /* unaligned ok */
     CHECK_NEAR(D2, ref_diameter(S, V, d, d), 0, 1e-12);
-    CHECK(rn_row_diameter_ws(S, V, d, d, ws, need - 1, &D, &i, &j) == RN_ERR_SIZE);
+    { /* the one-thread size (one tile) is the least it takes, on fewer threads, same result */
+        size_t one, i1 = 0, j1 = 0, i2 = 0, j2 = 0;
+        double D1 = -1.0;
+        T_ONE_THREAD(rn_row_diameter_workspace_size(V, d), one);
+        CHECK(one > 0 && one <= need);
+        CHECK(rn_row_diameter_ws(S, V, d, d, ws, one, &D1, &i1, &j1) == RN_OK);
+        CHECK(rn_row_diameter_ws(S, V, d, d, ws, need, &D2, &i2, &j2) == RN_OK);
+        CHECK(D1 == D2 && i1 == i2 && j1 == j2);
+        CHECK(rn_row_diameter_ws(S, V, d, d, ws, one - 1, &D, &i, &j) == RN_ERR_SIZE);
+    }
+    CHECK(rn_row_diameter_ws(S, V, d, d, ws, 100, &D, &i, &j) == RN_ERR_SIZE);
     CHECK(rn_row_diameter_ws(S, V, d, d, NULL, need, &D, &i, &j) == RN_ERR_NULL);
     CHECK(rn_row_diameter_ws(S, 2, d, d, S, need, &D, &i, &j) == RN_ERR_ALIAS);
     CHECK(rn_row_diameter(NULL, V, d, d, &D, &i, &j) == RN_ERR_NULL);
@@ -586,7 +596,18 @@ static void test_hilbert_rms(void)
     CHECK(rn_hilbert_rms(S, V, d, lds, H, 0, ldh, &rms) == RN_ERR_SIZE);
     CHECK(rn_hilbert_rms(S, V, d, d - 1, H, N, ldh, &rms) == RN_ERR_SIZE);
     CHECK(rn_hilbert_rms(S, V, d, lds, H, N, d - 1, &rms) == RN_ERR_SIZE);
-    CHECK(rn_hilbert_rms_partial_ws(S, V, d, lds, H, N, ldh, ws, need - 1, mx, mn) == RN_ERR_SIZE);
+    { /* the one-thread size (one thread area) is the least it takes: fewer threads, same bits */
+        size_t one;
+        double *mx1 = (double *)malloc(N * sizeof(double)), *mn1 = (double *)malloc(N * sizeof(double));
+        T_ONE_THREAD(rn_hilbert_rms_workspace_size(d, N), one);
+        CHECK(one > 0 && one <= need && mx1 && mn1);
+        CHECK(rn_hilbert_rms_partial_ws(S, V, d, lds, H, N, ldh, ws, one, mx1, mn1) == RN_OK);
+        CHECK(rn_hilbert_rms_partial_ws(S, V, d, lds, H, N, ldh, ws, need, mx, mn) == RN_OK);
+        CHECK(memcmp(mx1, mx, N * sizeof(double)) == 0 && memcmp(mn1, mn, N * sizeof(double)) == 0);
+        CHECK(rn_hilbert_rms_partial_ws(S, V, d, lds, H, N, ldh, ws, one - 1, mx, mn) == RN_ERR_SIZE);
+        free(mx1);
+        free(mn1);
+    }
     CHECK(rn_hilbert_rms_partial_ws(S, V, d, lds, H, N, ldh, ws, need, mx, mx) == RN_ERR_ALIAS);
     H[7 * ldh + 3] = NANF;
     CHECK(rn_hilbert_rms(S, V, d, lds, H, N, ldh, &rms) == RN_ERR_NONFINITE);

@@ -900,7 +900,12 @@ static void test_diameter_pair_api(void)
     CHECK(rn_row_diameter_pair_ws(A, ra, cols, 0, B, rb, cols, 100, cols, ws, need, NULL) == RN_ERR_NULL);
     PAIR_ERR(rn_row_diameter_pair_ws(A, 0, cols, 0, B, rb, cols, 100, cols, ws, need, &x), RN_ERR_SIZE);
     PAIR_ERR(rn_row_diameter_pair_ws(A, ra, cols, 0, B, rb, cols - 1, 100, cols, ws, need, &x), RN_ERR_SIZE);
-    PAIR_ERR(rn_row_diameter_pair_ws(A, ra, cols, 0, B, rb, cols, 100, cols, ws, need - 1, &x), RN_ERR_SIZE);
+    { /* the one-thread size (one tile) is the least it takes */
+        size_t one;
+        T_ONE_THREAD(rn_row_diameter_pair_workspace_size(ra, rb, cols), one);
+        CHECK(one > 0 && one <= need);
+        PAIR_ERR(rn_row_diameter_pair_ws(A, ra, cols, 0, B, rb, cols, 100, cols, ws, one - 1, &x), RN_ERR_SIZE);
+    }
     PAIR_ERR(rn_row_diameter_pair_ws(A, ra, cols, 0, B, rb, cols, 60, cols, ws, need, &x), RN_ERR_DOMAIN);
     PAIR_ERR(rn_row_diameter_pair_ws(A, ra, cols, (size_t)-1 - 5, B, rb, cols, 0, cols, ws, need, &x), RN_ERR_DOMAIN);
     PAIR_ERR(rn_row_diameter_pair_ws(A, ra, cols, 0, B, rb, cols, 100, cols, (void *)A, need, &x), RN_ERR_ALIAS);
@@ -1096,7 +1101,12 @@ static void test_rms_sharded_errors(void)
     sums[1] = 1.0;
     CHECK(rn_hilbert_rms_partial_centered_ws(S, rows, cols, cols, sums, H, N, cols, ws, need, mx, (double *)ws) == RN_ERR_ALIAS);
     CHECK(rn_hilbert_rms_partial_centered_ws(S, rows, cols, cols, (const double *)ws, H, N, cols, ws, need, mx, mn) == RN_ERR_ALIAS);
-    CHECK(rn_hilbert_rms_partial_centered_ws(S, rows, cols, cols, sums, H, N, cols, ws, need - 1, mx, mn) == RN_ERR_SIZE);
+    {
+        size_t one; /* the least it takes: the one-thread size */
+        T_ONE_THREAD(rn_hilbert_rms_workspace_size(cols, N), one);
+        CHECK(rn_hilbert_rms_partial_centered_ws(S, rows, cols, cols, sums, H, N, cols, ws, one - 1, mx, mn) ==
+              RN_ERR_SIZE);
+    }
     for (i = 0; i < 3; i++) CHECK(mx[i] == 5.0 && mn[i] == 5.0);
     /* any centre gives the same ranges up to rounding (here the sums of a larger "cluster") */
     CHECK(rn_hilbert_rms_partial_centered_ws(S, rows, cols, cols, sums, H, N, cols, ws, need, mx, mn) == RN_OK);
