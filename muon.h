@@ -1718,7 +1718,9 @@ MUONDEF size_t muon_gemm_workspace_size(int threads)
 
 /* The _ws entry points with a team-size cap (the step's muon_config.threads; 0: the default):
  * a capped product still stays on one thread below MUON_GEMM_PARALLEL_MIN or when nested. */
-static muon_status muon__gemm_ws_entry(const muon__gemm_problem *g, void *ws, size_t ws_bytes, int threads)
+/* The checks of a _ws product (a frame of its own: it returns before the product runs, so its
+ * locals are not on the product's stack path) */
+static MUON__NOINLINE muon_status muon__gemm_ws_check(const muon__gemm_problem *g, const void *ws, size_t ws_bytes)
 {
     muon_status st = muon__gemm_check(g, ws, 1);
     if (st != MUON_OK) return st;
@@ -1728,6 +1730,13 @@ static muon_status muon__gemm_ws_entry(const muon__gemm_problem *g, void *ws, si
         if (muon__gemm_ws_need(&bl, 1) > ws_bytes) return MUON_ERR_SIZE;
         if (muon__gemm_ws_overlaps(g, ws, ws_bytes)) return MUON_ERR_ALIAS;
     }
+    return MUON_OK;
+}
+
+static muon_status muon__gemm_ws_entry(const muon__gemm_problem *g, void *ws, size_t ws_bytes, int threads)
+{
+    muon_status st = muon__gemm_ws_check(g, ws, ws_bytes);
+    if (st != MUON_OK) return st;
     if (threads > 0 && muon__gemm_threads_wanted(g) == 1) threads = 1;
     return MUON__GEMM_EXEC_WS(g, ws, ws_bytes, threads);
 }
@@ -1846,7 +1855,7 @@ static int muon__u_overlap(const void *a, size_t abytes, const void *b, size_t b
     return pa < pb + bbytes && pb < pa + abytes;
 }
 
-static int muon__u_finite_matrix(const float *A, size_t rows, size_t cols, size_t ld)
+static MUON__NOINLINE int muon__u_finite_matrix(const float *A, size_t rows, size_t cols, size_t ld)
 {
     size_t i, j;
     for (i = 0; i < rows; i++) {
@@ -1863,7 +1872,7 @@ static int muon__u_finite_matrix(const float *A, size_t rows, size_t cols, size_
 }
 
 /* ||A||_F^2 in double, rows in order */
-static double muon__u_sumsq(const float *A, size_t rows, size_t cols, size_t ld)
+static MUON__NOINLINE double muon__u_sumsq(const float *A, size_t rows, size_t cols, size_t ld)
 {
     double s = 0.0;
     size_t i, j;
@@ -2736,7 +2745,7 @@ static double muon__u_hash_unit(size_t i)
 }
 
 /* power iterations; inputs validated. Returns sigma; u, v updated (v unchanged if W v == 0). */
-static double muon__power(const float *W, size_t rows, size_t cols, size_t ld, int iters, double *u, double *v)
+static MUON__NOINLINE double muon__power(const float *W, size_t rows, size_t cols, size_t ld, int iters, double *u, double *v)
 {
     size_t i, j;
     double nv = 0.0, sigma = 0.0;
@@ -2805,7 +2814,7 @@ MUONDEF muon_status muon_top_singular_pair(const float *W, size_t rows, size_t c
 }
 
 /* c = u^T D v in double, rows in order */
-static double muon__cap_growth(const float *D, size_t rows, size_t cols, size_t ldd, const double *u,
+static MUON__NOINLINE double muon__cap_growth(const float *D, size_t rows, size_t cols, size_t ldd, const double *u,
                                const double *v)
 {
     double c = 0.0;
@@ -2819,7 +2828,7 @@ static double muon__cap_growth(const float *D, size_t rows, size_t cols, size_t 
     return c;
 }
 
-static void muon__cap_remove(float *D, size_t rows, size_t cols, size_t ldd, const double *u, const double *v,
+static MUON__NOINLINE void muon__cap_remove(float *D, size_t rows, size_t cols, size_t ldd, const double *u, const double *v,
                              double c)
 {
     size_t i;
@@ -3226,7 +3235,7 @@ static float muon__mom_dir(float b, float g, double beta, int nesterov, muon_mom
  * momentum or u overflows float (the SUM form with |G| near FLT_MAX (1 - beta); the EMA form
  * is a convex combination of finite floats and cannot), NONFINITE for NaN/Inf in B (a state
  * written by hand). */
-static muon_status muon__mom_fill(const float *B, const float *G, size_t ldg, size_t rows, size_t cols,
+static MUON__NOINLINE muon_status muon__mom_fill(const float *B, const float *G, size_t ldg, size_t rows, size_t cols,
                                   const muon__step_cfg *c, float *U)
 {
     size_t i;
@@ -3248,7 +3257,7 @@ static muon_status muon__mom_fill(const float *B, const float *G, size_t ldg, si
     return bad ? MUON_ERR_RANGE : MUON_OK;
 }
 
-static void muon__mom_commit(float *B, const float *G, size_t ldg, size_t rows, size_t cols, const muon__step_cfg *c)
+static MUON__NOINLINE void muon__mom_commit(float *B, const float *G, size_t ldg, size_t rows, size_t cols, const muon__step_cfg *c)
 {
     size_t i;
     MUON__OMP(omp parallel for schedule(static) MUON__PAR(c->threads, (double)rows * (double)cols))
@@ -3291,7 +3300,7 @@ static muon_status muon__ns_blocks(float *U, size_t cols, const muon__step_cfg *
 /* NorMuon on O (U, rows x cols, ld cols), SPEC 2.7: vnew_i = beta2 v_i + (1 - beta2) mean_j O_ij^2
  * (written to vnew, the state untouched), O_i <- O_i / (sqrt(vnew_i) + eps), then O rescaled to
  * its Frobenius norm before the division (sums in double). A zero row stays zero (0 / eps). */
-static void muon__normuon(float *U, size_t rows, size_t cols, const muon__step_cfg *c, const double *v, double *vnew)
+static MUON__NOINLINE void muon__normuon(float *U, size_t rows, size_t cols, const muon__step_cfg *c, const double *v, double *vnew)
 {
     double before = 0.0, after = 0.0, beta = c->normuon_beta2, eps = c->normuon_eps, f;
     size_t i;
@@ -3322,7 +3331,7 @@ static void muon__normuon(float *U, size_t rows, size_t cols, const muon__step_c
 
 /* D = -lr * scale(block) * O, each block with its own shape's scale. RANGE when a factor or an
  * entry of D leaves float's range. One block: one factor for the whole matrix, as before. */
-static muon_status muon__blocks_scale(float *U, size_t cols, const muon__step_cfg *c, const muon__split *rp,
+static MUON__NOINLINE muon_status muon__blocks_scale(float *U, size_t cols, const muon__step_cfg *c, const muon__split *rp,
                                       const muon__split *cp)
 {
     size_t bi, bj, r0 = 0, i;
@@ -3368,7 +3377,7 @@ static float muon__step_new_w(float w, float d, double lrwd)
  * still to be capped: D - c u v^T with |c| <= ||D||_2 <= ||D||_F and unit u, v moves each entry
  * by at most ||D||_F, so the test is |w (1 - lrwd)| + |d| + ||D||_F <= FLT_MAX (in double),
  * a sufficient condition checked before the cap writes its pair into the state. */
-static int muon__step_fits(const float *W, size_t ldw, const float *U, size_t rows, size_t cols, double lrwd,
+static MUON__NOINLINE int muon__step_fits(const float *W, size_t ldw, const float *U, size_t rows, size_t cols, double lrwd,
                            int capped, int cautious, int threads)
 {
     size_t i;
@@ -3394,7 +3403,7 @@ static int muon__step_fits(const float *W, size_t ldw, const float *U, size_t ro
 
 /* validation shared by muon_step_ws and muown_step_ws; the nreg state buffers reg[k] (reg_bytes[k]
  * bytes each) may overlap none of W, G, ws and S (the optional step output, ld lds) */
-static muon_status muon__step_check(size_t rows, size_t cols, const float *W, size_t ldw, const float *G,
+static MUON__NOINLINE muon_status muon__step_check(size_t rows, size_t cols, const float *W, size_t ldw, const float *G,
                                     size_t ldg, const float *S, size_t lds, const muon__step_cfg *c, void *ws,
                                     size_t ws_bytes, size_t extra_doubles, const void *const *reg,
                                     const size_t *reg_bytes, size_t nreg, muon__split *rp, muon__split *cp)

@@ -255,9 +255,9 @@ int main(void)
     CM_CASE(test_row_diameter_of_step, "rn_row_diameter of that step (exact)", 1536);
     CM_CASE(test_row_diameter_range, "rn_row_diameter 50x17, 1e-30..1e30", 1536);
     CM_CASE(test_hilbert, "rn_hilbert_logits", 256);
-    CM_CASE(test_muon_step, "muon_init(32,64) + 2 muon_step + sv", 3072);
-    CM_CASE(test_muon_hostile, "muon_step NaN / NULL / NOMEM", 3072);
-    CM_CASE(test_muown_step, "muown_init(32,64) + muown_step", 3072);
+    CM_CASE(test_muon_step, "muon_init(32,64) + 2 muon_step + sv", 2816);
+    CM_CASE(test_muon_hostile, "muon_step NaN / NULL / NOMEM", 2304);
+    CM_CASE(test_muown_step, "muown_init(32,64) + muown_step", 2816);
     CM_CASE(test_adamw, "muon_adamw_step 100", 768);
     return TEST_REPORT();
 }
