@@ -409,9 +409,10 @@ typedef struct muon_config {
      * w is not decayed. step_out's S is D as without it. */
     int cautious_wd;
     /* OpenMP threads of this step's parallel regions (its products and elementwise passes):
-     * 0 = the OpenMP default (omp_get_max_threads()), n >= 1 = n, at most omp_get_num_procs()
-     * (1: the step opens no parallel region at all). Per config, so a host program gives each call what it can spare; no global
-     * state is touched. Regions below MUON__PAR_MIN elements / MUON_GEMM_PARALLEL_MIN
+     * 0 = the OpenMP default (omp_get_max_threads()), n >= 1 = at most n, and never more than
+     * that default (the state's workspace holds GEMM packing space for it; 1: the step opens no
+     * parallel region at all). Per config, so a host program gives each call what it can
+     * spare; no global state is touched. Regions below MUON__PAR_MIN elements / MUON_GEMM_PARALLEL_MIN
      * multiply-adds stay on one thread whatever this says. Ignored without OpenMP, and by the
      * products of a MUON_USE_CBLAS build (the BLAS has its own threads). */
     int threads;
@@ -1479,12 +1480,16 @@ static int muon__gemm_overlap(const float *x, size_t xr, size_t xc, size_t ldx, 
     return xb < ye && yb < xe;
 }
 
-static int muon__gemm_threads_wanted(const muon__gemm_problem *g)
+/* The team for a product: `cap` threads (<= 0: the OpenMP default), one when nested or below
+ * MUON_GEMM_PARALLEL_MIN. */
+static int muon__gemm_threads_wanted(const muon__gemm_problem *g, int cap)
 {
     int t = 1;
 #ifdef _OPENMP
-    t = omp_get_max_threads();
+    t = cap > 0 ? cap : omp_get_max_threads();
     if (omp_get_active_level() >= omp_get_max_active_levels()) t = 1; /* nested: no more threads */
+#else
+    (void)cap;
 #endif
     if ((double)g->m * (double)g->n * (double)g->k < MUON_GEMM_PARALLEL_MIN) t = 1;
     if (t < 1) t = 1;
@@ -1541,7 +1546,7 @@ static int muon__gemm_setup(const muon__gemm_problem *g, int scalar, int threads
     }
     *kr = muon__gemm_pick_kernel(scalar);
     *bl = muon__gemm_blocking(kr, g->m, g->n, g->k);
-    *t = threads > 0 ? threads : muon__gemm_threads_wanted(g);
+    *t = threads > 0 ? threads : muon__gemm_threads_wanted(g, 0);
     if ((size_t)*t > muon__gemm_max_parts(g, kr)) *t = (int)muon__gemm_max_parts(g, kr);
     return 1;
 }
@@ -1688,7 +1693,7 @@ static muon_status muon__gemm_cblas(const muon__gemm_problem *g)
     return MUON_OK;
 }
 #define MUON__GEMM_EXEC(g) muon__gemm_cblas(g)
-#define MUON__GEMM_EXEC_WS(g, ws, ws_bytes, threads) muon__gemm_cblas(g)
+#define MUON__GEMM_EXEC_WS(g, ws, ws_bytes, threads) ((void)(threads), muon__gemm_cblas(g)) /* the BLAS threads itself */
 #else
 #define MUON__GEMM_EXEC(g) muon__gemm_run(g, 0, 0)
 #define MUON__GEMM_EXEC_WS(g, ws, ws_bytes, threads) muon__gemm_run_ws(g, 0, ws, ws_bytes, threads)
@@ -1737,8 +1742,7 @@ static muon_status muon__gemm_ws_entry(const muon__gemm_problem *g, void *ws, si
 {
     muon_status st = muon__gemm_ws_check(g, ws, ws_bytes);
     if (st != MUON_OK) return st;
-    if (threads > 0 && muon__gemm_threads_wanted(g) == 1) threads = 1;
-    return MUON__GEMM_EXEC_WS(g, ws, ws_bytes, threads);
+    return MUON__GEMM_EXEC_WS(g, ws, ws_bytes, threads > 0 ? muon__gemm_threads_wanted(g, threads) : 0);
 }
 
 static muon_status muon__sgemm_ws_t(int threads, muon_transpose ta, muon_transpose tb, size_t m, size_t n,
@@ -1883,12 +1887,13 @@ static MUON__NOINLINE double muon__u_sumsq(const float *A, size_t rows, size_t c
     return s;
 }
 
-/* an explicit team size, at most the processors OpenMP sees (more never helps a step, and a
- * hostile count must not make the runtime try to start millions of threads) */
+/* an explicit team size, at most the OpenMP default: the workspaces hold packing space for that
+ * many threads (a larger team would fall back in the products anyway), and a hostile count
+ * must not make the runtime try to start millions of threads */
 static int muon__u_threads_cap(int n)
 {
 #ifdef _OPENMP
-    int p = omp_get_num_procs();
+    int p = omp_get_max_threads();
     if (p >= 1 && n > p) n = p;
 #endif
     return n < 1 ? 1 : n;
@@ -2112,8 +2117,8 @@ static muon_status muon__ns_view_make(const muon_ns_config *in, muon__ns_view *v
         v->safety = in->safety != 0.0 ? in->safety : 1.0;
         v->eps = in->eps;
         v->coeffs = (const double (*)[3])in->coeffs;
-        v->threads = 0;
     }
+    v->threads = 0;
     v->method = in->method;
     v->gram_restart = in->gram_restart ? in->gram_restart : 2;
     v->norm = in->norm;

@@ -60,10 +60,9 @@ for c in $cpus; do
     fi
     # the README examples on the M7 only: the muon one's diagnostic (muon_singular_values, float64
     # Jacobi on 256 x 512) runs in software double on the M4F's single-precision FPU, 130 s under qemu
-    [ "$name" = m7 ] || { echo "        README examples: on the M7 (double-precision FPU) only"; }
+    [ "$name" = m7 ] || echo "        README examples: on the M7 (double-precision FPU) only"
     for ex in "$O"/readme*.c; do
-        [ "$name" = m7 ] || break
-        [ -e "$ex" ] || continue
+        [ "$name" = m7 ] && [ -e "$ex" ] || continue
         grep -q 'int main' "$ex" || continue
         exb=${ex%.c}_$name.elf
         # shellcheck disable=SC2086

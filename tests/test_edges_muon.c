@@ -663,7 +663,7 @@ static void test_config_threads(void)
     const size_t r = 256, c = 384, n = r * c;
     float *W0 = edge_alloc(n), *G = edge_alloc(n), *W = edge_alloc(n), *S = edge_alloc(n), *Wref = edge_alloc(n),
           *Sref = edge_alloc(n), *Mref = edge_alloc(n);
-    static const int counts[5] = {1, 0, 2, 3, INT_MAX}; /* INT_MAX: capped at the processors */
+    static const int counts[5] = {1, 0, 2, 3, INT_MAX}; /* 3, INT_MAX: capped at the OpenMP default */
     int k, t;
     fill_matrix(W0, r, c, c, 0.05, 120);
     fill_matrix(G, r, c, c, 1.0, 121);
@@ -698,7 +698,7 @@ static void test_config_threads(void)
         muown_free(&ow);
     }
 #ifdef _OPENMP
-    { /* an explicit count overrides a host that set OpenMP to one thread */
+    { /* a count above a host's one-thread OpenMP setting is held to it, same bits */
         int saved = omp_get_max_threads();
         muon_state st;
         muon_config cfg = muon_default();
