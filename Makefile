@@ -14,6 +14,8 @@ ARCH    := $(shell uname -m)
 
 # What this machine has: reported, never required.
 HAVE_AVX512 := $(shell grep -q -w avx512f /proc/cpuinfo 2>/dev/null && echo 1)
+HAVE_BF16   := $(shell grep -q -w avx512_bf16 /proc/cpuinfo 2>/dev/null && echo 1)
+HAVE_AMX    := $(shell grep -q -w amx_bf16 /proc/cpuinfo 2>/dev/null && echo 1)
 BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
 HAVE_BLAS   := $(shell printf '#include <cblas.h>\nint main(void){float a=1,b=1,c=0;cblas_sgemm(CblasRowMajor,CblasNoTrans,CblasNoTrans,1,1,1,1.f,&a,1,&b,1,0.f,&c,1);return c!=1.f;}\n' \
@@ -51,6 +53,12 @@ V_cblas_FL   := -std=c99 -O2 $(SIMD2) -DRN_USE_CBLAS -DMUON_USE_CBLAS $(BLAS_CFL
 V_cblas_LIBS := $(BLAS_LIBS)
 V_asan_CC    := $(CC)
 V_asan_FL    := -std=c99 $(SAN_FLAGS) $(SIMD2) $(OMP)
+# the bf16 kernels (vdpbf16ps and AMX tiles): built where the compiler targets them, run where
+# the CPU has AVX512-BF16 (AMX is used where it also has AMX-BF16 and the kernel grants it)
+V_bf16_CC    := $(CC)
+V_bf16_FL    := -std=c99 -O2 -mavx512f -mavx512bw -mavx512vl -mavx512bf16 -mamx-tile -mamx-bf16 $(SIMD2) $(OMP)
+BF16_TESTS   := test_muon_bf16 test_muon test_muon_gemm test_hostile_muon test_edges_muon
+HAVE_BF16_CC := $(shell echo 'int main(void){return 0;}' | $(CC) -mavx512bf16 -mamx-tile -mamx-bf16 -x c - -o /dev/null 2>/dev/null && echo 1)
 
 VARIANTS := scalar avx2 cxx asan
 ifeq ($(ARCH),x86_64)
@@ -72,6 +80,12 @@ $(foreach v,$(VARIANTS),$(eval $(call variant_rule,$(v))))
 
 TEST_BINS := $(foreach v,$(VARIANTS),$(addprefix $(B)/$(v)/,$(TEST_NAMES)))
 RUN_BINS  := $(foreach v,$(RUN_VARIANTS),$(addprefix $(B)/$(v)/,$(TEST_NAMES)))
+ifeq ($(ARCH)$(HAVE_BF16_CC),x86_641)
+$(eval $(call variant_rule,bf16))
+BF16_BINS := $(addprefix $(B)/bf16/,$(BF16_TESTS))
+TEST_BINS += $(BF16_BINS)
+RUN_BINS  += $(if $(HAVE_BF16),$(BF16_BINS))
+endif
 
 # The example trainer adds its own tests (GPT_TEST_BINS) and targets (demo) here.
 # This fragment, tests/reliability.mk and bench/bench.mk (at the end) are part of the repository:
@@ -85,6 +99,7 @@ all: test-build
 config:
 	@echo "config: arch=$(ARCH) avx512=$(if $(HAVE_AVX512),yes,no) openblas=$(if $(HAVE_BLAS),yes,no) openmp=$(if $(HAVE_OMP),yes,no)"
 	@echo "config: test variants built: $(VARIANTS); run: $(RUN_VARIANTS)"
+	@echo "config: bf16 kernels: compiler $(if $(HAVE_BF16_CC),yes,no), cpu avx512_bf16 $(if $(HAVE_BF16),yes,no), amx_bf16 $(if $(HAVE_AMX),yes,no): $(if $(and $(HAVE_BF16_CC),$(HAVE_BF16)),$(BF16_TESTS) run,not run)"
 
 test-build: $(TEST_BINS) $(GPT_TEST_BINS)
 

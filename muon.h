@@ -214,6 +214,17 @@ typedef enum muon_ns_norm {
     MUON_NORM_MAX_EPS = 1  /* X0 = G / max(s ||G||_F, eps): torch.optim.Muon (norm().clamp(min=eps)) */
 } muon_ns_norm;
 
+/* The arithmetic of the iteration. */
+typedef enum muon_ns_precision {
+    MUON_NS_FP32 = 0, /* every product and combination in fp32: the default */
+    MUON_NS_BF16 = 1  /* the reference's precision (KellerJordan/Muon, modded-nanogpt): X rounded
+                         to bf16 after the normalisation and after every step, the products'
+                         operands rounded to bf16 (X, A = X X^T, B = b A + c A A) and accumulated
+                         in fp32, the combinations in fp32; plain iteration only (MUON_NS_GRAM:
+                         DOMAIN). Kernels: AMX, AVX512-BF16 (vdpbf16ps) or, elsewhere, a bit-exact
+                         emulation on the fp32 kernels; accuracy in docs/numerics.md */
+} muon_ns_precision;
+
 /* A schedule is plain data (no pointers): step k (0-based) applies
  * p_k(x) = a_k x + b_k x^3 + c_k x^5 to every singular value, with (a_k, b_k, c_k) =
  * coeffs[k] for k < count and then per `mode`.
@@ -241,6 +252,8 @@ typedef struct muon_ns_config {
                           r >= steps, e.g. MUON_NS_GRAM_NEVER: never) */
     muon_ns_norm norm; /* MUON_NORM_ADD_EPS (0, every preset) or MUON_NORM_MAX_EPS; kept with
                           count == 0 too */
+    muon_ns_precision precision; /* MUON_NS_FP32 (0, every preset) or MUON_NS_BF16; kept with
+                                    count == 0 too */
 } muon_ns_config;
 
 /* The preset `kind`; steps <= 0: the preset's own step count (the K of the enum comments), which
@@ -879,19 +892,43 @@ MUONDEF const char *muon_status_string(muon_status s)
 #endif
 
 #define MUON__GEMM_ALIGN 64u  /* packed buffers start on a cache line */
-#define MUON__GEMM_MR_MAX 14u /* the largest MR / NR of any kernel (workspace bound) */
-#define MUON__GEMM_NR_MAX 32u
+#define MUON__GEMM_NR_MAX 32u /* the largest MR / NR of any kernel (workspace bound) */
+
+/* bf16 kernels (the products of a bf16 Newton-Schulz): vdpbf16ps where the compiler targets
+ * AVX512-BF16, AMX tiles where it also targets AMX-BF16 on Linux (MUON_NO_AMX: never) */
+#if defined(MUON__GEMM_AVX512) && defined(__AVX512BF16__) && defined(__AVX512BW__)
+#define MUON__BF16_DP 1
+#if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__linux__) && defined(__x86_64__) && \
+    (defined(__GNUC__) || defined(__clang__)) && !defined(MUON_NO_AMX)
+#define MUON__BF16_AMX 1
+#endif
+#endif
+#define MUON__GEMM_MR_MAX 14u /* of the fp32 kernels (the bf16 ones size their own tile) */
 
 /* A micro-kernel: C[0..MR)[0..NR) = alpha * sum_p a[p*MR + i] * b[p*NR + j] + beta * C
  * (beta == 0: C not read). a, b: packed micro-panels; always a full tile. */
 typedef void (*muon__gemm_ukr_fn)(size_t kc, const float *a, const float *b, float *c, size_t ldc,
                                   float alpha, float beta);
+/* How a kernel's operands are packed (the bf16 kinds round op(A) and op(B) to bf16 as they
+ * pack them; see "bf16 products" below). */
+typedef enum muon__gemm_pack_kind {
+    MUON__PACK_F32 = 0, /* floats as given: A [p][MR], B [p][NR] */
+    MUON__PACK_EMU,     /* bf16 values as floats, each k pair swapped: A [p^1][MR], B [p^1][NR] */
+    MUON__PACK_DP,      /* bf16 pairs: A [p/2][MR][2], B [p/2][NR][2] (vdpbf16ps) */
+    MUON__PACK_AMX      /* A [p/32][MR][32] (tile rows), B [p/2][NR][2] (VNNI, as DP) */
+} muon__gemm_pack_kind;
 typedef struct muon__gemm_kernel {
     muon__gemm_ukr_fn fn;
     size_t mr, nr;     /* register block */
     size_t mc, kc, nc; /* cache blocks: upper bounds, fitted to each problem by muon__gemm_blocking */
     const char *name;
+    muon__gemm_pack_kind pack;
+    size_t kgran, esz; /* packed k is a multiple of kgran (zero padded); bytes per packed value */
+    void (*enter)(void), (*leave)(void); /* per thread, around its share (AMX tile config) */
 } muon__gemm_kernel;
+
+static size_t muon__gemm_ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+static size_t muon__gemm_round_up(size_t a, size_t b) { return muon__gemm_ceil_div(a, b) * b; }
 
 /* ---- micro-kernels ---------------------------------------------------------------------- */
 #define MUON__GEMM_SCALAR_MR 4
@@ -1107,6 +1144,10 @@ static muon__gemm_kernel muon__gemm_make_kernel(muon__gemm_ukr_fn fn, size_t mr,
     kr.kc = kc;
     kr.nc = nc;
     kr.name = name;
+    kr.pack = MUON__PACK_F32;
+    kr.kgran = 1;
+    kr.esz = sizeof(float);
+    kr.enter = kr.leave = NULL;
     return kr;
 }
 static muon__gemm_kernel muon__gemm_pick_kernel(int scalar)
@@ -1219,6 +1260,471 @@ static void muon__gemm_pack_b(muon_transpose tb, const float *B, size_t ldb, siz
     }
 }
 
+/* ---- bf16 products ----------------------------------------------------------------------
+ * The products of a bf16 Newton-Schulz (muon_ns_config.precision = MUON_NS_BF16): C = op(A) op(B)
+ * (alpha 1, beta 0) with both operands rounded to bf16 as they are packed, each product of two
+ * bf16 values exact in fp32, accumulated in fp32. Rounding: to nearest, ties to even, on the
+ * float's bits; a float below FLT_MIN in magnitude becomes a signed zero (what vcvtne2ps2bf16,
+ * vdpbf16ps and AMX do with subnormals); inputs are finite (validated before NS).
+ * Accumulation order, per C element and KC block (the split of k, fixed by k alone, as for
+ * fp32): for each k pair (2q, 2q+1): acc += a[2q+1] b[2q+1], then acc += a[2q] b[2q], each
+ * addition rounded to fp32 (vdpbf16ps's documented order; a zero pads an odd block); then
+ * C = acc for the first block and C = acc + C after it.
+ * Kernels, fastest compiled first:
+ *   AMX 32 x 32   2 x 2 tiles of 16 x 16 fp32, 32 k per tdpbf16ps; Linux, where the compiler
+ *                 targets AMX-BF16 and the kernel grants the tile data (see muon__amx_ready);
+ *                 its internal order and rounding are not documented (measured: neither the
+ *                 sequential order nor one rounding per pair), so it matches the reference
+ *                 within the bound tests/test_muon_bf16.c states, not bit for bit.
+ *   DP 14 x 32    vdpbf16ps (AVX512-BF16): bit-identical to the reference.
+ *   emulation     the build's fp32 micro-kernel (AVX-512, AVX2, NEON or scalar) on packed bf16
+ *                 values with each k pair swapped: as the products are exact, an FMA or a
+ *                 multiply and an add round once, as vdpbf16ps does, so it is bit-identical
+ *                 to the reference, which is the scalar 4 x 8 kernel in that mode.
+ * (Bit-identical where no partial sum falls below FLT_MIN in magnitude: vdpbf16ps flushes such
+ * sums to zero, the emulation keeps them subnormal. Newton-Schulz never gets there: its
+ * iterate is normalised and a row that small contributes nothing visible.)
+ */
+static float muon__bf16_round(float x)
+{
+    uint32_t u;
+    uint32_t r;
+    memcpy(&u, &x, sizeof u);
+    r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    u = (u & 0x7f800000u) ? r : (u & 0x80000000u); /* zero or subnormal: signed zero */
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+static uint16_t muon__bf16_bits(float x)
+{
+    uint32_t u;
+    x = muon__bf16_round(x);
+    memcpy(&u, &x, sizeof u);
+    return (uint16_t)(u >> 16);
+}
+
+/* EMU: op(A) rows [i0, i0+mr_eff) (or op(B) columns, via `opa`), k [p0, p0+kc) -> dst[q*w + r]
+ * with q the swapped k index (q ^ 1), zero past kc and past mr_eff; kc padded to even. */
+static void muon__gemm_pack_emu(int opa, muon_transpose t, const float *M, size_t ld, size_t i0, size_t eff,
+                                size_t p0, size_t kc, size_t w, float *MUON__GEMM_RESTRICT dst)
+{
+    size_t kk = muon__gemm_round_up(kc, 2), q, r;
+    for (q = 0; q < kk; q++) {
+        size_t p = q ^ 1u;
+        float *d = dst + q * w;
+        if (p >= kc) {
+            for (r = 0; r < w; r++) d[r] = 0.0f;
+            continue;
+        }
+        if (opa && t == MUON_TRANS) { /* op(A) = A^T: row p0 + p of A, contiguous in r */
+            const float *src = M + (p0 + p) * ld + i0;
+            for (r = 0; r < eff; r++) d[r] = muon__bf16_round(src[r]);
+        } else if (!opa && t == MUON_NO_TRANS) { /* op(B) = B: row p0 + p of B */
+            const float *src = M + (p0 + p) * ld + i0;
+            for (r = 0; r < eff; r++) d[r] = muon__bf16_round(src[r]);
+        } else { /* strided */
+            const float *src = M + i0 * ld + p0 + p;
+            for (r = 0; r < eff; r++) d[r] = muon__bf16_round(src[r * ld]);
+        }
+        for (r = eff; r < w; r++) d[r] = 0.0f;
+    }
+}
+
+/* DP / AMX: values of op(A) (opa) or op(B) for output index r in [0, w) and k pair q as
+ * dst[(q*w + r)*2 + e] = bf16(k = 2q + e); zero past kc (padded to kgran) and past eff. */
+static void muon__gemm_pack_pairs(int opa, muon_transpose t, const float *M, size_t ld, size_t i0, size_t eff,
+                                  size_t p0, size_t kc, size_t w, size_t kgran, uint16_t *MUON__GEMM_RESTRICT dst)
+{
+    size_t kk = muon__gemm_round_up(kc, kgran), q, r, e;
+    int rowwise = opa ? t == MUON_NO_TRANS : t == MUON_TRANS; /* r's values contiguous in k */
+    if (!rowwise) {
+        for (q = 0; q < kk / 2; q++)
+            for (e = 0; e < 2; e++) {
+                size_t p = 2 * q + e;
+                uint16_t *d = dst + q * w * 2 + e;
+                if (p >= kc) {
+                    for (r = 0; r < w; r++) d[2 * r] = 0;
+                    continue;
+                }
+                {
+                    const float *src = M + (p0 + p) * ld + i0;
+                    for (r = 0; r < eff; r++) d[2 * r] = muon__bf16_bits(src[r]);
+                    for (; r < w; r++) d[2 * r] = 0;
+                }
+            }
+        return;
+    }
+    for (r = 0; r < w; r++) {
+        const float *src = M + (i0 + r) * ld + p0;
+        uint16_t *d = dst + 2 * r;
+        if (r >= eff) {
+            for (q = 0; q < kk; q++) d[(q / 2) * w * 2 + (q & 1u)] = 0;
+            continue;
+        }
+        for (q = 0; q < kc; q++) d[(q / 2) * w * 2 + (q & 1u)] = muon__bf16_bits(src[q]);
+        for (; q < kk; q++) d[(q / 2) * w * 2 + (q & 1u)] = 0;
+    }
+}
+
+#ifdef MUON__BF16_AMX
+/* AMX A: op(A) rows [i0, i0+eff), k [p0, p0+kc) -> dst[(s*mr + r)*32 + j] = bf16(k = 32 s + j). */
+static void muon__gemm_pack_amx_a(muon_transpose t, const float *M, size_t ld, size_t i0, size_t eff, size_t p0,
+                                  size_t kc, size_t mr, uint16_t *MUON__GEMM_RESTRICT dst)
+{
+    size_t ks = muon__gemm_ceil_div(kc, 32), s, r, j;
+    for (r = 0; r < mr; r++) { /* along each row of op(A): a row of A is read in order */
+        for (s = 0; s < ks; s++) {
+            size_t kb = 32 * s, kn = kc - kb < 32 ? kc - kb : 32;
+            uint16_t *d = dst + (s * mr + r) * 32;
+            if (r >= eff) {
+                memset(d, 0, 64);
+            } else if (t == MUON_NO_TRANS) {
+                const float *src = M + (i0 + r) * ld + p0 + kb;
+                __mmask16 ml = (__mmask16)(kn >= 16 ? 0xffffu : (1u << kn) - 1u);
+                __mmask16 mh = (__mmask16)(kn >= 32 ? 0xffffu : kn > 16 ? (1u << (kn - 16)) - 1u : 0u);
+                __m512 lo = _mm512_maskz_loadu_ps(ml, src), hi = _mm512_maskz_loadu_ps(mh, src + 16);
+                _mm512_storeu_si512((void *)d, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+            } else {
+                for (j = 0; j < kn; j++) d[j] = muon__bf16_bits(M[(p0 + kb + j) * ld + i0 + r]);
+                for (; j < 32; j++) d[j] = 0;
+            }
+        }
+    }
+}
+#endif
+
+#ifdef MUON__BF16_DP
+/* B operand pairs, fast forms (w = NR = 32, kgran even). op(B) = B (rows of B are k): two rows
+ * give 32 interleaved values per 16 columns. */
+static void muon__gemm_pack_pairs_b_rows(const float *M, size_t ld, size_t j0, size_t eff, size_t p0, size_t kc,
+                                         size_t kgran, uint16_t *MUON__GEMM_RESTRICT dst)
+{
+    /* interleave: result element 2i = lo[i], 2i+1 = hi[i]; cvtne2ps_pbh(hi, lo) puts lo in 0..15 */
+    const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+                                         23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    size_t kk = muon__gemm_round_up(kc, kgran), q, h;
+    for (q = 0; q < kk / 2; q++) {
+        size_t p = 2 * q;
+        for (h = 0; h < 2; h++) {
+            size_t c0 = 16 * h, n = eff > c0 ? (eff - c0 < 16 ? eff - c0 : 16) : 0;
+            __mmask16 mk = (__mmask16)(n == 16 ? 0xffffu : (1u << n) - 1u);
+            __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+            if (p < kc) lo = _mm512_maskz_loadu_ps(mk, M + (p0 + p) * ld + j0 + c0);
+            if (p + 1 < kc) hi = _mm512_maskz_loadu_ps(mk, M + (p0 + p + 1) * ld + j0 + c0);
+            _mm512_storeu_si512((void *)(dst + q * 64 + 32 * h),
+                                _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(hi, lo)));
+        }
+    }
+}
+#endif
+
+#ifdef MUON__BF16_DP
+/* The B block of NR = 32 panels [jq, jqend) of op(B) = B (n columns in all), streamed row pair
+ * by row pair across the whole block (the panel-at-a-time form strides through B) */
+static void muon__gemm_pack_pairs_b_block(const float *M, size_t ld, size_t jq, size_t jqend, size_t n, size_t p0,
+                                          size_t kc, size_t kgran, unsigned char *bpack)
+{
+    const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+                                         23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    size_t kk = muon__gemm_round_up(kc, kgran), q, c, j0 = jq * 32, j1 = jqend * 32 < n ? jqend * 32 : n;
+    size_t pstride = kk * 2; /* bytes per packed k row of one panel: kk values... per panel nr*kk*2 */
+    (void)pstride;
+    for (q = 0; q < kk / 2; q++) {
+        const float *r0 = M + (p0 + 2 * q) * ld, *r1 = r0 + ld;
+        int have0 = 2 * q < kc, have1 = 2 * q + 1 < kc;
+        for (c = j0; c < jqend * 32; c += 16) {
+            size_t nv = c < j1 ? (j1 - c < 16 ? j1 - c : 16) : 0;
+            __mmask16 mk = (__mmask16)(nv == 16 ? 0xffffu : (1u << nv) - 1u);
+            __m512 lo = have0 ? _mm512_maskz_loadu_ps(mk, r0 + c) : _mm512_setzero_ps();
+            __m512 hi = have1 ? _mm512_maskz_loadu_ps(mk, r1 + c) : _mm512_setzero_ps();
+            size_t panel = (c - j0) / 32, half = ((c - j0) / 16) & 1u;
+            uint16_t *d = (uint16_t *)(void *)(bpack + panel * 32 * kk * 2) + q * 64 + 32 * half;
+            _mm512_storeu_si512((void *)d, _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(hi, lo)));
+        }
+    }
+}
+
+/* 16 x 16 transpose of 32-bit elements: t[i] row i in, t[j] column j out. */
+static void muon__gemm_tr16x16_epi32(__m512i *t)
+{
+    __m512i a[16], b[16];
+    int i, c;
+    for (i = 0; i < 8; i++) {
+        a[2 * i] = _mm512_unpacklo_epi32(t[2 * i], t[2 * i + 1]);
+        a[2 * i + 1] = _mm512_unpackhi_epi32(t[2 * i], t[2 * i + 1]);
+    }
+    for (i = 0; i < 4; i++) {
+        b[4 * i] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
+        b[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
+        b[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
+        b[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
+    }
+    for (c = 0; c < 4; c++) { /* b[4i + c], lane L: column 4L + c of rows 4i..4i+3 */
+        __m512i u0 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0x88), u1 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0xDD);
+        __m512i v0 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x88);
+        __m512i v1 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xDD);
+        t[c] = _mm512_shuffle_i32x4(u0, v0, 0x88);
+        t[8 + c] = _mm512_shuffle_i32x4(u0, v0, 0xDD);
+        t[4 + c] = _mm512_shuffle_i32x4(u1, v1, 0x88);
+        t[12 + c] = _mm512_shuffle_i32x4(u1, v1, 0xDD);
+    }
+}
+/* Pairs where each output index r reads a contiguous run of k (op(A) = A, op(B) = B^T), w a
+ * multiple of 16: 16 rows x 32 k converted (16 pairs each), transposed, stored 64 B at a time. */
+static void muon__gemm_pack_pairs_rowwise16(const float *M, size_t ld, size_t i0, size_t eff, size_t p0, size_t kc,
+                                            size_t w, size_t kgran, uint16_t *MUON__GEMM_RESTRICT dst)
+{
+    size_t kk = muon__gemm_round_up(kc, kgran), kb, rg, q;
+    __m512i t[16];
+    for (kb = 0; kb < kk; kb += 32) {
+        size_t kn = kc > kb ? (kc - kb < 32 ? kc - kb : 32) : 0, qn = kk - kb < 32 ? (kk - kb) / 2 : 16;
+        __mmask16 ml = (__mmask16)(kn >= 16 ? 0xffffu : (1u << kn) - 1u);
+        __mmask16 mh = (__mmask16)(kn > 16 ? (kn >= 32 ? 0xffffu : (1u << (kn - 16)) - 1u) : 0u);
+        for (rg = 0; rg < w; rg += 16) {
+            int i;
+            for (i = 0; i < 16; i++) {
+                size_t r = rg + (size_t)i;
+                if (r < eff && kn) {
+                    const float *src = M + (i0 + r) * ld + p0 + kb;
+                    __m512 lo = _mm512_maskz_loadu_ps(ml, src), hi = _mm512_maskz_loadu_ps(mh, src + 16);
+                    t[i] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+                } else {
+                    t[i] = _mm512_setzero_si512();
+                }
+            }
+            muon__gemm_tr16x16_epi32(t);
+            for (q = 0; q < qn; q++)
+                _mm512_storeu_si512((void *)(dst + ((kb / 2 + q) * w + rg) * 2), t[q]);
+        }
+    }
+}
+#endif
+
+static void muon__gemm_pack_a_any(const muon__gemm_kernel *kr, muon_transpose ta, const float *A, size_t lda,
+                                  size_t i0, size_t mr_eff, size_t p0, size_t kc, unsigned char *dst)
+{
+    switch (kr->pack) {
+    case MUON__PACK_EMU:
+        muon__gemm_pack_emu(1, ta, A, lda, i0, mr_eff, p0, kc, kr->mr, (float *)(void *)dst);
+        return;
+    case MUON__PACK_DP:
+        muon__gemm_pack_pairs(1, ta, A, lda, i0, mr_eff, p0, kc, kr->mr, kr->kgran, (uint16_t *)(void *)dst);
+        return;
+    case MUON__PACK_AMX:
+#ifdef MUON__BF16_AMX
+        muon__gemm_pack_amx_a(ta, A, lda, i0, mr_eff, p0, kc, kr->mr, (uint16_t *)(void *)dst);
+#endif
+        return;
+    case MUON__PACK_F32:
+        break;
+    }
+    muon__gemm_pack_a(ta, A, lda, i0, mr_eff, p0, kc, kr->mr, (float *)(void *)dst);
+}
+
+static void muon__gemm_pack_b_any(const muon__gemm_kernel *kr, muon_transpose tb, const float *B, size_t ldb,
+                                  size_t j0, size_t nr_eff, size_t p0, size_t kc, unsigned char *dst)
+{
+    switch (kr->pack) {
+    case MUON__PACK_EMU:
+        muon__gemm_pack_emu(0, tb, B, ldb, j0, nr_eff, p0, kc, kr->nr, (float *)(void *)dst);
+        return;
+    case MUON__PACK_DP:
+    case MUON__PACK_AMX:
+#ifdef MUON__BF16_DP
+        if (tb == MUON_NO_TRANS && kr->nr == 32) {
+            muon__gemm_pack_pairs_b_rows(B, ldb, j0, nr_eff, p0, kc, kr->kgran, (uint16_t *)(void *)dst);
+            return;
+        }
+        if (tb == MUON_TRANS && kr->nr % 16 == 0) {
+            muon__gemm_pack_pairs_rowwise16(B, ldb, j0, nr_eff, p0, kc, kr->nr, kr->kgran, (uint16_t *)(void *)dst);
+            return;
+        }
+#endif
+        muon__gemm_pack_pairs(0, tb, B, ldb, j0, nr_eff, p0, kc, kr->nr, kr->kgran, (uint16_t *)(void *)dst);
+        return;
+    case MUON__PACK_F32:
+        break;
+    }
+    muon__gemm_pack_b(tb, B, ldb, j0, nr_eff, p0, kc, kr->nr, (float *)(void *)dst);
+}
+
+#ifdef MUON__BF16_DP
+#define MUON__GEMM_DP_MR 14
+#define MUON__GEMM_DP_NR 32
+/* 14 x 32 tile, kc even (packed pairs): per pair two B vectors, one broadcast pair per row. */
+#define MUON__D_ROW(r)                                                                       \
+    do {                                                                                     \
+        int32_t pr_;                                                                         \
+        __m512bh ar_;                                                                        \
+        memcpy(&pr_, a + 2 * (r), sizeof pr_);                                               \
+        ar_ = (__m512bh)_mm512_set1_epi32(pr_);                                              \
+        c##r##0 = _mm512_dpbf16_ps(c##r##0, ar_, b0);                                        \
+        c##r##1 = _mm512_dpbf16_ps(c##r##1, ar_, b1);                                        \
+    } while (0)
+static void muon__gemm_ukr_dp(size_t kc, const float *af, const float *bf, float *c, size_t ldc, float alpha,
+                              float beta)
+{
+    const uint16_t *a = (const uint16_t *)(const void *)af, *b = (const uint16_t *)(const void *)bf;
+    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00;
+    __m512 c70 = c00, c71 = c00, c80 = c00, c81 = c00, c90 = c00, c91 = c00, c100 = c00, c101 = c00;
+    __m512 c110 = c00, c111 = c00, c120 = c00, c121 = c00, c130 = c00, c131 = c00;
+    size_t q;
+    (void)alpha;
+    for (q = 0; q < kc / 2; q++) {
+        __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)b);
+        __m512bh b1 = (__m512bh)_mm512_loadu_si512((const void *)(b + 32));
+        MUON__D_ROW(0); MUON__D_ROW(1); MUON__D_ROW(2); MUON__D_ROW(3); MUON__D_ROW(4);
+        MUON__D_ROW(5); MUON__D_ROW(6); MUON__D_ROW(7); MUON__D_ROW(8); MUON__D_ROW(9);
+        MUON__D_ROW(10); MUON__D_ROW(11); MUON__D_ROW(12); MUON__D_ROW(13);
+        a += 2 * MUON__GEMM_DP_MR;
+        b += 2 * MUON__GEMM_DP_NR;
+    }
+#define MUON__D_STORE(r)                                                                     \
+    do {                                                                                     \
+        float *cr_ = c + (size_t)(r) * ldc;                                                  \
+        if (beta == 0.0f) {                                                                  \
+            _mm512_storeu_ps(cr_, c##r##0);                                                  \
+            _mm512_storeu_ps(cr_ + 16, c##r##1);                                             \
+        } else {                                                                             \
+            _mm512_storeu_ps(cr_, _mm512_add_ps(c##r##0, _mm512_loadu_ps(cr_)));             \
+            _mm512_storeu_ps(cr_ + 16, _mm512_add_ps(c##r##1, _mm512_loadu_ps(cr_ + 16)));   \
+        }                                                                                    \
+    } while (0)
+    MUON__D_STORE(0); MUON__D_STORE(1); MUON__D_STORE(2); MUON__D_STORE(3); MUON__D_STORE(4);
+    MUON__D_STORE(5); MUON__D_STORE(6); MUON__D_STORE(7); MUON__D_STORE(8); MUON__D_STORE(9);
+    MUON__D_STORE(10); MUON__D_STORE(11); MUON__D_STORE(12); MUON__D_STORE(13);
+#undef MUON__D_STORE
+}
+#undef MUON__D_ROW
+#endif /* MUON__BF16_DP */
+
+#ifdef MUON__BF16_AMX
+/* Tile data needs the kernel's permission on Linux (arch_prctl ARCH_REQ_XCOMP_PERM for
+ * XFEATURE_XTILEDATA, 5.16 and later): asked before every bf16 product that would use AMX (an
+ * idempotent system call of a microsecond, no global state); refused (an older kernel, a
+ * hypervisor that hides AMX, a seccomp filter), the product runs on the DP kernel. */
+static int muon__amx_ready(void)
+{
+    long ret;
+    __asm__ __volatile__("syscall" : "=a"(ret) : "0"(158L), "D"(0x1023L), "S"(18L) : "rcx", "r11", "memory");
+    return ret == 0;
+}
+typedef struct muon__amx_cfg {
+    unsigned char palette, start_row, reserved[14];
+    unsigned short colsb[16];
+    unsigned char rows[16];
+} muon__amx_cfg;
+/* tiles 0-3: C (2 x 2 of 16 x 16 fp32); 4, 5: A (16 rows x 32 bf16); 6, 7: B (16 pairs x 16) */
+static void muon__amx_enter(void)
+{
+    muon__amx_cfg cfg;
+    int t;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (t = 0; t < 8; t++) {
+        cfg.rows[t] = 16;
+        cfg.colsb[t] = 64;
+    }
+    /* not _tile_loadconfig: GCC 12's names an 8-byte operand, so the stores past it are dead */
+    __asm__ __volatile__("ldtilecfg %0" : : "m"(cfg));
+}
+static void muon__amx_leave(void) { _tile_release(); }
+#define MUON__GEMM_AMX_MR 32
+#define MUON__GEMM_AMX_NR 32
+/* 32 x 32 tile; kc a multiple of 32; beta 0 (C written) or 1 (C accumulated in the tiles). */
+static void muon__gemm_ukr_amx(size_t kc, const float *af, const float *bf, float *c, size_t ldc, float alpha,
+                               float beta)
+{
+    const unsigned char *a = (const unsigned char *)af, *b = (const unsigned char *)bf;
+    const size_t sc = ldc * sizeof(float);
+    size_t s;
+    (void)alpha;
+    if (beta == 0.0f) {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    } else {
+        _tile_loadd(0, c, sc);
+        _tile_loadd(1, c + 16, sc);
+        _tile_loadd(2, c + 16 * ldc, sc);
+        _tile_loadd(3, c + 16 * ldc + 16, sc);
+    }
+    for (s = 0; s < kc / 32; s++) {
+        _tile_loadd(4, a, 64);
+        _tile_loadd(5, a + 1024, 64);
+        _tile_loadd(6, b, 128);
+        _tile_loadd(7, b + 64, 128);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+        a += 2048;
+        b += 2048;
+    }
+    _tile_stored(0, c, sc);
+    _tile_stored(1, c + 16, sc);
+    _tile_stored(2, c + 16 * ldc, sc);
+    _tile_stored(3, c + 16 * ldc + 16, sc);
+}
+#endif /* MUON__BF16_AMX */
+
+/* Which bf16 kernel: MUON__BF16_BEST (AMX if granted, else DP, else the emulation on the
+ * build's fp32 kernel), or a named one for the tests (one not compiled in gives the best). */
+enum { MUON__BF16_BEST = 0, MUON__BF16_REF = 1, MUON__BF16_EMU = 2, MUON__BF16_DPK = 3, MUON__BF16_AMXK = 4 };
+static muon__gemm_kernel muon__gemm_pick_bf16_as(int which, int amx_ok)
+{
+    muon__gemm_kernel kr = muon__gemm_pick_kernel(which == MUON__BF16_REF);
+    (void)amx_ok;
+    if (which == MUON__BF16_REF || which == MUON__BF16_EMU) {
+        kr.pack = MUON__PACK_EMU;
+        kr.kgran = 2;
+        kr.name = which == MUON__BF16_REF ? "bf16 reference (scalar 4x8)" : "bf16 emulation";
+        return kr;
+    }
+#ifdef MUON__BF16_AMX
+    if (which != MUON__BF16_DPK && amx_ok) {
+        kr.fn = muon__gemm_ukr_amx;
+        kr.mr = MUON__GEMM_AMX_MR;
+        kr.nr = MUON__GEMM_AMX_NR;
+        kr.pack = MUON__PACK_AMX;
+        kr.kgran = 32;
+        kr.esz = 2;
+#ifdef MUON__AMX_KC_EXP
+        kr.kc = MUON__AMX_KC_EXP;
+#endif
+        kr.enter = muon__amx_enter;
+        kr.leave = muon__amx_leave;
+        kr.name = "bf16 amx 32x32";
+        return kr;
+    }
+#endif
+#ifdef MUON__BF16_DP
+    kr.fn = muon__gemm_ukr_dp;
+    kr.mr = MUON__GEMM_DP_MR;
+    kr.nr = MUON__GEMM_DP_NR;
+    kr.pack = MUON__PACK_DP;
+    kr.kgran = 2;
+    kr.esz = 2;
+    kr.name = "bf16 avx512-bf16 14x32";
+    return kr;
+#else
+    kr.pack = MUON__PACK_EMU;
+    kr.kgran = 2;
+    kr.name = "bf16 emulation";
+    return kr;
+#endif
+}
+static muon__gemm_kernel muon__gemm_pick_bf16(int which)
+{
+    int amx_ok = 0;
+#ifdef MUON__BF16_AMX
+    if (which == MUON__BF16_BEST || which == MUON__BF16_AMXK) amx_ok = muon__amx_ready();
+#endif
+    return muon__gemm_pick_bf16_as(which, amx_ok);
+}
+
 /* A partial tile (edge of C, or a tile crossing SSYRK's diagonal) from t (mr x nr, ld nr):
  * element (r, s) is written only where s - r <= diag (SSYRK: column <= row). */
 static void muon__gemm_store_partial(const float *t, size_t nr, float *c, size_t ldc, size_t mr_eff,
@@ -1246,16 +1752,17 @@ typedef struct muon__gemm_problem {
     size_t lda, ldb, ldc;
     float *C;
     int syrk; /* C = op(A) op(A)^T: only tiles touching the lower triangle, then mirrored */
+    int bf16; /* operands rounded to bf16, fp32 accumulation (alpha 1, beta 0: bf16 products) */
 } muon__gemm_problem;
 
-static size_t muon__gemm_ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
-static size_t muon__gemm_round_up(size_t a, size_t b) { return muon__gemm_ceil_div(a, b) * b; }
 
 /* Block sizes of a problem. kc (the k split, which fixes every C element's summation order)
  * depends on k only; mc is the largest A panel any thread packs (threads block their own rows
  * in pieces of at most mc, always starting on a multiple of MR, so tiles never move). */
 typedef struct muon__gemm_blocks {
     size_t mc, kc, nc; /* mc: multiple of mr; nc: multiple of nr */
+    size_t kgran, esz; /* the kernel's: a packed k block holds round_up(kc, kgran) values */
+    size_t tile;       /* the kernel's edge tile, MR x NR floats */
 } muon__gemm_blocks;
 
 static size_t muon__gemm_mc_max(const muon__gemm_kernel *kr)
@@ -1275,26 +1782,33 @@ static muon__gemm_blocks muon__gemm_blocking(const muon__gemm_kernel *kr, size_t
     nb = muon__gemm_ceil_div(k, kcmax);
     bl.kc = muon__gemm_ceil_div(k, nb); /* balanced: k = 1024 runs as 3 x 342 */
     bl.nc = n < ncmax ? muon__gemm_round_up(n, kr->nr) : ncmax;
+    bl.kgran = kr->kgran;
+    bl.esz = kr->esz;
+    bl.tile = kr->mr * kr->nr;
     return bl;
 }
 
 /* Packing space per thread: its own A panel (mc x kc) and B block (kc x nc), cache-line aligned. */
 static size_t muon__gemm_bytes_a(const muon__gemm_blocks *bl)
 {
-    return muon__gemm_round_up(bl->mc * bl->kc * sizeof(float), MUON__GEMM_ALIGN);
+    return muon__gemm_round_up(bl->mc * muon__gemm_round_up(bl->kc, bl->kgran) * bl->esz, MUON__GEMM_ALIGN);
 }
 static size_t muon__gemm_bytes_b(const muon__gemm_blocks *bl)
 {
-    return muon__gemm_round_up(bl->nc * bl->kc * sizeof(float), MUON__GEMM_ALIGN);
+    return muon__gemm_round_up(bl->nc * muon__gemm_round_up(bl->kc, bl->kgran) * bl->esz, MUON__GEMM_ALIGN);
 }
 /* The edge tile (C's partial tiles and SSYRK's diagonal go through it), per thread: from the
  * workspace, not the stack, so that a thread's frame stays small (docs/embedding.md, "Stack"). */
 #define MUON__GEMM_BYTES_T \
     ((MUON__GEMM_MR_MAX * MUON__GEMM_NR_MAX * sizeof(float) + MUON__GEMM_ALIGN - 1) / MUON__GEMM_ALIGN * \
      MUON__GEMM_ALIGN)
+static size_t muon__gemm_bytes_t(const muon__gemm_blocks *bl)
+{
+    return muon__gemm_round_up(bl->tile * sizeof(float), MUON__GEMM_ALIGN);
+}
 static size_t muon__gemm_bytes_per_thread(const muon__gemm_blocks *bl)
 {
-    return muon__gemm_bytes_a(bl) + muon__gemm_bytes_b(bl) + MUON__GEMM_BYTES_T;
+    return muon__gemm_bytes_a(bl) + muon__gemm_bytes_b(bl) + muon__gemm_bytes_t(bl);
 }
 static size_t muon__gemm_ws_need(const muon__gemm_blocks *bl, int threads)
 {
@@ -1344,25 +1858,29 @@ static size_t muon__gemm_max_parts(const muon__gemm_problem *g, const muon__gemm
 }
 
 /* SSYRK: copy the lower triangle of rows [r0, r1) onto the upper one: C[j][i] = C[i][j], j < i.
- * 8 x 8 blocks wholly below the diagonal go through the AVX transpose; the rest (and every
- * block without it) through 32-column strips that keep the strided writes in a few lines. */
+ * In 32 x 32 blocks (source and destination both stay in L1): a block wholly below the diagonal
+ * goes through 16 AVX 8 x 8 transposes; blocks on the diagonal, and every block without AVX,
+ * element by element. */
 static void muon__gemm_mirror_rows(float *C, size_t ldc, size_t r0, size_t r1)
 {
     const size_t TB = 32;
-    size_t i, j, jb, i8 = r0;
+    size_t ib, jb, i, j;
+    for (ib = r0; ib < r1; ib += TB) {
+        size_t ie = ib + TB < r1 ? ib + TB : r1;
+        for (jb = 0; jb + 1 < ie; jb += TB) {
+            size_t je = jb + TB;
 #ifdef MUON__GEMM_HAVE_TR8
-    for (; i8 + 8 <= r1; i8 += 8) {
-        size_t j8;
-        for (j8 = 0; j8 + 8 <= i8; j8 += 8) muon__gemm_tr8x8(C + i8 * ldc + j8, ldc, C + j8 * ldc + i8, ldc);
-        for (i = i8; i < i8 + 8; i++) /* the block on the diagonal */
-            for (j = j8; j < i; j++) C[j * ldc + i] = C[i * ldc + j];
-    }
+            if (ie - ib == TB && je <= ib) {
+                size_t i8, j8;
+                for (i8 = ib; i8 < ie; i8 += 8)
+                    for (j8 = jb; j8 < je; j8 += 8) muon__gemm_tr8x8(C + i8 * ldc + j8, ldc, C + j8 * ldc + i8, ldc);
+                continue;
+            }
 #endif
-    for (jb = 0; jb + 1 < r1; jb += TB) {
-        size_t jend = jb + TB;
-        for (i = i8 > jb + 1 ? i8 : jb + 1; i < r1; i++) {
-            size_t je = jend < i ? jend : i;
-            for (j = jb; j < je; j++) C[j * ldc + i] = C[i * ldc + j];
+            for (i = ib; i < ie; i++) {
+                size_t jend = je < i ? je : i;
+                for (j = jb; j < jend; j++) C[j * ldc + i] = C[i * ldc + j];
+            }
         }
     }
 }
@@ -1371,25 +1889,25 @@ static void muon__gemm_mirror_rows(float *C, size_t ldc, size_t r0, size_t r1)
  * [jq, jqend) += the packed A panel (npa micro-panels, kc deep) times the packed B block, one
  * MR x NR micro-kernel call per tile; partial tiles (C's edges, SSYRK's diagonal) go through
  * `tile` and a masked store. beta applies to this k block (1 after the first). */
-static void muon__gemm_macro(const muon__gemm_problem *g, const muon__gemm_kernel *kr, const float *apack,
-                             const float *bpack, size_t i0, size_t npa, size_t jq, size_t jqend, size_t kc,
-                             float beta, float *tile)
+static void muon__gemm_macro(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
+                             const unsigned char *apack, const unsigned char *bpack, size_t i0, size_t npa,
+                             size_t jq, size_t jqend, size_t kc, float beta, float *tile)
 {
-    const size_t mr = kr->mr, nr = kr->nr;
+    const size_t mr = kr->mr, nr = kr->nr, kk = muon__gemm_round_up(kc, kr->kgran);
     size_t ir, q;
     for (ir = 0; ir < npa; ir++) {
         size_t ii = i0 + ir * mr, mre = g->m - ii < mr ? g->m - ii : mr;
-        const float *ap = apack + ir * mr * kc;
+        const float *ap = (const float *)(const void *)(apack + ir * mr * kk * kr->esz);
         for (q = jq; q < jqend; q++) {
             size_t jj = q * nr, nre = g->n - jj < nr ? g->n - jj : nr;
-            const float *bp = bpack + (q - jq) * nr * kc;
+            const float *bp = (const float *)(const void *)(bpack + (q - jq) * nr * kk * kr->esz);
             float *cp = g->C + ii * g->ldc + jj;
             if (g->syrk && jj > ii + mre - 1) break; /* this tile and later: above */
             if (mre == mr && nre == nr && (!g->syrk || jj + nr - 1 <= ii)) {
-                kr->fn(kc, ap, bp, cp, g->ldc, g->alpha, beta);
+                kr->fn(kk, ap, bp, cp, g->ldc, g->alpha, beta);
             } else {
                 ptrdiff_t diag = g->syrk ? (ptrdiff_t)ii - (ptrdiff_t)jj : (ptrdiff_t)nr;
-                kr->fn(kc, ap, bp, tile, nr, 1.0f, 0.0f);
+                kr->fn(kk, ap, bp, tile, nr, 1.0f, 0.0f);
                 muon__gemm_store_partial(tile, nr, cp, g->ldc, mre, nre, g->alpha, beta, diag);
             }
         }
@@ -1401,11 +1919,12 @@ static void muon__gemm_macro(const muon__gemm_problem *g, const muon__gemm_kerne
  * around the macro-kernel. No sharing, no barrier: it packs its own A panels and B blocks. */
 static void muon__gemm_part(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
                             const muon__gemm_blocks *bl, size_t r0, size_t r1, size_t q0, size_t q1,
-                            float *apack, float *bpack, float *tile)
+                            unsigned char *apack, unsigned char *bpack, float *tile)
 {
     const size_t mr = kr->mr, nr = kr->nr, ncp = bl->nc / nr;
     size_t nblk, mcs, i0, p0;
     if (r0 >= r1 || q0 >= q1) return;
+    if (kr->enter) kr->enter();
     nblk = muon__gemm_ceil_div(r1 - r0, bl->mc); /* balanced row blocks, multiples of MR */
     mcs = muon__gemm_round_up(muon__gemm_ceil_div(r1 - r0, nblk), mr);
     for (i0 = r0; i0 < r1; i0 += mcs) {
@@ -1413,18 +1932,24 @@ static void muon__gemm_part(const muon__gemm_problem *g, const muon__gemm_kernel
         size_t npb = g->syrk ? muon__gemm_ceil_div(i0 + mc, nr) : q1; /* SSYRK: the rest is above */
         for (p0 = 0; p0 < g->k; p0 += bl->kc) {
             size_t kc = g->k - p0 < bl->kc ? g->k - p0 : bl->kc, qa, jq;
+            size_t pstride = muon__gemm_round_up(kc, kr->kgran) * kr->esz; /* bytes per packed row */
             float beta = p0 == 0 ? g->beta : 1.0f;
             for (qa = 0; qa < npa; qa++) {
                 size_t ii = i0 + qa * mr;
-                muon__gemm_pack_a(g->ta, g->A, g->lda, ii, g->m - ii < mr ? g->m - ii : mr, p0, kc, mr,
-                                  apack + qa * mr * kc);
+                muon__gemm_pack_a_any(kr, g->ta, g->A, g->lda, ii, g->m - ii < mr ? g->m - ii : mr, p0, kc,
+                                      apack + qa * mr * pstride);
             }
             for (jq = q0; jq < npb; jq += ncp) {
                 size_t jqend = jq + ncp < npb ? jq + ncp : npb, q;
+#ifdef MUON__BF16_DP
+                if (kr->pack != MUON__PACK_F32 && kr->pack != MUON__PACK_EMU && g->tb == MUON_NO_TRANS && nr == 32) {
+                    muon__gemm_pack_pairs_b_block(g->B, g->ldb, jq, jqend, g->n, p0, kc, kr->kgran, bpack);
+                } else
+#endif
                 for (q = jq; q < jqend; q++) {
                     size_t jj = q * nr;
-                    muon__gemm_pack_b(g->tb, g->B, g->ldb, jj, g->n - jj < nr ? g->n - jj : nr, p0, kc, nr,
-                                      bpack + (q - jq) * nr * kc);
+                    muon__gemm_pack_b_any(kr, g->tb, g->B, g->ldb, jj, g->n - jj < nr ? g->n - jj : nr, p0, kc,
+                                          bpack + (q - jq) * nr * pstride);
                 }
                 muon__gemm_macro(g, kr, apack, bpack, i0, npa, jq, jqend, kc, beta, tile);
             }
@@ -1433,6 +1958,7 @@ static void muon__gemm_part(const muon__gemm_problem *g, const muon__gemm_kernel
          * thread's tiles write (full tiles lie below the diagonal, partial ones are masked). */
         if (g->syrk) muon__gemm_mirror_rows(g->C, g->ldc, i0, i0 + mc);
     }
+    if (kr->leave) kr->leave();
 }
 
 static void muon__gemm_drive(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
@@ -1440,8 +1966,8 @@ static void muon__gemm_drive(const muon__gemm_problem *g, const muon__gemm_kerne
 {
     const size_t per = muon__gemm_bytes_per_thread(bl), ba = muon__gemm_bytes_a(bl), bb = muon__gemm_bytes_b(bl);
     if (nthreads <= 1) { /* no team at all (also the nested case: no fork/join cost) */
-        muon__gemm_part(g, kr, bl, 0, g->m, 0, muon__gemm_ceil_div(g->n, kr->nr), (float *)ws,
-                        (float *)(ws + ba), (float *)(ws + ba + bb));
+        muon__gemm_part(g, kr, bl, 0, g->m, 0, muon__gemm_ceil_div(g->n, kr->nr), ws, ws + ba,
+                        (float *)(void *)(ws + ba + bb));
         return;
     }
     MUON__OMP(omp parallel num_threads(nthreads))
@@ -1455,7 +1981,7 @@ static void muon__gemm_drive(const muon__gemm_problem *g, const muon__gemm_kerne
 #endif
         mine = ws + (size_t)tid * per;
         muon__gemm_thread_part(g, kr, tid, nt, &r0, &r1, &q0, &q1);
-        muon__gemm_part(g, kr, bl, r0, r1, q0, q1, (float *)mine, (float *)(mine + ba), (float *)(mine + ba + bb));
+        muon__gemm_part(g, kr, bl, r0, r1, q0, q1, mine, mine + ba, (float *)(void *)(mine + ba + bb));
     }
 }
 
@@ -1544,7 +2070,7 @@ static int muon__gemm_setup(const muon__gemm_problem *g, int scalar, int threads
         muon__gemm_scale_c(g);
         return 0;
     }
-    *kr = muon__gemm_pick_kernel(scalar);
+    *kr = g->bf16 ? muon__gemm_pick_bf16(scalar) : muon__gemm_pick_kernel(scalar);
     *bl = muon__gemm_blocking(kr, g->m, g->n, g->k);
     *t = threads > 0 ? threads : muon__gemm_threads_wanted(g, 0);
     if ((size_t)*t > muon__gemm_max_parts(g, kr)) *t = (int)muon__gemm_max_parts(g, kr);
@@ -1630,6 +2156,7 @@ static muon__gemm_problem muon__gemm_make(int syrk, muon_transpose ta, muon_tran
     muon__gemm_problem g;
     g.ta = ta; g.tb = tb; g.m = m; g.n = n; g.k = k; g.alpha = alpha; g.beta = beta;
     g.A = A; g.B = B; g.lda = lda; g.ldb = ldb; g.C = C; g.ldc = ldc; g.syrk = syrk;
+    g.bf16 = 0;
     return g;
 }
 
@@ -1760,6 +2287,57 @@ static muon_status muon__ssyrk_ws_t(int threads, muon_transpose ta, size_t n, si
     muon__gemm_problem g = muon__gemm_make_syrk(ta, n, k, alpha, A, lda, beta, C, ldc);
     return muon__gemm_ws_entry(&g, ws, ws_bytes, threads);
 }
+
+/* bf16 products (never CBLAS): C = op(A) op(B), or op(A) op(A)^T (syrk), operands rounded to
+ * bf16 as packed; `which` a MUON__BF16_* kernel; validated problems, workspace sized by
+ * muon__ns_gemm_bytes (or muon__bgemm_ws_need). */
+static muon_status muon__bgemm_ws_t(int threads, int which, int syrk, muon_transpose ta, muon_transpose tb,
+                                    size_t m, size_t n, size_t k, const float *A, size_t lda, const float *B,
+                                    size_t ldb, float *C, size_t ldc, void *ws, size_t ws_bytes)
+{
+    muon__gemm_problem g = syrk ? muon__gemm_make_syrk(ta, n, k, 1.0f, A, lda, 0.0f, C, ldc)
+                                : muon__gemm_make(0, ta, tb, m, n, k, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
+    g.bf16 = 1;
+    return muon__gemm_run_ws(&g, which, ws, ws_bytes, threads > 0 ? muon__gemm_threads_wanted(&g, threads) : 0);
+}
+/* Packing space of a bf16 product on t threads, the largest over the bf16 kernels compiled. */
+static size_t muon__bgemm_ws_need(size_t m, size_t n, size_t k, int t)
+{
+    static const int kinds[4] = {MUON__BF16_REF, MUON__BF16_EMU, MUON__BF16_DPK, MUON__BF16_AMXK};
+    size_t best = 0, i;
+    for (i = 0; i < 4; i++) {
+        muon__gemm_kernel kr = muon__gemm_pick_bf16_as(kinds[i], 1);
+        muon__gemm_blocks bl = muon__gemm_blocking(&kr, m, n, k);
+        size_t need = muon__gemm_ws_need(&bl, t);
+        if (need > best) best = need;
+    }
+    return best;
+}
+/* Internal entry used by the tests: a bf16 product with its own packing space. */
+static MUON__GEMM_UNUSED muon_status muon__bgemm_builtin(int which, int threads, int syrk, muon_transpose ta,
+                                                         muon_transpose tb, size_t m, size_t n, size_t k,
+                                                         const float *A, size_t lda, const float *B, size_t ldb,
+                                                         float *C, size_t ldc)
+{
+    muon__gemm_problem g = syrk ? muon__gemm_make_syrk(ta, n, k, 1.0f, A, lda, 0.0f, C, ldc)
+                                : muon__gemm_make(0, ta, tb, m, n, k, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
+    muon_status st = muon__gemm_check(&g, NULL, 0);
+    size_t need;
+    void *mem;
+    int t = threads > 0 ? threads : 1;
+#ifdef _OPENMP
+    if (threads <= 0) t = omp_get_max_threads();
+#endif
+    if (st != MUON_OK) return st;
+    need = muon__bgemm_ws_need(g.m, g.n, g.k, t);
+    mem = MUON_MALLOC(need);
+    if (!mem) return MUON_ERR_NOMEM;
+    st = muon__bgemm_ws_t(threads, which, syrk, ta, tb, g.m, g.n, g.k, A, lda, syrk ? A : B, ldb, C, ldc, mem,
+                          need);
+    MUON_FREE(mem);
+    return st;
+}
+static MUON__GEMM_UNUSED const char *muon__bgemm_kernel_name(int which) { return muon__gemm_pick_bf16(which).name; }
 
 MUONDEF muon_status muon_sgemm_ws(muon_transpose ta, muon_transpose tb, size_t m, size_t n, size_t k,
                                   float alpha, const float *A, size_t lda, const float *B, size_t ldb,
@@ -1919,6 +2497,7 @@ typedef struct muon__ns_view {
     muon_ns_mode mode;
     muon_ns_method method;
     muon_ns_norm norm;
+    muon_ns_precision precision;
     double safety, eps;
     const double (*coeffs)[3];
     int threads; /* the products' team size (0: the OpenMP default); set by the caller */
@@ -1945,6 +2524,7 @@ static int muon__ns_preset_fill(muon_ns_kind kind, int steps, double (*t)[3], mu
     v->mode = MUON_NS_REPEAT_LAST;
     v->method = MUON_NS_PLAIN;
     v->norm = MUON_NORM_ADD_EPS;
+    v->precision = MUON_NS_FP32;
     v->gram_restart = 0;
     v->safety = 1.0;
     v->eps = 1e-7;
@@ -2075,7 +2655,9 @@ static int muon__ns_bounded(const muon__ns_view *c)
             qprod = 1.0;
             seg = 0;
         }
-        muon__ns_pbound(muon__ns_triple(c, k), s * (1.0 + 1.0 / 256.0), &pm, &qm);
+        /* float rounding: 2^-8 per step; bf16 (X, A and B rounded to 8 bits): 2^-7 */
+        muon__ns_pbound(muon__ns_triple(c, k), s * (c->precision == MUON_NS_BF16 ? 1.0 + 1.0 / 128.0 : 1.0 + 1.0 / 256.0),
+                        &pm, &qm);
         qprod *= qm;
         if (!(s * s <= MUON__NS_BOUND) || !(qm * qm <= MUON__NS_BOUND) || !(pm <= MUON__NS_BOUND) ||
             (c->method == MUON_NS_GRAM && !(qprod <= MUON__NS_BOUND)))
@@ -2098,6 +2680,8 @@ static muon_status muon__ns_view_make(const muon_ns_config *in, muon__ns_view *v
     if (in->method != MUON_NS_PLAIN && in->method != MUON_NS_GRAM) return MUON_ERR_DOMAIN;
     if (in->gram_restart < 0 || in->gram_restart > MUON_NS_MAX_STEPS) return MUON_ERR_DOMAIN;
     if (in->norm != MUON_NORM_ADD_EPS && in->norm != MUON_NORM_MAX_EPS) return MUON_ERR_DOMAIN;
+    if (in->precision != MUON_NS_FP32 && in->precision != MUON_NS_BF16) return MUON_ERR_DOMAIN;
+    if (in->precision == MUON_NS_BF16 && in->method == MUON_NS_GRAM) return MUON_ERR_DOMAIN;
     if (in->count == 0) {
         if (in->steps > MUON_NS_MAX_STEPS) return MUON_ERR_DOMAIN;
         muon__ns_preset_fill(MUON_NS_JORDAN, in->steps, jt, v);
@@ -2122,6 +2706,7 @@ static muon_status muon__ns_view_make(const muon_ns_config *in, muon__ns_view *v
     v->method = in->method;
     v->gram_restart = in->gram_restart ? in->gram_restart : 2;
     v->norm = in->norm;
+    v->precision = in->precision;
     return muon__ns_bounded(v) ? MUON_OK : MUON_ERR_DOMAIN;
 }
 
@@ -2141,6 +2726,7 @@ MUONDEF muon_status muon_ns_resolve(const muon_ns_config *in, muon_ns_config *ou
         out->method = v.method;
         out->gram_restart = v.gram_restart;
         out->norm = v.norm;
+        out->precision = v.precision;
         return MUON_OK;
     }
     if (out != in) memcpy(out, in, sizeof *out);
@@ -2273,8 +2859,9 @@ static size_t muon__ns_gemm_bytes(size_t m, size_t n, int t)
     size_t best = 0, i;
     for (i = 0; i < 3; i++) {
         muon__gemm_blocks bl = muon__gemm_blocking(&kr, shapes[i][0], shapes[i][1], shapes[i][2]);
-        size_t need = muon__gemm_ws_need(&bl, t);
+        size_t need = muon__gemm_ws_need(&bl, t), nb = muon__bgemm_ws_need(shapes[i][0], shapes[i][1], shapes[i][2], t);
         if (need > best) best = need;
+        if (nb > best) best = nb; /* a bf16 schedule's products (MUON_NS_BF16) */
     }
     return best;
 }
@@ -2446,6 +3033,74 @@ static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, fl
     return MUON_OK;
 }
 
+/* bf16 Newton-Schulz on X (m x n, ld n, normalised in fp32), the reference's arithmetic:
+ *     X <- bf16(X)
+ *     per step: A = X X^T, AA = A A^T (bf16 SYRKs: operands rounded to bf16, fp32 accumulation)
+ *               B = fma(c, AA, b A)                                  (fp32)
+ *               X <- bf16(fma(a, X, B X))      (bf16 GEMM, combination in fp32, one rounding)
+ * a is kept out of B (not folded into its diagonal, as the fp32 path does): bf16(B + a I) would
+ * lose B's diagonal to a's 8-bit mantissa. The combinations use fmaf, so every build (with or
+ * without hardware FMA, contracted or not) rounds them alike. On return *Xp holds the result. */
+/* X[i] = bf16(fma(a, X[i], Y[i])) for i in [i0, i1) (a = 0, Y = 0: X = bf16(X)); the AVX-512
+ * form does the same integer rounding as muon__bf16_round, so every build gives the same bits. */
+static void muon__bf16_axpy(ptrdiff_t i0, ptrdiff_t i1, float a, float *X, const float *Y)
+{
+    ptrdiff_t i = i0;
+#ifdef MUON__GEMM_AVX512
+    const __m512 va = _mm512_set1_ps(a);
+    const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1);
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u), expo = _mm512_set1_epi32(0x7f800000);
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
+    for (; i + 16 <= i1; i += 16) {
+        __m512 x = Y ? _mm512_fmadd_ps(va, _mm512_loadu_ps(X + i), _mm512_loadu_ps(Y + i)) : _mm512_loadu_ps(X + i);
+        __m512i u = _mm512_castps_si512(x);
+        __m512i r = _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(u, bias),
+                                                      _mm512_and_si512(_mm512_srli_epi32(u, 16), one)), hi);
+        __mmask16 normal = _mm512_test_epi32_mask(u, expo);
+        r = _mm512_mask_blend_epi32(normal, _mm512_and_si512(u, sign), r);
+        _mm512_storeu_ps(X + i, _mm512_castsi512_ps(r));
+    }
+#endif
+    for (; i < i1; i++) X[i] = muon__bf16_round(Y ? fmaf(a, X[i], Y[i]) : X[i]);
+}
+
+static muon_status muon__ns_bf16(const muon__ns_view *ns, size_t m, size_t n, float **Xp, float **Yp, float *A,
+                                 float *B, void *gws, size_t gbytes)
+{
+    float *X = *Xp, *Y = *Yp;
+    const ptrdiff_t mn = (ptrdiff_t)(m * n), mm = (ptrdiff_t)(m * m);
+    int k, nt = ns->threads > 0 ? ns->threads : muon__u_threads();
+    ptrdiff_t i;
+    muon_status s;
+    (void)nt;
+    MUON__OMP(omp parallel for schedule(static) MUON__PAR(nt, mn))
+    for (i = 0; i < mn; i += 4096) muon__bf16_axpy(i, i + 4096 < mn ? i + 4096 : mn, 0.0f, X, NULL);
+    for (k = 0; k < ns->steps; k++) {
+        const double *t = muon__ns_triple(ns, k);
+        const float a = (float)t[0], b = (float)t[1], c = (float)t[2];
+        s = muon__bgemm_ws_t(ns->threads, MUON__BF16_BEST, 1, MUON_NO_TRANS, MUON_TRANS, m, m, n, X, n, X, n, A,
+                             m, gws, gbytes);
+        if (s != MUON_OK) return s;
+        if (c != 0.0f) {
+            s = muon__bgemm_ws_t(ns->threads, MUON__BF16_BEST, 1, MUON_NO_TRANS, MUON_TRANS, m, m, m, A, m, A, m,
+                                 B, m, gws, gbytes);
+            if (s != MUON_OK) return s;
+            MUON__OMP(omp parallel for schedule(static) MUON__PAR(nt, mm))
+            for (i = 0; i < mm; i++) B[i] = fmaf(c, B[i], b * A[i]);
+        } else {
+            for (i = 0; i < mm; i++) B[i] = b * A[i];
+        }
+        s = muon__bgemm_ws_t(ns->threads, MUON__BF16_BEST, 0, MUON_NO_TRANS, MUON_NO_TRANS, m, n, m, B, m, X, n,
+                             Y, n, gws, gbytes);
+        if (s != MUON_OK) return s;
+        MUON__OMP(omp parallel for schedule(static) MUON__PAR(nt, mn))
+        for (i = 0; i < mn; i += 4096) muon__bf16_axpy(i, i + 4096 < mn ? i + 4096 : mn, a, X, Y);
+    }
+    *Xp = X;
+    *Yp = Y;
+    return MUON_OK;
+}
+
 /* One orthogonalisation; inputs validated, ns resolved, ws of muon__ns_ws_bytes(rows, cols).
  * G may equal out (same ld): G is fully read into X before out is written. */
 static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t ldg,
@@ -2483,7 +3138,11 @@ static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t
             for (j = 0; j < cols; j++) X[j * n + i] = (float)((double)G[i * ldg + j] * inv);
     }
     plain_steps = ns->steps;
-    if (ns->method == MUON_NS_GRAM && n / 3 >= m) { /* opt-in; n >= 3m: fits this workspace */
+    if (ns->precision == MUON_NS_BF16) { /* plain only (GRAM with BF16 is DOMAIN) */
+        s = muon__ns_bf16(ns, m, n, &X, &Y, A, B, gws, gbytes);
+        if (s != MUON_OK) return s;
+        plain_steps = 0;
+    } else if (ns->method == MUON_NS_GRAM && n / 3 >= m) { /* opt-in; n >= 3m: fits this workspace */
         s = muon__ns_gram(ns, m, n, &X, &Y, A, B, gws, gbytes);
         if (s != MUON_OK) return s;
         plain_steps = 0;

@@ -1,0 +1,482 @@
+/* Tests of muon.h's bf16 Newton-Schulz (muon_ns_config.precision = MUON_NS_BF16) and of the bf16
+ * products under it, against references written here from the math:
+ *   - rounding: a float64 round-to-nearest-even onto 8 significant bits (frexp / rint), not the
+ *     bit trick the header uses;
+ *   - products: the exact sum (float64 holds every product of two bf16 values exactly; the sum is
+ *     accumulated in long double and compared within (k + 2) 2^-24 sum |a b|, the fp32
+ *     accumulation bound); between kernels: the emulation and vdpbf16ps bit for bit with the
+ *     scalar reference, AMX within the same bound (its order is undocumented);
+ *   - Newton-Schulz: the same polynomial iteration in float64 on matrices with known singular
+ *     values; the bound is the one PyTorch's bf16 NS (the reference implementation, torch 2.15)
+ *     meets on the same matrices (docs/numerics.md, "bf16 Newton-Schulz").
+ * Every variant runs these: scalar (reference kernel), AVX2 / AVX-512 / NEON (emulation on the
+ * fp32 kernels), bf16 (AVX512-BF16 and AMX, where the CPU has them). */
+#define MUON_IMPLEMENTATION
+#include "muon.h"
+#include "test.h"
+#include <float.h>
+#include <stdint.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* ---- float64 references ------------------------------------------------------------------ */
+/* x rounded to 8 significant bits, ties to even; |x| < FLT_MIN gives a signed zero. */
+static double ref_bf16(double x)
+{
+    int e;
+    double f, q;
+    if (x == 0.0 || fabs(x) < (double)FLT_MIN) return x < 0.0 || (x == 0.0 && signbit(x)) ? -0.0 : 0.0;
+    f = frexp(x, &e);             /* x = f 2^e, 0.5 <= |f| < 1 */
+    q = rint(ldexp(f, 8));        /* 8 significant bits; rint rounds ties to even */
+    return ldexp(q, e - 8);
+}
+
+static float frombits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static uint32_t tobits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static void test_round_matches_reference(void)
+{
+    t_rng r = {11};
+    size_t i, bad = 0;
+    /* named cases: ties to even downwards and upwards, carry into the exponent, the largest
+     * float (rounds to Inf), subnormals (flushed), signed zero */
+    const float cases[] = {1.0f + 1.0f / 256.0f, 1.0f + 3.0f / 256.0f, 1.9980469f, -1.0f - 1.0f / 256.0f,
+                           FLT_MAX, FLT_MIN, -FLT_MIN, 1e-40f, -1e-40f, 0.0f, -0.0f, 3.0e38f, 1.00390625f};
+    CHECK(muon__bf16_round(1.0f + 1.0f / 256.0f) == 1.0f);                  /* tie, even below */
+    CHECK(muon__bf16_round(1.0f + 3.0f / 256.0f) == 1.0f + 4.0f / 256.0f);  /* tie, even above */
+    CHECK(isinf(muon__bf16_round(FLT_MAX)));
+    CHECK_NEAR(muon__bf16_round(3.14159265f), 3.140625, 0.0, 0.0); /* 1.1001001b x 2 */
+    CHECK(tobits(muon__bf16_round(-1e-40f)) == 0x80000000u);
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double want = ref_bf16((double)cases[i]);
+        float got = muon__bf16_round(cases[i]);
+        CHECK_MSG((isinf(got) && want > (double)FLT_MAX) || (double)got == want, "x %a got %a want %a",
+                  (double)cases[i], (double)got, want);
+    }
+    /* every finite float pattern on a stride, and random ones */
+    for (i = 0; i < 600000; i++) {
+        uint32_t u = i < 300000 ? (uint32_t)(i * 14316u + 7u) : (uint32_t)t_rng_u64(&r);
+        float x = frombits(u), got;
+        double want;
+        if ((u & 0x7f800000u) == 0x7f800000u) continue; /* NaN/Inf: never rounded (validated) */
+        got = muon__bf16_round(x);
+        want = ref_bf16((double)x);
+        if (!((double)got == want || (isinf(got) && fabs(want) > (double)FLT_MAX)) ||
+            !signbit(got) != !signbit(want))
+            bad++;
+    }
+    CHECK_MSG(bad == 0, "%zu patterns differ from the float64 rounding", bad);
+}
+
+#ifdef MUON__BF16_DP
+/* The hardware conversion the packers use (vcvtne2ps2bf16) gives the same bits. */
+static void test_round_hardware_conversion(void)
+{
+    size_t i, bad = 0;
+    float in[32];
+    uint16_t out[32];
+    for (i = 0; i < 4000000; i += 32) {
+        size_t j;
+        for (j = 0; j < 32; j++) {
+            uint32_t u = (uint32_t)((i + j) * 1073u + 3u);
+            if ((u & 0x7f800000u) == 0x7f800000u) u &= 0xbfffffffu; /* keep it finite */
+            in[j] = frombits(u);
+        }
+        _mm512_storeu_si512((void *)out, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(in + 16), _mm512_loadu_ps(in)));
+        for (j = 0; j < 32; j++)
+            if (out[j] != muon__bf16_bits(in[j])) bad++;
+    }
+    CHECK_MSG(bad == 0, "%zu conversions differ", bad);
+}
+#endif
+
+/* ---- products ----------------------------------------------------------------------------- */
+typedef struct {
+    size_t m, n, k;
+} shape3;
+
+static float *randm(size_t count, t_rng *r, double scale)
+{
+    float *v = (float *)malloc(count * sizeof(float));
+    size_t i;
+    for (i = 0; i < count; i++) v[i] = (float)(scale * t_rng_normal(r));
+    return v;
+}
+
+static double op_el(const float *M, size_t ld, muon_transpose t, size_t r, size_t c)
+{
+    return ref_bf16((double)(t == MUON_NO_TRANS ? M[r * ld + c] : M[c * ld + r]));
+}
+
+/* The exact sums (ex) and sum |a b| (sa) of op(A) op(B) on the bf16-rounded operands, once per
+ * case (every product of two bf16 values is exact in double; the sum in long double). */
+static void exact_sums(size_t m, size_t n, size_t k, int syrk, muon_transpose ta, muon_transpose tb, const float *A,
+                       size_t lda, const float *B, size_t ldb, long double *ex, double *sa)
+{
+    size_t i, j, p;
+    for (i = 0; i < m; i++)
+        for (j = 0; j < n; j++) {
+            long double s = 0.0L;
+            double t = 0.0;
+            for (p = 0; p < k; p++) {
+                double a = op_el(A, lda, ta, i, p);
+                double b = syrk ? op_el(A, lda, ta, j, p) : op_el(B, ldb, tb, p, j);
+                s += (long double)(a * b);
+                t += fabs(a * b);
+            }
+            ex[i * n + j] = s;
+            sa[i * n + j] = t;
+        }
+}
+
+/* max over elements of |C - exact| / ((k + 2) 2^-24 sum |a b|): at most 1 passes */
+static double worst_vs_exact(const float *C, size_t count, size_t k, const long double *ex, const double *sa)
+{
+    double worst = 0.0;
+    size_t i;
+    for (i = 0; i < count; i++) {
+        double err = fabs((double)((long double)C[i] - ex[i]));
+        if (sa[i] > 0.0) err /= ((double)k + 2.0) * ldexp(1.0, -24) * sa[i];
+        else err = err > 0.0 ? 1e30 : 0.0;
+        if (err > worst) worst = err;
+    }
+    return worst;
+}
+
+static void test_products_all_kernels(void)
+{
+    const shape3 shapes[] = {{37, 45, 800}, {64, 64, 64}, {100, 33, 7}, {32, 32, 32}, {1, 1, 1},
+                             {33, 70, 385}, {15, 200, 33}, {47, 47, 769}};
+    const muon_transpose TR[2] = {MUON_NO_TRANS, MUON_TRANS};
+    t_rng r = {5};
+    size_t s;
+    int syrk, x, y;
+    printf("  bf16 kernels: best %s, dp %s, emulation %s, reference %s\n", muon__bgemm_kernel_name(MUON__BF16_BEST),
+           muon__bgemm_kernel_name(MUON__BF16_DPK), muon__bgemm_kernel_name(MUON__BF16_EMU),
+           muon__bgemm_kernel_name(MUON__BF16_REF));
+    for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (syrk = 0; syrk < 2; syrk++)
+            for (x = 0; x < 2; x++)
+                for (y = 0; y < 2; y++) {
+                    size_t m = shapes[s].m, n = syrk ? m : shapes[s].n, k = shapes[s].k;
+                    size_t ar = x ? k : m, ac = x ? m : k, br = y ? n : k, bc = y ? k : n;
+                    float *A, *B, *C[5];
+                    long double *ex;
+                    double worst[5], *sa;
+                    int w;
+                    if (syrk && y) continue;
+                    A = randm(ar * ac, &r, 1.0);
+                    B = randm(br * bc, &r, 1.0);
+                    ex = (long double *)malloc(m * n * sizeof(long double));
+                    sa = (double *)malloc(m * n * sizeof(double));
+                    exact_sums(m, n, k, syrk, TR[x], TR[y], A, ac, B, bc, ex, sa);
+                    for (w = 1; w <= 4; w++) {
+                        size_t i;
+                        C[w] = (float *)malloc(m * n * sizeof(float));
+                        for (i = 0; i < m * n; i++) C[w][i] = frombits(0x7fc0beefu); /* poison */
+                        CHECK(muon__bgemm_builtin(w, 0, syrk, TR[x], TR[y], m, n, k, A, ac, syrk ? A : B,
+                                                  syrk ? ac : bc, C[w], n) == MUON_OK);
+                        worst[w] = worst_vs_exact(C[w], m * n, k, ex, sa);
+                        CHECK_MSG(worst[w] <= 1.0, "kernel %d m %zu n %zu k %zu syrk %d ta %d tb %d: %.3g of the bound",
+                                  w, m, n, k, syrk, x, y, worst[w]);
+                    }
+                    /* the emulation and vdpbf16ps: the reference's bits */
+                    CHECK_MSG(memcmp(C[1], C[2], m * n * sizeof(float)) == 0, "emulation m %zu n %zu k %zu syrk %d", m,
+                              n, k, syrk);
+                    CHECK_MSG(memcmp(C[1], C[3], m * n * sizeof(float)) == 0, "dp m %zu n %zu k %zu syrk %d", m, n, k,
+                              syrk);
+                    if (syrk) { /* C == C^T bitwise */
+                        size_t i, j;
+                        int sym = 1;
+                        for (i = 0; i < m; i++)
+                            for (j = 0; j < i; j++) sym &= tobits(C[4][i * n + j]) == tobits(C[4][j * n + i]);
+                        CHECK(sym);
+                    }
+                    for (w = 1; w <= 4; w++) free(C[w]);
+                    free(ex);
+                    free(sa);
+                    free(A);
+                    free(B);
+                }
+}
+
+/* Bit-identical for every thread count (each element's k order is fixed by k alone). */
+static void test_products_thread_invariant(void)
+{
+    t_rng r = {9};
+    const size_t m = 150, n = 260, k = 700;
+    float *A = randm(m * k, &r, 1.0), *B = randm(k * n, &r, 1.0);
+    float *C1 = (float *)malloc(m * n * sizeof(float)), *C2 = (float *)malloc(m * n * sizeof(float));
+    int w;
+    for (w = 0; w <= 3; w++) {
+        CHECK(muon__bgemm_builtin(w, 1, 0, MUON_NO_TRANS, MUON_NO_TRANS, m, n, k, A, k, B, n, C1, n) == MUON_OK);
+        CHECK(muon__bgemm_builtin(w, 3, 0, MUON_NO_TRANS, MUON_NO_TRANS, m, n, k, A, k, B, n, C2, n) == MUON_OK);
+        CHECK_MSG(memcmp(C1, C2, m * n * sizeof(float)) == 0, "kernel %d: 1 vs 3 threads", w);
+        CHECK(muon__bgemm_builtin(w, 1, 1, MUON_NO_TRANS, MUON_TRANS, m, m, k, A, k, A, k, C1, m) == MUON_OK);
+        CHECK(muon__bgemm_builtin(w, 2, 1, MUON_NO_TRANS, MUON_TRANS, m, m, k, A, k, A, k, C2, m) == MUON_OK);
+        CHECK_MSG(memcmp(C1, C2, m * m * sizeof(float)) == 0, "kernel %d syrk: 1 vs 2 threads", w);
+    }
+    free(A); free(B); free(C1); free(C2);
+}
+
+/* ---- Newton-Schulz ------------------------------------------------------------------------ */
+/* Q (n x k, k <= n) with orthonormal columns: modified Gram-Schmidt on Gaussian columns, twice */
+static void orthonormal(double *Q, size_t n, size_t k, t_rng *r)
+{
+    size_t i, j, c, pass;
+    for (i = 0; i < n * k; i++) Q[i] = t_rng_normal(r);
+    for (c = 0; c < k; c++)
+        for (pass = 0; pass < 2; pass++) {
+            double nrm = 0.0;
+            for (j = 0; j < c; j++) {
+                double d = 0.0;
+                for (i = 0; i < n; i++) d += Q[i * k + j] * Q[i * k + c];
+                for (i = 0; i < n; i++) Q[i * k + c] -= d * Q[i * k + j];
+            }
+            for (i = 0; i < n; i++) nrm += Q[i * k + c] * Q[i * k + c];
+            nrm = sqrt(nrm);
+            for (i = 0; i < n; i++) Q[i * k + c] /= nrm;
+        }
+}
+
+/* G = U diag(sv) V^T, rows x cols, with min(rows, cols) singular values sv */
+static float *known_spectrum(size_t rows, size_t cols, const double *sv, t_rng *r)
+{
+    size_t q = rows < cols ? rows : cols, i, j, p;
+    double *U = (double *)malloc(rows * q * sizeof(double)), *V = (double *)malloc(cols * q * sizeof(double));
+    float *G = (float *)malloc(rows * cols * sizeof(float));
+    orthonormal(U, rows, q, r);
+    orthonormal(V, cols, q, r);
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++) {
+            double s = 0.0;
+            for (p = 0; p < q; p++) s += U[i * q + p] * sv[p] * V[j * q + p];
+            G[i * cols + j] = (float)s;
+        }
+    free(U);
+    free(V);
+    return G;
+}
+
+/* the schedule's iteration in float64: X = G / (||G|| + eps), X <- a X + (b A + c A^2) X */
+static void ns_f64(const float *G, size_t rows, size_t cols, const muon_ns_config *ns, double *out)
+{
+    int tall = rows > cols, k;
+    size_t m = tall ? cols : rows, n = tall ? rows : cols, i, j, p;
+    double *X = (double *)malloc(m * n * sizeof(double)), *Y = (double *)malloc(m * n * sizeof(double));
+    double *A = (double *)malloc(m * m * sizeof(double)), *B = (double *)malloc(m * m * sizeof(double));
+    double nrm = 0.0;
+    muon_ns_config rs;
+    muon_ns_resolve(ns, &rs);
+    for (i = 0; i < rows * cols; i++) nrm += (double)G[i] * (double)G[i];
+    nrm = sqrt(nrm) * rs.safety + rs.eps;
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++) {
+            double v = (double)G[i * cols + j] / nrm;
+            if (tall) X[j * n + i] = v;
+            else X[i * n + j] = v;
+        }
+    for (k = 0; k < rs.steps; k++) {
+        const double *t = rs.coeffs[k < rs.count ? k : rs.count - 1];
+        for (i = 0; i < m; i++)
+            for (j = 0; j < m; j++) {
+                double s = 0.0;
+                for (p = 0; p < n; p++) s += X[i * n + p] * X[j * n + p];
+                A[i * m + j] = s;
+            }
+        for (i = 0; i < m; i++)
+            for (j = 0; j < m; j++) {
+                double s = 0.0;
+                for (p = 0; p < m; p++) s += A[i * m + p] * A[p * m + j];
+                B[i * m + j] = t[1] * A[i * m + j] + t[2] * s;
+            }
+        for (i = 0; i < m; i++)
+            for (j = 0; j < n; j++) {
+                double s = t[0] * X[i * n + j];
+                for (p = 0; p < m; p++) s += B[i * m + p] * X[p * n + j];
+                Y[i * n + j] = s;
+            }
+        memcpy(X, Y, m * n * sizeof(double));
+    }
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++) out[i * cols + j] = tall ? X[j * n + i] : X[i * n + j];
+    free(X); free(Y); free(A); free(B);
+}
+
+/* ||O - R||_F / ||R||_F */
+static double rel_frob(const float *O, const double *R, size_t count)
+{
+    double num = 0.0, den = 0.0;
+    size_t i;
+    for (i = 0; i < count; i++) {
+        double d = (double)O[i] - R[i];
+        num += d * d;
+        den += R[i] * R[i];
+    }
+    return sqrt(num / den);
+}
+
+/* Accuracy on known spectra (flat, geometric to 1e-3, one dominant direction and the rest at
+ * 0.05), wide, square and tall, Jordan x 5 and Polar Express x 5, as the relative Frobenius
+ * distance to the float64 iteration: within the worst that PyTorch's bf16 NS (the reference's
+ * code, torch 2.15) reaches on matrices of the same shapes and spectra, per spectrum 0.098,
+ * 0.178, 0.038 (bench/peers/ns_bf16_accuracy.py; docs/numerics.md), while fp32 stays near 1e-6;
+ * and clearly off the fp32 result (the bf16 path is the one that ran). */
+static void test_ns_bf16_accuracy(void)
+{
+    const double torch_worst[3] = {0.098, 0.178, 0.038};
+    const size_t shapes[3][2] = {{48, 96}, {64, 64}, {96, 40}};
+    const muon_ns_kind kinds[2] = {MUON_NS_JORDAN, MUON_NS_POLAR_EXPRESS};
+    t_rng r = {21};
+    size_t s, i;
+    int spec, kd;
+    for (s = 0; s < 3; s++)
+        for (spec = 0; spec < 3; spec++)
+            for (kd = 0; kd < 2; kd++) {
+                size_t rows = shapes[s][0], cols = shapes[s][1], q = rows < cols ? rows : cols, cnt = rows * cols;
+                double *sv = (double *)malloc(q * sizeof(double)), *R = (double *)malloc(cnt * sizeof(double));
+                float *G, *O16 = (float *)malloc(cnt * sizeof(float)), *O32 = (float *)malloc(cnt * sizeof(float));
+                muon_ns_config ns = muon_ns_preset(kinds[kd], 0);
+                double e16, e32;
+                int exact_bf16 = 1;
+                for (i = 0; i < q; i++)
+                    sv[i] = spec == 0 ? 1.0 : spec == 1 ? pow(1e-3, (double)i / (double)(q - 1)) : (i == 0 ? 1.0 : 0.05);
+                G = known_spectrum(rows, cols, sv, &r);
+                ns_f64(G, rows, cols, &ns, R);
+                CHECK(muon_orthogonalize(G, rows, cols, cols, &ns, O32, cols) == MUON_OK);
+                ns.precision = MUON_NS_BF16;
+                CHECK(muon_orthogonalize(G, rows, cols, cols, &ns, O16, cols) == MUON_OK);
+                e16 = rel_frob(O16, R, cnt);
+                e32 = rel_frob(O32, R, cnt);
+                for (i = 0; i < cnt; i++) exact_bf16 &= muon__bf16_round(O16[i]) == O16[i];
+                CHECK_MSG(e16 <= torch_worst[spec], "%zux%zu spectrum %d kind %d: bf16 error %.4g", rows, cols, spec,
+                          kd, e16);
+                CHECK_MSG(e32 <= 1e-4, "%zux%zu spectrum %d kind %d: fp32 error %.4g", rows, cols, spec, kd, e32);
+                CHECK_MSG(e16 > 10.0 * e32 && e16 > 1e-4, "%zux%zu: bf16 %.3g vs fp32 %.3g", rows, cols, e16, e32);
+                CHECK_MSG(exact_bf16, "%zux%zu: an output entry is not a bf16 value", rows, cols);
+                free(sv); free(R); free(G); free(O16); free(O32);
+            }
+}
+
+/* Tall input runs on the transpose: NS(G) == NS(G^T)^T bit for bit; in place equals out of place;
+ * zero in, zero out; bit-identical for every thread count. */
+static void test_ns_bf16_properties(void)
+{
+    t_rng r = {33};
+    const size_t rows = 70, cols = 30;
+    float *G = randm(rows * cols, &r, 0.01), *GT = (float *)malloc(rows * cols * sizeof(float));
+    float *O = (float *)malloc(rows * cols * sizeof(float)), *OT = (float *)malloc(rows * cols * sizeof(float));
+    float *Z = (float *)calloc(rows * cols, sizeof(float));
+    muon_ns_config ns = muon_ns_preset(MUON_NS_JORDAN, 0);
+    size_t i, j;
+    int same = 1;
+    ns.precision = MUON_NS_BF16;
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++) GT[j * rows + i] = G[i * cols + j];
+    CHECK(muon_orthogonalize(G, rows, cols, cols, &ns, O, cols) == MUON_OK);
+    CHECK(muon_orthogonalize(GT, cols, rows, rows, &ns, OT, rows) == MUON_OK);
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++) same &= tobits(O[i * cols + j]) == tobits(OT[j * rows + i]);
+    CHECK(same);
+    memcpy(OT, G, rows * cols * sizeof(float));
+    CHECK(muon_orthogonalize(OT, rows, cols, cols, &ns, OT, cols) == MUON_OK);
+    CHECK(memcmp(OT, O, rows * cols * sizeof(float)) == 0);
+    CHECK(muon_orthogonalize(Z, rows, cols, cols, &ns, OT, cols) == MUON_OK);
+    for (i = 0, same = 1; i < rows * cols; i++) same &= tobits(OT[i]) == 0u;
+    CHECK(same);
+#ifdef _OPENMP
+    {
+        int saved = omp_get_max_threads();
+        float *big = randm(300 * 500, &r, 1.0), *o1 = (float *)malloc(300 * 500 * sizeof(float));
+        float *o2 = (float *)malloc(300 * 500 * sizeof(float));
+        omp_set_num_threads(1);
+        CHECK(muon_orthogonalize(big, 300, 500, 500, &ns, o1, 500) == MUON_OK);
+        omp_set_num_threads(2);
+        CHECK(muon_orthogonalize(big, 300, 500, 500, &ns, o2, 500) == MUON_OK);
+        omp_set_num_threads(saved);
+        CHECK(memcmp(o1, o2, 300 * 500 * sizeof(float)) == 0);
+        free(big); free(o1); free(o2);
+    }
+#endif
+    free(G); free(GT); free(O); free(OT); free(Z);
+}
+
+/* Bad precision values and bf16 with the Gram form are DOMAIN, with nothing written; resolve
+ * keeps the field (also for count 0); the batched form and the Muon step run it. */
+static void test_ns_bf16_config(void)
+{
+    t_rng r = {44};
+    float *G = randm(32 * 48, &r, 1.0), *O = (float *)malloc(32 * 48 * sizeof(float));
+    float *W = randm(32 * 48, &r, 0.1), *W0 = (float *)malloc(32 * 48 * sizeof(float));
+    muon_ns_config ns = muon_ns_preset(MUON_NS_JORDAN, 0), rs;
+    muon_config cfg = muon_default();
+    muon_state st;
+    size_t i;
+    int untouched = 1, moved = 0;
+    for (i = 0; i < 32 * 48; i++) O[i] = 7.0f;
+    ns.precision = (muon_ns_precision)2;
+    CHECK(muon_orthogonalize(G, 32, 48, 48, &ns, O, 48) == MUON_ERR_DOMAIN);
+    ns.precision = (muon_ns_precision)-1;
+    CHECK(muon_orthogonalize(G, 32, 48, 48, &ns, O, 48) == MUON_ERR_DOMAIN);
+    ns.precision = MUON_NS_BF16;
+    ns.method = MUON_NS_GRAM;
+    CHECK(muon_orthogonalize(G, 32, 48, 48, &ns, O, 48) == MUON_ERR_DOMAIN);
+    CHECK(muon_ns_resolve(&ns, &rs) == MUON_ERR_DOMAIN);
+    for (i = 0; i < 32 * 48; i++) untouched &= O[i] == 7.0f;
+    CHECK(untouched);
+    ns.method = MUON_NS_PLAIN;
+    CHECK(muon_ns_resolve(&ns, &rs) == MUON_OK && rs.precision == MUON_NS_BF16);
+    { /* every preset passes the bf16 range bound at any step count */
+        int kind, steps, bad = 0;
+        for (kind = 0; kind < 4; kind++)
+            for (steps = 1; steps <= MUON_NS_MAX_STEPS; steps += steps < 50 ? 1 : 97) {
+                muon_ns_config p = muon_ns_preset((muon_ns_kind)kind, steps);
+                p.precision = MUON_NS_BF16;
+                bad += muon_ns_resolve(&p, &rs) != MUON_OK;
+            }
+        CHECK(bad == 0);
+    }
+    memset(&ns, 0, sizeof ns);
+    ns.precision = MUON_NS_BF16;
+    CHECK(muon_ns_resolve(&ns, &rs) == MUON_OK && rs.precision == MUON_NS_BF16 && rs.steps == 5);
+    CHECK(muon_orthogonalize_batched(G, 2, 16, 48, 48, 16 * 48, &ns, O, 48, 16 * 48) == MUON_OK);
+    {
+        float *O1 = (float *)malloc(16 * 48 * sizeof(float));
+        CHECK(muon_orthogonalize(G + 16 * 48, 16, 48, 48, &ns, O1, 48) == MUON_OK);
+        CHECK(memcmp(O1, O + 16 * 48, 16 * 48 * sizeof(float)) == 0);
+        free(O1);
+    }
+    cfg.ns.precision = MUON_NS_BF16;
+    memcpy(W0, W, 32 * 48 * sizeof(float));
+    CHECK(muon_init(&st, 32, 48) == MUON_OK);
+    CHECK(muon_step(&st, &cfg, W, 48, G, 48, NULL, 0) == MUON_OK);
+    for (i = 0; i < 32 * 48; i++) moved |= W[i] != W0[i] && isfinite(W[i]);
+    CHECK(moved);
+    muon_free(&st);
+    free(G); free(O); free(W); free(W0);
+}
+
+int main(void)
+{
+    RUN(test_round_matches_reference);
+#ifdef MUON__BF16_DP
+    RUN(test_round_hardware_conversion);
+#endif
+    RUN(test_products_all_kernels);
+    RUN(test_products_thread_invariant);
+    RUN(test_ns_bf16_accuracy);
+    RUN(test_ns_bf16_properties);
+    RUN(test_ns_bf16_config);
+    return TEST_REPORT();
+}
