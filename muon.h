@@ -1691,9 +1691,6 @@ static muon__gemm_kernel muon__gemm_pick_bf16_as(int which, int amx_ok)
         kr.pack = MUON__PACK_AMX;
         kr.kgran = 32;
         kr.esz = 2;
-#ifdef MUON__AMX_KC_EXP
-        kr.kc = MUON__AMX_KC_EXP;
-#endif
         kr.enter = muon__amx_enter;
         kr.leave = muon__amx_leave;
         kr.name = "bf16 amx 32x32";
