@@ -744,6 +744,11 @@ MUONDEF muon_status muon_clip_grad_norm(float **grads, const size_t *sizes, size
 #if defined(__cplusplus) && (defined(__GNUC__) || defined(__clang__))
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wold-style-cast"
+/* GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which g++ reports as "may be used
+ * uninitialized" once inlined (a false positive of the compiler's own header, fixed in GCC 13) */
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #endif
 
 #include <float.h>

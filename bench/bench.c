@@ -3,7 +3,7 @@
  * Run it with `make bench` (bench/bench.mk builds build/bench/bench and runs it). By hand:
  *   OPENBLAS_CORETYPE=SkylakeX build/bench/bench [--reps N] [--only LIST] [--threads LIST]
  *                                                [--no-peers] [--big-reps N] [--cpu-time]
- *   LIST: comma-separated sections ns,gemm,rownorm,diam,hilbert (default all); threads 1,2.
+ *   LIST: comma-separated sections ns,gemm,rownorm,diam,hilbert,muon,nsbf16 (default all); threads 1,2.
  *   --big-reps N: runs of the V = 50257 diameters (default 1, at the largest thread count only:
  *   one sphere-like run is ~1e12 flops; the V = 16384 runs before it are the warm-up).
  *
@@ -540,6 +540,89 @@ static void section_ns(const int *thr, int nthr, int reps)
                 bfmt(what, sizeof what, "NS J5 %zux%zu Gram built-in vs", c.rows, c.cols);
                 peer_rows(pj, nj - 3 - ng, med + 3 + ng, med[3], "peer", what, thr[ti], "speed>=1.3", 1.3);
             }
+            peer_free();
+        }
+        peer_close();
+    }
+}
+
+/* ======================================================================================== */
+/* 2b. Newton-Schulz in bf16 (issue 17): ours against PyTorch's bf16 NS (the reference's code)  */
+
+static void ns_builtin_bf16(void *p)
+{
+    ns_ctx *c = (ns_ctx *)p;
+    muon_ns_config ns = muon_ns_preset(MUON_NS_JORDAN, 5);
+    ns.precision = MUON_NS_BF16;
+    if (muon_orthogonalize_ws(c->G, c->rows, c->cols, c->cols, &ns, c->out, c->cols, c->ws, c->wsb) != MUON_OK)
+        exit(3);
+}
+
+/* Jobs: ours bf16, ours fp32, then (peers) torch bf16 and torch fp32, interleaved rep by rep.
+ * Targets (issue 17): bf16 >= 2x PyTorch's bf16 where the kernels are AMX, >= 1.3x where they
+ * are AVX512-BF16 only; the emulation (no bf16 hardware) has none. */
+static void section_nsbf16(const int *thr, int nthr, int reps)
+{
+    static const size_t shapes[][2] = {{768, 768}, {768, 3072}, {3072, 768}, {2048, 2048}, {1024, 4096}};
+    static const char *const libs[2] = {"torchbf16", "torch"};
+    const char *kname = muon__bgemm_kernel_name(MUON__BF16_BEST);
+    const char *target = strstr(kname, "amx") ? "speed>=2.0" : strstr(kname, "avx512") ? "speed>=1.3" : "(emulated)";
+    double need = strstr(kname, "amx") ? 2.0 : strstr(kname, "avx512") ? 1.3 : -1.0;
+    size_t si;
+    int ti;
+    fprintf(stderr, "nsbf16: bf16 kernel %s\n", kname);
+    for (ti = 0; ti < nthr; ti++) {
+        set_threads(thr[ti]);
+        peer_open(thr[ti]);
+        for (si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            ns_ctx c;
+            job jobs[4];
+            peer_job pj[2];
+            double med[4], fl;
+            char what[64], o[48], bb[48], b1[32], b2[32];
+            int nj = 2, l;
+            float *G;
+            memset(&c, 0, sizeof c);
+            c.rows = shapes[si][0];
+            c.cols = shapes[si][1];
+            c.m = c.rows < c.cols ? c.rows : c.cols;
+            c.n = c.rows < c.cols ? c.cols : c.rows;
+            G = falloc(c.rows * c.cols);
+            fill_normal(G, c.rows * c.cols, 1.0);
+            c.G = G;
+            c.out = falloc(c.m * c.n);
+            c.wsb = muon_orthogonalize_workspace_size(c.rows, c.cols);
+            c.ws = malloc(c.wsb);
+            jobs[0].fn = ns_builtin_bf16; jobs[0].ctx = &c; jobs[0].timed = NULL;
+            jobs[1].fn = ns_builtin; jobs[1].ctx = &c; jobs[1].timed = NULL;
+            if (g_pto)
+                for (l = 0; l < 2; l++) {
+                    bfmt(pj[l].key, sizeof pj[l].key, "ns/%zux%zu/%s", c.rows, c.cols, libs[l]);
+                    pj[l].na = 0;
+                    jobs[nj].fn = NULL;
+                    jobs[nj].ctx = &pj[l];
+                    jobs[nj].timed = peer_timed;
+                    nj++;
+                }
+            measure(jobs, nj, reps, med);
+            /* flops as the built-in forms them: SYRK X X^T (m^2 n), SYRK A A (m^3), GEMM B X (2 m^2 n) */
+            fl = 5.0 * (3.0 * (double)c.m * c.m * c.n + (double)c.m * c.m * c.m);
+            bfmt(what, sizeof what, "NS J5 %zux%zu bf16 vs our fp32", c.rows, c.cols);
+            bfmt(o, sizeof o, "%.0f GF/s %s", fl / med[0] * 1e-9, fmt_ms(b1, sizeof b1, med[0]));
+            bfmt(bb, sizeof bb, "fp32 %s", fmt_ms(b2, sizeof b2, med[1]));
+            add_row("nsbf16", what, thr[ti], o, bb, med[1] / med[0], "(speed)", -1);
+            if (nj == 4 && !pj[0].na) {
+                bfmt(what, sizeof what, "NS J5 %zux%zu bf16 vs torch bf16", c.rows, c.cols);
+                bfmt(bb, sizeof bb, "torch bf16 %s", fmt_ms(b2, sizeof b2, med[2]));
+                add_row("nsbf16", what, thr[ti], fmt_ms(o, sizeof o, med[0]), bb, med[2] / med[0], target,
+                        need > 0 ? med[2] / med[0] >= need : -1);
+            }
+            if (nj == 4 && !pj[1].na) {
+                bfmt(what, sizeof what, "NS J5 %zux%zu fp32 vs torch fp32", c.rows, c.cols);
+                bfmt(bb, sizeof bb, "torch fp32 %s", fmt_ms(b2, sizeof b2, med[3]));
+                add_row("nsbf16", what, thr[ti], fmt_ms(o, sizeof o, med[1]), bb, med[3] / med[1], "(speed)", -1);
+            }
+            free(G); free(c.out); free(c.ws);
             peer_free();
         }
         peer_close();
@@ -1239,7 +1322,7 @@ int main(int argc, char **argv)
 {
     int reps = 5, big_reps = 1, thr[2] = {1, 2}, nthr = 2, a, i;
     const char *only = "ns,muon,gemm,rownorm,diam,hilbert";
-    double t0, sec_time[6] = {0, 0, 0, 0, 0, 0};
+    double t0, sec_time[7] = {0, 0, 0, 0, 0, 0, 0};
     if (!getenv("OPENBLAS_CORETYPE")) { /* must be set before OpenBLAS initialises: re-execute */
         setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
         execv("/proc/self/exe", argv);
@@ -1278,8 +1361,8 @@ int main(int argc, char **argv)
         if (g_peers_dead) printf("%s\n", g_peer_note);
     }
     print_header(stderr);
-    for (i = 0; i < 6; i++) {
-        static const char *const names[6] = {"ns", "gemm", "rownorm", "diam", "hilbert", "muon"};
+    for (i = 0; i < 7; i++) {
+        static const char *const names[7] = {"ns", "gemm", "rownorm", "diam", "hilbert", "muon", "nsbf16"};
         double ts = now_s();
         if (!has(only, names[i])) continue;
         if (i == 0) section_ns(thr, nthr, reps);
@@ -1288,6 +1371,7 @@ int main(int argc, char **argv)
         if (i == 3) section_diam(thr, nthr, reps, big_reps);
         if (i == 4) section_hilbert(thr, nthr, reps);
         if (i == 5) section_muon(thr, nthr, reps);
+        if (i == 6) section_nsbf16(thr, nthr, reps);
         sec_time[i] = now_s() - ts;
     }
     printf("\n");
@@ -1296,7 +1380,7 @@ int main(int argc, char **argv)
     printf("%s\n", !g_peers_on ? "peers: skipped (--no-peers)" : g_peer_note[0] ? g_peer_note : "peers: none run");
     printf("ratio: 'time' rows are ours/other time (lower is better); 'speed' rows are other/ours time "
            "(higher is better). eGF/s: all-pairs flops V(V-1)d / time.\n");
-    printf("bench: total %.0f s (ns %.0f, gemm %.0f, rownorm %.0f, diam %.0f, hilbert %.0f, muon %.0f)\n",
-           now_s() - t0, sec_time[0], sec_time[1], sec_time[2], sec_time[3], sec_time[4], sec_time[5]);
+    printf("bench: total %.0f s (ns %.0f, gemm %.0f, rownorm %.0f, diam %.0f, hilbert %.0f, muon %.0f, nsbf16 %.0f)\n",
+           now_s() - t0, sec_time[0], sec_time[1], sec_time[2], sec_time[3], sec_time[4], sec_time[5], sec_time[6]);
     return 0;
 }

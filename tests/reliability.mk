@@ -118,18 +118,19 @@ REL_STRICT_FL := -x c++ -std=c++20 -fno-exceptions -fno-rtti -Wall -Wextra -Wped
                  -Wold-style-cast -Wcast-qual -Wdouble-promotion -Werror -O2 -I.
 REL_STRICT_simd   := $(SIMD2)
 REL_STRICT_scalar := -DRN_NO_SIMD -DMUON_NO_SIMD
+REL_STRICT_bf16   := -mavx512f -mavx512bw -mavx512vl -mavx512bf16 -mamx-tile -mamx-bf16 $(SIMD2)
 define rel_strict_rule
 $(REL_B)/cxx_strict/$(1)-$(2).o: tests/cxx_strict.c $(HEADER_DEPS)
 	$$(call rel_try,$(3) $(REL_STRICT_FL) $(REL_STRICT_$(2)) -c $$< -o $$@)
 endef
 REL_STRICT_BINS :=
 ifneq ($(REL_HAVE_GCC),)
-$(foreach m,simd scalar,$(eval $(call rel_strict_rule,gcc,$(m),$(REL_GXX))))
-REL_STRICT_BINS += $(REL_B)/cxx_strict/gcc-simd.o $(REL_B)/cxx_strict/gcc-scalar.o
+$(foreach m,simd scalar bf16,$(eval $(call rel_strict_rule,gcc,$(m),$(REL_GXX))))
+REL_STRICT_BINS += $(REL_B)/cxx_strict/gcc-simd.o $(REL_B)/cxx_strict/gcc-scalar.o $(REL_B)/cxx_strict/gcc-bf16.o
 endif
 ifneq ($(REL_HAVE_CLANG),)
-$(foreach m,simd scalar,$(eval $(call rel_strict_rule,clang,$(m),$(REL_CLANGXX))))
-REL_STRICT_BINS += $(REL_B)/cxx_strict/clang-simd.o $(REL_B)/cxx_strict/clang-scalar.o
+$(foreach m,simd scalar bf16,$(eval $(call rel_strict_rule,clang,$(m),$(REL_CLANGXX))))
+REL_STRICT_BINS += $(REL_B)/cxx_strict/clang-simd.o $(REL_B)/cxx_strict/clang-scalar.o $(REL_B)/cxx_strict/clang-bf16.o
 endif
 
 # ---- libFuzzer targets -------------------------------------------------------------------

@@ -12,9 +12,9 @@ the load of a shared machine falls on both alike. Protocol, one line each way:
     -> free             <- OK                 (drop all data)
     -> quit
 Keys: ns/<R>x<C>/<lib>, rownorm/<V>x<d>/<default|compat>/<lib>, diam/<V>x<d>/<lib>; lib is numpy
-or torch. On start it prints "HELLO numpy=<v> torch=<v|none>" (or "NONUMPY" and exits).
+or torch (ns also torchbf16: the reference's bf16 iteration). On start it prints "HELLO numpy=<v> torch=<v|none>" (or "NONUMPY" and exits).
 Standalone timing (medians of --reps after a warm-up):
-    python3 bench/peers/peers.py --section ns|rownorm|diam --threads 1|2 --reps 5
+    python3 bench/peers/peers.py --section ns|nsbf16|rownorm|diam --threads 1|2 --reps 5
 """
 import argparse
 import os
@@ -79,6 +79,23 @@ def ns_torch(G, steps=5):
         X = a * X + B @ X
     if tall:
         X = X.T
+    return X
+
+
+def ns_torch_bf16(G, steps=5):
+    """The reference's own precision (KellerJordan/Muon zeropower_via_newtonschulz5): bf16 X."""
+    a, b, c = JORDAN
+    X = G.bfloat16()
+    tall = G.size(0) > G.size(1)
+    if tall:
+        X = X.mT
+    X = X / (X.norm() + 1e-7)
+    for _ in range(steps):
+        A = X @ X.mT
+        B = b * A + c * A @ A
+        X = a * X + B @ X
+    if tall:
+        X = X.mT
     return X
 
 
@@ -161,7 +178,7 @@ def make_job(key, th, cache):
     parts = key.split("/")
     rng = np.random.default_rng(1)
     lib = parts[-1]
-    if lib == "torch" and th is None:
+    if lib in ("torch", "torchbf16") and th is None:
         return None
     if parts[0] == "ns":
         r, c = (int(x) for x in parts[1].split("x"))
@@ -169,6 +186,8 @@ def make_job(key, th, cache):
         if lib == "numpy":
             return lambda: ns_numpy(G)
         Gt = th.from_numpy(G)
+        if lib == "torchbf16":
+            return lambda: ns_torch_bf16(Gt)
         return lambda: ns_torch(Gt)
     if parts[0] == "rownorm":
         V, d = (int(x) for x in parts[1].split("x"))
@@ -224,7 +243,7 @@ def serve(th):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--section", choices=["ns", "rownorm", "diam"])
+    ap.add_argument("--section", choices=["ns", "nsbf16", "rownorm", "diam"])
     ap.add_argument("--serve", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=5)
@@ -248,6 +267,9 @@ def main():
     if args.section == "ns":
         keys = ["ns/%dx%d/%s" % (r, c, lib) for r, c in [(768, 768), (768, 3072), (3072, 768), (2048, 2048),
                                                           (1024, 4096)] for lib in ("numpy", "torch")]
+    elif args.section == "nsbf16":
+        keys = ["ns/%dx%d/%s" % (r, c, lib) for r, c in [(768, 768), (768, 3072), (3072, 768), (2048, 2048),
+                                                          (1024, 4096)] for lib in ("torch", "torchbf16")]
     elif args.section == "rownorm":
         keys = ["rownorm/%dx%d/%s/%s" % (V, d, mode, lib) for V, d in [(50257, 768), (32768, 2048), (8192, 512)]
                 for mode in ("default", "compat") for lib in ("numpy", "torch")]

@@ -27,6 +27,7 @@ typedef enum {
     K_HEAD,    /* optim_head_kind (and its defaults: applied before every other flag) */
     K_BLOCK,   /* optim_block_kind */
     K_CAP,     /* muon_cap_mode */
+    K_NSPREC,  /* muon_ns_precision */
     K_BACKEND  /* const gpt_backend_ops * */
 } cli_kind;
 
@@ -65,6 +66,7 @@ static const cli_flag cli_flags[] = {
     {"--ns-per-head", K_SWITCH, F(opt.recipe.ns_per_head), 1, 0, M_ALL, NULL, "Newton-Schulz per attention head: Q, K, V by rows, O by columns"},
     {"--cap", K_CAP, F(opt.recipe.cap), 0, 0, M_ALL, "off|growth|always", "spectral cap on the block matrices (off)"},
     {"--ns-steps", K_INT, F(opt.recipe.ns_steps), 1, 100, M_ALL, "K", "Newton-Schulz steps, Jordan schedule (5)"},
+    {"--ns-precision", K_NSPREC, F(opt.recipe.ns_precision), 0, 0, M_ALL, "fp32|bf16", "Newton-Schulz arithmetic: bf16 as the reference Muon (fp32)"},
     {"--lr-muon", K_REAL, F(opt.recipe.muon_lr), 0, 0, M_ALL, "X", "peak rate of the block matrices (0.02)"},
     {"--lr-embed", K_REAL, F(opt.recipe.embed_lr), 0, 0, M_ALL, "X", "peak rate of the embedding (4e-3)"},
     {"--lr-head", K_REAL, F(opt.recipe.head_lr), 0, 0, M_RUN, "X", "peak rate of the head (adamw 4e-3, rownorm 3.2e-3, muon 0.02)"},
@@ -240,6 +242,11 @@ static int store(train_cli *cli, const cli_flag *c, const char *v)
         if (strcmp(v, "off") == 0) cli->opt.recipe.cap = MUON_CAP_OFF;
         else if (strcmp(v, "growth") == 0) cli->opt.recipe.cap = MUON_CAP_GROWTH;
         else if (strcmp(v, "always") == 0) cli->opt.recipe.cap = MUON_CAP_ALWAYS;
+        else return 0;
+        return 1;
+    case K_NSPREC:
+        if (strcmp(v, "fp32") == 0) cli->opt.recipe.ns_precision = MUON_NS_FP32;
+        else if (strcmp(v, "bf16") == 0) cli->opt.recipe.ns_precision = MUON_NS_BF16;
         else return 0;
         return 1;
     case K_BACKEND:

@@ -73,8 +73,8 @@ gpt_status gpt_cuda_adamw_step(gpt_backend *be, float *param, const float *grad,
  * NS of cfg->ns as cuBLAS SYRK/SYMM products (coefficients read from the muon_ns_config), the
  * shape scale of the NS'd matrix (QKV chunks when split_rows > 1), decoupled weight decay.
  * The spectral cap is not implemented on the device (GPT_ERR_CONFIG if cfg->cap is on), nor
- * NorMuon, column splits (per-head output projections), unequal splits, cautious decay or the
- * max(||G||, eps) normalisation (gpt_cuda_muon_supported is 0 for those; the step refuses them
+ * NorMuon, column splits (per-head output projections), unequal splits, cautious decay, the
+ * max(||G||, eps) normalisation or bf16 NS (gpt_cuda_muon_supported is 0 for those; the step refuses them
  * with GPT_ERR_CONFIG and the trainer runs such recipes with the host optimizer).
  * ws: gpt_cuda_muon_workspace_floats(rows, cols) device floats. step_out (device, rows x cols,
  * or NULL) receives the step D, as muon_step's does. */

@@ -108,7 +108,7 @@ gpt_status gpt_cuda_adamw_step(gpt_backend *be, float *param, const float *grad,
 int gpt_cuda_muon_supported(const muon_config *c)
 {
     return c && !c->normuon && c->split_cols <= 1 && !c->row_sizes && !c->col_sizes && !c->cautious_wd &&
-           c->ns.norm == MUON_NORM_ADD_EPS;
+           c->ns.norm == MUON_NORM_ADD_EPS && c->ns.precision == MUON_NS_FP32;
 }
 
 /* U = momentum direction, momentum <- its new value */

@@ -113,8 +113,8 @@ int gpt_cuda_optim_create(gpt_backend *be, const struct optim_set *o, gpt_cuda_o
             }
             if (!gpt_cuda_muon_supported(&s->muon_cfg)) {
                 gpt_cuda_optim_free(d);
-                return gpt_errorf(err, errlen, "%s: NorMuon, per-head (column-split) NS and cautious decay have no CUDA "
-                                  "version", s->t.name);
+                return gpt_errorf(err, errlen, "%s: NorMuon, per-head (column-split) NS, cautious decay and bf16 NS "
+                                  "have no CUDA version", s->t.name);
             }
             if (!optim_owns(o, i)) break; /* data parallel: its momentum lives on its owner */
             ok = (d->slots[i].mom = dalloc(n)) != NULL;

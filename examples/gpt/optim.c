@@ -99,6 +99,7 @@ static muon_config block_muon_config(const optim_recipe *r, double lr, double be
     c.momentum_form = MUON_MOMENTUM_EMA;
     c.scale = MUON_SCALE_ORIGINAL;
     c.ns = muon_ns_preset(MUON_NS_JORDAN, r->ns_steps);
+    c.ns.precision = r->ns_precision;
     c.cap = cap;
     return c;
 }
@@ -450,6 +451,7 @@ void optim_recipe_save(const optim_recipe *r, ckpt_writer *w)
     ckpt_put_u64_1(w, "recipe.cap", (uint64_t)r->cap);
     ckpt_put_u64_1(w, "recipe.ns_steps", (uint64_t)r->ns_steps);
     ckpt_put_u64_1(w, "recipe.ns_per_head", (uint64_t)r->ns_per_head);
+    ckpt_put_u64_1(w, "recipe.ns_precision", (uint64_t)r->ns_precision);
     ckpt_put_f64_1(w, "recipe.muon_lr", r->muon_lr);
     ckpt_put_f64_1(w, "recipe.muon_beta", r->muon_beta);
     ckpt_put_f64_1(w, "recipe.muon_wd", r->muon_wd);
@@ -501,7 +503,7 @@ static int recipe_u64(const ckpt_reader *rd, const char *name, uint64_t lo, uint
 int optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, size_t errlen)
 {
     optim_recipe t = *r;
-    uint64_t u[5] = {0, 0, 0, 0, 0};
+    uint64_t u[6] = {0, 0, 0, 0, 0, 0};
     size_t k;
     if (recipe_u64(rd, "recipe.head", 0, OPTIM_HEAD_MUON, &u[0], err, errlen) ||
         recipe_u64(rd, "recipe.block", 0, OPTIM_BLOCK_NORMUON, &u[1], err, errlen) ||
@@ -510,11 +512,16 @@ int optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, size_t 
         return -1;
     /* a checkpoint from before per-head NS has no such field: it ran without */
     if (ckpt_has(rd, "recipe.ns_per_head") && recipe_u64(rd, "recipe.ns_per_head", 0, 1, &u[4], err, errlen)) return -1;
+    /* nor one from before bf16 NS: it ran in fp32 */
+    if (ckpt_has(rd, "recipe.ns_precision") &&
+        recipe_u64(rd, "recipe.ns_precision", MUON_NS_FP32, MUON_NS_BF16, &u[5], err, errlen))
+        return -1;
     t.head = (optim_head_kind)u[0];
     t.block = (optim_block_kind)u[1];
     t.cap = (muon_cap_mode)u[2];
     t.ns_steps = (int)u[3];
     t.ns_per_head = (int)u[4];
+    t.ns_precision = (muon_ns_precision)u[5];
     for (k = 0; k < sizeof recipe_f64s / sizeof recipe_f64s[0]; k++) {
         const recipe_f64 *f = &recipe_f64s[k];
         double v;

@@ -50,6 +50,8 @@ typedef struct optim_recipe {
     int ns_per_head;       /* 1: Q, K, V orthogonalised per attention head (split_rows = n_heads),
                               the output projection per head's input columns (split_cols = n_heads);
                               each head's block takes its own shape scale (--ns-per-head) */
+    muon_ns_precision ns_precision; /* MUON_NS_FP32 or MUON_NS_BF16 (--ns-precision): the Muon /
+                              Muown Newton-Schulz arithmetic */
     double muon_lr;        /* block matrices, peak */
     double muon_beta;
     double muon_wd;

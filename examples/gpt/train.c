@@ -473,9 +473,10 @@ static void log_recipe(run *r)
     fprintf(f, "# head=%s\n# head_lr=%s\n# head_beta1=%s\n# head_beta2=%s\n# head_eps=%s\n# head_wd=%s\n",
             optim_head_name(q->head), exact_g(g[0], q->head_lr), exact_g(g[1], q->head_beta1), exact_g(g[2], q->head_beta2),
             exact_g(g[3], q->head_eps), exact_g(g[4], q->head_wd));
-    fprintf(f, "# block=%s\n# muon_lr=%s\n# muon_beta=%s\n# muon_wd=%s\n# ns_steps=%d\n# ns_per_head=%d\n# cap=%s\n",
+    fprintf(f, "# block=%s\n# muon_lr=%s\n# muon_beta=%s\n# muon_wd=%s\n# ns_steps=%d\n# ns_per_head=%d\n"
+               "# ns_precision=%s\n# cap=%s\n",
             optim_block_name(q->block), exact_g(g[0], q->muon_lr), exact_g(g[1], q->muon_beta),
-            exact_g(g[2], q->muon_wd), q->ns_steps, q->ns_per_head,
+            exact_g(g[2], q->muon_wd), q->ns_steps, q->ns_per_head, q->ns_precision == MUON_NS_BF16 ? "bf16" : "fp32",
             q->cap == MUON_CAP_OFF ? "off" : q->cap == MUON_CAP_GROWTH ? "growth" : "always");
     fprintf(f, "# embed_lr=%s\n# embed_beta1=%s\n# embed_beta2=%s\n# embed_eps=%s\n# embed_wd=%s\n",
             exact_g(g[0], q->embed_lr), exact_g(g[1], q->embed_beta1), exact_g(g[2], q->embed_beta2),

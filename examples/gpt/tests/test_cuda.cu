@@ -753,12 +753,13 @@ static void test_error_paths(void)
     CHECK(gpt_cuda_muon_step(&c->base, dw, dg, dm, rows, cols, &mc, ws, NULL) == GPT_ERR_CONFIG);
     { /* the switches of muon.h 0.3 the device does not implement: refused, not ignored */
         int k;
-        for (k = 0; k < 4; k++) {
+        for (k = 0; k < 5; k++) {
             mc = muon_default();
             if (k == 0) mc.normuon = 1;
             if (k == 1) mc.split_cols = 2;
             if (k == 2) mc.cautious_wd = 1;
             if (k == 3) mc.ns.norm = MUON_NORM_MAX_EPS;
+            if (k == 4) mc.ns.precision = MUON_NS_BF16; /* bf16 NS: the host's (issue 17) */
             CHECK_MSG(!gpt_cuda_muon_supported(&mc) &&
                           gpt_cuda_muon_step(&c->base, dw, dg, dm, rows, cols, &mc, ws, NULL) == GPT_ERR_CONFIG,
                       "switch %d", k);

@@ -644,6 +644,64 @@ static void test_block_switches(void)
     free(p), free(g), free(w0);
 }
 
+/* --ns-precision bf16 (issue 17): every Muon block's config carries it, the step is muon_step's
+ * with that config bit for bit, and it moves the block matrices differently from fp32 while the
+ * AdamW tensors (embedding, head) step identically. */
+static void test_ns_precision_bf16(void)
+{
+    gpt_config cfg;
+    optim_set o16, o32;
+    optim_recipe r16 = optim_default(OPTIM_HEAD_ADAMW), r32 = r16;
+    gpt_layout lay;
+    float *p16, *p32, *g16, *g32, *w0;
+    t_rng rng = {13};
+    size_t k;
+    int i, n_muon = 0;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.n_layers = 1, cfg.d_model = 32, cfg.n_heads = 2, cfg.seq_len = 8, cfg.vocab_size = 40;
+    CHECK(gpt_config_resolve(&cfg) == GPT_OK);
+    lay = gpt_layout_of(&cfg);
+    p16 = (float *)malloc(lay.n_params * sizeof(float)), p32 = (float *)malloc(lay.n_params * sizeof(float));
+    g16 = (float *)malloc(lay.n_params * sizeof(float)), g32 = (float *)malloc(lay.n_params * sizeof(float));
+    w0 = (float *)malloc(lay.n_params * sizeof(float));
+    CHECK(p16 && p32 && g16 && g32 && w0);
+    if (!p16 || !p32 || !g16 || !g32 || !w0) return;
+    gpt_init_params(&cfg, p16, 7);
+    memcpy(p32, p16, lay.n_params * sizeof(float));
+    memcpy(w0, p16, lay.n_params * sizeof(float));
+    for (k = 0; k < lay.n_params; k++) g16[k] = g32[k] = (float)(1e-2 * t_rng_normal(&rng));
+    r16.ns_precision = MUON_NS_BF16;
+    CHECK(optim_create(&o16, &r16, &cfg, p16, NULL, 0) == 0 && optim_create(&o32, &r32, &cfg, p32, NULL, 0) == 0);
+    CHECK(optim_step(&o16, p16, g16, 0, 10, NULL, 0) == 0 && optim_step(&o32, p32, g32, 0, 10, NULL, 0) == 0);
+    for (i = 0; i < o16.n_slots; i++) {
+        const optim_slot *s = &o16.slots[i];
+        size_t n = s->t.rows * s->t.cols;
+        if (s->kind == OPTIM_MUON) {
+            muon_state ref;
+            muon_config c = s->muon_cfg;
+            float *w = (float *)malloc(n * sizeof(float));
+            n_muon++;
+            CHECK_MSG(s->muon_cfg.ns.precision == MUON_NS_BF16 && o32.slots[i].muon_cfg.ns.precision == MUON_NS_FP32,
+                      "%s", s->t.name);
+            CHECK(memcmp(p16 + s->t.offset, p32 + s->t.offset, n * sizeof(float)) != 0);
+            c.lr = r16.muon_lr * o16.last_lr_factor;
+            CHECK(w && muon_init(&ref, s->t.rows, s->t.cols) == MUON_OK);
+            if (w) {
+                memcpy(w, w0 + s->t.offset, n * sizeof(float));
+                CHECK(muon_step(&ref, &c, w, s->t.cols, g16 + s->t.offset, s->t.cols, NULL, 0) == MUON_OK);
+                CHECK_MSG(memcmp(w, p16 + s->t.offset, n * sizeof(float)) == 0, "%s: not muon_step's", s->t.name);
+            }
+            muon_free(&ref);
+            free(w);
+        } else {
+            CHECK_MSG(memcmp(p16 + s->t.offset, p32 + s->t.offset, n * sizeof(float)) == 0, "%s", s->t.name);
+        }
+    }
+    CHECK(n_muon == GPT_N_LAYER_TENSORS);
+    optim_free(&o16), optim_free(&o32);
+    free(p16), free(p32), free(g16), free(g32), free(w0);
+}
+
 /* NorMuon's checkpoint fields: a negative row second moment, a missing one under NorMuon and a
  * per-head switch out of range are refused naming the field; a file from before row_v and
  * ns_per_head existed (Muon blocks) still resumes. */
@@ -663,8 +721,10 @@ static void test_normuon_checkpoint_fields(void)
     o.steps = 3;
     o.recipe.block = OPTIM_BLOCK_NORMUON;
     o.recipe.ns_per_head = 1;
+    o.recipe.ns_precision = MUON_NS_BF16;
     CHECK(train_run(&o, &r) == TRAIN_DONE);
     train_result_free(&r);
+    expect_resume_failure(good, bad, "recipe.ns_precision", CKPT_U64, &two, 1, "recipe.ns_precision");
     for (k = 0; k < 16; k++) v[k] = 0.5;
     v[3] = -1e-3;
     expect_resume_failure(good, bad, "opt.layers.0.wk.row_v", CKPT_F64, v, 16, "negative");
@@ -675,7 +735,8 @@ static void test_normuon_checkpoint_fields(void)
     o.steps = 5, o.stop_at = 2;
     CHECK(train_run(&o, &r) == TRAIN_STOPPED);
     train_result_free(&r);
-    ok &= ckpt_with(good, old_a, "recipe.ns_per_head", CKPT_U64, NULL, 0);
+    ok &= ckpt_with(good, old_b, "recipe.ns_precision", CKPT_U64, NULL, 0); /* before bf16 NS too */
+    ok &= ckpt_with(old_b, old_a, "recipe.ns_per_head", CKPT_U64, NULL, 0);
     for (k = 0; k < GPT_N_LAYER_TENSORS; k++) {
         static const char *const m[GPT_N_LAYER_TENSORS] = {"wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down"};
         char name[64];
@@ -980,6 +1041,8 @@ static void test_log_records_recipe(void)
     CHECK(v && strcmp(v, "muon") == 0);
     v = exp_log_recipe(&L, "ns_per_head");
     CHECK(v && strcmp(v, "0") == 0);
+    v = exp_log_recipe(&L, "ns_precision");
+    CHECK(v && strcmp(v, "fp32") == 0);
     CHECK(exp_log_recipe(&L, "no_such_key") == NULL);
     exp_log_free(&L);
     { /* the head_lr column: the peak times the schedule factor of that update */
@@ -1042,6 +1105,16 @@ static void test_flags(void)
         CHECK(cli_parse(&cli, 4, nm) == 0 && cli.opt.recipe.block == OPTIM_BLOCK_NORMUON && cli.opt.recipe.ns_per_head == 1);
         CHECK(cli_parse(&cli, 3, bad_block) == -1);
     }
+    { /* bf16 Newton-Schulz; an unknown precision is refused */
+        char *bf[] = {"train", "--ns-precision", "bf16"}, *fp[] = {"train", "--ns-precision", "fp32"};
+        char *bad_prec[] = {"train", "--ns-precision", "fp16"};
+        memset(&cli, 0, sizeof cli);
+        cli.opt = train_default_options();
+        CHECK(cli.opt.recipe.ns_precision == MUON_NS_FP32);
+        CHECK(cli_parse(&cli, 3, bf) == 0 && cli.opt.recipe.ns_precision == MUON_NS_BF16);
+        CHECK(cli_parse(&cli, 3, fp) == 0 && cli.opt.recipe.ns_precision == MUON_NS_FP32);
+        CHECK(cli_parse(&cli, 3, bad_prec) == -1);
+    }
     { /* --head sets its defaults first: --lr-head before it still wins */
         char *order[] = {"train", "--lr-head", "0.5", "--head", "rownorm"};
         memset(&cli, 0, sizeof cli);
@@ -1091,6 +1164,7 @@ int main(void)
     RUN(test_resume_cap);
     RUN(test_resume_normuon_per_head);
     RUN(test_block_switches);
+    RUN(test_ns_precision_bf16);
     RUN(test_normuon_checkpoint_fields);
     RUN(test_sigint_saves_and_resumes);
     RUN(test_experiment_table_equals_logs);
