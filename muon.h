@@ -889,6 +889,13 @@ MUONDEF const char *muon_status_string(muon_status s)
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
+#define MUON__NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define MUON__NOINLINE __declspec(noinline)
+#else
+#define MUON__NOINLINE
+#endif
+#if defined(__GNUC__) || defined(__clang__)
 #define MUON__GEMM_UNUSED __attribute__((unused))
 #define MUON__GEMM_RESTRICT __restrict__
 #else
@@ -1505,7 +1512,8 @@ static void muon__gemm_pack_pairs_rowwise16(const float *M, size_t ld, size_t i0
 }
 #endif
 
-static void muon__gemm_pack_a_any(const muon__gemm_kernel *kr, muon_transpose ta, const float *A, size_t lda,
+/* (frames of their own: the packers stay off the stack path of the micro-kernel call) */
+static MUON__NOINLINE void muon__gemm_pack_a_any(const muon__gemm_kernel *kr, muon_transpose ta, const float *A, size_t lda,
                                   size_t i0, size_t mr_eff, size_t p0, size_t kc, unsigned char *dst)
 {
     switch (kr->pack) {
@@ -1526,7 +1534,7 @@ static void muon__gemm_pack_a_any(const muon__gemm_kernel *kr, muon_transpose ta
     muon__gemm_pack_a(ta, A, lda, i0, mr_eff, p0, kc, kr->mr, (float *)(void *)dst);
 }
 
-static void muon__gemm_pack_b_any(const muon__gemm_kernel *kr, muon_transpose tb, const float *B, size_t ldb,
+static MUON__NOINLINE void muon__gemm_pack_b_any(const muon__gemm_kernel *kr, muon_transpose tb, const float *B, size_t ldb,
                                   size_t j0, size_t nr_eff, size_t p0, size_t kc, unsigned char *dst)
 {
     switch (kr->pack) {
@@ -1696,6 +1704,9 @@ static muon__gemm_kernel muon__gemm_pick_bf16_as(int which, int amx_ok)
         kr.pack = MUON__PACK_AMX;
         kr.kgran = 32;
         kr.esz = 2;
+#ifdef MUON__AMX_EXP
+        kr.kc = MUON__AMX_KC; kr.nc = MUON__AMX_NC; kr.mc = MUON__AMX_MC;
+#endif
         kr.enter = muon__amx_enter;
         kr.leave = muon__amx_leave;
         kr.name = "bf16 amx 32x32";
@@ -1767,27 +1778,28 @@ typedef struct muon__gemm_blocks {
     size_t tile;       /* the kernel's edge tile, MR x NR floats */
 } muon__gemm_blocks;
 
-static size_t muon__gemm_mc_max(const muon__gemm_kernel *kr)
-{
-    size_t mc = kr->mc / kr->mr * kr->mr;
-    return mc < kr->mr ? kr->mr : mc;
-}
-
-static muon__gemm_blocks muon__gemm_blocking(const muon__gemm_kernel *kr, size_t m, size_t n, size_t k)
+/* The blocks of kernel geometry mr x nr (k granule kgran, esz bytes a packed value) under the
+ * cache bounds mcb, kcb, ncb (the kernel's, or the build's defaults for a size query). */
+static muon__gemm_blocks muon__gemm_blocking_geo(size_t mr, size_t nr, size_t kgran, size_t esz, size_t mcb,
+                                                 size_t kcb, size_t ncb, size_t m, size_t n, size_t k)
 {
     muon__gemm_blocks bl;
-    size_t mcmax = muon__gemm_mc_max(kr), ncmax = kr->nc / kr->nr * kr->nr;
-    size_t kcmax = kr->kc, nb;
-    if (ncmax < kr->nr) ncmax = kr->nr;
+    size_t mcmax = mcb / mr * mr, ncmax = ncb / nr * nr, kcmax = kcb, nb;
+    if (mcmax < mr) mcmax = mr;
+    if (ncmax < nr) ncmax = nr;
     if (kcmax < 1) kcmax = 1;
-    bl.mc = muon__gemm_round_up(m, kr->mr) < mcmax ? muon__gemm_round_up(m, kr->mr) : mcmax;
+    bl.mc = muon__gemm_round_up(m, mr) < mcmax ? muon__gemm_round_up(m, mr) : mcmax;
     nb = muon__gemm_ceil_div(k, kcmax);
     bl.kc = muon__gemm_ceil_div(k, nb); /* balanced: k = 1024 runs as 3 x 342 */
-    bl.nc = n < ncmax ? muon__gemm_round_up(n, kr->nr) : ncmax;
-    bl.kgran = kr->kgran;
-    bl.esz = kr->esz;
-    bl.tile = kr->mr * kr->nr;
+    bl.nc = n < ncmax ? muon__gemm_round_up(n, nr) : ncmax;
+    bl.kgran = kgran;
+    bl.esz = esz;
+    bl.tile = mr * nr;
     return bl;
+}
+static muon__gemm_blocks muon__gemm_blocking(const muon__gemm_kernel *kr, size_t m, size_t n, size_t k)
+{
+    return muon__gemm_blocking_geo(kr->mr, kr->nr, kr->kgran, kr->esz, kr->mc, kr->kc, kr->nc, m, n, k);
 }
 
 /* Packing space per thread: its own A panel (mc x kc) and B block (kc x nc), cache-line aligned. */
@@ -2038,13 +2050,6 @@ static void muon__gemm_scale_c(const muon__gemm_problem *g)
     if (g->syrk) muon__gemm_mirror_rows(g->C, g->ldc, 0, g->n);
 }
 
-#if defined(__GNUC__) || defined(__clang__)
-#define MUON__NOINLINE __attribute__((noinline))
-#elif defined(_MSC_VER)
-#define MUON__NOINLINE __declspec(noinline)
-#else
-#define MUON__NOINLINE
-#endif
 
 static void muon__gemm_exec(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
                             const muon__gemm_blocks *bl, void *mem, int t)
@@ -2302,18 +2307,48 @@ static muon_status muon__bgemm_ws_t(int threads, int which, int syrk, muon_trans
     g.bf16 = 1;
     return muon__gemm_run_ws(&g, which, ws, ws_bytes, threads > 0 ? muon__gemm_threads_wanted(&g, threads) : 0);
 }
-/* Packing space of a bf16 product on t threads, the largest over the bf16 kernels compiled. */
-static size_t muon__bgemm_ws_need(size_t m, size_t n, size_t k, int t)
+/* The geometries {mr, nr, kgran, esz} a Newton-Schulz product can run on: the build's fp32
+ * kernel, then the bf16 ones (emulation, vdpbf16ps, AMX, as compiled), then the bf16 scalar
+ * reference (the tests' path only). Sizes are queried from this table, not from kernel structs,
+ * to keep the size queries' stack small. */
+#if defined(MUON__GEMM_AVX512)
+#define MUON__GEMM_BUILD_GEO MUON__GEMM_AVX512_MR, MUON__GEMM_AVX512_NR
+#elif defined(MUON__GEMM_AVX2)
+#define MUON__GEMM_BUILD_GEO MUON__GEMM_AVX2_MR, MUON__GEMM_AVX2_NR
+#elif defined(MUON__GEMM_NEON)
+#define MUON__GEMM_BUILD_GEO MUON__GEMM_NEON_MR, MUON__GEMM_NEON_NR
+#else
+#define MUON__GEMM_BUILD_GEO MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR
+#endif
+static const unsigned char muon__gemm_geos[][4] = {
+    {MUON__GEMM_BUILD_GEO, 1, 4},
+    {MUON__GEMM_BUILD_GEO, 2, 4},
+#ifdef MUON__BF16_DP
+    {MUON__GEMM_DP_MR, MUON__GEMM_DP_NR, 2, 2},
+#endif
+#ifdef MUON__BF16_AMX
+    {MUON__GEMM_AMX_MR, MUON__GEMM_AMX_NR, 32, 2},
+#endif
+    {MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR, 2, 4}};
+#define MUON__GEMM_NGEO (sizeof muon__gemm_geos / sizeof muon__gemm_geos[0])
+/* Packing space on t threads of an m x n x k product, the largest over geometries [g0, g1). */
+static size_t muon__gemm_need_geos(size_t g0, size_t g1, size_t m, size_t n, size_t k, int t)
 {
-    static const int kinds[4] = {MUON__BF16_REF, MUON__BF16_EMU, MUON__BF16_DPK, MUON__BF16_AMXK};
-    size_t best = 0, i;
-    for (i = 0; i < 4; i++) {
-        muon__gemm_kernel kr = muon__gemm_pick_bf16_as(kinds[i], 1);
-        muon__gemm_blocks bl = muon__gemm_blocking(&kr, m, n, k);
+    size_t best = 0, g;
+    for (g = g0; g < g1; g++) {
+        muon__gemm_blocks bl = muon__gemm_blocking_geo(
+            muon__gemm_geos[g][0], muon__gemm_geos[g][1], muon__gemm_geos[g][2], muon__gemm_geos[g][3],
+            MUON__GEMM_MC(MUON__GEMM_MC_DEFAULT), MUON__GEMM_KC(MUON__GEMM_KC_DEFAULT),
+            MUON__GEMM_NC(MUON__GEMM_NC_DEFAULT), m, n, k);
         size_t need = muon__gemm_ws_need(&bl, t);
         if (need > best) best = need;
     }
     return best;
+}
+/* Packing space of a bf16 product on t threads, for any bf16 kernel. */
+static size_t muon__bgemm_ws_need(size_t m, size_t n, size_t k, int t)
+{
+    return muon__gemm_need_geos(1, MUON__GEMM_NGEO, m, n, k, t);
 }
 /* Internal entry used by the tests: a bf16 product with its own packing space. */
 static MUON__GEMM_UNUSED muon_status muon__bgemm_builtin(int which, int threads, int syrk, muon_transpose ta,
@@ -2455,16 +2490,21 @@ static MUON__NOINLINE int muon__u_finite_matrix(const float *A, size_t rows, siz
     return 1;
 }
 
-/* ||A||_F^2 in double, rows in order */
+/* ||A||_F^2 in double: eight partial sums (element j of a row goes to sum j mod 8), rows in
+ * order, added pairwise at the end; a fixed order (no threads), and eight independent
+ * additions per step instead of one chain of them (the one chain cost a 768 x 3072 bf16 NS a
+ * tenth of its time) */
 static MUON__NOINLINE double muon__u_sumsq(const float *A, size_t rows, size_t cols, size_t ld)
 {
-    double s = 0.0;
-    size_t i, j;
+    double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    size_t i, j, q;
     for (i = 0; i < rows; i++) {
         const float *a = A + i * ld;
-        for (j = 0; j < cols; j++) s += (double)a[j] * (double)a[j];
+        for (j = 0; j + 8 <= cols; j += 8)
+            for (q = 0; q < 8; q++) s[q] += (double)a[j + q] * (double)a[j + q];
+        for (q = 0; j < cols; j++, q++) s[q] += (double)a[j] * (double)a[j];
     }
-    return s;
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
 /* an explicit team size, at most the OpenMP default: the workspaces hold packing space for that
@@ -2856,16 +2896,11 @@ MUONDEF muon_status muon_ns_choose(const double *sv, size_t n, double q, double 
  * layer carries a small workspace (32 x 64: tens of KB, not the 2.4 MB of the default bound). */
 static size_t muon__ns_gemm_bytes(size_t m, size_t n, int t)
 {
-    muon__gemm_kernel kr = muon__gemm_pick_kernel(0);
-    const size_t shapes[3][3] = {{m, m, n}, {m, m, m}, {m, n, m}};
-    size_t best = 0, i;
-    for (i = 0; i < 3; i++) {
-        muon__gemm_blocks bl = muon__gemm_blocking(&kr, shapes[i][0], shapes[i][1], shapes[i][2]);
-        size_t need = muon__gemm_ws_need(&bl, t), nb = muon__bgemm_ws_need(shapes[i][0], shapes[i][1], shapes[i][2], t);
-        if (need > best) best = need;
-        if (nb > best) best = nb; /* a bf16 schedule's products (MUON_NS_BF16) */
-    }
-    return best;
+    /* every product of either precision: the build's kernel and the bf16 ones but the reference */
+    size_t a = muon__gemm_need_geos(0, MUON__GEMM_NGEO - 1, m, m, n, t);
+    size_t b = muon__gemm_need_geos(0, MUON__GEMM_NGEO - 1, m, m, m, t);
+    size_t c = muon__gemm_need_geos(0, MUON__GEMM_NGEO - 1, m, n, m, t);
+    return a > b ? (a > c ? a : c) : (b > c ? b : c);
 }
 
 /* Layout of one NS workspace (after aligning the base): X, Y (m x n), A, B (m x m), GEMM ws. */
@@ -3103,6 +3138,54 @@ static muon_status muon__ns_bf16(const muon__ns_view *ns, size_t m, size_t n, fl
     return MUON_OK;
 }
 
+/* X (ld n) = G * inv (rows x cols, ld ldg), or its transpose when tall: the transposing copy in
+ * 32 x 32 blocks (a row-at-a-time copy strides through X and cost a tall 3072 x 768 NS a
+ * third of its time), row blocks split over the step's threads (0: the OpenMP default); each element is the same product
+ * (float)(G * inv) either way. */
+#define MUON__NS_TB 32
+static MUON__NOINLINE void muon__ns_copy_in(const float *G, size_t rows, size_t cols, size_t ldg, double inv, float *X, size_t n,
+                             int tall, int threads)
+{
+    ptrdiff_t ib, nb = (ptrdiff_t)((rows + MUON__NS_TB - 1) / MUON__NS_TB);
+    int nt = threads > 0 ? threads : muon__u_threads();
+    (void)nt;
+    MUON__OMP(omp parallel for schedule(static) MUON__PAR(nt, (double)rows * (double)cols))
+    for (ib = 0; ib < nb; ib++) {
+        size_t i0 = (size_t)ib * MUON__NS_TB, i1 = i0 + MUON__NS_TB < rows ? i0 + MUON__NS_TB : rows, i, j, jb;
+        if (!tall) {
+            for (i = i0; i < i1; i++)
+                for (j = 0; j < cols; j++) X[i * n + j] = (float)((double)G[i * ldg + j] * inv);
+            continue;
+        }
+        for (jb = 0; jb < cols; jb += MUON__NS_TB) {
+            size_t j1 = jb + MUON__NS_TB < cols ? jb + MUON__NS_TB : cols;
+            for (i = i0; i < i1; i++)
+                for (j = jb; j < j1; j++) X[j * n + i] = (float)((double)G[i * ldg + j] * inv);
+        }
+    }
+}
+/* out (rows x cols, ld ldo) = X (ld n), or its transpose when tall, blocked as above. */
+static MUON__NOINLINE void muon__ns_copy_out(const float *X, size_t n, size_t rows, size_t cols, float *out, size_t ldo, int tall,
+                              int threads)
+{
+    ptrdiff_t ib, nb = (ptrdiff_t)((rows + MUON__NS_TB - 1) / MUON__NS_TB);
+    int nt = threads > 0 ? threads : muon__u_threads();
+    (void)nt;
+    MUON__OMP(omp parallel for schedule(static) MUON__PAR(nt, (double)rows * (double)cols))
+    for (ib = 0; ib < nb; ib++) {
+        size_t i0 = (size_t)ib * MUON__NS_TB, i1 = i0 + MUON__NS_TB < rows ? i0 + MUON__NS_TB : rows, i, j, jb;
+        if (!tall) {
+            for (i = i0; i < i1; i++) memcpy(out + i * ldo, X + i * n, cols * sizeof(float));
+            continue;
+        }
+        for (jb = 0; jb < cols; jb += MUON__NS_TB) {
+            size_t j1 = jb + MUON__NS_TB < cols ? jb + MUON__NS_TB : cols;
+            for (i = i0; i < i1; i++)
+                for (j = jb; j < j1; j++) out[i * ldo + j] = X[j * n + i];
+        }
+    }
+}
+
 /* One orthogonalisation; inputs validated, ns resolved, ws of muon__ns_ws_bytes(rows, cols).
  * G may equal out (same ld): G is fully read into X before out is written. */
 static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t ldg,
@@ -3119,7 +3202,7 @@ static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t
     size_t used = (size_t)(gws - (unsigned char *)ws_raw);
     size_t gbytes = ws_bytes > used ? ws_bytes - used : 0;
     double norm, inv;
-    size_t i, j;
+    size_t i;
     int k, plain_steps;
     muon_status s;
 
@@ -3132,13 +3215,7 @@ static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t
         inv = 1.0 / (ns->safety * norm > ns->eps ? ns->safety * norm : ns->eps);
     else
         inv = 1.0 / (ns->safety * norm + ns->eps);
-    if (!tall) {
-        for (i = 0; i < rows; i++)
-            for (j = 0; j < cols; j++) X[i * n + j] = (float)((double)G[i * ldg + j] * inv);
-    } else {
-        for (i = 0; i < rows; i++)
-            for (j = 0; j < cols; j++) X[j * n + i] = (float)((double)G[i * ldg + j] * inv);
-    }
+    muon__ns_copy_in(G, rows, cols, ldg, inv, X, n, tall, ns->threads);
     plain_steps = ns->steps;
     if (ns->precision == MUON_NS_BF16) { /* plain only (GRAM with BF16 is DOMAIN) */
         s = muon__ns_bf16(ns, m, n, &X, &Y, A, B, gws, gbytes);
@@ -3175,12 +3252,7 @@ static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t
     /* the schedule's bound (muon__ns_bounded) keeps X finite; this is the backstop that keeps
      * out untouched if rounding ever carried an iterate past it */
     if (!muon__u_finite_matrix(X, m, n, n)) return MUON_ERR_RANGE;
-    if (!tall) {
-        for (i = 0; i < rows; i++) memcpy(out + i * ldo, X + i * n, cols * sizeof(float));
-    } else {
-        for (i = 0; i < rows; i++)
-            for (j = 0; j < cols; j++) out[i * ldo + j] = X[j * n + i];
-    }
+    muon__ns_copy_out(X, n, rows, cols, out, ldo, tall, ns->threads);
     return MUON_OK;
 }
 
