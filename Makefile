@@ -55,8 +55,9 @@ V_asan_CC    := $(CC)
 V_asan_FL    := -std=c99 $(SAN_FLAGS) $(SIMD2) $(OMP)
 # the bf16 kernels (vdpbf16ps and AMX tiles): built where the compiler targets them, run where
 # the CPU has AVX512-BF16 (AMX is used where it also has AMX-BF16 and the kernel grants it)
+SIMD_BF16    := -mavx512f -mavx512bw -mavx512vl -mavx512bf16 -mamx-tile -mamx-bf16 $(SIMD2)
 V_bf16_CC    := $(CC)
-V_bf16_FL    := -std=c99 -O2 -mavx512f -mavx512bw -mavx512vl -mavx512bf16 -mamx-tile -mamx-bf16 $(SIMD2) $(OMP)
+V_bf16_FL    := -std=c99 -O2 $(SIMD_BF16) $(OMP)
 BF16_TESTS   := test_muon_bf16 test_muon test_muon_gemm test_hostile_muon test_edges_muon
 HAVE_BF16_CC := $(shell echo 'int main(void){return 0;}' | $(CC) -mavx512bf16 -mamx-tile -mamx-bf16 -x c - -o /dev/null 2>/dev/null && echo 1)
 

@@ -2480,7 +2480,26 @@ static MUON__NOINLINE int muon__u_finite_matrix(const float *A, size_t rows, siz
     for (i = 0; i < rows; i++) {
         const float *a = A + i * ld;
         uint32_t bad = 0;
-        for (j = 0; j < cols; j++) { /* exponent all ones: Inf or NaN (branch-free, vectorisable) */
+        j = 0;
+#if defined(MUON__GEMM_AVX512) /* (gcc -O2 leaves the loop below scalar: 8% of a bf16 NS) */
+        {
+            const __m512i e = _mm512_set1_epi32(0x7F800000);
+            __mmask16 k = 0;
+            for (; j + 16 <= cols; j += 16)
+                k |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_loadu_si512((const void *)(a + j)), e), e);
+            bad = k != 0;
+        }
+#elif defined(MUON__GEMM_AVX2)
+        {
+            const __m256i e = _mm256_set1_epi32(0x7F800000);
+            __m256i acc = _mm256_setzero_si256();
+            for (; j + 8 <= cols; j += 8)
+                acc = _mm256_or_si256(acc, _mm256_cmpeq_epi32(
+                                               _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(a + j)), e), e));
+            bad = _mm256_movemask_epi8(acc) != 0;
+        }
+#endif
+        for (; j < cols; j++) { /* exponent all ones: Inf or NaN (branch-free) */
             uint32_t b;
             memcpy(&b, a + j, sizeof b);
             bad |= (uint32_t)((b & 0x7F800000u) == 0x7F800000u);
@@ -2498,12 +2517,34 @@ static MUON__NOINLINE double muon__u_sumsq(const float *A, size_t rows, size_t c
 {
     double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     size_t i, j, q;
+#if defined(MUON__GEMM_AVX512) /* the same eight sums in the lanes of one vector (x*x is exact in double) */
+    __m512d v = _mm512_setzero_pd();
+#endif
     for (i = 0; i < rows; i++) {
         const float *a = A + i * ld;
-        for (j = 0; j + 8 <= cols; j += 8)
+        j = 0;
+#if defined(MUON__GEMM_AVX512)
+        for (; j + 8 <= cols; j += 8) {
+            __m512d x = _mm512_cvtps_pd(_mm256_loadu_ps(a + j));
+            v = _mm512_add_pd(v, _mm512_mul_pd(x, x));
+        }
+#else
+        for (; j + 8 <= cols; j += 8)
             for (q = 0; q < 8; q++) s[q] += (double)a[j + q] * (double)a[j + q];
-        for (q = 0; j < cols; j++, q++) s[q] += (double)a[j] * (double)a[j];
+#endif
+        if (j < cols) {
+#if defined(MUON__GEMM_AVX512)
+            _mm512_storeu_pd(s, v);
+#endif
+            for (q = 0; j < cols; j++, q++) s[q] += (double)a[j] * (double)a[j];
+#if defined(MUON__GEMM_AVX512)
+            v = _mm512_loadu_pd(s);
+#endif
+        }
     }
+#if defined(MUON__GEMM_AVX512)
+    _mm512_storeu_pd(s, v);
+#endif
     return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 

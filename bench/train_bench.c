@@ -9,8 +9,12 @@
  * muon_sgemm, the trainer's build), a 1024^3 muon_sgemm, and a 1024^3 cblas_sgemm (OpenBLAS).
  * Each figure is the median of `reps` (>= 5) after one warm-up. The step's GFLOP/s counts the
  * model's matmul flops (model.h's gpt_flops_per_token x tokens); the ratios are that rate over
- * each sgemm rate measured in the same run. The optimizer step is not included (it is O(params),
- * memory-bound, and measured by bench.c's RowNorm / NS rows).
+ * each sgemm rate measured in the same run.
+ * The Muon update of the block matrices (issue 17) is timed in the same rotation: muon_step_ws on
+ * every block matrix of the model (Q, K, V, O: d x d; gate, up: mlp x d; down: d x mlp; Jordan x
+ * 5) with fp32 and with bf16 Newton-Schulz (MUON_NS_BF16), and the Newton-Schulz part alone
+ * (muon_orthogonalize_ws on the same gradients); the second table gives each, and the share of a
+ * training step (forward + backward + Muon update) spent in Newton-Schulz, per precision.
  * Not a test: nothing here is part of `make test`. */
 #define _POSIX_C_SOURCE 200809L
 #include "../examples/gpt/backend.h"
@@ -46,10 +50,18 @@ static double urand(void)
     return (double)(g_rng >> 11) * (1.0 / 9007199254740992.0);
 }
 
+enum { NMAT = 7 };
 typedef struct ctx {
     gpt_backend *be;
     int *in, *tg;
     float *a, *b, *c;
+    /* the block matrices: L x NMAT of them, W, G, NS output, one Muon state each */
+    int nm;
+    size_t *rows, *cols;
+    float **W, **G, **O;
+    muon_state *st;
+    void *ws;
+    size_t wsb;
 } ctx;
 
 static void job_step(ctx *x)
@@ -67,13 +79,39 @@ static void job_blas(ctx *x)
 {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, SQ, SQ, SQ, 1.0f, x->a, SQ, x->b, SQ, 0.0f, x->c, SQ);
 }
+static void opt_all(ctx *x, muon_ns_precision p)
+{
+    muon_config c = muon_default();
+    int i;
+    c.lr = 1e-4; /* small: the weights barely move over the reps */
+    c.ns.precision = p;
+    for (i = 0; i < x->nm; i++)
+        if (muon_step_ws(&x->st[i], &c, x->W[i], x->cols[i], x->G[i], x->cols[i], NULL, 0, x->ws, x->wsb) != MUON_OK)
+            exit(3);
+}
+static void ns_all(ctx *x, muon_ns_precision p)
+{
+    muon_ns_config ns = muon_ns_preset(MUON_NS_JORDAN, 5);
+    int i;
+    ns.precision = p;
+    for (i = 0; i < x->nm; i++)
+        if (muon_orthogonalize_ws(x->G[i], x->rows[i], x->cols[i], x->cols[i], &ns, x->O[i], x->cols[i], x->ws,
+                                  x->wsb) != MUON_OK)
+            exit(3);
+}
+static void job_opt32(ctx *x) { opt_all(x, MUON_NS_FP32); }
+static void job_opt16(ctx *x) { opt_all(x, MUON_NS_BF16); }
+static void job_ns32(ctx *x) { ns_all(x, MUON_NS_FP32); }
+static void job_ns16(ctx *x) { ns_all(x, MUON_NS_BF16); }
+enum { NJOBS = 7 };
 
 int main(int argc, char **argv)
 {
     gpt_config cfg = {6, 384, 6, 256, 4096, 0};
     int B = 4, reps = 5, thr[2] = {1, 2}, nthr = 2, a, pos = 0, vals[6], ti, r, j;
-    void (*const jobs[3])(ctx *) = {job_step, job_muon, job_blas};
-    static double t[3][MAXR];
+    void (*const jobs[NJOBS])(ctx *) = {job_step, job_muon, job_blas, job_opt32, job_opt16, job_ns32, job_ns16};
+    static double t[NJOBS][MAXR];
+    double opt_ms[2][2], ns_ms[2][2], step_ms[2];
     ctx x;
     size_t n, i;
     gpt_status st;
@@ -119,6 +157,33 @@ int main(int argc, char **argv)
         return 1;
     }
     for (i = 0; i < n; i++) x.in[i] = (int)(urand() * cfg.vocab_size), x.tg[i] = (int)(urand() * cfg.vocab_size);
+    { /* the block matrices of the model, with gradient-like random G */
+        const size_t d = (size_t)cfg.d_model, h = (size_t)cfg.mlp_hidden;
+        const size_t shp[NMAT][2] = {{d, d}, {d, d}, {d, d}, {d, d}, {h, d}, {h, d}, {d, h}};
+        int l, k;
+        x.nm = cfg.n_layers * NMAT;
+        x.rows = (size_t *)malloc((size_t)x.nm * sizeof(size_t)), x.cols = (size_t *)malloc((size_t)x.nm * sizeof(size_t));
+        x.W = (float **)malloc((size_t)x.nm * sizeof(float *)), x.G = (float **)malloc((size_t)x.nm * sizeof(float *));
+        x.O = (float **)malloc((size_t)x.nm * sizeof(float *));
+        x.st = (muon_state *)malloc((size_t)x.nm * sizeof(muon_state));
+        if (!x.rows || !x.cols || !x.W || !x.G || !x.O || !x.st) return 1;
+        for (l = 0; l < cfg.n_layers; l++)
+            for (k = 0; k < NMAT; k++) {
+                int m = l * NMAT + k;
+                size_t e = shp[k][0] * shp[k][1], q, need;
+                x.rows[m] = shp[k][0], x.cols[m] = shp[k][1];
+                x.W[m] = (float *)malloc(e * sizeof(float)), x.G[m] = (float *)malloc(e * sizeof(float));
+                x.O[m] = (float *)malloc(e * sizeof(float));
+                if (!x.W[m] || !x.G[m] || !x.O[m] || muon_init(&x.st[m], shp[k][0], shp[k][1]) != MUON_OK) return 1;
+                for (q = 0; q < e; q++) x.W[m][q] = (float)(0.02 * (urand() - 0.5)), x.G[m][q] = (float)(1e-3 * (urand() - 0.5));
+                need = muon_step_workspace_size(shp[k][0], shp[k][1], NULL);
+                if (need > x.wsb) x.wsb = need;
+                need = muon_orthogonalize_workspace_size(shp[k][0], shp[k][1]);
+                if (need > x.wsb) x.wsb = need;
+            }
+        x.ws = malloc(x.wsb);
+        if (!x.ws) return 1;
+    }
     for (i = 0; i < (size_t)SQ * SQ; i++) x.a[i] = (float)(urand() - 0.5), x.b[i] = (float)(urand() - 0.5);
     printf("train_bench: L=%d d=%d H=%d V=%d T=%d B=%d, %.2fM parameters, %.2f GFLOP per step "
            "(matmuls, forward + backward); OpenBLAS core %s; median of %d after one warm-up\n",
@@ -128,26 +193,48 @@ int main(int argc, char **argv)
     printf("%-4s %14s %14s %16s %16s %12s %12s\n", "thr", "step ms", "step GF/s", "muon_sgemm GF/s",
            "cblas_sgemm GF/s", "vs muon", "vs OpenBLAS");
     for (ti = 0; ti < nthr; ti++) {
-        double fl_step = gpt_flops_per_token(&cfg) * (double)n, fl_sq = 2.0 * SQ * SQ * SQ, med[3];
+        double fl_step = gpt_flops_per_token(&cfg) * (double)n, fl_sq = 2.0 * SQ * SQ * SQ, med[NJOBS];
 #ifdef _OPENMP
         omp_set_num_threads(thr[ti]);
 #endif
         openblas_set_num_threads(thr[ti]);
-        for (j = 0; j < 3; j++) jobs[j](&x); /* warm-up */
+        for (j = 0; j < NJOBS; j++) jobs[j](&x); /* warm-up */
         for (r = 0; r < reps; r++)
-            for (j = 0; j < 3; j++) {
-                int k = (r + j) % 3;
+            for (j = 0; j < NJOBS; j++) {
+                int k = (r + j) % NJOBS;
                 double t0 = now_s();
                 jobs[k](&x);
                 t[k][r] = now_s() - t0;
             }
-        for (j = 0; j < 3; j++) med[j] = median(t[j], reps);
+        for (j = 0; j < NJOBS; j++) med[j] = median(t[j], reps);
         printf("%-4d %14.1f %14.1f %16.1f %16.1f %12.2f %12.2f\n", thr[ti], 1e3 * med[0], fl_step / med[0] * 1e-9,
                fl_sq / med[1] * 1e-9, fl_sq / med[2] * 1e-9, (fl_step / med[0]) / (fl_sq / med[1]),
                (fl_step / med[0]) / (fl_sq / med[2]));
+        opt_ms[ti][0] = med[3], opt_ms[ti][1] = med[4], ns_ms[ti][0] = med[5], ns_ms[ti][1] = med[6];
+        step_ms[ti] = med[0];
         fflush(stdout);
     }
+    printf("Muon update of the %d block matrices (muon_step_ws; Newton-Schulz alone: muon_orthogonalize_ws), "
+           "bf16 kernels compiled: %s\n", x.nm,
+#if defined(__AMX_BF16__) && defined(__AVX512BF16__)
+           "AMX (else AVX512-BF16)"
+#elif defined(__AVX512BF16__)
+           "AVX512-BF16"
+#else
+           "none (the emulation on the fp32 kernel)"
+#endif
+    );
+    printf("%-4s %12s %12s %12s %12s %10s %18s %18s\n", "thr", "upd fp32 ms", "upd bf16 ms", "NS fp32 ms",
+           "NS bf16 ms", "bf16 gain", "NS share fp32", "NS share bf16");
+    for (ti = 0; ti < nthr; ti++) {
+        double tot32 = step_ms[ti] + opt_ms[ti][0], tot16 = step_ms[ti] + opt_ms[ti][1];
+        printf("%-4d %12.1f %12.1f %12.1f %12.1f %10.2f %17.1f%% %17.1f%%\n", thr[ti], 1e3 * opt_ms[ti][0],
+               1e3 * opt_ms[ti][1], 1e3 * ns_ms[ti][0], 1e3 * ns_ms[ti][1], opt_ms[ti][0] / opt_ms[ti][1],
+               100.0 * ns_ms[ti][0] / tot32, 100.0 * ns_ms[ti][1] / tot16);
+    }
     x.be->ops->destroy(x.be);
+    for (j = 0; j < x.nm; j++) muon_free(&x.st[j]), free(x.W[j]), free(x.G[j]), free(x.O[j]);
+    free(x.rows), free(x.cols), free(x.W), free(x.G), free(x.O), free(x.st), free(x.ws);
     free(x.in), free(x.tg), free(x.a), free(x.b), free(x.c);
     return 0;
 }

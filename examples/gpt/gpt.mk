@@ -2,7 +2,10 @@
 # Each concern keeps its own fragment; every fragment appends its test binaries to GPT_TEST_BINS.
 GPT_DIR   := examples/gpt
 GPT_B     := $(B)/gpt
-GPT_CFLAGS := -std=c99 -O2 $(if $(HAVE_AVX512),$(SIMD512),$(SIMD2)) $(OMP) $(WARN) -I. -I$(GPT_DIR)
+# the trainer's SIMD: AVX-512 where the CPU has it, plus the bf16 kernels (AMX, AVX512-BF16) of
+# --ns-precision bf16 where the CPU has AVX512-BF16 and the compiler targets it
+GPT_SIMD   := $(if $(and $(HAVE_BF16),$(HAVE_BF16_CC)),$(SIMD_BF16),$(if $(HAVE_AVX512),$(SIMD512),$(SIMD2)))
+GPT_CFLAGS := -std=c99 -O2 $(GPT_SIMD) $(OMP) $(WARN) -I. -I$(GPT_DIR)
 $(GPT_B):
 	@mkdir -p $@
 
