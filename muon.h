@@ -3200,6 +3200,24 @@ static MUON__NOINLINE void muon__ns_copy_in(const float *G, size_t rows, size_t 
         }
         for (jb = 0; jb < cols; jb += MUON__NS_TB) {
             size_t j1 = jb + MUON__NS_TB < cols ? jb + MUON__NS_TB : cols;
+#ifdef MUON__GEMM_HAVE_TR8
+            if (i1 - i0 == MUON__NS_TB && j1 - jb == MUON__NS_TB) { /* 8 x 8 blocks: scale, then transpose */
+                const __m256d vi = _mm256_set1_pd(inv);
+                float tmp[64];
+                size_t i8, j8, r;
+                for (i8 = i0; i8 < i1; i8 += 8)
+                    for (j8 = jb; j8 < j1; j8 += 8) {
+                        for (r = 0; r < 8; r++) {
+                            const float *g = G + (i8 + r) * ldg + j8;
+                            _mm_storeu_ps(tmp + 8 * r, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(g)), vi)));
+                            _mm_storeu_ps(tmp + 8 * r + 4,
+                                          _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(g + 4)), vi)));
+                        }
+                        muon__gemm_tr8x8(tmp, 8, X + j8 * n + i8, n);
+                    }
+                continue;
+            }
+#endif
             for (i = i0; i < i1; i++)
                 for (j = jb; j < j1; j++) X[j * n + i] = (float)((double)G[i * ldg + j] * inv);
         }
@@ -3221,6 +3239,14 @@ static MUON__NOINLINE void muon__ns_copy_out(const float *X, size_t n, size_t ro
         }
         for (jb = 0; jb < cols; jb += MUON__NS_TB) {
             size_t j1 = jb + MUON__NS_TB < cols ? jb + MUON__NS_TB : cols;
+#ifdef MUON__GEMM_HAVE_TR8
+            if (i1 - i0 == MUON__NS_TB && j1 - jb == MUON__NS_TB) { /* out block = X block transposed */
+                size_t i8, j8;
+                for (j8 = jb; j8 < j1; j8 += 8)
+                    for (i8 = i0; i8 < i1; i8 += 8) muon__gemm_tr8x8(X + j8 * n + i8, n, out + i8 * ldo + j8, ldo);
+                continue;
+            }
+#endif
             for (i = i0; i < i1; i++)
                 for (j = jb; j < j1; j++) out[i * ldo + j] = X[j * n + i];
         }
