@@ -66,6 +66,9 @@
  *     MUON_NO_SIMD           scalar reference GEMM micro-kernel only (otherwise AVX-512F,
  *                            AVX2+FMA or NEON, chosen from the compiler's target macros)
  *     MUON_FORCE_AVX2        use the AVX2+FMA kernel even where AVX-512F is enabled
+ *     MUON_NO_AMX            bf16 Newton-Schulz never uses AMX tiles (where the compiler
+ *                            targets AMX-BF16 on Linux it does; AVX512-BF16 is used otherwise,
+ *                            else a bit-exact emulation on the fp32 kernel)
  *     MUON_NO_DEPRECATED     hide the old names renamed in 0.2.0 (CHANGELOG.md)
  *     MUON_GEMM_KC / _MC / _NC   override every kernel's cache blocks (defaults 384 / 1008 /
  *                            512, for 48 KB L1d and 2 MB L2 per core); MUON_GEMM_PARALLEL_MIN: multiply-adds below which
@@ -82,6 +85,8 @@
  *
  * Gram Newton-Schulz: an opt-in evaluation of the same NS polynomials on the small Gram matrix
  * (fewer flops for wide/tall layers; ns.method = MUON_NS_GRAM; see muon_orthogonalize).
+ * bf16 Newton-Schulz: the reference Muon's precision (ns.precision = MUON_NS_BF16; bf16 X and
+ * product operands, fp32 accumulation; AMX / AVX512-BF16 kernels; docs/api-muon.md).
  *
  * Threading: the Newton-Schulz products run on the threads of the GEMM section (OpenMP when
  * compiled with -fopenmp, or the CBLAS's own threads); batches of small matrices run one matrix
