@@ -69,6 +69,7 @@
  *     MUON_NO_AMX            bf16 Newton-Schulz never uses AMX tiles (where the compiler
  *                            targets AMX-BF16 on Linux it does; AVX512-BF16 is used otherwise,
  *                            else a bit-exact emulation on the fp32 kernel)
+ *     MUON_NO_NEON_BF16      nor BFDOT on AArch64 (used where the compiler targets BF16)
  *     MUON_NO_DEPRECATED     hide the old names renamed in 0.2.0 (CHANGELOG.md)
  *     MUON_GEMM_KC / _MC / _NC   override every kernel's cache blocks (defaults 384 / 1008 /
  *                            512, for 48 KB L1d and 2 MB L2 per core); MUON_GEMM_PARALLEL_MIN: multiply-adds below which
@@ -920,6 +921,9 @@ MUONDEF const char *muon_status_string(muon_status s)
 #define MUON__BF16_AMX 1
 #endif
 #endif
+#if defined(MUON__GEMM_NEON) && defined(__ARM_FEATURE_BF16_VECTOR_ARITHMETIC) && !defined(MUON_NO_NEON_BF16)
+#define MUON__BF16_NEON 1 /* BFDOT (Armv8.6 BF16) */
+#endif
 #define MUON__GEMM_MR_MAX 14u /* of the fp32 kernels (the bf16 ones size their own tile) */
 
 /* A micro-kernel: C[0..MR)[0..NR) = alpha * sum_p a[p*MR + i] * b[p*NR + j] + beta * C
@@ -1294,6 +1298,8 @@ static void muon__gemm_pack_b(muon_transpose tb, const float *B, size_t ldb, siz
  *                 sequential order nor one rounding per pair), so it matches the reference
  *                 within the bound tests/test_muon_bf16.c states, not bit for bit.
  *   DP 14 x 32    vdpbf16ps (AVX512-BF16): bit-identical to the reference.
+ *   NEON 8 x 8    BFDOT (AArch64 with BF16): each pair summed before it is added, rounded to
+ *                 odd (Arm's BFDotAdd): within the bound, as AMX.
  *   emulation     the build's fp32 micro-kernel (AVX-512, AVX2, NEON or scalar) on packed bf16
  *                 values with each k pair swapped: as the products are exact, an FMA or a
  *                 multiply and an add round once, as vdpbf16ps does, so it is bit-identical
@@ -1617,6 +1623,57 @@ static void muon__gemm_ukr_dp(size_t kc, const float *af, const float *bf, float
 #undef MUON__D_ROW
 #endif /* MUON__BF16_DP */
 
+#ifdef MUON__BF16_NEON
+#define MUON__GEMM_NBF_MR 8
+#define MUON__GEMM_NBF_NR 8
+/* 8 x 8 tile, kc even, DP layout (A [q][8][2], B [q][8][2]): per k pair two B vectors (columns
+ * 0-3, 4-7, a pair each) and two A vectors (rows 0-3, 4-7); bfdot with the row's pair as lane.
+ * BFDOT sums each pair of products before it adds (Arm's BFDotAdd, rounding to odd), so it is
+ * not the reference's order: held to the same bound as AMX. */
+static void muon__gemm_ukr_neon_bf16(size_t kc, const float *af, const float *bf, float *c, size_t ldc, float alpha,
+                                     float beta)
+{
+    const uint16_t *a = (const uint16_t *)(const void *)af, *b = (const uint16_t *)(const void *)bf;
+    float32x4_t acc[8][2];
+    size_t q;
+    int r;
+    (void)alpha;
+    for (r = 0; r < 8; r++) acc[r][0] = acc[r][1] = vdupq_n_f32(0.0f);
+    for (q = 0; q < kc / 2; q++) {
+        /* loaded as the uint16 the packer wrote (GCC 12 folds bf16 vector constants through fp16) */
+        bfloat16x8_t b0 = vreinterpretq_bf16_u16(vld1q_u16(b)), b1 = vreinterpretq_bf16_u16(vld1q_u16(b + 8));
+        bfloat16x8_t a0 = vreinterpretq_bf16_u16(vld1q_u16(a)), a1 = vreinterpretq_bf16_u16(vld1q_u16(a + 8));
+        acc[0][0] = vbfdotq_laneq_f32(acc[0][0], b0, a0, 0);
+        acc[0][1] = vbfdotq_laneq_f32(acc[0][1], b1, a0, 0);
+        acc[1][0] = vbfdotq_laneq_f32(acc[1][0], b0, a0, 1);
+        acc[1][1] = vbfdotq_laneq_f32(acc[1][1], b1, a0, 1);
+        acc[2][0] = vbfdotq_laneq_f32(acc[2][0], b0, a0, 2);
+        acc[2][1] = vbfdotq_laneq_f32(acc[2][1], b1, a0, 2);
+        acc[3][0] = vbfdotq_laneq_f32(acc[3][0], b0, a0, 3);
+        acc[3][1] = vbfdotq_laneq_f32(acc[3][1], b1, a0, 3);
+        acc[4][0] = vbfdotq_laneq_f32(acc[4][0], b0, a1, 0);
+        acc[4][1] = vbfdotq_laneq_f32(acc[4][1], b1, a1, 0);
+        acc[5][0] = vbfdotq_laneq_f32(acc[5][0], b0, a1, 1);
+        acc[5][1] = vbfdotq_laneq_f32(acc[5][1], b1, a1, 1);
+        acc[6][0] = vbfdotq_laneq_f32(acc[6][0], b0, a1, 2);
+        acc[6][1] = vbfdotq_laneq_f32(acc[6][1], b1, a1, 2);
+        acc[7][0] = vbfdotq_laneq_f32(acc[7][0], b0, a1, 3);
+        acc[7][1] = vbfdotq_laneq_f32(acc[7][1], b1, a1, 3);
+        a += 16;
+        b += 16;
+    }
+    for (r = 0; r < 8; r++) {
+        float *cr = c + (size_t)r * ldc;
+        if (beta != 0.0f) {
+            acc[r][0] = vaddq_f32(acc[r][0], vld1q_f32(cr));
+            acc[r][1] = vaddq_f32(acc[r][1], vld1q_f32(cr + 4));
+        }
+        vst1q_f32(cr, acc[r][0]);
+        vst1q_f32(cr + 4, acc[r][1]);
+    }
+}
+#endif /* MUON__BF16_NEON */
+
 #ifdef MUON__BF16_AMX
 /* Tile data needs the kernel's permission on Linux (arch_prctl ARCH_REQ_XCOMP_PERM for
  * XFEATURE_XTILEDATA, 5.16 and later): asked before every bf16 product that would use AMX (an
@@ -1718,7 +1775,16 @@ static muon__gemm_kernel muon__gemm_pick_bf16_as(int which, int amx_ok)
         return kr;
     }
 #endif
-#ifdef MUON__BF16_DP
+#if defined(MUON__BF16_NEON)
+    kr.fn = muon__gemm_ukr_neon_bf16;
+    kr.mr = MUON__GEMM_NBF_MR;
+    kr.nr = MUON__GEMM_NBF_NR;
+    kr.pack = MUON__PACK_DP;
+    kr.kgran = 2;
+    kr.esz = 2;
+    kr.name = "bf16 neon bfdot 8x8";
+    return kr;
+#elif defined(MUON__BF16_DP)
     kr.fn = muon__gemm_ukr_dp;
     kr.mr = MUON__GEMM_DP_MR;
     kr.nr = MUON__GEMM_DP_NR;
@@ -2330,6 +2396,9 @@ static const unsigned char muon__gemm_geos[][4] = {
     {MUON__GEMM_BUILD_GEO, 2, 4},
 #ifdef MUON__BF16_DP
     {MUON__GEMM_DP_MR, MUON__GEMM_DP_NR, 2, 2},
+#endif
+#ifdef MUON__BF16_NEON
+    {MUON__GEMM_NBF_MR, MUON__GEMM_NBF_NR, 2, 2},
 #endif
 #ifdef MUON__BF16_AMX
     {MUON__GEMM_AMX_MR, MUON__GEMM_AMX_NR, 32, 2},
