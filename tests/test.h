@@ -113,6 +113,51 @@ static double t_rng_normal(t_rng *r)
 #define T_ONE_THREAD(expr, out) ((out) = (expr))
 #endif
 
+/* float64 reference Newton-Schulz on a rows x cols matrix (row-major, ld cols), full matrix
+ * products: X = G / (safety ||G||_F + eps) (zero in, zero out), K steps of triples tr[0..count)
+ * (the last repeated), tall matrices on the transpose; out rows x cols */
+static inline void t_ref_ns(const double *G, size_t rows, size_t cols, const double (*tr)[3], int count, int K,
+                            double safety, double eps, double *out)
+{
+    int tall = rows > cols;
+    size_t m = tall ? cols : rows, n = tall ? rows : cols, i, j, p;
+    double *X = (double *)malloc(m * n * sizeof(double)), *Y = (double *)malloc(m * n * sizeof(double));
+    double *A = (double *)malloc(m * m * sizeof(double)), *B = (double *)malloc(m * m * sizeof(double)), nrm = 0.0;
+    int k;
+    for (i = 0; i < rows * cols; i++) nrm += G[i] * G[i];
+    nrm = sqrt(nrm);
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++) {
+            double v = nrm > 0 ? G[i * cols + j] / (safety * nrm + eps) : 0.0;
+            if (tall) X[j * n + i] = v; else X[i * n + j] = v;
+        }
+    for (k = 0; k < K; k++) {
+        const double *t = tr[k < count ? k : count - 1];
+        for (i = 0; i < m; i++)
+            for (j = 0; j < m; j++) {
+                double acc = 0.0;
+                for (p = 0; p < n; p++) acc += X[i * n + p] * X[j * n + p];
+                A[i * m + j] = acc;
+            }
+        for (i = 0; i < m; i++)
+            for (j = 0; j < m; j++) {
+                double acc = 0.0;
+                for (p = 0; p < m; p++) acc += A[i * m + p] * A[p * m + j];
+                B[i * m + j] = t[1] * A[i * m + j] + t[2] * acc;
+            }
+        for (i = 0; i < m; i++)
+            for (j = 0; j < n; j++) {
+                double acc = t[0] * X[i * n + j];
+                for (p = 0; p < m; p++) acc += B[i * m + p] * X[p * n + j];
+                Y[i * n + j] = acc;
+            }
+        memcpy(X, Y, m * n * sizeof(double));
+    }
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++) out[i * cols + j] = tall ? X[j * n + i] : X[i * n + j];
+    free(X); free(Y); free(A); free(B);
+}
+
 /* float64 reference row diameter max_{a<b} ||s_a - s_b|| (rows x cols, ld), by brute force */
 static inline double t_ref_diameter(const float *S, size_t rows, size_t cols, size_t ld)
 {

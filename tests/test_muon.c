@@ -73,47 +73,6 @@ static double ref_compose(const double (*tr)[3], int count, int cycle, int K, do
 
 static const double JORDAN[1][3] = {{3.4445, -4.7750, 2.0315}};
 
-/* reference NS in double on a rows x cols matrix (row-major, ld cols), full matrix products */
-static void ref_ns(const double *G, size_t rows, size_t cols, const double (*tr)[3], int count, int K,
-                   double safety, double eps, double *out)
-{
-    int tall = rows > cols;
-    size_t m = tall ? cols : rows, n = tall ? rows : cols, i, j, p;
-    double *X = dalloc(m * n), *Y = dalloc(m * n), *A = dalloc(m * m), *B = dalloc(m * m), nrm = 0.0;
-    int k;
-    for (i = 0; i < rows * cols; i++) nrm += G[i] * G[i];
-    nrm = sqrt(nrm);
-    for (i = 0; i < rows; i++)
-        for (j = 0; j < cols; j++) {
-            double v = nrm > 0 ? G[i * cols + j] / (safety * nrm + eps) : 0.0;
-            if (tall) X[j * n + i] = v; else X[i * n + j] = v;
-        }
-    for (k = 0; k < K; k++) {
-        const double *t = tr[k < count ? k : count - 1];
-        for (i = 0; i < m; i++)
-            for (j = 0; j < m; j++) {
-                double acc = 0.0;
-                for (p = 0; p < n; p++) acc += X[i * n + p] * X[j * n + p];
-                A[i * m + j] = acc;
-            }
-        for (i = 0; i < m; i++)
-            for (j = 0; j < m; j++) {
-                double acc = 0.0;
-                for (p = 0; p < m; p++) acc += A[i * m + p] * A[p * m + j];
-                B[i * m + j] = t[1] * A[i * m + j] + t[2] * acc;
-            }
-        for (i = 0; i < m; i++)
-            for (j = 0; j < n; j++) {
-                double acc = t[0] * X[i * n + j];
-                for (p = 0; p < m; p++) acc += B[i * m + p] * X[p * n + j];
-                Y[i * n + j] = acc;
-            }
-        memcpy(X, Y, m * n * sizeof(double));
-    }
-    for (i = 0; i < rows; i++)
-        for (j = 0; j < cols; j++) out[i * cols + j] = tall ? X[j * n + i] : X[i * n + j];
-    free(X); free(Y); free(A); free(B);
-}
 
 /* sigma_1 of a rows x cols double matrix by long power iteration (well-separated tests only) */
 static double ref_sigma1(const double *M, size_t rows, size_t cols, double *uo, double *vo)
@@ -634,7 +593,7 @@ static void ref_muon_step(double *W, double *B, const double *G, size_t rows, si
             u[i] = nesterov ? (1 - beta) * G[i] + beta * B[i] : B[i];
         }
     }
-    ref_ns(u, rows, cols, JORDAN, 1, 5, 1.0, eps, O);
+    t_ref_ns(u, rows, cols, JORDAN, 1, 5, 1.0, eps, O);
     for (i = 0; i < rows * cols; i++) W[i] = W[i] * (1 - lr * wd) - lr * scale * O[i];
     free(u); free(O);
 }
@@ -1193,7 +1152,7 @@ static void ref_muown_step(ref_muown *s, const double *G, size_t rows, size_t co
         s->B[i] = beta * s->B[i] + (1 - beta) * gv[i];
         dir[i] = (1 - beta) * gv[i] + beta * s->B[i];
     }
-    ref_ns(dir, rows, cols, JORDAN, 1, 5, 1.0, 1e-7, O);
+    t_ref_ns(dir, rows, cols, JORDAN, 1, 5, 1.0, 1e-7, O);
     for (i = 0; i < rows; i++) {
         double nv = 0.0, nw = 0.0, dot = 0.0;
         for (j = 0; j < cols; j++) {

@@ -272,49 +272,16 @@ static float *known_spectrum(size_t rows, size_t cols, const double *sv, t_rng *
     return G;
 }
 
-/* the schedule's iteration in float64: X = G / (||G|| + eps), X <- a X + (b A + c A^2) X */
+/* the schedule's iteration in float64 (t_ref_ns of tests/test.h) on the float input */
 static void ns_f64(const float *G, size_t rows, size_t cols, const muon_ns_config *ns, double *out)
 {
-    int tall = rows > cols, k;
-    size_t m = tall ? cols : rows, n = tall ? rows : cols, i, j, p;
-    double *X = (double *)malloc(m * n * sizeof(double)), *Y = (double *)malloc(m * n * sizeof(double));
-    double *A = (double *)malloc(m * m * sizeof(double)), *B = (double *)malloc(m * m * sizeof(double));
-    double nrm = 0.0;
+    double *Gd = (double *)malloc(rows * cols * sizeof(double));
     muon_ns_config rs;
+    size_t i;
     muon_ns_resolve(ns, &rs);
-    for (i = 0; i < rows * cols; i++) nrm += (double)G[i] * (double)G[i];
-    nrm = sqrt(nrm) * rs.safety + rs.eps;
-    for (i = 0; i < rows; i++)
-        for (j = 0; j < cols; j++) {
-            double v = (double)G[i * cols + j] / nrm;
-            if (tall) X[j * n + i] = v;
-            else X[i * n + j] = v;
-        }
-    for (k = 0; k < rs.steps; k++) {
-        const double *t = rs.coeffs[k < rs.count ? k : rs.count - 1];
-        for (i = 0; i < m; i++)
-            for (j = 0; j < m; j++) {
-                double s = 0.0;
-                for (p = 0; p < n; p++) s += X[i * n + p] * X[j * n + p];
-                A[i * m + j] = s;
-            }
-        for (i = 0; i < m; i++)
-            for (j = 0; j < m; j++) {
-                double s = 0.0;
-                for (p = 0; p < m; p++) s += A[i * m + p] * A[p * m + j];
-                B[i * m + j] = t[1] * A[i * m + j] + t[2] * s;
-            }
-        for (i = 0; i < m; i++)
-            for (j = 0; j < n; j++) {
-                double s = t[0] * X[i * n + j];
-                for (p = 0; p < m; p++) s += B[i * m + p] * X[p * n + j];
-                Y[i * n + j] = s;
-            }
-        memcpy(X, Y, m * n * sizeof(double));
-    }
-    for (i = 0; i < rows; i++)
-        for (j = 0; j < cols; j++) out[i * cols + j] = tall ? X[j * n + i] : X[i * n + j];
-    free(X); free(Y); free(A); free(B);
+    for (i = 0; i < rows * cols; i++) Gd[i] = (double)G[i];
+    t_ref_ns(Gd, rows, cols, (const double (*)[3])rs.coeffs, rs.count, rs.steps, rs.safety, rs.eps, out);
+    free(Gd);
 }
 
 /* ||O - R||_F / ||R||_F */
