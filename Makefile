@@ -1,5 +1,6 @@
 # rownorm.h / muon.h: build, test, install.
-#   make test            every test, every variant (scalar, AVX2, AVX-512, C++, CBLAS, ASan+UBSan)
+#   make test            every test, every variant (scalar, AVX2, AVX-512, bf16 where the CPU has
+#                        AVX512-BF16, C++, CBLAS, ASan+UBSan)
 #   make install PREFIX=/usr/local
 # The headers need nothing from this file: copy them and #define X_IMPLEMENTATION once.
 
