@@ -1417,41 +1417,15 @@ static void muon__gemm_pack_amx_a(muon_transpose t, const float *M, size_t ld, s
 #endif
 
 #ifdef MUON__BF16_DP
-/* B operand pairs, fast forms (w = NR = 32, kgran even). op(B) = B (rows of B are k): two rows
- * give 32 interleaved values per 16 columns. */
-static void muon__gemm_pack_pairs_b_rows(const float *M, size_t ld, size_t j0, size_t eff, size_t p0, size_t kc,
-                                         size_t kgran, uint16_t *MUON__GEMM_RESTRICT dst)
-{
-    /* interleave: result element 2i = lo[i], 2i+1 = hi[i]; cvtne2ps_pbh(hi, lo) puts lo in 0..15 */
-    const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
-                                         23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-    size_t kk = muon__gemm_round_up(kc, kgran), q, h;
-    for (q = 0; q < kk / 2; q++) {
-        size_t p = 2 * q;
-        for (h = 0; h < 2; h++) {
-            size_t c0 = 16 * h, n = eff > c0 ? (eff - c0 < 16 ? eff - c0 : 16) : 0;
-            __mmask16 mk = (__mmask16)(n == 16 ? 0xffffu : (1u << n) - 1u);
-            __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
-            if (p < kc) lo = _mm512_maskz_loadu_ps(mk, M + (p0 + p) * ld + j0 + c0);
-            if (p + 1 < kc) hi = _mm512_maskz_loadu_ps(mk, M + (p0 + p + 1) * ld + j0 + c0);
-            _mm512_storeu_si512((void *)(dst + q * 64 + 32 * h),
-                                _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(hi, lo)));
-        }
-    }
-}
-#endif
-
-#ifdef MUON__BF16_DP
 /* The B block of NR = 32 panels [jq, jqend) of op(B) = B (n columns in all), streamed row pair
  * by row pair across the whole block (the panel-at-a-time form strides through B) */
 static void muon__gemm_pack_pairs_b_block(const float *M, size_t ld, size_t jq, size_t jqend, size_t n, size_t p0,
                                           size_t kc, size_t kgran, unsigned char *bpack)
 {
+    /* interleave rows 2q (lo) and 2q + 1 (hi): cvtne2ps_pbh(hi, lo) puts lo in 0..15, hi in 16..31 */
     const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
                                          23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     size_t kk = muon__gemm_round_up(kc, kgran), q, c, j0 = jq * 32, j1 = jqend * 32 < n ? jqend * 32 : n;
-    size_t pstride = kk * 2; /* bytes per packed k row of one panel: kk values... per panel nr*kk*2 */
-    (void)pstride;
     for (q = 0; q < kk / 2; q++) {
         const float *r0 = M + (p0 + 2 * q) * ld, *r1 = r0 + ld;
         int have0 = 2 * q < kc, have1 = 2 * q + 1 < kc;
@@ -1524,8 +1498,9 @@ static void muon__gemm_pack_pairs_rowwise16(const float *M, size_t ld, size_t i0
 #endif
 
 /* (frames of their own: the packers stay off the stack path of the micro-kernel call) */
-static MUON__NOINLINE void muon__gemm_pack_a_any(const muon__gemm_kernel *kr, muon_transpose ta, const float *A, size_t lda,
-                                  size_t i0, size_t mr_eff, size_t p0, size_t kc, unsigned char *dst)
+static MUON__NOINLINE void muon__gemm_pack_a_any(const muon__gemm_kernel *kr, muon_transpose ta, const float *A,
+                                                 size_t lda, size_t i0, size_t mr_eff, size_t p0, size_t kc,
+                                                 unsigned char *dst)
 {
     switch (kr->pack) {
     case MUON__PACK_EMU:
@@ -1545,8 +1520,9 @@ static MUON__NOINLINE void muon__gemm_pack_a_any(const muon__gemm_kernel *kr, mu
     muon__gemm_pack_a(ta, A, lda, i0, mr_eff, p0, kc, kr->mr, (float *)(void *)dst);
 }
 
-static MUON__NOINLINE void muon__gemm_pack_b_any(const muon__gemm_kernel *kr, muon_transpose tb, const float *B, size_t ldb,
-                                  size_t j0, size_t nr_eff, size_t p0, size_t kc, unsigned char *dst)
+static MUON__NOINLINE void muon__gemm_pack_b_any(const muon__gemm_kernel *kr, muon_transpose tb, const float *B,
+                                                 size_t ldb, size_t j0, size_t nr_eff, size_t p0, size_t kc,
+                                                 unsigned char *dst)
 {
     switch (kr->pack) {
     case MUON__PACK_EMU:
@@ -1554,11 +1530,7 @@ static MUON__NOINLINE void muon__gemm_pack_b_any(const muon__gemm_kernel *kr, mu
         return;
     case MUON__PACK_DP:
     case MUON__PACK_AMX:
-#ifdef MUON__BF16_DP
-        if (tb == MUON_NO_TRANS && kr->nr == 32) {
-            muon__gemm_pack_pairs_b_rows(B, ldb, j0, nr_eff, p0, kc, kr->kgran, (uint16_t *)(void *)dst);
-            return;
-        }
+#ifdef MUON__BF16_DP /* (op(B) = B with NR 32: the driver packs whole blocks, pack_pairs_b_block) */
         if (tb == MUON_TRANS && kr->nr % 16 == 0) {
             muon__gemm_pack_pairs_rowwise16(B, ldb, j0, nr_eff, p0, kc, kr->nr, kr->kgran, (uint16_t *)(void *)dst);
             return;
@@ -1766,9 +1738,6 @@ static muon__gemm_kernel muon__gemm_pick_bf16_as(int which, int amx_ok)
         kr.pack = MUON__PACK_AMX;
         kr.kgran = 32;
         kr.esz = 2;
-#ifdef MUON__AMX_EXP
-        kr.kc = MUON__AMX_KC; kr.nc = MUON__AMX_NC; kr.mc = MUON__AMX_MC;
-#endif
         kr.enter = muon__amx_enter;
         kr.leave = muon__amx_leave;
         kr.name = "bf16 amx 32x32";
@@ -3185,14 +3154,6 @@ static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, fl
     return MUON_OK;
 }
 
-/* bf16 Newton-Schulz on X (m x n, ld n, normalised in fp32), the reference's arithmetic:
- *     X <- bf16(X)
- *     per step: A = X X^T, AA = A A^T (bf16 SYRKs: operands rounded to bf16, fp32 accumulation)
- *               B = fma(c, AA, b A)                                  (fp32)
- *               X <- bf16(fma(a, X, B X))      (bf16 GEMM, combination in fp32, one rounding)
- * a is kept out of B (not folded into its diagonal, as the fp32 path does): bf16(B + a I) would
- * lose B's diagonal to a's 8-bit mantissa. The combinations use fmaf, so every build (with or
- * without hardware FMA, contracted or not) rounds them alike. On return *Xp holds the result. */
 /* X[i] = bf16(fma(a, X[i], Y[i])) for i in [i0, i1) (a = 0, Y = 0: X = bf16(X)); the AVX-512
  * form does the same integer rounding as muon__bf16_round, so every build gives the same bits. */
 static void muon__bf16_axpy(ptrdiff_t i0, ptrdiff_t i1, float a, float *X, const float *Y)
@@ -3216,6 +3177,14 @@ static void muon__bf16_axpy(ptrdiff_t i0, ptrdiff_t i1, float a, float *X, const
     for (; i < i1; i++) X[i] = muon__bf16_round(Y ? fmaf(a, X[i], Y[i]) : X[i]);
 }
 
+/* bf16 Newton-Schulz on X (m x n, ld n, normalised in fp32), the reference's arithmetic:
+ *     X <- bf16(X)
+ *     per step: A = X X^T, AA = A A^T (bf16 SYRKs: operands rounded to bf16, fp32 accumulation)
+ *               B = fma(c, AA, b A)                                  (fp32)
+ *               X <- bf16(fma(a, X, B X))      (bf16 GEMM, combination in fp32, one rounding)
+ * a is kept out of B (not folded into its diagonal, as the fp32 path does): bf16(B + a I) would
+ * lose B's diagonal to a's 8-bit mantissa. The combinations use fmaf, so every build (with or
+ * without hardware FMA, contracted or not) rounds them alike. On return *Xp holds the result. */
 static muon_status muon__ns_bf16(const muon__ns_view *ns, size_t m, size_t n, float **Xp, float **Yp, float *A,
                                  float *B, void *gws, size_t gbytes)
 {
@@ -3255,11 +3224,11 @@ static muon_status muon__ns_bf16(const muon__ns_view *ns, size_t m, size_t n, fl
 
 /* X (ld n) = G * inv (rows x cols, ld ldg), or its transpose when tall: the transposing copy in
  * 32 x 32 blocks (a row-at-a-time copy strides through X and cost a tall 3072 x 768 NS a
- * third of its time), row blocks split over the step's threads (0: the OpenMP default); each element is the same product
- * (float)(G * inv) either way. */
+ * third of its time), row blocks split over the step's threads (0: the OpenMP default); each
+ * element is the same product (float)(G * inv) either way. */
 #define MUON__NS_TB 32
-static MUON__NOINLINE void muon__ns_copy_in(const float *G, size_t rows, size_t cols, size_t ldg, double inv, float *X, size_t n,
-                             int tall, int threads)
+static MUON__NOINLINE void muon__ns_copy_in(const float *G, size_t rows, size_t cols, size_t ldg, double inv,
+                                            float *X, size_t n, int tall, int threads)
 {
     ptrdiff_t ib, nb = (ptrdiff_t)((rows + MUON__NS_TB - 1) / MUON__NS_TB);
     int nt = threads > 0 ? threads : muon__u_threads();
@@ -3298,8 +3267,8 @@ static MUON__NOINLINE void muon__ns_copy_in(const float *G, size_t rows, size_t 
     }
 }
 /* out (rows x cols, ld ldo) = X (ld n), or its transpose when tall, blocked as above. */
-static MUON__NOINLINE void muon__ns_copy_out(const float *X, size_t n, size_t rows, size_t cols, float *out, size_t ldo, int tall,
-                              int threads)
+static MUON__NOINLINE void muon__ns_copy_out(const float *X, size_t n, size_t rows, size_t cols, float *out,
+                                             size_t ldo, int tall, int threads)
 {
     ptrdiff_t ib, nb = (ptrdiff_t)((rows + MUON__NS_TB - 1) / MUON__NS_TB);
     int nt = threads > 0 ? threads : muon__u_threads();

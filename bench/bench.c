@@ -357,11 +357,32 @@ static char *fmt_ms(char *buf, size_t sz, double sec)
 
 typedef struct ns_ctx {
     size_t rows, cols, m, n;
-    const float *G;
+    float *G;
     float *out, *X, *Y, *A, *B;
     void *ws, *wsc;
     size_t wsb, wscb;
 } ns_ctx;
+
+/* c for a rows x cols NS: shape, a Gaussian G, out and the built-in workspace (the caller adds
+ * what its other jobs need; ns_ctx_free frees every buffer) */
+static void ns_ctx_init(ns_ctx *c, size_t rows, size_t cols)
+{
+    memset(c, 0, sizeof *c);
+    c->rows = rows;
+    c->cols = cols;
+    c->m = rows < cols ? rows : cols;
+    c->n = rows < cols ? cols : rows;
+    c->G = falloc(rows * cols);
+    fill_normal(c->G, rows * cols, 1.0);
+    c->out = falloc(c->m * c->n);
+    c->wsb = muon_orthogonalize_workspace_size(rows, cols);
+    c->ws = malloc(c->wsb);
+}
+static void ns_ctx_free(ns_ctx *c)
+{
+    free(c->G);
+    free(c->out); free(c->X); free(c->Y); free(c->A); free(c->B); free(c->ws); free(c->wsc);
+}
 
 static void ns_builtin(void *p)
 {
@@ -468,24 +489,14 @@ static void section_ns(const int *thr, int nthr, int reps)
             peer_job pj[2];
             double med[7], fl_ours, fl_plain;
             int nj, gram = shapes[si][0] != shapes[si][1], ng = gram ? 2 : 0;
-            float *G, *o2;
-            memset(&c, 0, sizeof c);
-            c.rows = shapes[si][0];
-            c.cols = shapes[si][1];
-            c.m = c.rows < c.cols ? c.rows : c.cols;
-            c.n = c.rows < c.cols ? c.cols : c.rows;
-            G = falloc(c.rows * c.cols);
-            fill_normal(G, c.rows * c.cols, 1.0);
-            c.G = G;
-            c.out = falloc(c.m * c.n);
+            float *o2;
+            ns_ctx_init(&c, shapes[si][0], shapes[si][1]);
             o2 = falloc(c.m * c.n);
             c.X = falloc(c.m * c.n);
             c.Y = falloc(c.m * c.n);
             c.A = falloc(c.m * c.m);
             c.B = falloc(c.m * c.m);
-            c.wsb = muon_orthogonalize_workspace_size(c.rows, c.cols);
             c.wscb = bench_cblas_ns_workspace_size(c.rows, c.cols);
-            c.ws = malloc(c.wsb);
             c.wsc = malloc(c.wscb);
             jobs[0].fn = ns_builtin; jobs[0].ctx = &c;
             jobs[1].fn = ns_cblas; jobs[1].ctx = &c;
@@ -533,7 +544,8 @@ static void section_ns(const int *thr, int nthr, int reps)
                 bfmt(b2, sizeof b2, "built-in %s", fmt_ms(b1, sizeof b1, med[0]));
                 add_row("ns", what, thr[ti], fmt_ms(o, sizeof o, med[3]), b2, med[3] / med[0], "(opt-in)", -1);
             }
-            free(G); free(c.out); free(o2); free(c.X); free(c.Y); free(c.A); free(c.B); free(c.ws); free(c.wsc);
+            free(o2);
+            ns_ctx_free(&c);
             bfmt(what, sizeof what, "NS J5 %zux%zu fp32 built-in vs", c.rows, c.cols);
             peer_rows(pj, nj - 3 - ng, med + 3 + ng, med[0], "peer", what, thr[ti], "speed>=1.3", 1.3);
             if (gram) {
@@ -581,18 +593,7 @@ static void section_nsbf16(const int *thr, int nthr, int reps)
             double med[4], fl;
             char what[64], o[48], bb[48], b1[32], b2[32];
             int nj = 2, l;
-            float *G;
-            memset(&c, 0, sizeof c);
-            c.rows = shapes[si][0];
-            c.cols = shapes[si][1];
-            c.m = c.rows < c.cols ? c.rows : c.cols;
-            c.n = c.rows < c.cols ? c.cols : c.rows;
-            G = falloc(c.rows * c.cols);
-            fill_normal(G, c.rows * c.cols, 1.0);
-            c.G = G;
-            c.out = falloc(c.m * c.n);
-            c.wsb = muon_orthogonalize_workspace_size(c.rows, c.cols);
-            c.ws = malloc(c.wsb);
+            ns_ctx_init(&c, shapes[si][0], shapes[si][1]);
             jobs[0].fn = ns_builtin_bf16; jobs[0].ctx = &c; jobs[0].timed = NULL;
             jobs[1].fn = ns_builtin; jobs[1].ctx = &c; jobs[1].timed = NULL;
             if (g_pto)
@@ -622,7 +623,7 @@ static void section_nsbf16(const int *thr, int nthr, int reps)
                 bfmt(bb, sizeof bb, "torch fp32 %s", fmt_ms(b2, sizeof b2, med[3]));
                 add_row("nsbf16", what, thr[ti], fmt_ms(o, sizeof o, med[1]), bb, med[3] / med[1], "(speed)", -1);
             }
-            free(G); free(c.out); free(c.ws);
+            ns_ctx_free(&c);
             peer_free();
         }
         peer_close();

@@ -113,6 +113,26 @@ static double t_rng_normal(t_rng *r)
 #define T_ONE_THREAD(expr, out) ((out) = (expr))
 #endif
 
+/* orthonormal columns: Q (n x k, k <= n, row-major) from a Gaussian by modified Gram-Schmidt,
+ * twice */
+static inline void t_orthonormal(t_rng *r, size_t n, size_t k, double *Q)
+{
+    size_t i, j, l, pass;
+    for (i = 0; i < n * k; i++) Q[i] = t_rng_normal(r);
+    for (j = 0; j < k; j++) {
+        double nn = 0.0;
+        for (pass = 0; pass < 2; pass++)
+            for (l = 0; l < j; l++) {
+                double d = 0.0;
+                for (i = 0; i < n; i++) d += Q[i * k + j] * Q[i * k + l];
+                for (i = 0; i < n; i++) Q[i * k + j] -= d * Q[i * k + l];
+            }
+        for (i = 0; i < n; i++) nn += Q[i * k + j] * Q[i * k + j];
+        nn = sqrt(nn);
+        for (i = 0; i < n; i++) Q[i * k + j] /= nn;
+    }
+}
+
 /* float64 reference Newton-Schulz on a rows x cols matrix (row-major, ld cols), full matrix
  * products: X = G / (safety ||G||_F + eps) (zero in, zero out), K steps of triples tr[0..count)
  * (the last repeated), tall matrices on the transpose; out rows x cols */

@@ -234,33 +234,14 @@ static void test_products_thread_invariant(void)
 }
 
 /* ---- Newton-Schulz ------------------------------------------------------------------------ */
-/* Q (n x k, k <= n) with orthonormal columns: modified Gram-Schmidt on Gaussian columns, twice */
-static void orthonormal(double *Q, size_t n, size_t k, t_rng *r)
-{
-    size_t i, j, c, pass;
-    for (i = 0; i < n * k; i++) Q[i] = t_rng_normal(r);
-    for (c = 0; c < k; c++)
-        for (pass = 0; pass < 2; pass++) {
-            double nrm = 0.0;
-            for (j = 0; j < c; j++) {
-                double d = 0.0;
-                for (i = 0; i < n; i++) d += Q[i * k + j] * Q[i * k + c];
-                for (i = 0; i < n; i++) Q[i * k + c] -= d * Q[i * k + j];
-            }
-            for (i = 0; i < n; i++) nrm += Q[i * k + c] * Q[i * k + c];
-            nrm = sqrt(nrm);
-            for (i = 0; i < n; i++) Q[i * k + c] /= nrm;
-        }
-}
-
 /* G = U diag(sv) V^T, rows x cols, with min(rows, cols) singular values sv */
 static float *known_spectrum(size_t rows, size_t cols, const double *sv, t_rng *r)
 {
     size_t q = rows < cols ? rows : cols, i, j, p;
     double *U = (double *)malloc(rows * q * sizeof(double)), *V = (double *)malloc(cols * q * sizeof(double));
     float *G = (float *)malloc(rows * cols * sizeof(float));
-    orthonormal(U, rows, q, r);
-    orthonormal(V, cols, q, r);
+    t_orthonormal(r, rows, q, U);
+    t_orthonormal(r, cols, q, V);
     for (i = 0; i < rows; i++)
         for (j = 0; j < cols; j++) {
             double s = 0.0;

@@ -61,25 +61,6 @@ static double rel_fro(const float *a, const float *b, size_t n)
     return sqrt(d / r);
 }
 
-/* orthonormal columns: Q (n x k, row-major) from a Gaussian by modified Gram-Schmidt, twice */
-static void orth_cols(t_rng *r, size_t n, size_t k, double *Q)
-{
-    size_t i, j, l, pass;
-    for (i = 0; i < n * k; i++) Q[i] = t_rng_normal(r);
-    for (j = 0; j < k; j++) {
-        double nn = 0.0;
-        for (pass = 0; pass < 2; pass++)
-            for (l = 0; l < j; l++) {
-                double d = 0.0;
-                for (i = 0; i < n; i++) d += Q[i * k + j] * Q[i * k + l];
-                for (i = 0; i < n; i++) Q[i * k + j] -= d * Q[i * k + l];
-            }
-        for (i = 0; i < n; i++) nn += Q[i * k + j] * Q[i * k + j];
-        nn = sqrt(nn);
-        for (i = 0; i < n; i++) Q[i * k + j] /= nn;
-    }
-}
-
 /* Jordan x 5 on a singular value of the normalised matrix, from SPEC 2.1 */
 static double jordan5(double x)
 {
@@ -189,8 +170,8 @@ static void test_against_transfer(void)
     double fro = 0.0;
     size_t i, j, k;
     int restarts[3] = {0, 3, MUON_NS_GRAM_NEVER}, ri, tall;
-    orth_cols(&r, m, m, U);
-    orth_cols(&r, n, m, V);
+    t_orthonormal(&r, m, m, U);
+    t_orthonormal(&r, n, m, V);
     for (i = 0; i < m; i++) {
         sig[i] = pow(10.0, -3.0 * (double)i / (double)(m - 1));
         fro += sig[i] * sig[i];

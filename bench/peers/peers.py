@@ -67,25 +67,11 @@ def ns_numpy(G, steps=5):
     return X
 
 
-def ns_torch(G, steps=5):
+def ns_torch(G, steps=5, bf16=False):
+    """bf16: the reference's own precision (KellerJordan/Muon zeropower_via_newtonschulz5: X is
+    G.bfloat16(), normalised and iterated in bf16)."""
     a, b, c = JORDAN
-    X = G / (G.norm() + 1e-7)
-    tall = G.size(0) > G.size(1)
-    if tall:
-        X = X.T
-    for _ in range(steps):
-        A = X @ X.T
-        B = b * A + c * A @ A
-        X = a * X + B @ X
-    if tall:
-        X = X.T
-    return X
-
-
-def ns_torch_bf16(G, steps=5):
-    """The reference's own precision (KellerJordan/Muon zeropower_via_newtonschulz5): bf16 X."""
-    a, b, c = JORDAN
-    X = G.bfloat16()
+    X = G.bfloat16() if bf16 else G
     tall = G.size(0) > G.size(1)
     if tall:
         X = X.mT
@@ -186,9 +172,7 @@ def make_job(key, th, cache):
         if lib == "numpy":
             return lambda: ns_numpy(G)
         Gt = th.from_numpy(G)
-        if lib == "torchbf16":
-            return lambda: ns_torch_bf16(Gt)
-        return lambda: ns_torch(Gt)
+        return lambda: ns_torch(Gt, bf16=lib == "torchbf16")
     if parts[0] == "rownorm":
         V, d = (int(x) for x in parts[1].split("x"))
         proj = parts[2] == "default"
