@@ -432,8 +432,10 @@ typedef struct muon_config {
      * that default (the state's workspace holds GEMM packing space for it; 1: the step opens no
      * parallel region at all). Per config, so a host program gives each call what it can
      * spare; no global state is touched. Regions below MUON__PAR_MIN elements / MUON_GEMM_PARALLEL_MIN
-     * multiply-adds stay on one thread whatever this says. Ignored without OpenMP, and by the
-     * products of a MUON_USE_CBLAS build (the BLAS has its own threads). */
+     * multiply-adds stay on one thread whatever this says, and so does a step called from
+     * inside an active parallel region (muon_step_layers' team, or a host's own loop over
+     * layers). Ignored without OpenMP, and by the products of a MUON_USE_CBLAS build (the BLAS
+     * has its own threads). */
     int threads;
 } muon_config;
 
@@ -505,6 +507,48 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
                                  size_t ws_bytes);
 /* Frees what muon_init allocated and zeroes *st. NULL and zeroed states are fine. */
 MUONDEF void muon_free(muon_state *st);
+
+/* ---- Many layers in one call: one parallel region for the whole model --------------------
+ * A trainer steps each of its matrices; one muon_step per matrix opens a few parallel regions
+ * per product, and small matrices pay a barrier for every one (inside a host program that keeps
+ * its cores busy, a descheduled team member stalls the others at each). muon_step_layers steps
+ * a list of layers with their own states and configs in one region instead: each layer runs on
+ * one thread, the costliest first (greedy: a thread that finishes takes the costliest layer
+ * left), so there is no barrier between layers and a slow thread only takes fewer of them.
+ * A layer whose Newton-Schulz cost is more than its share (cost x threads > the total) runs
+ * before that, alone, on the whole team. Every layer's result is bit-identical to muon_step's
+ * (results never depend on the thread count). */
+typedef struct muon_layer {
+    muon_state *state;
+    const muon_config *cfg;       /* may be shared by any number of layers */
+    float *W;
+    size_t ldw;
+    const float *G;               /* read only: layers may share a G */
+    size_t ldg;
+    float *step_out;              /* optional (NULL), as muon_step's */
+    size_t lds;
+    muon_status status;           /* out: this layer's status (see muon_step_layers) */
+} muon_layer;
+/* Steps layers[0..count-1] as muon_step would each, up to `threads` layers at once (0: the
+ * OpenMP default; n >= 1: at most n, never more than that default; a layer that runs alone gets
+ * the team its cfg->threads asks for), each layer in its state's own workspace (muon_init).
+ * First every layer's arguments are checked as muon_step checks them (NULL, SIZE, DOMAIN,
+ * ALIAS, NaN/Inf in G), and the layers against one another: what one layer writes (W, step_out,
+ * its state and workspace) may overlap nothing of another (ALIAS; so two layers cannot share a
+ * state). If any check fails nothing is stepped: the return value is the lowest-index layer's
+ * error and every layer's `status` is its own check (MUON_OK for the layers that passed).
+ * Otherwise every layer runs and its `status` is its result: MUON_OK (stepped), or NONFINITE /
+ * RANGE from its momentum or its result, and that layer is as before (muon_step's rule) while
+ * the others step; the return value is then MUON_OK, or the lowest-index layer's error.
+ * Statuses: NULL (layers, or a state without workspace), SIZE (count 0), DOMAIN (threads < 0),
+ * and the per-layer ones above. No allocation; O(count^2) pointer comparisons for the checks. */
+MUONDEF muon_status muon_step_layers(muon_layer *layers, size_t count, int threads);
+/* As muon_step_layers, in one workspace of ws_bytes (the states need none: MUON_INIT_NO_WORKSPACE):
+ * at least the largest one-thread size of a layer; muon_step_layers_workspace_size(layers, count,
+ * threads) bytes let every thread of the team run a layer at once (less runs fewer at once, with
+ * the same results). The workspace may overlap nothing of any layer (ALIAS). */
+MUONDEF size_t muon_step_layers_workspace_size(const muon_layer *layers, size_t count, int threads);
+MUONDEF muon_status muon_step_layers_ws(muon_layer *layers, size_t count, int threads, void *ws, size_t ws_bytes);
 
 /* The matrix Muon sees for an n-d parameter stored row-major (C order): the first stack_dims
  * dimensions are independent stacked matrices (layers, experts), the next is the rows (output
@@ -3869,6 +3913,9 @@ static void muon__step_cfg_make(const muon_config *in, muon__step_cfg *c)
     c->normuon = in->normuon != 0;
     c->cautious_wd = in->cautious_wd != 0;
     c->threads = in->threads > 0 ? muon__u_threads_cap(in->threads) : muon__u_threads();
+#ifdef _OPENMP
+    if (omp_in_parallel()) c->threads = 1; /* called from a team (muon_step_layers, a host's loop) */
+#endif
     c->momentum_form = in->momentum_form;
     c->scale = in->scale;
     c->cap = in->cap;
@@ -4372,6 +4419,254 @@ MUONDEF muon_status muon_step(muon_state *st, const muon_config *cfg, float *W, 
     if (!st) return MUON_ERR_NULL;
     if (!st->workspace) return MUON_ERR_NULL;
     return muon_step_ws(st, cfg, W, ldw, G, ldg, step_out, lds, st->workspace, st->workspace_bytes);
+}
+
+/* ---- many layers in one region ------------------------------------------------------------- */
+
+/* The memory of one layer: regions 0..5 and 7 are written by its step (7, the state's own
+ * workspace, only in muon_step_layers), 6 (G) is read only. Returns how many to consider. */
+static size_t muon__layer_regions(const muon_layer *L, int own_ws, const void **p, size_t *b)
+{
+    const muon_state *st = L->state;
+    size_t rows = st->rows, cols = st->cols;
+    p[0] = L->W, b[0] = muon__u_extent(rows, cols, L->ldw) * sizeof(float);
+    p[1] = L->step_out, b[1] = L->step_out ? muon__u_extent(rows, cols, L->lds) * sizeof(float) : 0;
+    p[2] = st->momentum, b[2] = rows * cols * sizeof(float);
+    p[3] = st->cap_u, b[3] = rows * sizeof(double);
+    p[4] = st->cap_v, b[4] = cols * sizeof(double);
+    p[5] = st->row_v, b[5] = st->row_v ? rows * sizeof(double) : 0;
+    p[6] = L->G, b[6] = muon__u_extent(rows, cols, L->ldg) * sizeof(float);
+    p[7] = st->workspace, b[7] = st->workspace_bytes;
+    return own_ws ? 8 : 7;
+}
+
+/* A checked layer's Newton-Schulz cost: multiply-adds of one iteration over its blocks, up to a
+ * constant (rows x cols x the smaller side of its largest block), as muon_assign_owners counts. */
+static double muon__layer_cost(const muon_layer *L)
+{
+    muon__step_cfg c;
+    muon__split rp, cp;
+    size_t k;
+    muon__step_cfg_make(L->cfg, &c);
+    if (!muon__step_splits(&c, L->state->rows, L->state->cols, &rp, &cp)) return 0.0; /* checked */
+    k = rp.max < cp.max ? rp.max : cp.max;
+    return (double)L->state->rows * (double)L->state->cols * (double)k;
+}
+
+/* One layer's argument checks (muon_step_ws's, against the workspace it will get) and its
+ * one-thread workspace need, rounded to MUON__ALIGN. */
+static MUON__NOINLINE muon_status muon__layer_check(const muon_layer *L, const void *ws, size_t ws_bytes, size_t *need)
+{
+    const muon_state *st = L->state;
+    muon__step_cfg c;
+    muon__split rp, cp;
+    const void *reg[4];
+    size_t reg_bytes[4], i;
+    muon_status s;
+    if (!st || !L->cfg || !L->W || !L->G || !ws) return MUON_ERR_NULL;
+    if (!st->momentum || !st->cap_u || !st->cap_v) return MUON_ERR_NULL;
+    if ((s = muon__config_check(L->cfg)) != MUON_OK) return s;
+    muon__step_cfg_make(L->cfg, &c);
+    if (c.normuon && !st->row_v) return MUON_ERR_NULL;
+    reg[0] = st->momentum, reg_bytes[0] = st->rows * st->cols * sizeof(float);
+    reg[1] = st->cap_u, reg_bytes[1] = st->rows * sizeof(double);
+    reg[2] = st->cap_v, reg_bytes[2] = st->cols * sizeof(double);
+    reg[3] = st->row_v, reg_bytes[3] = st->row_v ? st->rows * sizeof(double) : 0;
+    s = muon__step_check(st->rows, st->cols, L->W, L->ldw, L->G, L->ldg, L->step_out, L->lds, &c, (void *)ws,
+                         ws_bytes, c.normuon ? st->rows : 0, reg, reg_bytes, 4, &rp, &cp);
+    if (s != MUON_OK) return s;
+    if (c.normuon)
+        for (i = 0; i < st->rows; i++)
+            if (!(st->row_v[i] >= 0.0 && st->row_v[i] <= DBL_MAX)) return MUON_ERR_NONFINITE;
+    if (!muon__step_count_ok(st->step)) return MUON_ERR_DOMAIN;
+    if (c.cap != MUON_CAP_OFF && !muon__u_finite_matrix(L->W, st->rows, st->cols, L->ldw)) return MUON_ERR_NONFINITE;
+    *need = muon__u_round(muon__step_ws_bytes(st->rows, st->cols, rp.max, cp.max, c.normuon ? st->rows : 0, 1));
+    return MUON_OK;
+}
+
+/* Checks every layer (against ws, or its state's own workspace when own_ws), then the layers
+ * against one another and against ws. Every status is written; returns the lowest-index error,
+ * else MUON_OK with the largest one-thread need and the total cost. */
+static MUON__NOINLINE muon_status muon__layers_check(muon_layer *layers, size_t count, int own_ws, const void *ws,
+                                                     size_t ws_bytes, size_t *need, double *total)
+{
+    const void *pi[8], *pj[8];
+    size_t bi[8], bj[8], i, j, a, b, ni, nj, n;
+    int bad = 0;
+    *need = 0;
+    *total = 0.0;
+    for (i = 0; i < count; i++) {
+        muon_layer *L = layers + i;
+        const void *w = ws;
+        size_t wb = ws_bytes;
+        if (own_ws && L->state) w = L->state->workspace, wb = L->state->workspace_bytes;
+        n = 0;
+        L->status = muon__layer_check(L, w, wb, &n);
+        if (L->status != MUON_OK) bad = 1;
+        else if (n > *need) *need = n;
+    }
+    if (bad) goto done;
+    for (i = 0; i < count; i++) {
+        *total += muon__layer_cost(layers + i);
+        ni = muon__layer_regions(layers + i, own_ws, pi, bi);
+        for (a = 0; !own_ws && a < ni; a++)
+            if (muon__u_overlap(pi[a], bi[a], ws, ws_bytes)) layers[i].status = MUON_ERR_ALIAS;
+        for (j = i + 1; j < count; j++) {
+            nj = muon__layer_regions(layers + j, own_ws, pj, bj);
+            for (a = 0; a < ni; a++)
+                for (b = 0; b < nj; b++)
+                    if ((a != 6 || b != 6) && muon__u_overlap(pi[a], bi[a], pj[b], bj[b]))
+                        layers[i].status = layers[j].status = MUON_ERR_ALIAS;
+        }
+    }
+done:
+    for (i = 0; i < count; i++)
+        if (layers[i].status != MUON_OK) return layers[i].status;
+    return MUON_OK;
+}
+
+/* The team of a muon_step_layers call: threads 0 = the OpenMP default, else at most that */
+static int muon__layers_team(int threads)
+{
+#ifdef _OPENMP
+    return threads > 0 ? muon__u_threads_cap(threads) : muon__u_threads();
+#else
+    (void)threads;
+    return 1;
+#endif
+}
+
+/* A layer runs alone on the whole team when its cost is more than its share of the total */
+static int muon__layer_alone(const muon_layer *L, int team, double total)
+{
+    return team > 1 && muon__layer_cost(L) * (double)team > total;
+}
+
+/* The layer after `prev` (count: the first) in the order cost descending, then index ascending,
+ * among those that do not run alone; count when none is left. O(count). */
+static size_t muon__layers_next(const muon_layer *layers, size_t count, size_t prev, int team, double total)
+{
+    size_t i, best = count;
+    double bc = 0.0, pc = prev < count ? muon__layer_cost(layers + prev) : 0.0;
+    for (i = 0; i < count; i++) {
+        double ci;
+        if (muon__layer_alone(layers + i, team, total)) continue;
+        ci = muon__layer_cost(layers + i);
+        if (prev < count && !(ci < pc || (ci == pc && i > prev))) continue; /* not after prev */
+        if (best == count || ci > bc) best = i, bc = ci;
+    }
+    return best;
+}
+
+/* one layer's step; inside the region (one layer per thread) the step runs on its own thread */
+static muon_status muon__layer_run(muon_layer *L, void *ws, size_t ws_bytes)
+{
+    if (!ws) ws = L->state->workspace, ws_bytes = L->state->workspace_bytes;
+    return muon_step_ws(L->state, L->cfg, L->W, L->ldw, L->G, L->ldg, L->step_out, L->lds, ws, ws_bytes);
+}
+
+/* ws NULL: every layer in its state's own workspace */
+static muon_status muon__layers(muon_layer *layers, size_t count, int threads, void *ws, size_t ws_bytes)
+{
+    size_t need, i, lanes = 1, prev = count;
+    double total;
+    int team;
+    muon_status s;
+    unsigned char *base = NULL;
+    if (!layers) return MUON_ERR_NULL;
+    if (count == 0) return MUON_ERR_SIZE;
+    if (threads < 0) {
+        for (i = 0; i < count; i++) layers[i].status = MUON_ERR_DOMAIN;
+        return MUON_ERR_DOMAIN;
+    }
+    if ((s = muon__layers_check(layers, count, ws == NULL, ws, ws_bytes, &need, &total)) != MUON_OK) return s;
+    team = muon__layers_team(threads);
+    /* the costliest layers, alone on the whole team */
+    for (i = 0; i < count; i++)
+        if (muon__layer_alone(layers + i, team, total)) layers[i].status = muon__layer_run(layers + i, ws, ws_bytes);
+    if (ws) { /* one-thread slices of the workspace, one per lane */
+        base = muon__u_align_ptr(ws);
+        lanes = (ws_bytes - (size_t)(base - (unsigned char *)ws)) / need;
+    } else
+        lanes = (size_t)team;
+    if (lanes > (size_t)team) lanes = (size_t)team;
+    if (lanes > count) lanes = count;
+#ifdef MUON_USE_CBLAS
+    lanes = 1; /* the BLAS threads each product; its calls are not made from a parallel region */
+#endif
+    if (lanes <= 1) { /* one at a time, each on the whole team, in the same order */
+        while ((prev = muon__layers_next(layers, count, prev, team, total)) < count)
+            layers[prev].status = muon__layer_run(layers + prev, ws, ws_bytes);
+    } else {
+        int done = 0;
+        MUON__OMP(omp parallel num_threads((int)lanes))
+        {
+            void *slice = NULL;
+            size_t mine, tid = 0;
+#ifdef _OPENMP
+            tid = (size_t)omp_get_thread_num();
+#endif
+            if (base) slice = base + tid * need;
+            for (;;) {
+                MUON__OMP(omp critical(muon__layers_pick))
+                {
+                    mine = done ? count : muon__layers_next(layers, count, prev, team, total);
+                    if (mine < count) prev = mine;
+                    else done = 1;
+                }
+                if (mine >= count) break;
+                layers[mine].status = muon__layer_run(layers + mine, slice, need);
+            }
+        }
+    }
+    for (i = 0; i < count; i++)
+        if (layers[i].status != MUON_OK) return layers[i].status;
+    return MUON_OK;
+}
+
+MUONDEF muon_status muon_step_layers(muon_layer *layers, size_t count, int threads)
+{
+    return muon__layers(layers, count, threads, NULL, 0);
+}
+
+MUONDEF muon_status muon_step_layers_ws(muon_layer *layers, size_t count, int threads, void *ws, size_t ws_bytes)
+{
+    if (!ws) {
+        if (layers)
+            for (; count; count--) layers[count - 1].status = MUON_ERR_NULL;
+        return MUON_ERR_NULL;
+    }
+    return muon__layers(layers, count, threads, ws, ws_bytes);
+}
+
+MUONDEF size_t muon_step_layers_workspace_size(const muon_layer *layers, size_t count, int threads)
+{
+    size_t i, need = 0, big = 0, lanes = 0, total_b;
+    double total = 0.0;
+    int team;
+    if (!layers || count == 0 || threads < 0) return 0;
+    for (i = 0; i < count; i++) {
+        const muon_layer *L = layers + i;
+        muon__step_cfg c;
+        muon__split rp, cp;
+        size_t one, full;
+        if (!L->state || !L->cfg || muon__config_check(L->cfg) != MUON_OK) return 0;
+        muon__step_cfg_make(L->cfg, &c);
+        if (!muon__step_splits(&c, L->state->rows, L->state->cols, &rp, &cp)) return 0;
+        one = muon__u_round(muon__step_ws_bytes(L->state->rows, L->state->cols, rp.max, cp.max,
+                                                c.normuon ? L->state->rows : 0, 1));
+        full = muon_step_workspace_size(L->state->rows, L->state->cols, L->cfg);
+        if (!one || !full) return 0;
+        if (one > need) need = one;
+        if (full > big) big = full;
+        total += muon__layer_cost(L);
+    }
+    team = muon__layers_team(threads);
+    for (i = 0; i < count; i++)
+        if (!muon__layer_alone(layers + i, team, total)) lanes++;
+    if (lanes > (size_t)team) lanes = (size_t)team;
+    if (!muon__u_mul(lanes, need, &total_b) || !muon__u_add(total_b, MUON__ALIGN, &total_b)) return 0;
+    return total_b > big ? total_b : big;
 }
 
 /* ---- data-parallel work assignment -------------------------------------------------------- */

@@ -10,8 +10,9 @@
  * Measured, each configuration in a fresh process (OMP_WAIT_POLICY is read at start-up): the
  * wall time of one round of the 16 steps, median and maximum over the rounds after a warm-up
  * round, for {default, passive} wait policy x {1, 2} threads (cfg.threads, one process) x
- * {idle, a competing process spinning on a core}. On a 2-core machine "competing" leaves the
- * 2-thread runs one core short, as a host program's own threads would.
+ * {idle, a competing process spinning on a core} x {16 muon_step calls, one muon_step_layers
+ * call (the 16 layers in one parallel region, one layer per thread)}. On a 2-core machine
+ * "competing" leaves the 2-thread runs one core short, as a host program's own threads would.
  *
  *   build/bench/host_threads [--rounds N]      (make bench-host; bench/RESULTS.md records it)
  */
@@ -31,11 +32,13 @@
 
 #include "bench_time.h"
 
-/* One configuration, in this process: prints "median max" in ms of a round of 16 steps. */
-static int child(int rounds, int threads)
+/* One configuration, in this process: prints "median max" in ms of a round of 16 steps, as 16
+ * muon_step calls (layers 0) or one muon_step_layers call (layers 1). */
+static int child(int rounds, int threads, int layers)
 {
     static const size_t shape[4][2] = {{384, 128}, {128, 128}, {512, 128}, {128, 512}};
     muon_state st[NMAT];
+    muon_layer lay[NMAT];
     float *W[NMAT], *G[NMAT];
     double t[MAXR + 1];
     muon_config cfg = muon_default();
@@ -52,11 +55,20 @@ static int child(int rounds, int threads)
             W[i][j] = 0.02f * ((float)(r >> 9) / 4194304.0f - 1.0f);
             G[i][j] = (float)(r >> 9) / 4194304.0f - 1.0f;
         }
+        memset(&lay[i], 0, sizeof lay[i]);
+        lay[i].state = &st[i];
+        lay[i].cfg = &cfg;
+        lay[i].W = W[i];
+        lay[i].G = G[i];
+        lay[i].ldw = lay[i].ldg = cols;
     }
     for (k = 0; k <= rounds; k++) { /* round 0: warm-up */
         double t0 = now_s();
-        for (i = 0; i < NMAT; i++)
-            if (muon_step(&st[i], &cfg, W[i], st[i].cols, G[i], st[i].cols, NULL, 0) != MUON_OK) return 1;
+        if (layers) {
+            if (muon_step_layers(lay, NMAT, threads) != MUON_OK) return 1;
+        } else
+            for (i = 0; i < NMAT; i++)
+                if (muon_step(&st[i], &cfg, W[i], st[i].cols, G[i], st[i].cols, NULL, 0) != MUON_OK) return 1;
         t[k] = 1e3 * (now_s() - t0);
     }
     qsort(t + 1, (size_t)rounds, sizeof(double), cmp_double);
@@ -70,7 +82,8 @@ static int child(int rounds, int threads)
 }
 
 /* Runs one configuration in a fresh process (its environment set first); 0 and the figures. */
-static int run_config(const char *self, const char *policy, int threads, int rounds, double *med, double *mx)
+static int run_config(const char *self, const char *policy, int threads, int layers, int rounds, double *med,
+                      double *mx)
 {
     int fd[2], status;
     pid_t pid;
@@ -80,7 +93,7 @@ static int run_config(const char *self, const char *policy, int threads, int rou
     pid = fork();
     if (pid < 0) return 1;
     if (pid == 0) {
-        char th[16], ro[16];
+        char th[16], ro[16], la[16];
         dup2(fd[1], 1);
         close(fd[0]);
         if (policy) setenv("OMP_WAIT_POLICY", policy, 1);
@@ -88,7 +101,8 @@ static int run_config(const char *self, const char *policy, int threads, int rou
         setenv("OMP_NUM_THREADS", "2", 1); /* the team's ceiling; cfg.threads picks 1 or 2 */
         snprintf(th, sizeof th, "%d", threads);
         snprintf(ro, sizeof ro, "%d", rounds);
-        execl(self, self, "--child", th, ro, (char *)NULL);
+        snprintf(la, sizeof la, "%d", layers);
+        execl(self, self, "--child", th, ro, la, (char *)NULL);
         _exit(127);
     }
     close(fd[1]);
@@ -113,9 +127,10 @@ static pid_t spinner(void)
 int main(int argc, char **argv)
 {
     static const char *policies[2] = {NULL, "passive"};
-    int rounds = 15, p, th, load;
+    static const char *forms[2] = {"muon_step x16", "muon_step_layers"};
+    int rounds = 15, p, th, load, f;
     double base = 0.0;
-    if (argc == 4 && strcmp(argv[1], "--child") == 0) return child(atoi(argv[3]), atoi(argv[2]));
+    if (argc == 5 && strcmp(argv[1], "--child") == 0) return child(atoi(argv[3]), atoi(argv[2]), atoi(argv[4]));
     if (argc == 3 && strcmp(argv[1], "--rounds") == 0) rounds = atoi(argv[2]);
     if (rounds < 1 || rounds > MAXR) {
         fprintf(stderr, "usage: %s [--rounds 1..%d]\n", argv[0], MAXR);
@@ -128,31 +143,34 @@ int main(int argc, char **argv)
     printf("host_threads: 16 muon_step calls (llm.c GPT-2, 4 layers x 128 channels: 384x128, 128x128,\n"
            "512x128, 128x512 per layer), wall ms per round, median and max of %d rounds after a warm-up;\n"
            "each row a fresh process; competing = one process spinning on a core\n", rounds);
-    printf("%-16s %-8s %-10s %10s %10s %10s\n", "OMP_WAIT_POLICY", "threads", "load", "median", "max", "vs idle 1t");
-    for (p = 0; p < 2; p++)
-        for (th = 1; th <= 2; th++)
-            for (load = 0; load < 2; load++) {
-                double med = 0.0, mx = 0.0;
-                pid_t sp = load ? spinner() : 0;
-                int bad;
-                if (load) { /* let it take its core */
-                    struct timespec pause = {0, 200000000L};
-                    nanosleep(&pause, NULL);
+    printf("%-17s %-16s %-8s %-10s %10s %10s %10s\n", "form", "OMP_WAIT_POLICY", "threads", "load", "median", "max",
+           "vs idle 1t");
+    for (f = 0; f < 2; f++)
+        for (p = 0; p < 2; p++)
+            for (th = 1; th <= 2; th++)
+                for (load = 0; load < 2; load++) {
+                    double med = 0.0, mx = 0.0;
+                    pid_t sp = load ? spinner() : 0;
+                    int bad;
+                    if (load) { /* let it take its core */
+                        struct timespec pause = {0, 200000000L};
+                        nanosleep(&pause, NULL);
+                    }
+                    bad = run_config("/proc/self/exe", policies[p], th, f, rounds, &med, &mx);
+                    if (sp > 0) {
+                        kill(sp, SIGKILL);
+                        waitpid(sp, NULL, 0);
+                    }
+                    if (bad) {
+                        printf("%-17s %-16s %-8d %-10s    FAILED\n", forms[f], policies[p] ? policies[p] : "(default)",
+                               th, load ? "competing" : "idle");
+                        return 1;
+                    }
+                    if (f == 0 && p == 0 && th == 1 && load == 0) base = med;
+                    printf("%-17s %-16s %-8d %-10s %10.2f %10.2f %9.2fx\n", forms[f],
+                           policies[p] ? policies[p] : "(default)", th, load ? "competing" : "idle", med, mx,
+                           med / base);
+                    fflush(stdout);
                 }
-                bad = run_config("/proc/self/exe", policies[p], th, rounds, &med, &mx);
-                if (sp > 0) {
-                    kill(sp, SIGKILL);
-                    waitpid(sp, NULL, 0);
-                }
-                if (bad) {
-                    printf("%-16s %-8d %-10s    FAILED\n", policies[p] ? policies[p] : "(default)", th,
-                           load ? "competing" : "idle");
-                    return 1;
-                }
-                if (p == 0 && th == 1 && load == 0) base = med;
-                printf("%-16s %-8d %-10s %10.2f %10.2f %9.2fx\n", policies[p] ? policies[p] : "(default)", th,
-                       load ? "competing" : "idle", med, mx, med / base);
-                fflush(stdout);
-            }
     return 0;
 }

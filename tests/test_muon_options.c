@@ -6,6 +6,7 @@
 #if defined(__linux__)
 #define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS, MAP_NORESERVE under -std=c99 */
 #endif
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 #define MUON_IMPLEMENTATION
@@ -497,6 +498,266 @@ static void test_muown_reference_rules(void)
     }
 }
 
+/* ---- muon_step_layers: many layers in one call (issue 13) ---------------------------------- */
+enum { TL = 6 };
+static const size_t tl_rows[TL] = {64, 12, 24, 8, 16, 10}, tl_cols[TL] = {48, 8, 8, 20, 16, 6};
+
+typedef struct {
+    muon_state st[TL];
+    float *W[TL], *G[TL], *S[TL];
+    muon_config cfg[TL];
+    muon_layer L[TL];
+} t_layers;
+
+/* layer 0 is the costliest (alone on a team of 2), 2 is a fused QKV (split 3), 3 NorMuon,
+ * 4 capped with a step output, 5 MATCH_ADAMW with weight decay; first = the first layer used */
+static void tl_make(t_layers *t, int mode, unsigned seed)
+{
+    t_rng r = {0};
+    size_t i;
+    r.s = seed;
+    for (i = 0; i < TL; i++) {
+        size_t n = tl_rows[i] * tl_cols[i];
+        t->W[i] = (float *)malloc(n * sizeof(float));
+        t->G[i] = (float *)malloc(n * sizeof(float));
+        t->S[i] = (float *)calloc(n, sizeof(float));
+        if (!t->W[i] || !t->G[i] || !t->S[i]) abort();
+        rand_fill(&r, t->W[i], n, 0.1);
+        CHECK(muon_init_ex(&t->st[i], tl_rows[i], tl_cols[i], mode) == MUON_OK);
+        t->cfg[i] = muon_default();
+    }
+    t->cfg[2].split_rows = 3;
+    t->cfg[3].normuon = 1;
+    t->cfg[4].cap = MUON_CAP_GROWTH;
+    t->cfg[5].scale = MUON_SCALE_MATCH_ADAMW;
+    t->cfg[5].weight_decay = 0.1;
+    for (i = 0; i < TL; i++) {
+        muon_layer *L = &t->L[i];
+        memset(L, 0, sizeof *L);
+        L->state = &t->st[i];
+        L->cfg = &t->cfg[i];
+        L->W = t->W[i];
+        L->ldw = L->ldg = tl_cols[i];
+        L->G = t->G[i];
+        if (i == 4) L->step_out = t->S[i], L->lds = tl_cols[i];
+        L->status = MUON_ERR_RANGE; /* must be overwritten */
+    }
+}
+
+static void tl_grads(t_layers *t, unsigned seed)
+{
+    t_rng r = {0};
+    size_t i;
+    r.s = seed;
+    for (i = 0; i < TL; i++) rand_fill(&r, t->G[i], tl_rows[i] * tl_cols[i], 1.0);
+}
+
+static void tl_free(t_layers *t)
+{
+    size_t i;
+    for (i = 0; i < TL; i++) {
+        muon_free(&t->st[i]);
+        free(t->W[i]);
+        free(t->G[i]);
+        free(t->S[i]);
+    }
+}
+
+/* a and b hold the same bits: weights, step outputs, momenta, NorMuon rows, cap pairs, counts */
+static int tl_same(const t_layers *a, const t_layers *b, size_t first, size_t count)
+{
+    size_t i, ok = 1;
+    for (i = first; i < first + count; i++) {
+        size_t n = tl_rows[i] * tl_cols[i];
+        ok &= memcmp(a->W[i], b->W[i], n * sizeof(float)) == 0;
+        ok &= memcmp(a->S[i], b->S[i], n * sizeof(float)) == 0;
+        ok &= memcmp(a->st[i].momentum, b->st[i].momentum, n * sizeof(float)) == 0;
+        ok &= memcmp(a->st[i].row_v, b->st[i].row_v, tl_rows[i] * sizeof(double)) == 0;
+        ok &= memcmp(a->st[i].cap_u, b->st[i].cap_u, tl_rows[i] * sizeof(double)) == 0;
+        ok &= a->st[i].step == b->st[i].step && a->st[i].cap_valid == b->st[i].cap_valid;
+    }
+    return (int)ok;
+}
+
+/* every layer as a loop of muon_step would leave it, bit for bit, whatever the thread count,
+ * with the states' own workspaces or one shared workspace of any size down to the one-thread
+ * size; the costliest-layer-alone path (first = 0) and the all-in-one-region path (first = 1) */
+static void step_layers_case(size_t first, int threads, int wsk)
+{
+    t_layers a, b;
+    void *ws = NULL;
+    size_t wsb = 0, i;
+    int step;
+    tl_make(&a, MUON_INIT_WORKSPACE, 11u);
+    tl_make(&b, wsk ? MUON_INIT_NO_WORKSPACE : MUON_INIT_WORKSPACE, 11u);
+    if (wsk) { /* 1: the size the query gives; 2: the least accepted, the largest one-thread size */
+        wsb = muon_step_layers_workspace_size(b.L + first, TL - first, threads);
+        CHECK(wsb > 0);
+        if (wsk == 2) {
+            size_t least = 0, one;
+#ifdef _OPENMP /* the sizes for one thread (T_ONE_THREAD in this loop hung clang 14 -O2 for minutes) */
+            int saved = omp_get_max_threads();
+            omp_set_num_threads(1);
+#endif
+            for (i = first; i < TL; i++) {
+                one = muon_step_workspace_size(tl_rows[i], tl_cols[i], &b.cfg[i]);
+                if (one > least) least = one;
+            }
+#ifdef _OPENMP
+            omp_set_num_threads(saved);
+#endif
+            CHECK(least <= wsb);
+            wsb = least;
+        }
+        ws = malloc(wsb);
+        if (!ws) abort();
+    }
+    for (step = 0; step < 3; step++) {
+        muon_status s;
+        tl_grads(&a, 100u + (unsigned)step);
+        tl_grads(&b, 100u + (unsigned)step);
+        for (i = first; i < TL; i++)
+            CHECK(muon_step(&a.st[i], &a.cfg[i], a.W[i], tl_cols[i], a.G[i], tl_cols[i], i == 4 ? a.S[i] : NULL,
+                            tl_cols[i]) == MUON_OK);
+        s = wsk ? muon_step_layers_ws(b.L + first, TL - first, threads, ws, wsb)
+                : muon_step_layers(b.L + first, TL - first, threads);
+        CHECK_MSG(s == MUON_OK, "status %d (first %zu, threads %d, ws %d)", (int)s, first, threads, wsk);
+        for (i = first; i < TL; i++) CHECK(b.L[i].status == MUON_OK);
+    }
+    CHECK_MSG(tl_same(&a, &b, first, TL - first), "first %zu threads %d ws %d", first, threads, wsk);
+    free(ws);
+    tl_free(&a);
+    tl_free(&b);
+}
+
+static void test_step_layers_match_loop(void)
+{
+    static const int threads[3] = {0, 1, 2};
+    size_t k;
+    for (k = 0; k < 18; k++) step_layers_case(k / 9, threads[k / 3 % 3], (int)(k % 3));
+}
+
+/* argument errors: nothing stepped, each layer's status its own check; data errors found while
+ * running: that layer as before, the others stepped */
+static void test_step_layers_errors(void)
+{
+    t_layers a, b;
+    muon_layer saved5;
+    muon_state extra;
+    float *W5, *S5;
+    unsigned char *ws;
+    size_t i, wsb, n1 = tl_rows[1] * tl_cols[1];
+    float keep;
+    tl_make(&a, MUON_INIT_WORKSPACE, 5u);
+    tl_make(&b, MUON_INIT_WORKSPACE, 5u);
+    tl_grads(&a, 6u);
+    tl_grads(&b, 6u);
+    CHECK(muon_step_layers(NULL, TL, 0) == MUON_ERR_NULL);
+    CHECK(muon_step_layers(a.L, 0, 0) == MUON_ERR_SIZE);
+    CHECK(muon_step_layers(a.L, TL, -1) == MUON_ERR_DOMAIN && a.L[0].status == MUON_ERR_DOMAIN);
+    CHECK(muon_step_layers_ws(a.L, TL, 0, NULL, 64) == MUON_ERR_NULL && a.L[2].status == MUON_ERR_NULL);
+    CHECK(muon_step_layers_workspace_size(NULL, TL, 0) == 0 && muon_step_layers_workspace_size(a.L, 0, 0) == 0 &&
+          muon_step_layers_workspace_size(a.L, TL, -1) == 0);
+    CHECK(tl_same(&a, &b, 0, TL));
+    /* NaN in one layer's G: that layer NONFINITE, the others OK, nothing stepped */
+    keep = a.G[3][5];
+    a.G[3][5] = NAN;
+    CHECK(muon_step_layers(a.L, TL, 2) == MUON_ERR_NONFINITE);
+    for (i = 0; i < TL; i++) CHECK(a.L[i].status == (i == 3 ? MUON_ERR_NONFINITE : MUON_OK));
+    a.G[3][5] = keep;
+    CHECK(tl_same(&a, &b, 0, TL));
+    /* a bad config in one layer: DOMAIN there, the lowest-index error returned */
+    a.cfg[4].lr = -1.0;
+    a.cfg[1].split_rows = 5; /* 12 rows */
+    CHECK(muon_step_layers(a.L, TL, 2) == MUON_ERR_SIZE && a.L[1].status == MUON_ERR_SIZE &&
+          a.L[4].status == MUON_ERR_DOMAIN && a.L[0].status == MUON_OK);
+    a.cfg[4].lr = b.cfg[4].lr;
+    a.cfg[1].split_rows = 0;
+    CHECK(tl_same(&a, &b, 0, TL));
+    /* layer 5 replaced by a second copy of layer 1 (one state, one W): ALIAS on both */
+    saved5 = a.L[5];
+    a.L[5] = a.L[1];
+    CHECK(muon_step_layers(a.L, TL, 2) == MUON_ERR_ALIAS && a.L[1].status == MUON_ERR_ALIAS &&
+          a.L[5].status == MUON_ERR_ALIAS && a.L[0].status == MUON_OK);
+    /* its own state and W but layer 1's step output: ALIAS; reading layer 1's W as its G: ALIAS */
+    CHECK(muon_init(&extra, tl_rows[1], tl_cols[1]) == MUON_OK);
+    W5 = (float *)calloc(n1, sizeof(float));
+    S5 = (float *)calloc(n1, sizeof(float));
+    if (!W5 || !S5) abort();
+    a.L[5].state = &extra;
+    a.L[5].W = W5;
+    a.L[5].G = a.W[1];
+    CHECK(muon_step_layers(a.L, TL, 2) == MUON_ERR_ALIAS && a.L[5].status == MUON_ERR_ALIAS);
+    a.L[5].G = a.G[1];
+    a.L[4].step_out = W5;
+    CHECK(muon_step_layers(a.L, TL, 0) == MUON_ERR_ALIAS && a.L[4].status == MUON_ERR_ALIAS);
+    a.L[4].step_out = a.S[4];
+    CHECK(tl_same(&a, &b, 0, TL));
+    /* sharing a G is allowed: layer 5 steps like layer 1 from its own state */
+    memcpy(W5, a.W[1], n1 * sizeof(float));
+    CHECK(muon_step_layers(a.L, TL, 2) == MUON_OK);
+    for (i = 0; i < TL; i++) CHECK(a.L[i].status == MUON_OK);
+    CHECK(memcmp(W5, a.W[1], n1 * sizeof(float)) == 0 && extra.step == 1);
+    for (i = 0; i < 5; i++)
+        CHECK(muon_step(&b.st[i], &b.cfg[i], b.W[i], tl_cols[i], b.G[i], tl_cols[i], i == 4 ? b.S[i] : NULL,
+                        tl_cols[i]) == MUON_OK);
+    CHECK(tl_same(&a, &b, 0, 5));
+    a.L[5] = saved5;
+    CHECK(muon_step(&b.st[5], &b.cfg[5], b.W[5], tl_cols[5], b.G[5], tl_cols[5], NULL, 0) == MUON_OK);
+    CHECK(muon_step(&a.st[5], &a.cfg[5], a.W[5], tl_cols[5], a.G[5], tl_cols[5], NULL, 0) == MUON_OK);
+    /* a shared workspace overlapping a layer's step output: ALIAS; too small: SIZE */
+    wsb = muon_step_layers_workspace_size(a.L, TL, 0);
+    ws = (unsigned char *)malloc(wsb);
+    if (!ws) abort();
+    a.L[4].step_out = (float *)(void *)(ws + 64);
+    CHECK(muon_step_layers_ws(a.L, TL, 0, ws, wsb) == MUON_ERR_ALIAS && a.L[4].status == MUON_ERR_ALIAS);
+    a.L[4].step_out = a.S[4];
+    CHECK(muon_step_layers_ws(a.L, TL, 0, ws, 256) == MUON_ERR_SIZE && a.L[0].status == MUON_ERR_SIZE);
+    /* the plain form on a state without a workspace: NULL there */
+    {
+        muon_state nows;
+        muon_layer keep1 = a.L[1];
+        CHECK(muon_init_ex(&nows, tl_rows[1], tl_cols[1], MUON_INIT_NO_WORKSPACE) == MUON_OK);
+        a.L[1].state = &nows;
+        CHECK(muon_step_layers(a.L, TL, 2) == MUON_ERR_NULL && a.L[1].status == MUON_ERR_NULL);
+        CHECK(muon_step_layers_ws(a.L, TL, 2, ws, wsb) == MUON_OK && nows.step == 1);
+        a.L[1] = keep1;
+        muon_free(&nows);
+        CHECK(muon_step(&b.st[1], &b.cfg[1], b.W[1], tl_cols[1], b.G[1], tl_cols[1], NULL, 0) == MUON_OK);
+        for (i = 0; i < TL; i++)
+            if (i != 1)
+                CHECK(muon_step(&b.st[i], &b.cfg[i], b.W[i], tl_cols[i], b.G[i], tl_cols[i], i == 4 ? b.S[i] : NULL,
+                                tl_cols[i]) == MUON_OK);
+        /* a.W[1] stepped through nows from a's W: put b's layer 1 in the same place */
+        memcpy(b.W[1], a.W[1], n1 * sizeof(float));
+        CHECK(tl_same(&a, &b, 2, TL - 2) && tl_same(&a, &b, 0, 1));
+    }
+    /* found while running: NaN in layer 2's momentum (NONFINITE) and layer 0's SUM momentum
+     * pushed past FLT_MAX (RANGE); those two as before, the others step */
+    a.st[2].momentum[3] = NAN;
+    b.st[2].momentum[3] = NAN;
+    a.cfg[0].momentum_form = b.cfg[0].momentum_form = MUON_MOMENTUM_SUM;
+    tl_grads(&a, 7u);
+    tl_grads(&b, 7u);
+    a.st[0].momentum[0] = b.st[0].momentum[0] = FLT_MAX;
+    a.G[0][0] = b.G[0][0] = FLT_MAX;
+    CHECK(muon_step_layers(a.L, TL, 2) == MUON_ERR_RANGE);
+    CHECK(a.L[0].status == MUON_ERR_RANGE && a.L[2].status == MUON_ERR_NONFINITE && a.L[1].status == MUON_OK &&
+          a.L[3].status == MUON_OK && a.L[4].status == MUON_OK && a.L[5].status == MUON_OK);
+    for (i = 0; i < TL; i++) {
+        muon_status s = muon_step(&b.st[i], &b.cfg[i], b.W[i], tl_cols[i], b.G[i], tl_cols[i], i == 4 ? b.S[i] : NULL,
+                                  tl_cols[i]);
+        CHECK(s == a.L[i].status);
+    }
+    CHECK(tl_same(&a, &b, 0, 1) && tl_same(&a, &b, 2, TL - 2)); /* a's layer 1 state stepped once less */
+    free(ws);
+    free(W5);
+    free(S5);
+    muon_free(&extra);
+    tl_free(&a);
+    tl_free(&b);
+}
+
 int main(void)
 {
     RUN(test_block_splits);
@@ -513,5 +774,7 @@ int main(void)
     printf("[%s] test_batched_offsets_past_int32: not run (needs a sparse mapping: 64-bit Linux)\n", TEST_VARIANT);
 #endif
     RUN(test_muown_reference_rules);
+    RUN(test_step_layers_match_loop);
+    RUN(test_step_layers_errors);
     return TEST_REPORT();
 }
