@@ -4028,6 +4028,45 @@ static size_t muon__step_ws_bytes(size_t rows, size_t cols, size_t br, size_t bc
     return total;
 }
 
+/* How many blocks of a step run at once, one per thread (1: one after another, each on the
+ * step's team). Blocks go one per thread when the workspace holds a one-thread NS workspace per
+ * lane (muon_step_workspace_size counts them) and the lanes stay busy: the count divides evenly,
+ * or is at least 4 per lane, or each block's products are below the GEMM's parallel threshold
+ * (they would run on one thread anyway). */
+static size_t muon__blocks_lanes(int threads, const muon__split *rp, const muon__split *cp, size_t ws_bytes)
+{
+#if defined(_OPENMP) && !defined(MUON_USE_CBLAS) /* a CBLAS threads each product itself */
+    size_t nb = rp->k * cp->k, one, lanes = threads > 1 ? (size_t)threads : 1;
+    double m = (double)(rp->max < cp->max ? rp->max : cp->max), n = (double)(rp->max < cp->max ? cp->max : rp->max);
+    if (lanes <= 1 || nb <= 1) return 1;
+    one = muon__u_round(muon__ns_ws_bytes(rp->max, cp->max, 1));
+    if (one == 0) return 1;
+    if (lanes > nb) lanes = nb;
+    if (lanes > ws_bytes / one) lanes = ws_bytes / one;
+    if (lanes <= 1) return 1;
+    if (nb % lanes == 0 || nb >= 4 * lanes || m * m * n < (double)MUON_GEMM_PARALLEL_MIN) return lanes;
+    return 1;
+#else
+    (void)threads; (void)rp; (void)cp; (void)ws_bytes;
+    return 1;
+#endif
+}
+
+/* a step's workspace with room for its blocks to run one per thread (muon__blocks_lanes) */
+static size_t muon__step_ws_lanes(size_t rows, size_t cols, const muon__step_cfg *c, const muon__split *rp,
+                                  const muon__split *cp, size_t extra_doubles)
+{
+    size_t full = muon__step_ws_bytes(rows, cols, rp->max, cp->max, extra_doubles, 0), lanes, base, one, with;
+    if (!full) return 0;
+    lanes = muon__blocks_lanes(c->threads, rp, cp, (size_t)-1);
+    if (lanes <= 1) return full;
+    base = muon__step_ws_bytes(rows, cols, rp->max, cp->max, extra_doubles, 1) -
+           muon__u_round(muon__ns_ws_bytes(rp->max, cp->max, 1));
+    one = muon__u_round(muon__ns_ws_bytes(rp->max, cp->max, 1));
+    if (!muon__u_mul(lanes, one, &with) || !muon__u_add(with, base, &with)) return full;
+    return with > full ? with : full;
+}
+
 MUONDEF size_t muon_step_workspace_size(size_t rows, size_t cols, const muon_config *cfg)
 {
     muon__split rp, cp;
@@ -4035,7 +4074,7 @@ MUONDEF size_t muon_step_workspace_size(size_t rows, size_t cols, const muon_con
     if (!cfg) return muon__step_ws_bytes(rows, cols, rows, cols, rows, 0); /* NorMuon's rows included */
     muon__step_cfg_make(cfg, &c);
     if (!muon__step_splits(&c, rows, cols, &rp, &cp)) return 0;
-    return muon__step_ws_bytes(rows, cols, rp.max, cp.max, cfg->normuon ? rows : 0, 0);
+    return muon__step_ws_lanes(rows, cols, &c, &rp, &cp, cfg->normuon ? rows : 0);
 }
 
 MUONDEF muon_status muon_init_ex(muon_state *st, size_t rows, size_t cols, int mode)
@@ -4168,26 +4207,53 @@ static MUON__NOINLINE void muon__mom_commit(float *B, const float *G, size_t ldg
     }
 }
 
-/* NS of every block of U (rows x cols, ld cols) in place: U becomes O, unscaled */
+/* block b (row-major over the row and column blocks) of U: its offset and shape */
+static float *muon__block_at(float *U, size_t cols, const muon__split *rp, const muon__split *cp, size_t b,
+                             size_t *rl, size_t *cl)
+{
+    size_t bi = b / cp->k, bj = b % cp->k, r0 = 0, c0 = 0, i;
+    for (i = 0; i < bi; i++) r0 += muon__split_len(rp, i);
+    for (i = 0; i < bj; i++) c0 += muon__split_len(cp, i);
+    *rl = muon__split_len(rp, bi);
+    *cl = muon__split_len(cp, bj);
+    return U + r0 * cols + c0; /* size_t offsets throughout */
+}
+
+/* NS of every block of U (rows x cols, ld cols) in place: U becomes O, unscaled. The nsws is
+ * MUON__ALIGN-aligned. Results do not depend on how the blocks are spread over threads. */
 static muon_status muon__ns_blocks(float *U, size_t cols, const muon__step_cfg *c, const muon__split *rp,
                                    const muon__split *cp, void *nsws, size_t nsws_bytes)
 {
-    size_t bi, bj, r0 = 0;
+    size_t b, nb = rp->k * cp->k, lanes = muon__blocks_lanes(c->threads, rp, cp, nsws_bytes);
     double jt[1][3];
     muon__ns_view v;
     muon_status s;
     if ((s = muon__ns_view_make(c->ns, &v, jt)) != MUON_OK) return s; /* checked: cannot fail */
     v.threads = c->threads;
-    for (bi = 0; bi < rp->k; bi++) {
-        size_t rl = muon__split_len(rp, bi), c0 = 0;
-        for (bj = 0; bj < cp->k; bj++) {
-            size_t cl = muon__split_len(cp, bj);
-            float *blk = U + r0 * cols + c0; /* size_t offsets throughout */
-            s = muon__ns_one(blk, rl, cl, cols, &v, blk, cols, nsws, nsws_bytes);
-            if (s != MUON_OK) return s;
-            c0 += cl;
+    if (lanes > 1) { /* one block per thread, each in its own one-thread slice */
+        size_t one = muon__u_round(muon__ns_ws_bytes(rp->max, cp->max, 1)), bad = nb;
+        muon_status first = MUON_OK;
+        v.threads = 1;
+        MUON__OMP(omp parallel for num_threads((int)lanes) schedule(dynamic, 1))
+        for (b = 0; b < nb; b++) {
+            size_t rl, cl, lane = 0;
+            float *blk = muon__block_at(U, cols, rp, cp, b, &rl, &cl);
+            muon_status sb;
+#ifdef _OPENMP
+            lane = (size_t)omp_get_thread_num();
+#endif
+            sb = muon__ns_one(blk, rl, cl, cols, &v, blk, cols, (unsigned char *)nsws + lane * one, one);
+            if (sb != MUON_OK) {
+                MUON__OMP(omp critical(muon__blocks_status))
+                if (b < bad) bad = b, first = sb; /* the lowest block's, as one after another */
+            }
         }
-        r0 += rl;
+        return first;
+    }
+    for (b = 0; b < nb; b++) {
+        size_t rl, cl;
+        float *blk = muon__block_at(U, cols, rp, cp, b, &rl, &cl);
+        if ((s = muon__ns_one(blk, rl, cl, cols, &v, blk, cols, nsws, nsws_bytes)) != MUON_OK) return s;
     }
     return MUON_OK;
 }
@@ -4837,7 +4903,7 @@ MUONDEF size_t muown_step_workspace_size(size_t rows, size_t cols, const muown_c
     if (!cfg) return muon__step_ws_bytes(rows, cols, rows, cols, rows, 0);
     muon__step_cfg_make(&cfg->muon, &c);
     if (!muon__step_splits(&c, rows, cols, &rp, &cp)) return 0;
-    return muon__step_ws_bytes(rows, cols, rp.max, cp.max, rows, 0);
+    return muon__step_ws_lanes(rows, cols, &c, &rp, &cp, rows);
 }
 
 /* row norms of W in double; returns 0 if some row is zero */

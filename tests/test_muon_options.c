@@ -498,6 +498,62 @@ static void test_muown_reference_rules(void)
     }
 }
 
+/* a stack's blocks run one per thread when the workspace holds a slice per thread: the same
+ * bits as one after another (cfg.threads 1), for equal and unequal blocks, small and large */
+static void test_stacked_blocks_threads(void)
+{
+    static const size_t unequal[5] = {8, 24, 8, 16, 8};
+    size_t k;
+    for (k = 0; k < 4; k++) {
+        size_t L = k == 1 ? 5 : (k == 3 ? 3 : 6), m = k == 2 ? 96 : 16, n = k == 2 ? 80 : 12;
+        size_t rows = k == 1 ? 64 : L * m, cols = n, i;
+        muon_config c1 = muon_default(), c2 = muon_default();
+        muon_state s1, s2;
+        float *W1, *W2, *G;
+        t_rng r = {3};
+        int step;
+        if (k == 1) c1.row_sizes = c2.row_sizes = unequal, c1.row_blocks = c2.row_blocks = 5;
+        else c1.split_rows = c2.split_rows = L;
+        c1.threads = 1;
+        c2.threads = 0; /* the OpenMP default: 2 under make test */
+        W1 = (float *)malloc(rows * cols * sizeof(float));
+        W2 = (float *)malloc(rows * cols * sizeof(float));
+        G = (float *)malloc(rows * cols * sizeof(float));
+        if (!W1 || !W2 || !G) abort();
+        rand_fill(&r, W1, rows * cols, 0.1);
+        memcpy(W2, W1, rows * cols * sizeof(float));
+        CHECK(muon_init(&s1, rows, cols) == MUON_OK);
+        /* the state's own workspace (no split known: maybe too small for lanes) and one of the
+         * size the split asks for */
+        CHECK(muon_init_ex(&s2, rows, cols, MUON_INIT_NO_WORKSPACE) == MUON_OK);
+        s2.workspace_bytes = muon_step_workspace_size(rows, cols, &c2);
+        CHECK(s2.workspace_bytes >= muon_step_workspace_size(rows, cols, &c1));
+        s2.workspace = malloc(s2.workspace_bytes);
+        if (!s2.workspace) abort();
+        for (step = 0; step < 3; step++) {
+            rand_fill(&r, G, rows * cols, 1.0);
+            CHECK(muon_step(&s1, &c1, W1, cols, G, cols, NULL, 0) == MUON_OK);
+            CHECK(muon_step_ws(&s2, &c2, W2, cols, G, cols, NULL, 0, s2.workspace, s2.workspace_bytes) == MUON_OK);
+        }
+        CHECK_MSG(memcmp(W1, W2, rows * cols * sizeof(float)) == 0 &&
+                      memcmp(s1.momentum, s2.momentum, rows * cols * sizeof(float)) == 0,
+                  "case %zu", k);
+        /* a NaN in the momentum of the last block: NONFINITE, nothing written */
+        s2.momentum[rows * cols - 1] = NAN;
+        memcpy(W1, W2, rows * cols * sizeof(float));
+        CHECK(muon_step_ws(&s2, &c2, W2, cols, G, cols, NULL, 0, s2.workspace, s2.workspace_bytes) ==
+              MUON_ERR_NONFINITE);
+        CHECK(memcmp(W1, W2, rows * cols * sizeof(float)) == 0 && s2.step == 3);
+        for (i = 0; i < 1; i++) free(s2.workspace);
+        s2.workspace = NULL;
+        muon_free(&s1);
+        muon_free(&s2);
+        free(W1);
+        free(W2);
+        free(G);
+    }
+}
+
 /* ---- muon_step_layers: many layers in one call (issue 13) ---------------------------------- */
 enum { TL = 6 };
 static const size_t tl_rows[TL] = {64, 12, 24, 8, 16, 10}, tl_cols[TL] = {48, 8, 8, 20, 16, 6};
@@ -774,6 +830,7 @@ int main(void)
     printf("[%s] test_batched_offsets_past_int32: not run (needs a sparse mapping: 64-bit Linux)\n", TEST_VARIANT);
 #endif
     RUN(test_muown_reference_rules);
+    RUN(test_stacked_blocks_threads);
     RUN(test_step_layers_match_loop);
     RUN(test_step_layers_errors);
     return TEST_REPORT();
