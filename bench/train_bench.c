@@ -14,7 +14,8 @@
  * every block matrix of the model (Q, K, V, O: d x d; gate, up: mlp x d; down: d x mlp; Jordan x
  * 5) with fp32 and with bf16 Newton-Schulz (MUON_NS_BF16), and the Newton-Schulz part alone
  * (muon_orthogonalize_ws on the same gradients); the second table gives each, and the share of a
- * training step (forward + backward + Muon update) spent in Newton-Schulz, per precision.
+ * training step (forward + backward + Muon update) spent in Newton-Schulz, per precision. The fp32
+ * update is also timed as one muon_step_layers call (issue 13; the third table).
  * Not a test: nothing here is part of `make test`. */
 #define _POSIX_C_SOURCE 200809L
 #include "../examples/gpt/backend.h"
@@ -99,19 +100,47 @@ static void ns_all(ctx *x, muon_ns_precision p)
                                   x->wsb) != MUON_OK)
             exit(3);
 }
+/* the same fp32 update as one muon_step_layers_ws call, in one workspace of the size its query
+ * gives (as the trainer runs it) */
+static void job_layers32(ctx *x)
+{
+    static muon_layer L[64 * NMAT];
+    static void *ws;
+    static size_t wsb;
+    muon_config c = muon_default();
+    int i;
+    c.lr = 1e-4;
+    if (x->nm > 64 * NMAT) exit(3); /* at most 64 layers here */
+    for (i = 0; i < x->nm; i++) {
+        memset(&L[i], 0, sizeof L[i]);
+        L[i].state = &x->st[i], L[i].cfg = &c, L[i].W = x->W[i], L[i].G = x->G[i];
+        L[i].ldw = L[i].ldg = x->cols[i];
+    }
+    { /* sized for the current thread count (grown when it grows; warm-up calls do that) */
+        size_t need = muon_step_layers_workspace_size(L, (size_t)x->nm, 0);
+        if (!need) exit(3);
+        if (need > wsb) {
+            free(ws);
+            if (!(ws = malloc(need))) exit(3);
+            wsb = need;
+        }
+    }
+    if (muon_step_layers_ws(L, (size_t)x->nm, 0, ws, wsb) != MUON_OK) exit(3);
+}
 static void job_opt32(ctx *x) { opt_all(x, MUON_NS_FP32); }
 static void job_opt16(ctx *x) { opt_all(x, MUON_NS_BF16); }
 static void job_ns32(ctx *x) { ns_all(x, MUON_NS_FP32); }
 static void job_ns16(ctx *x) { ns_all(x, MUON_NS_BF16); }
-enum { NJOBS = 7 };
+enum { NJOBS = 8 };
 
 int main(int argc, char **argv)
 {
     gpt_config cfg = {6, 384, 6, 256, 4096, 0};
     int B = 4, reps = 5, thr[2] = {1, 2}, nthr = 2, a, pos = 0, vals[6], ti, r, j;
-    void (*const jobs[NJOBS])(ctx *) = {job_step, job_muon, job_blas, job_opt32, job_opt16, job_ns32, job_ns16};
+    void (*const jobs[NJOBS])(ctx *) = {job_step, job_muon, job_blas, job_opt32, job_opt16, job_ns32, job_ns16,
+                                               job_layers32};
     static double t[NJOBS][MAXR];
-    double opt_ms[2][2], ns_ms[2][2], step_ms[2];
+    double opt_ms[2][2], ns_ms[2][2], step_ms[2], lay_ms[2];
     ctx x;
     size_t n, i;
     gpt_status st;
@@ -211,6 +240,7 @@ int main(int argc, char **argv)
                fl_sq / med[1] * 1e-9, fl_sq / med[2] * 1e-9, (fl_step / med[0]) / (fl_sq / med[1]),
                (fl_step / med[0]) / (fl_sq / med[2]));
         opt_ms[ti][0] = med[3], opt_ms[ti][1] = med[4], ns_ms[ti][0] = med[5], ns_ms[ti][1] = med[6];
+        lay_ms[ti] = med[7];
         step_ms[ti] = med[0];
         fflush(stdout);
     }
@@ -232,6 +262,10 @@ int main(int argc, char **argv)
                1e3 * opt_ms[ti][1], 1e3 * ns_ms[ti][0], 1e3 * ns_ms[ti][1], opt_ms[ti][0] / opt_ms[ti][1],
                100.0 * ns_ms[ti][0] / tot32, 100.0 * ns_ms[ti][1] / tot16);
     }
+    printf("The fp32 update as one muon_step_layers_ws call (one region, one matrix per thread) against the\n"
+           "muon_step_ws loop above, same rotation:\n%-4s %14s %14s %10s\n", "thr", "loop ms", "layers ms", "gain");
+    for (ti = 0; ti < nthr; ti++)
+        printf("%-4d %14.1f %14.1f %10.2f\n", thr[ti], 1e3 * opt_ms[ti][0], 1e3 * lay_ms[ti], opt_ms[ti][0] / lay_ms[ti]);
     x.be->ops->destroy(x.be);
     for (j = 0; j < x.nm; j++) muon_free(&x.st[j]), free(x.W[j]), free(x.G[j]), free(x.O[j]);
     free(x.rows), free(x.cols), free(x.W), free(x.G), free(x.O), free(x.st), free(x.ws);

@@ -207,10 +207,14 @@ int optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *mod
     o->slots = (optim_slot *)calloc((size_t)lay.n_tensors, sizeof *o->slots);
     o->grad_ptrs = (float **)calloc((size_t)lay.n_tensors, sizeof *o->grad_ptrs);
     o->grad_sizes = (size_t *)calloc((size_t)lay.n_tensors, sizeof *o->grad_sizes);
+    o->muon_layers = (muon_layer *)calloc((size_t)lay.n_tensors, sizeof *o->muon_layers);
+    o->muon_layer_slot = (int *)calloc((size_t)lay.n_tensors, sizeof *o->muon_layer_slot);
     o->head_step = (float *)calloc(lay.n_params - lay.lm_head, sizeof(float));
     o->owner = (int *)malloc((size_t)lay.n_tensors * sizeof *o->owner);
     o->load = (double *)calloc((size_t)o->nranks, sizeof *o->load);
-    if (!o->slots || !o->grad_ptrs || !o->grad_sizes || !o->head_step || !o->owner || !o->load) goto nomem;
+    if (!o->slots || !o->grad_ptrs || !o->grad_sizes || !o->muon_layers || !o->muon_layer_slot || !o->head_step ||
+        !o->owner || !o->load)
+        goto nomem;
     for (i = 0; i < lay.n_tensors; i++) o->owner[i] = -1;
     for (i = 0; i < lay.n_tensors; i++) {
         optim_slot *s = &o->slots[i];
@@ -274,7 +278,9 @@ int optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *mod
         if (!optim_owns(o, i)) continue; /* its state lives on its owner */
         switch (s->kind) {
         case OPTIM_ADAMW: rc = muon_adamw_init(&s->adamw, n) != MUON_OK; break;
-        case OPTIM_MUON: rc = muon_init(&s->muon, s->t.rows, s->t.cols) != MUON_OK; break;
+        case OPTIM_MUON: /* stepped from one shared workspace (muon_step_layers_ws, below) */
+            rc = muon_init_ex(&s->muon, s->t.rows, s->t.cols, MUON_INIT_NO_WORKSPACE) != MUON_OK;
+            break;
         case OPTIM_MUOWN:
             rc = muown_init(&s->muown, params + s->t.offset, s->t.rows, s->t.cols, s->t.cols) != MUON_OK;
             break;
@@ -286,6 +292,21 @@ int optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *mod
             optim_free(o);
             return gpt_errorf(err, errlen, "optimizer: cannot create the state of %s (out of memory, or a zero row "
                                      "for Muown)", s->t.name);
+        }
+    }
+    { /* one workspace for every Muon matrix: each thread's slice for the one-matrix-per-thread
+         region, or the largest full step (instead of a workspace per state) */
+        int n = 0;
+        for (i = 0; i < lay.n_tensors; i++)
+            if (o->slots[i].kind == OPTIM_MUON && optim_owns(o, i)) {
+                memset(&o->muon_layers[n], 0, sizeof o->muon_layers[n]);
+                o->muon_layers[n].state = &o->slots[i].muon;
+                o->muon_layers[n++].cfg = &o->slots[i].muon_cfg;
+            }
+        if (n) {
+            o->muon_ws_bytes = muon_step_layers_workspace_size(o->muon_layers, (size_t)n, 0);
+            o->muon_ws = o->muon_ws_bytes ? malloc(o->muon_ws_bytes) : NULL;
+            if (!o->muon_ws) goto nomem;
         }
     }
     return 0;
@@ -307,6 +328,9 @@ void optim_free(optim_set *o)
     free(o->slots);
     free(o->grad_ptrs);
     free(o->grad_sizes);
+    free(o->muon_layers);
+    free(o->muon_layer_slot);
+    free(o->muon_ws);
     free(o->head_step);
     free(o->owner);
     free(o->load);
@@ -350,6 +374,38 @@ static int rownorm_sharded_step(optim_set *o, optim_slot *s, float *W, const flo
     return 0;
 }
 
+/* Every Muon matrix this rank owns in one muon_step_layers call: one parallel region for all of
+ * them (one matrix per thread, the costliest first) instead of a few per product of each, the
+ * same bits as a muon_step per matrix (muon.h). */
+static int muon_layers_step(optim_set *o, float *params, const float *grads, double factor, char *err,
+                            size_t errlen)
+{
+    int i, n = 0;
+    muon_status ms;
+    for (i = 0; i < o->n_slots; i++) {
+        optim_slot *s = &o->slots[i];
+        muon_layer *L = &o->muon_layers[n];
+        if (s->kind != OPTIM_MUON || !optim_owns(o, i)) continue;
+        s->muon_cfg.lr = s->peak_lr * factor;
+        memset(L, 0, sizeof *L);
+        L->state = &s->muon;
+        L->cfg = &s->muon_cfg;
+        L->W = params + s->t.offset;
+        L->G = grads + s->t.offset;
+        L->ldw = L->ldg = L->lds = s->t.cols;
+        L->step_out = i == o->head_slot ? o->head_step : NULL; /* the head's stepper writes its S */
+        o->muon_layer_slot[n++] = i;
+    }
+    if (n == 0) return 0;
+    ms = muon_step_layers_ws(o->muon_layers, (size_t)n, 0, o->muon_ws, o->muon_ws_bytes);
+    if (ms == MUON_OK) return 0;
+    for (i = 0; i < n; i++)
+        if (o->muon_layers[i].status != MUON_OK)
+            return gpt_errorf(err, errlen, "Muon step on %s failed: %s", o->slots[o->muon_layer_slot[i]].t.name,
+                              muon_status_string(o->muon_layers[i].status));
+    return gpt_errorf(err, errlen, "Muon step failed: %s", muon_status_string(ms));
+}
+
 int optim_step(optim_set *o, float *params, float *grads, long step, long total, char *err, size_t errlen)
 {
     double factor = optim_lr_factor(&o->recipe, step, total), norm = 0.0;
@@ -367,6 +423,7 @@ int optim_step(optim_set *o, float *params, float *grads, long step, long total,
     if (ms != MUON_OK) return gpt_errorf(err, errlen, "gradient clipping failed: %s", muon_status_string(ms));
     o->last_grad_norm = norm;
     o->last_lr_factor = factor;
+    if (muon_layers_step(o, params, grads, factor, err, errlen)) return -1;
     for (i = 0; i < o->n_slots; i++) {
         optim_slot *s = &o->slots[i];
         float *W = params + s->t.offset;
@@ -385,10 +442,7 @@ int optim_step(optim_set *o, float *params, float *grads, long step, long total,
             ms = muon_adamw_step(&s->adamw, &s->adamw_cfg, W, G, S);
             what = "AdamW";
             break;
-        case OPTIM_MUON:
-            s->muon_cfg.lr = lr;
-            ms = muon_step(&s->muon, &s->muon_cfg, W, ld, G, ld, S, ld);
-            what = "Muon";
+        case OPTIM_MUON: /* stepped above, all in one muon_step_layers call */
             break;
         case OPTIM_MUOWN:
             s->muown_cfg.muon.lr = lr;

@@ -126,6 +126,10 @@ typedef struct optim_set {
     float *head_step;      /* S of the last step, V x d (zero before the first step) */
     float **grad_ptrs;     /* for clipping */
     size_t *grad_sizes;
+    muon_layer *muon_layers; /* this step's Muon matrices, stepped in one muon_step_layers call */
+    int *muon_layer_slot;    /* the slot of each */
+    void *muon_ws;           /* their one workspace (the states have none) */
+    size_t muon_ws_bytes;
     double last_grad_norm; /* before clipping */
     double last_lr_factor;
     /* data-parallel layout (optim_create_dist; one process: rank 0 of 1, owner all -1) */
