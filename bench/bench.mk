@@ -10,7 +10,7 @@ BENCH_ARGS ?=
 
 .PHONY: bench bench-build bench-host
 ifeq ($(HAVE_BLAS),1)
-bench-build: $(B)/bench/bench $(B)/bench/gemm_bench $(B)/bench/rn_profile $(B)/bench/train_bench $(B)/bench/host_threads
+bench-build: $(B)/bench/bench $(B)/bench/gemm_bench $(B)/bench/rn_profile $(B)/bench/train_bench $(B)/bench/host_threads $(B)/bench/host_threshold
 
 $(B)/bench/bench: bench/bench.c bench/bench_cblas_tu.c $(HEADER_DEPS) | $(B)/bench
 	$(CC) $(BENCH_FL) -o $@ bench/bench.c bench/bench_cblas_tu.c $(BLAS_LIBS) $(LDLIBS)
@@ -26,9 +26,13 @@ $(B)/bench/train_bench: bench/train_bench.c $(GPT_MODEL_DEPS) | $(B)/bench
 $(B)/bench/host_threads: bench/host_threads.c muon.h | $(B)/bench
 	$(CC) -std=c99 -O2 $(SIMD2) $(OMP) $(WARN) -I. -o $@ bench/host_threads.c $(LDLIBS)
 
-bench-host: $(B)/bench/host_threads
+$(B)/bench/host_threshold: bench/host_threads.c muon.h | $(B)/bench
+	$(CC) -std=c99 -O2 $(SIMD2) $(OMP) $(WARN) -DHOST_THRESHOLD -DMUON_GEMM_PARALLEL_MIN=1.0 -I. -o $@ bench/host_threads.c $(LDLIBS)
+
+bench-host: $(B)/bench/host_threads $(B)/bench/host_threshold
 	@echo "machine: $$(lscpu | sed -n 's/^Model name: *//p'), $$(nproc) CPUs; load $$(cut -d' ' -f1-3 /proc/loadavg)"
 	$(B)/bench/host_threads
+	$(B)/bench/host_threshold
 
 # a fixed amount of RowNorm-step work for callgrind (no AVX-512 under valgrind: AVX2 build)
 $(B)/bench/rn_profile: bench/rn_profile.c rownorm.h | $(B)/bench

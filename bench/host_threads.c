@@ -15,6 +15,10 @@
  * "competing" leaves the 2-thread runs one core short, as a host program's own threads would.
  *
  *   build/bench/host_threads [--rounds N]      (make bench-host; bench/RESULTS.md records it)
+ *
+ * Built again as build/bench/host_threshold (-DHOST_THRESHOLD -DMUON_GEMM_PARALLEL_MIN=1, also in
+ * make bench-host): where two threads start to pay for one product, per wait policy and load:
+ * the measurement behind MUON_GEMM_PARALLEL_MIN.
  */
 #define _POSIX_C_SOURCE 200809L
 #define MUON_IMPLEMENTATION
@@ -81,36 +85,43 @@ static int child(int rounds, int threads, int layers)
     return 0;
 }
 
-/* Runs one configuration in a fresh process (its environment set first); 0 and the figures. */
-static int run_config(const char *self, const char *policy, int threads, int layers, int rounds, double *med,
-                      double *mx)
+/* Runs "self --child a b c" in a fresh process (its environment set first); 0 and its output
+ * line in out. */
+static int run_child(const char *self, const char *policy, int a, int b, int c, char *out, size_t outlen)
 {
     int fd[2], status;
     pid_t pid;
-    char buf[128];
     ssize_t got;
+    size_t have = 0;
     if (pipe(fd) != 0) return 1;
     pid = fork();
     if (pid < 0) return 1;
     if (pid == 0) {
-        char th[16], ro[16], la[16];
+        char sa[16], sb[16], sc[16];
         dup2(fd[1], 1);
         close(fd[0]);
         if (policy) setenv("OMP_WAIT_POLICY", policy, 1);
         else unsetenv("OMP_WAIT_POLICY");
         setenv("OMP_NUM_THREADS", "2", 1); /* the team's ceiling; cfg.threads picks 1 or 2 */
-        snprintf(th, sizeof th, "%d", threads);
-        snprintf(ro, sizeof ro, "%d", rounds);
-        snprintf(la, sizeof la, "%d", layers);
-        execl(self, self, "--child", th, ro, la, (char *)NULL);
+        snprintf(sa, sizeof sa, "%d", a);
+        snprintf(sb, sizeof sb, "%d", b);
+        snprintf(sc, sizeof sc, "%d", c);
+        execl(self, self, "--child", sa, sb, sc, (char *)NULL);
         _exit(127);
     }
     close(fd[1]);
-    got = read(fd[0], buf, sizeof buf - 1);
+    while (have + 1 < outlen && (got = read(fd[0], out + have, outlen - 1 - have)) > 0) have += (size_t)got;
     close(fd[0]);
     waitpid(pid, &status, 0);
-    if (got <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
-    buf[got] = 0;
+    out[have] = 0;
+    return have == 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+}
+
+static int run_config(const char *self, const char *policy, int threads, int layers, int rounds, double *med,
+                      double *mx)
+{
+    char buf[128];
+    if (run_child(self, policy, threads, rounds, layers, buf, sizeof buf)) return 1;
     return sscanf(buf, "%lf %lf", med, mx) == 2 ? 0 : 1;
 }
 
@@ -124,12 +135,94 @@ static pid_t spinner(void)
     return pid;
 }
 
+#ifdef HOST_THRESHOLD
+/* The threshold build (build/bench/host_threshold, -DMUON_GEMM_PARALLEL_MIN=1: every product on
+ * the whole team): muon_sgemm_ws of n x n x n, n in SIZES, on `threads` threads; prints the
+ * median ms of each size on one line. */
+#define NSIZES 9
+static const int sizes[NSIZES] = {16, 24, 32, 48, 64, 96, 128, 192, 256};
+static int child_gemm(int threads)
+{
+    int q;
+    omp_set_num_threads(threads);
+    for (q = 0; q < NSIZES; q++) {
+        size_t n = (size_t)sizes[q], i, wsb = muon_gemm_workspace_size(threads);
+        float *A = (float *)malloc(n * n * sizeof(float)), *B = (float *)malloc(n * n * sizeof(float));
+        float *C = (float *)malloc(n * n * sizeof(float));
+        void *ws = malloc(wsb);
+        double t[MAXR];
+        int reps = 31, r, inner = (int)(2e6 / (double)(n * n * n)) + 1, k;
+        if (!A || !B || !C || !ws) return 1;
+        for (i = 0; i < n * n; i++) A[i] = (float)(i % 7) - 3.0f, B[i] = (float)(i % 5) - 2.0f;
+        for (r = -1; r < reps; r++) { /* r = -1: warm-up */
+            double t0 = now_s();
+            for (k = 0; k < inner; k++)
+                if (muon_sgemm_ws(MUON_NO_TRANS, MUON_NO_TRANS, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n, ws, wsb) != MUON_OK)
+                    return 1;
+            if (r >= 0) t[r] = 1e3 * (now_s() - t0) / inner;
+        }
+        qsort(t, (size_t)reps, sizeof(double), cmp_double);
+        printf("%.5f ", t[reps / 2]);
+        free(A), free(B), free(C), free(ws);
+    }
+    printf("\n");
+    return 0;
+}
+
+static int threshold_main(void)
+{
+    static const char *policies[2] = {NULL, "passive"};
+    int p, load, q;
+    printf("host_threshold: muon_sgemm_ws n x n x n with every product threaded (MUON_GEMM_PARALLEL_MIN=1),\n"
+           "1 vs 2 threads, each in a fresh process; median of 31 timings (each of >= 2M multiply-adds);\n"
+           "the built-in threshold is %.0f multiply-adds (128^3); competing = one process spinning on a core\n",
+           2097152.0);
+    for (p = 0; p < 2; p++)
+        for (load = 0; load < 2; load++) {
+            char b1[512], b2[512];
+            double t1[NSIZES], t2[NSIZES];
+            const char *c1 = b1, *c2 = b2;
+            pid_t sp = load ? spinner() : 0;
+            int bad, n1 = 0, n2 = 0;
+            if (load) {
+                struct timespec pause = {0, 200000000L};
+                nanosleep(&pause, NULL);
+            }
+            bad = run_child("/proc/self/exe", policies[p], 1, 0, 0, b1, sizeof b1) ||
+                  run_child("/proc/self/exe", policies[p], 2, 0, 0, b2, sizeof b2);
+            if (sp > 0) {
+                kill(sp, SIGKILL);
+                waitpid(sp, NULL, 0);
+            }
+            for (q = 0; !bad && q < NSIZES; q++) {
+                bad = sscanf(c1, "%lf%n", &t1[q], &n1) != 1 || sscanf(c2, "%lf%n", &t2[q], &n2) != 1;
+                c1 += n1, c2 += n2;
+            }
+            printf("\nOMP_WAIT_POLICY %s, %s\n%6s %14s %12s %10s %12s\n", policies[p] ? policies[p] : "(default)",
+                   load ? "competing" : "idle", "n", "mult-adds", "1 thread ms", "2 thr ms", "2 thr gain");
+            if (bad) {
+                printf("FAILED\n");
+                return 1;
+            }
+            for (q = 0; q < NSIZES; q++)
+                printf("%6d %14.0f %12.4f %10.4f %11.2fx\n", sizes[q], (double)sizes[q] * sizes[q] * sizes[q], t1[q],
+                       t2[q], t1[q] / t2[q]);
+            fflush(stdout);
+        }
+    return 0;
+}
+#endif
+
 int main(int argc, char **argv)
 {
     static const char *policies[2] = {NULL, "passive"};
     static const char *forms[2] = {"muon_step x16", "muon_step_layers"};
     int rounds = 15, p, th, load, f;
     double base = 0.0;
+#ifdef HOST_THRESHOLD
+    if (argc == 5 && strcmp(argv[1], "--child") == 0) return child_gemm(atoi(argv[2]));
+    return threshold_main();
+#endif
     if (argc == 5 && strcmp(argv[1], "--child") == 0) return child(atoi(argv[3]), atoi(argv[2]), atoi(argv[4]));
     if (argc == 3 && strcmp(argv[1], "--rounds") == 0) rounds = atoi(argv[2]);
     if (rounds < 1 || rounds > MAXR) {
