@@ -4521,7 +4521,7 @@ static double muon__layer_cost(const muon_layer *L)
 
 /* One layer's argument checks (muon_step_ws's, against the workspace it will get) and its
  * one-thread workspace need, rounded to MUON__ALIGN. */
-static MUON__NOINLINE muon_status muon__layer_check(const muon_layer *L, const void *ws, size_t ws_bytes, size_t *need)
+static MUON__NOINLINE muon_status muon__layer_check(const muon_layer *L, void *ws, size_t ws_bytes, size_t *need)
 {
     const muon_state *st = L->state;
     muon__step_cfg c;
@@ -4538,7 +4538,7 @@ static MUON__NOINLINE muon_status muon__layer_check(const muon_layer *L, const v
     reg[1] = st->cap_u, reg_bytes[1] = st->rows * sizeof(double);
     reg[2] = st->cap_v, reg_bytes[2] = st->cols * sizeof(double);
     reg[3] = st->row_v, reg_bytes[3] = st->row_v ? st->rows * sizeof(double) : 0;
-    s = muon__step_check(st->rows, st->cols, L->W, L->ldw, L->G, L->ldg, L->step_out, L->lds, &c, (void *)ws,
+    s = muon__step_check(st->rows, st->cols, L->W, L->ldw, L->G, L->ldg, L->step_out, L->lds, &c, ws,
                          ws_bytes, c.normuon ? st->rows : 0, reg, reg_bytes, 4, &rp, &cp);
     if (s != MUON_OK) return s;
     if (c.normuon)
@@ -4553,7 +4553,7 @@ static MUON__NOINLINE muon_status muon__layer_check(const muon_layer *L, const v
 /* Checks every layer (against ws, or its state's own workspace when own_ws), then the layers
  * against one another and against ws. Every status is written; returns the lowest-index error,
  * else MUON_OK with the largest one-thread need and the total cost. */
-static MUON__NOINLINE muon_status muon__layers_check(muon_layer *layers, size_t count, int own_ws, const void *ws,
+static MUON__NOINLINE muon_status muon__layers_check(muon_layer *layers, size_t count, int own_ws, void *ws,
                                                      size_t ws_bytes, size_t *need, double *total)
 {
     const void *pi[8], *pj[8];
@@ -4563,7 +4563,7 @@ static MUON__NOINLINE muon_status muon__layers_check(muon_layer *layers, size_t 
     *total = 0.0;
     for (i = 0; i < count; i++) {
         muon_layer *L = layers + i;
-        const void *w = ws;
+        void *w = ws;
         size_t wb = ws_bytes;
         if (own_ws && L->state) w = L->state->workspace, wb = L->state->workspace_bytes;
         n = 0;
