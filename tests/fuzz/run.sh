@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer target in build/rel/fuzz for FUZZ_SECONDS seconds each (default 15, the
-# CI budget: 20 targets, about 5 minutes), starting from the kept corpus tests/fuzz/corpus/<t>.
+# CI budget: 19 targets, about 5 minutes), starting from the kept corpus tests/fuzz/corpus/<t>.
 # New inputs go to build/rel/fuzz/new/<t> (the kept corpus is never written here; `make
 # fuzz-merge` folds them in); a crash, sanitizer report, leak, timeout or failed check leaves
 # build/rel/fuzz/artifacts/<t>-* and fails the target. Prints "fuzz: N passed, N failed"
