@@ -203,6 +203,47 @@ static void test_muon_hostile(void)
     CHECK(cm_arena_in_use() == 0);
 }
 
+/* muon_step_layers_ws on the target (no OpenMP: one layer after another): two layers from one
+ * arena workspace, bit for bit what muon_step_ws gives each on a copy. */
+static void test_muon_layers(void)
+{
+    static float LW[2][16 * 12], LR[2][16 * 12], LG[2][16 * 12];
+    static const size_t lr_[2] = {16, 8}, lc_[2] = {12, 12};
+    muon_config cfg = muon_default();
+    muon_state st[2], rf[2];
+    muon_layer L[2];
+    size_t i, wsb;
+    void *ws;
+    int t;
+    for (i = 0; i < 2; i++) {
+        cm_fill(LW[i], lr_[i] * lc_[i], 0.05f);
+        memcpy(LR[i], LW[i], sizeof LW[i]);
+        CHECK(muon_init_ex(&st[i], lr_[i], lc_[i], MUON_INIT_NO_WORKSPACE) == MUON_OK);
+        CHECK(muon_init_ex(&rf[i], lr_[i], lc_[i], MUON_INIT_NO_WORKSPACE) == MUON_OK);
+        memset(&L[i], 0, sizeof L[i]);
+        L[i].state = &st[i], L[i].cfg = &cfg, L[i].W = LW[i], L[i].G = LG[i];
+        L[i].ldw = L[i].ldg = lc_[i];
+    }
+    wsb = muon_step_layers_workspace_size(L, 2, 0);
+    ws = MUON_MALLOC(wsb);
+    CHECK(wsb > 0 && ws != NULL);
+    for (t = 0; ws && t < 2; t++) {
+        for (i = 0; i < 2; i++) cm_fill(LG[i], lr_[i] * lc_[i], 1.0f);
+        CHECK(muon_step_layers_ws(L, 2, 0, ws, wsb) == MUON_OK);
+        for (i = 0; i < 2; i++)
+            CHECK(muon_step_ws(&rf[i], &cfg, LR[i], lc_[i], LG[i], lc_[i], NULL, 0, ws, wsb) == MUON_OK);
+    }
+    for (i = 0; i < 2; i++) {
+        CHECK(st[i].step == 2 && L[i].status == MUON_OK);
+        CHECK(memcmp(LW[i], LR[i], sizeof LW[i]) == 0 &&
+              memcmp(st[i].momentum, rf[i].momentum, lr_[i] * lc_[i] * sizeof(float)) == 0);
+        muon_free(&st[i]);
+        muon_free(&rf[i]);
+    }
+    MUON_FREE(ws);
+    CHECK(cm_arena_in_use() == 0);
+}
+
 /* Muown: after a step without decay every row of W has norm |g_i|. */
 static void test_muown_step(void)
 {
@@ -257,6 +298,7 @@ int main(void)
     CM_CASE(test_hilbert, "rn_hilbert_logits", 256);
     CM_CASE(test_muon_step, "muon_init(32,64) + 2 muon_step + sv", 2816);
     CM_CASE(test_muon_hostile, "muon_step NaN / NULL / NOMEM", 2304);
+    CM_CASE(test_muon_layers, "muon_step_layers_ws, 16x12 + 8x12", 3072);
     CM_CASE(test_muown_step, "muown_init(32,64) + muown_step", 2816);
     CM_CASE(test_adamw, "muon_adamw_step 100", 768);
     return TEST_REPORT();
