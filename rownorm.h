@@ -667,6 +667,14 @@ RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t l
 #endif
 /* internal functions: static, possibly unused in a given build */
 #define RN__FN static RN__MAYBE_UNUSED
+/* a function kept out of its callers, so that its locals are not on their frames */
+#if defined(__GNUC__) || defined(__clang__)
+#define RN__NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define RN__NOINLINE __declspec(noinline)
+#else
+#define RN__NOINLINE
+#endif
 
 #if !defined(RN_NO_SIMD)
 #if defined(__AVX512F__) && !defined(RN_FORCE_AVX2)
@@ -3390,7 +3398,7 @@ static double rn__ex_slacks(const rn__ex_ws *w, const double *x, double *s)
 }
 
 /* Gradient and Hessian of f(x) = t <h, x> - sum log s_ij at x (slacks s current). */
-static void rn__ex_assemble(rn__ex_ws *w, double t)
+static RN__NOINLINE void rn__ex_assemble(rn__ex_ws *w, double t)
 {
     size_t V = w->V, k = w->k, K = w->kmax, n = w->n, i, j, a, b, idx = 0;
     double *H = w->H, *g = w->grad;
@@ -3426,7 +3434,7 @@ static void rn__ex_assemble(rn__ex_ws *w, double t)
 
 /* Newton direction into w->dx (row V-1 zero); returns the squared Newton decrement, or -1 when
  * the Hessian could not be factored even with regularisation. */
-static double rn__ex_direction(rn__ex_ws *w)
+static RN__NOINLINE double rn__ex_direction(rn__ex_ws *w)
 {
     size_t n = w->n, k = w->k, K = w->kmax, i, j, a, tries;
     double dmax = 0.0, shift = 0.0, dec2;
@@ -3455,7 +3463,7 @@ static double rn__ex_direction(rn__ex_ws *w)
 
 /* Damped Newton step with backtracking: feasibility first, then Armijo on an accurately computed
  * decrease. Returns 1 if a step was taken. */
-static int rn__ex_step(rn__ex_ws *w, double t, double dec2)
+static RN__NOINLINE int rn__ex_step(rn__ex_ws *w, double t, double dec2)
 {
     size_t V = w->V, k = w->k, K = w->kmax, i, j, a, idx, tries;
     double lin = 0.0, alpha = 1.0, dec = sqrt(dec2 > 0.0 ? dec2 : 0.0);
@@ -3513,7 +3521,7 @@ static double rn__ex_diam(const double *S, size_t V, size_t d)
  * y_ij + (r_i - r_j)/V, hi = eta sum ||.||. Primal: S = p centred and scaled about its centroid to
  * D(S) = eta (checked pairwise in double, shrunk by a few ulps if rounding left it above eta or
  * left -<G,S> above hi), lo = -<gc, S>. Writes S into w->sf and, if flow != NULL, the flow. */
-static void rn__ex_certify(rn__ex_ws *w, double eta, double *lo, double *hi, double *diam,
+static RN__NOINLINE void rn__ex_certify(rn__ex_ws *w, double eta, double *lo, double *hi, double *diam,
                            double *flow, size_t ldf)
 {
     size_t V = w->V, d = w->d, i, j, c, idx;
@@ -3582,7 +3590,7 @@ static void rn__ex_certify(rn__ex_ws *w, double eta, double *lo, double *hi, dou
 }
 
 /* Positions p_i = sum_a x_ia q_a and weights w_ij = sigma * 2 / (t s_ij). */
-static void rn__ex_positions(rn__ex_ws *w, double t, double sigma)
+static RN__NOINLINE void rn__ex_positions(rn__ex_ws *w, double t, double sigma)
 {
     size_t V = w->V, d = w->d, k = w->k, K = w->kmax, i, a, c, idx;
     memset(w->p, 0, V * d * sizeof(double));
@@ -3603,7 +3611,7 @@ static void rn__ex_positions(rn__ex_ws *w, double t, double sigma)
  * B_a = (+u_a at node i, -u_a at node j), u_a = x_j - x_i, r0 the reduced residual. Any weights
  * give a valid certificate (the exact repair in R^d follows), so this only tightens hi. Uses
  * H, T, xn, sn, ud as scratch (free between a Newton direction and the line search). */
-static void rn__ex_refine(rn__ex_ws *w, double sigma)
+static RN__NOINLINE void rn__ex_refine(rn__ex_ws *w, double sigma)
 {
     size_t V = w->V, k = w->k, K = w->kmax, i, j, a, p, q, idx, m = 0;
     double *r0 = w->xn, *rhs = w->sn, *act = w->ud, *M = w->H, wmax = 0.0, dmax = 0.0;
