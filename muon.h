@@ -3862,7 +3862,7 @@ static int muon__step_count_ok(long long step)
 }
 
 /* muon_config_resolve's checks, reading *in only (no copy of it: docs/embedding.md, "Stack") */
-static muon_status muon__config_check(const muon_config *in)
+static MUON__NOINLINE muon_status muon__config_check(const muon_config *in)
 {
     double jt[1][3];
     muon__ns_view v;
