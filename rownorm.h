@@ -9,7 +9,8 @@
  *     1.2b The exact diameter with the rows split across processes
  *                                          rn_row_diameter_pair (+ _ws, _workspace_size),
  *                                          rn_diameter_ring(_rounds), rn_diameter_best_*,
- *                                          rn_row_diameter_bounds, rn_worst_hidden_state
+ *                                          rn_row_diameter_bounds (+ _ws, _workspace_size),
+ *                                          rn_worst_hidden_state
  *     1.3  Hilbert RMS                     rn_hilbert_rms (+ _workspace_size, _partial_ws,
  *                                          _center_sums, _partial_centered_ws, _from_range)
  *     1.4  Projected RowNorm               rn_projected_rownorm (+ _ws, _workspace_size)
@@ -238,11 +239,16 @@ RNDEF rn_status rn_diameter_ring(size_t nshards, size_t rank, size_t round, size
                                  size_t *send_to, size_t *recv_from);
 
 /* O(rows*cols) bracket lo <= D(S) <= hi <= 2 lo: lo from farthest-point sweeps (an attained
- * distance), hi = min(2 max_i ||s_i - c||, 2 lo) with c the mean row for cols <= 1024, and
- * c = s_0 (the first row) for cols > 1024 (the mean would need cols doubles of memory); the
- * guarantee hi <= 2 lo holds either way. No allocation. */
+ * distance), hi = min(2 max_i ||s_i - c||, 2 lo) with c the mean row (in double). The mean
+ * takes cols doubles: on the stack up to RN_BOUNDS_STACK_COLS columns (default 128: 1 KB), else
+ * RN_MALLOC (RN_ERR_NOMEM); the _ws form takes rn_row_diameter_bounds_workspace_size(cols)
+ * bytes (it may overlap none of S, lo, hi: RN_ERR_ALIAS) and never allocates. Same results
+ * either way. */
 RNDEF rn_status rn_row_diameter_bounds(const float *S, size_t rows, size_t cols, size_t ld,
                                        double *lo, double *hi);
+RNDEF size_t rn_row_diameter_bounds_workspace_size(size_t cols);
+RNDEF rn_status rn_row_diameter_bounds_ws(const float *S, size_t rows, size_t cols, size_t ld,
+                                          double *lo, double *hi, void *ws, size_t ws_bytes);
 
 /* The worst-case hidden state of SPEC 1.2: h = radius (s_i - s_j)/||s_i - s_j|| (cols floats),
  * which attains sup_{||h|| <= radius} osc(S h) = radius * D(S) when (i, j) is a maximising
@@ -1529,52 +1535,79 @@ RN__FN double rn__max_radius(const float *S, size_t rows, size_t cols, size_t ld
     return sqrt(rmax2);
 }
 
-RNDEF rn_status rn_row_diameter_bounds(const float *S, size_t rows, size_t cols, size_t ld,
-                                       double *lo, double *hi)
+#ifndef RN_BOUNDS_STACK_COLS
+#define RN_BOUNDS_STACK_COLS 128 /* columns whose mean rn_row_diameter_bounds keeps on its stack */
+#endif
+
+/* the bracket of a validated S (rows >= 2) about its mean, mu: cols doubles of scratch */
+RN__FN void rn__bounds_core(const float *S, size_t rows, size_t cols, size_t ld, double *mu, double *lo, double *hi)
 {
     rn__best best;
-    double *mu, rmax, l, h;
-    double mu_stack[1024];
-    size_t r;
-    if (!S || !lo || !hi) return RN_ERR_NULL;
-    if (!rn__extent(rows, cols, ld)) return RN_ERR_SIZE;
-    if (!rn__mat_finite(S, rows, cols, ld)) return RN_ERR_NONFINITE;
-    if (rows == 1) { *lo = 0.0; *hi = 0.0; return RN_OK; }
+    size_t a;
+    double rmax, l, h;
     best.d2 = -1.0; best.i = 0; best.j = 0;
-    if (cols <= 1024) {
-        mu = mu_stack;
-        rn__col_mean(S, rows, cols, ld, mu);
-        size_t a;
-        rmax = rn__max_radius(S, rows, cols, ld, mu, &a);
-        rn__farthest_sweeps(S, rows, cols, ld, a, &best);
-    } else {
-        /* no room for the mean without allocation: use s_0 as the centre. D <= 2 max_r
-         * ||s_r - s_0|| and that distance is attained, so hi <= 2 lo holds the same way. */
-        double r2 = 0.0;
-        for (r = 1; r < rows; r++) {
-            double d2 = rn__sumsq_ff(S + r * ld, S, cols);
-            rn__best_offer(&best, d2, 0, r);
-            r2 = d2 > r2 ? d2 : r2;
-        }
-        rmax = sqrt(r2);
-        {
-            size_t a = best.j, farthest = a;
-            double fd = -1.0;
-            for (r = 0; r < rows; r++) {
-                double d2;
-                if (r == a) continue;
-                d2 = rn__sumsq_ff(S + r * ld, S + a * ld, cols);
-                if (d2 > fd) { fd = d2; farthest = r; }
-            }
-            rn__best_offer(&best, fd, a, farthest);
-        }
-    }
+    rn__col_mean(S, rows, cols, ld, mu);
+    rmax = rn__max_radius(S, rows, cols, ld, mu, &a);
+    rn__farthest_sweeps(S, rows, cols, ld, a, &best);
     l = sqrt(best.d2 > 0.0 ? best.d2 : 0.0);
     h = 2.0 * rmax;
     if (h > 2.0 * l) h = 2.0 * l; /* D <= 2 r_a <= 2 lo (SPEC 1.2 bracket) */
     if (h < l) h = l;
     *lo = l;
     *hi = h;
+}
+
+/* the checks both forms share; 1 = done (rows == 1: the bracket is 0) */
+RN__FN rn_status rn__bounds_check(const float *S, size_t rows, size_t cols, size_t ld, double *lo, double *hi)
+{
+    if (!S || !lo || !hi) return RN_ERR_NULL;
+    if (!rn__extent(rows, cols, ld)) return RN_ERR_SIZE;
+    if (!rn__mat_finite(S, rows, cols, ld)) return RN_ERR_NONFINITE;
+    return RN_OK;
+}
+
+RNDEF size_t rn_row_diameter_bounds_workspace_size(size_t cols)
+{
+    if (cols == 0 || cols > ((size_t)-1 - 64) / sizeof(double)) return 0;
+    return cols * sizeof(double) + 64;
+}
+
+RNDEF rn_status rn_row_diameter_bounds_ws(const float *S, size_t rows, size_t cols, size_t ld,
+                                          double *lo, double *hi, void *ws, size_t ws_bytes)
+{
+    rn_status st = rn__bounds_check(S, rows, cols, ld, lo, hi);
+    size_t need;
+    char *cur, *end;
+    double *mu;
+    if (st != RN_OK) return st;
+    if (!ws) return RN_ERR_NULL;
+    need = rn_row_diameter_bounds_workspace_size(cols);
+    if (need == 0 || ws_bytes < need) return RN_ERR_SIZE;
+    if (rn__overlap(ws, ws_bytes, S, rn__extent(rows, cols, ld) * sizeof(float)) ||
+        rn__overlap(ws, ws_bytes, lo, sizeof *lo) || rn__overlap(ws, ws_bytes, hi, sizeof *hi))
+        return RN_ERR_ALIAS;
+    if (rows == 1) { *lo = 0.0; *hi = 0.0; return RN_OK; }
+    cur = (char *)ws; end = cur + ws_bytes;
+    mu = (double *)rn__carve(&cur, end, cols * sizeof(double));
+    RN_ASSERT(mu);
+    rn__bounds_core(S, rows, cols, ld, mu, lo, hi);
+    return RN_OK;
+}
+
+RNDEF rn_status rn_row_diameter_bounds(const float *S, size_t rows, size_t cols, size_t ld,
+                                       double *lo, double *hi)
+{
+    double mu_stack[RN_BOUNDS_STACK_COLS > 0 ? RN_BOUNDS_STACK_COLS : 1], *mu = mu_stack;
+    rn_status st = rn__bounds_check(S, rows, cols, ld, lo, hi);
+    if (st != RN_OK) return st;
+    if (rows == 1) { *lo = 0.0; *hi = 0.0; return RN_OK; }
+    if (cols > (size_t)RN_BOUNDS_STACK_COLS) {
+        if (cols > (size_t)-1 / sizeof(double)) return RN_ERR_SIZE;
+        mu = (double *)RN_MALLOC(cols * sizeof(double));
+        if (!mu) return RN_ERR_NOMEM;
+    }
+    rn__bounds_core(S, rows, cols, ld, mu, lo, hi);
+    if (mu != mu_stack) RN_FREE(mu);
     return RN_OK;
 }
 

@@ -187,6 +187,44 @@ static void check_diameter(const float *S, size_t rows, size_t cols, size_t ld, 
               "%s: bracket lo %.17g D %.17g hi %.17g", what, lo, want, hi);
 }
 
+/* the bracket's two forms agree bit for bit for narrow (stack), wide (allocated) and very wide
+ * rows, hold lo <= D <= hi <= 2 lo against the float64 diameter, and the _ws form's errors */
+static void test_bounds_ws(void)
+{
+    static const size_t widths[4] = {5, 128, 129, 1500};
+    t_rng r = {21};
+    size_t k;
+    for (k = 0; k < 4; k++) {
+        size_t rows = 40, cols = widths[k], ld = cols + 3, need = rn_row_diameter_bounds_workspace_size(cols), i, j;
+        float *S = mat_new(&r, rows, cols, ld, 1.0);
+        double lo = -1, hi = -1, lo2 = -2, hi2 = -2, want = 0.0;
+        unsigned char *ws = (unsigned char *)malloc(need + 1);
+        if (!ws) abort();
+        for (i = 0; i < rows; i++)
+            for (j = i + 1; j < rows; j++) {
+                double d2 = ref_dist2(S, ld, cols, i, j);
+                want = d2 > want ? d2 : want;
+            }
+        want = sqrt(want);
+        CHECK(need >= cols * sizeof(double));
+        CHECK(rn_row_diameter_bounds(S, rows, cols, ld, &lo, &hi) == RN_OK);
+        CHECK(rn_row_diameter_bounds_ws(S, rows, cols, ld, &lo2, &hi2, ws + 1, need) == RN_OK); /* misaligned */
+        CHECK_MSG(lo == lo2 && hi == hi2, "cols %zu: %.17g %.17g vs %.17g %.17g", cols, lo, hi, lo2, hi2);
+        CHECK_MSG(lo <= want * (1 + 1e-12) && want <= hi * (1 + 1e-12) && hi <= 2 * lo * (1 + 1e-12),
+                  "cols %zu: bracket lo %.17g D %.17g hi %.17g", cols, lo, want, hi);
+        lo2 = hi2 = 7.0;
+        CHECK(rn_row_diameter_bounds_ws(S, rows, cols, ld, &lo2, &hi2, ws, need - 1) == RN_ERR_SIZE);
+        CHECK(rn_row_diameter_bounds_ws(S, rows, cols, ld, &lo2, &hi2, NULL, need) == RN_ERR_NULL);
+        CHECK(rn_row_diameter_bounds_ws(S, rows, cols, ld, &lo2, &hi2, (void *)S, need) == RN_ERR_ALIAS);
+        CHECK(rn_row_diameter_bounds_ws(S, rows, cols, ld, (double *)(void *)ws, &hi2, ws, need + 1) ==
+              RN_ERR_ALIAS);
+        CHECK(lo2 == 7.0 && hi2 == 7.0);
+        free(ws);
+        free(S);
+    }
+    CHECK(rn_row_diameter_bounds_workspace_size(0) == 0 && rn_row_diameter_bounds_workspace_size((size_t)-1) == 0);
+}
+
 static void test_diameter_cases(void)
 {
     t_rng r = {3};
@@ -1571,6 +1609,7 @@ static void test_config_resolve(void)
 int main(void)
 {
     RUN(test_status_strings);
+    RUN(test_bounds_ws);
     RUN(test_config_resolve);
     RUN(test_hilbert_logits);
     RUN(test_hilbert_probs);

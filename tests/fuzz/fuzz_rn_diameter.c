@@ -1,5 +1,5 @@
 /* fuzz_rn_diameter.c - rn_row_diameter, rn_row_diameter_ws, rn_row_diameter_workspace_size,
- * rn_row_diameter_bounds, rn_worst_hidden_state.
+ * rn_row_diameter_bounds (+ _ws, _workspace_size), rn_worst_hidden_state.
  * Checks: outputs (D, i, j, lo, hi, h) untouched on an error; S never changes; invalid sizes
  * and NaN/Inf never OK; the exact D equals the brute-force maximum over all pairs in double
  * (relative 1e-9), the pair is ordered (i < j, or 0,0 for one row) and attains D; the _ws form
@@ -77,7 +77,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         st = rn_row_diameter_bounds(S, s.rows, s.cols, s.ld, &lo, &hi);
         if (st != RN_OK) FZ_CHECK(lo == -1.0 && hi == -1.0, "bounds written on error %d", (int)st);
         else {
-            double Dx = -1.0;
+            double Dx = -1.0, lo2 = -1.0, hi2 = -1.0;
+            size_t wb = rn_row_diameter_bounds_workspace_size(s.cols);
+            void *wsb = fz_malloc(wb);
+            /* the _ws form: the same bits, in the workspace its query sizes */
+            FZ_CHECK(rn_row_diameter_bounds_ws(S, s.rows, s.cols, s.ld, &lo2, &hi2, wsb, wb) == RN_OK &&
+                         lo2 == lo && hi2 == hi, "_ws bracket %.17g %.17g vs %.17g %.17g", lo2, hi2, lo, hi);
+            free(wsb);
             FZ_CHECK(rn_row_diameter(S, s.rows, s.cols, s.ld, &Dx, NULL, NULL) == RN_OK, "diameter failed");
             FZ_CHECK(lo <= Dx * (1 + 1e-9) && Dx <= hi * (1 + 1e-9) + 1e-300 && hi <= 2 * lo * (1 + 1e-9) + 1e-300,
                      "bracket lo %.17g D %.17g hi %.17g", lo, Dx, hi);
