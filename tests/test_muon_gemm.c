@@ -338,6 +338,12 @@ static void test_allocation_policy(void)
     CHECK(t_mallocs == m0 + 2);
 #endif
     CHECK(t_mallocs - m0 == t_frees - f0);
+#if !defined(MUON_USE_CBLAS) && MUON_GEMM_STACK_BYTES == 0
+    /* the default since 0.3: even an 8^3 product allocates (no stack buffer: every path <= 2 KB) */
+    m0 = t_mallocs;
+    CHECK(muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, 8, 8, 8, 1.0f, A.v, n, A.v, n, 0.0f, C.v, n) == MUON_OK);
+    CHECK(t_mallocs == m0 + 1 && t_mallocs - m0 == t_frees - f0 - 2);
+#endif
     free(A.v); free(C.v); free(ws);
 }
 
