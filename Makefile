@@ -61,6 +61,11 @@ V_bf16_CC    := $(CC)
 V_bf16_FL    := -std=c99 -O2 $(SIMD_BF16) $(OMP)
 BF16_TESTS   := test_muon_bf16 test_muon test_muon_gemm test_hostile_muon test_edges_muon
 HAVE_BF16_CC := $(shell echo 'int main(void){return 0;}' | $(CC) -mavx512bf16 -mamx-tile -mamx-bf16 -x c - -o /dev/null 2>/dev/null && echo 1)
+# rownorm.h for single-precision FPUs (RN_FLOAT_ARITH: the RowNorm rows' arithmetic in float):
+# the rownorm suites with their float64 references, run everywhere
+V_rnfloat_CC := $(CC)
+V_rnfloat_FL := -std=c99 -O2 -DRN_FLOAT_ARITH $(OMP)
+RNFLOAT_TESTS := test_rownorm test_edges_rownorm test_rownorm_shard test_rownorm_float
 
 VARIANTS := scalar avx2 cxx asan
 ifeq ($(ARCH),x86_64)
@@ -82,6 +87,10 @@ $(foreach v,$(VARIANTS),$(eval $(call variant_rule,$(v))))
 
 TEST_BINS := $(foreach v,$(VARIANTS),$(addprefix $(B)/$(v)/,$(TEST_NAMES)))
 RUN_BINS  := $(foreach v,$(RUN_VARIANTS),$(addprefix $(B)/$(v)/,$(TEST_NAMES)))
+$(eval $(call variant_rule,rnfloat))
+RNFLOAT_BINS := $(addprefix $(B)/rnfloat/,$(RNFLOAT_TESTS))
+TEST_BINS += $(RNFLOAT_BINS)
+RUN_BINS  += $(RNFLOAT_BINS)
 ifeq ($(ARCH)$(HAVE_BF16_CC),x86_641)
 $(eval $(call variant_rule,bf16))
 BF16_BINS := $(addprefix $(B)/bf16/,$(BF16_TESTS))

@@ -51,6 +51,9 @@
  *     RN_ASSERT(x)        internal assertions (default: abort() on failure, no stdio; nothing
  *                         under NDEBUG); RN_ASSERT_STDIO: assert from <assert.h>
  *     RN_NO_SIMD          use the scalar reference kernels only
+ *     RN_FLOAT_ARITH      for single-precision FPUs (Cortex-M4F): the RowNorm step's and projected
+ *                         RowNorm's per-element arithmetic in float (centres, column sums and
+ *                         per-row factors stay double); implies RN_NO_SIMD. Accuracy: docs/numerics.md
  *     RN_NO_DEPRECATED    hide the old name renamed in 0.2.0 (CHANGELOG.md)
  *     RN_FORCE_AVX2       on an AVX-512 build, use the AVX2 kernels instead
  *     RN_USE_CBLAS        send the GEMM-shaped tiles (diameter, Hilbert RMS) to cblas_sgemm
@@ -682,7 +685,7 @@ RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t l
 #define RN__NOINLINE
 #endif
 
-#if !defined(RN_NO_SIMD)
+#if !defined(RN_NO_SIMD) && !defined(RN_FLOAT_ARITH)
 #if defined(__AVX512F__) && !defined(RN_FORCE_AVX2)
 #define RN__AVX512 1
 #include <immintrin.h>
@@ -1216,6 +1219,125 @@ RN__FN void rn__row_write(const float *b, const double *mu, double inv, const do
     }
 }
 #undef RN__COLACC
+#elif defined(RN_FLOAT_ARITH)
+/* Single-precision FPUs: the RowNorm rows' arithmetic in float. The centre mu and the outer mean
+ * nu stay double arrays (each entry converted once per use), the column sums stay double (so
+ * equal rows still centre to exactly zero), the per-row factors are formed in double; sums of
+ * squares run in four float partial sums. A factor a float cannot carry (1/||row|| past 1e29:
+ * rows below about 1e-29; |lr| outside [1e-29, 1e29]) sends that row to the double formulas. */
+#define rn__all_finite rn__all_finite_scalar
+#define rn__sumsq_fd rn__sumsq_fd_scalar
+#define rn__sumsq_ff rn__sumsq_ff_scalar
+#define rn__row_axpby rn__row_axpby_scalar
+#define rn__row_gsum rn__row_gsum_scalar
+RN__FN int rn__f_ok(double x) { return x == 0.0 || (fabs(x) >= 1e-29 && fabs(x) <= 1e29); }
+/* A chunk's column sums as float pairs (hi, lo) in the 8 bytes of each double slot: TwoSum
+ * (Knuth) keeps hi + lo = the running sum but for lo's own rounding (about 48 bits in all, so a
+ * column of equal values sums to within a float rounding of the value's own multiple);
+ * rn__ff_widen turns the chunk's pairs into the doubles every later pass reads. */
+RN__FN void rn__ff_acc(double *acc, size_t k, float x)
+{
+    float *p = (float *)(void *)(acc + k), hi = p[0], s = hi + x, bb = s - hi;
+    p[1] += (hi - (s - bb)) + (x - bb);
+    p[0] = s;
+}
+RN__FN void rn__ff_widen(double *acc, size_t n)
+{
+    size_t k;
+    for (k = 0; k < n; k++) {
+        const float *p = (const float *)(void *)(acc + k);
+        double v = (double)p[0] + (double)p[1];
+        acc[k] = v;
+    }
+}
+RN__FN void rn__row_ema(float *b, const float *g, size_t n, float beta, float omb, double *colacc)
+{
+    size_t k;
+    for (k = 0; k < n; k++) {
+        float v = beta * b[k] + omb * g[k];
+        b[k] = v;
+        if (colacc) rn__ff_acc(colacc, k, v);
+    }
+}
+/* a chunk's G column sums (rn__gpass): float pairs; returns whether g is finite */
+RN__FN int rn__row_gsum_ff(const float *g, size_t n, double *acc)
+{
+    size_t k;
+    for (k = 0; k < n; k++) rn__ff_acc(acc, k, g[k]);
+    return rn__all_finite_scalar(g, n);
+}
+/* A float sum of squares is trusted when its largest term's root m lies in [2^-50, 2^50] (or
+ * is 0): no square under- or overflows and 2^24 terms stay below FLT_MAX. Else the row's sum is
+ * taken again in double (rows of huge or tiny values: the results of the default build). */
+#define RN__F_SQ_OK(m) ((m) == 0.0f || ((m) >= 8.8817842e-16f && (m) <= 1.1258999e15f))
+/* sum_k (x_k - mu_k)^2, float arithmetic (mu NULL: 0) */
+RN__FN double rn__csumsq(const float *x, const double *mu, size_t n)
+{
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f}, m = 0.0f;
+    size_t k;
+    for (k = 0; k < n; k++) {
+        float d = mu ? x[k] - (float)mu[k] : x[k];
+        m = fabsf(d) > m ? fabsf(d) : m;
+        s[k & 3] = fmaf(d, d, s[k & 3]);
+    }
+    if (!RN__F_SQ_OK(m)) return rn__sumsq_fd_scalar(x, mu, n);
+    return (double)((s[0] + s[1]) + (s[2] + s[3]));
+}
+RN__FN double rn__row_ema_sq(float *b, const float *g, size_t n, float beta, float omb)
+{
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f}, m = 0.0f;
+    size_t k;
+    for (k = 0; k < n; k++) {
+        float v = beta * b[k] + omb * g[k];
+        b[k] = v;
+        m = fabsf(v) > m ? fabsf(v) : m;
+        s[k & 3] = fmaf(v, v, s[k & 3]);
+    }
+    if (!RN__F_SQ_OK(m)) return rn__sumsq_fd_scalar(b, NULL, n);
+    return (double)((s[0] + s[1]) + (s[2] + s[3]));
+}
+RN__FN double rn__row_ema_stats(float *b, const float *g, size_t n, float beta, float omb, const double *mu,
+                                double *colacc)
+{
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f}, m = 0.0f;
+    size_t k;
+    for (k = 0; k < n; k++) {
+        float v = beta * b[k] + omb * g[k], d = v - (float)mu[k];
+        b[k] = v;
+        rn__ff_acc(colacc, k, v);
+        m = fabsf(d) > m ? fabsf(d) : m;
+        s[k & 3] = fmaf(d, d, s[k & 3]);
+    }
+    if (!RN__F_SQ_OK(m)) return rn__sumsq_fd_scalar(b, mu, n);
+    return (double)((s[0] + s[1]) + (s[2] + s[3]));
+}
+RN__FN void rn__row_nu(const float *b, const double *mu, double inv, double *acc, size_t n)
+{
+    size_t k;
+    float fi = (float)inv;
+    if (!rn__f_ok(inv)) { /* the factor in double, the sum in float pairs as the rest */
+        for (k = 0; k < n; k++) rn__ff_acc(acc, k, (float)(((double)b[k] - mu[k]) * inv));
+        return;
+    }
+    for (k = 0; k < n; k++) rn__ff_acc(acc, k, (b[k] - (float)mu[k]) * fi);
+}
+/* s = neglr ((b - mu) inv - nu); w <- w + fl(c w + s) with c = float(decay - 1), as the
+ * no-projection path commits it */
+RN__FN void rn__row_write(const float *b, const double *mu, double inv, const double *nu, double neglr,
+                          double decay, float *w, float *sout, size_t n)
+{
+    size_t k;
+    float fi = (float)inv, fl = (float)neglr, c = (float)(decay - 1.0);
+    if (!rn__f_ok(inv) || !rn__f_ok(neglr)) {
+        rn__row_write_scalar(b, mu, inv, nu, neglr, decay, w, sout, n);
+        return;
+    }
+    for (k = 0; k < n; k++) {
+        float sv = fl * fmaf(b[k] - (float)mu[k], fi, -(float)nu[k]);
+        w[k] = w[k] + fmaf(c, w[k], sv);
+        if (sout) sout[k] = sv;
+    }
+}
 #else /* no SIMD: the references are the kernels */
 #define rn__all_finite rn__all_finite_scalar
 #define rn__sumsq_fd rn__sumsq_fd_scalar
@@ -1228,6 +1350,11 @@ RN__FN void rn__row_write(const float *b, const double *mu, double inv, const do
 #define rn__row_nu rn__row_nu_scalar
 #define rn__row_write rn__row_write_scalar
 #endif /* RN__SIMD */
+#if !defined(RN_FLOAT_ARITH)
+#define rn__csumsq rn__sumsq_fd /* the RowNorm rows' centred sums of squares */
+#define rn__row_gsum_ff rn__row_gsum /* a chunk's G column sums */
+#define rn__ff_widen(acc, n) ((void)0)
+#endif
 
 /* ---- panel micro-kernels (per ISA, BLIS-style register blocks) ------------------------- */
 #define RN__KC 128 /* k-chunk of the panel micro-kernels: the micro-panels stay in L1 */
@@ -2534,16 +2661,24 @@ RNDEF rn_status rn_projected_rownorm_ws(const float *A, size_t rows, size_t cols
     for (k = 0; k < cols; k++) nu[k] = 0.0;
     for (r = 0; r < rows; r++) {
         const float *a = A + r * lda;
-        double n = rn__sumsq_fd(a, mu, cols); /* a zero centred row stays zero (no 0/0) */
+        double n = rn__csumsq(a, mu, cols); /* a zero centred row stays zero (no 0/0) */
         if (n > 0.0) rn__row_nu(a, mu, 1.0 / (sqrt(n) + (double)eps), nu, cols);
     }
+    rn__ff_widen(nu, cols); /* RN_FLOAT_ARITH: the float pairs to doubles */
     for (k = 0; k < cols; k++) nu[k] /= (double)rows;
     /* out_i = (a_i - mu)/(||a_i - mu|| + eps) - nu: same formula, elementwise (in place ok) */
     for (r = 0; r < rows; r++) {
         const float *a = A + r * lda;
         float *o = out + r * ldo;
-        double n = rn__sumsq_fd(a, mu, cols);
+        double n = rn__csumsq(a, mu, cols);
         double inv = n > 0.0 ? 1.0 / (sqrt(n) + (double)eps) : 0.0;
+#ifdef RN_FLOAT_ARITH
+        if (rn__f_ok(inv)) {
+            float fi = (float)inv;
+            for (k = 0; k < cols; k++) o[k] = fmaf(a[k] - (float)mu[k], fi, -(float)nu[k]);
+            continue;
+        }
+#endif
         for (k = 0; k < cols; k++) o[k] = (float)(((double)a[k] - mu[k]) * inv - nu[k]);
     }
     return RN_OK;
@@ -2740,7 +2875,7 @@ RN__FN void rn__sweep_chunk(const rn__sweep *w, size_t r0, size_t r1, double *ac
                 nr = rn__row_ema_stats(b, w->G + r * w->ldg, n, w->beta, w->omb, w->mu, acc1);
             else {
                 if (w->upd) rn__row_ema(b, w->G + r * w->ldg, n, w->beta, w->omb, w->colsum ? acc1 : NULL);
-                nr = rn__sumsq_fd(b, w->mu, n);
+                nr = rn__csumsq(b, w->mu, n);
             }
             if (on_centre) nr = 0.0; /* b - mu is the EMA's float rounding only */
             /* a zero centred row stays zero whatever eps (no 1/eps overflow for a subnormal
@@ -2756,6 +2891,8 @@ RN__FN void rn__sweep_chunk(const rn__sweep *w, size_t r0, size_t r1, double *ac
             rn__row_write(b, w->mu, inv, w->nu, w->neglr, w->decay, w->W + r * w->ldw,
                           w->so ? w->so + r * w->lds : NULL, n);
     }
+    if (w->colsum) rn__ff_widen(acc1, n); /* RN_FLOAT_ARITH: the chunk's float pairs to doubles */
+    if (w->nuacc) rn__ff_widen(acc2, n);
 }
 
 RN__FN void rn__sweep_all(const rn__sweep *w, size_t rows, size_t nch, double *part1, double *part2)
@@ -2785,9 +2922,10 @@ RN__FN int rn__gpass(const float *G, size_t ldg, size_t rows, size_t cols, size_
         if (acc) for (k = 0; k < cols; k++) acc[k] = 0.0;
         for (r = r0; r < r1; r++) {
             const float *g = G + r * ldg;
-            if (acc) { if (!rn__row_gsum(g, cols, acc) && check) bad = 1; }
+            if (acc) { if (!rn__row_gsum_ff(g, cols, acc) && check) bad = 1; }
             else if (check && !rn__all_finite(g, cols)) bad = 1;
         }
+        if (acc) rn__ff_widen(acc, cols);
     }
     return !bad;
 }
@@ -2979,9 +3117,10 @@ RN__FN size_t rn__gpass_count(const float *G, size_t ldg, size_t rows, size_t co
         if (acc) for (k = 0; k < cols; k++) acc[k] = 0.0;
         for (r = r0; r < r1; r++) {
             const float *g = G + r * ldg;
-            int ok = acc ? rn__row_gsum(g, cols, acc) : (!check || rn__all_finite(g, cols));
+            int ok = acc ? rn__row_gsum_ff(g, cols, acc) : (!check || rn__all_finite(g, cols));
             if (!ok && check) bad += rn__count_nonfinite(g, cols);
         }
+        if (acc) rn__ff_widen(acc, cols); /* RN_FLOAT_ARITH: as rn__gpass */
     }
     return bad;
 }

@@ -7,7 +7,9 @@
 #     each case's arena peak and stack (painted) printed, the stack held to a limit;
 #   * every README example with a main(), unchanged, on a 3.5 MB arena (their layers are
 #     1000 x 64 and 256 x 512), with its stack and arena peak (on the M7: see below);
-#   * the code size of each implementation (-Os and -O2, text + data + bss of its object).
+#   * the code size of each implementation (-Os and -O2, text + data + bss of its object);
+#   * on the M4F, the software-double calls per element of a RowNorm step with and without
+#     RN_FLOAT_ARITH (tests/cortexm/softfp.c; the option must cut them at least 3x).
 # docs/embedding.md ("Microcontrollers") quotes the figures.
 set -u
 cd "$(dirname "$0")/.."
@@ -98,5 +100,30 @@ for c in $cpus; do
         done
         echo "        code size -$lvl:${sizes%,}"
     done
+    # software-double calls of a RowNorm step per element (tests/cortexm/softfp.c), with and
+    # without RN_FLOAT_ARITH, on the single-precision FPU only; the option must cut them 3x
+    [ "$name" = m4f ] || continue
+    WRAP=""
+    for f in dadd dsub drsub dmul ddiv dcmpeq dcmplt dcmple dcmpge dcmpgt dcmpun f2d d2f ui2d i2d; do
+        WRAP="$WRAP,--wrap=__aeabi_$f"
+    done
+    per=()
+    for fl in "" -DRN_FLOAT_ARITH; do
+        sb=$O/softfp_$name${fl:+_float}.elf
+        # shellcheck disable=SC2086
+        if "$CC_ARM" $CPU $WARN_ARM $fl -DRN_MALLOC=cm_malloc -DRN_FREE=cm_free -I. -Itests/cortexm $LINK \
+                -Wl$WRAP tests/cortexm/start.c tests/cortexm/arena.c tests/cortexm/softfp.c -lm -o "$sb" > "$sb.log" 2>&1 &&
+                res=$(timeout 120 qemu-system-arm -M "$mach" $QEMU_FL -kernel "$sb" 2>&1) &&
+                line=$(printf '%s\n' "$res" | grep '^softfp: .* per element per step$'); then
+            per+=("$(printf '%s\n' "$line" | sed -nE 's/.* ([0-9.]+) per element per step$/\1/p')")
+            echo "        RowNorm step, software-double calls${fl:+ (RN_FLOAT_ARITH)}: ${line#softfp: }"
+        else
+            cat "$sb.log"; printf '%s\n' "${res:-}" | tail -n 5; rel_bad "$name: softfp${fl:+ $fl} did not build or run"
+        fi
+    done
+    if [ "${#per[@]}" = 2 ]; then
+        if awk -v d="${per[0]}" -v f="${per[1]}" 'BEGIN { exit !(f * 3 <= d && d > 0) }'; then rel_pass=$((rel_pass + 1))
+        else rel_bad "$name: RN_FLOAT_ARITH left ${per[1]} software-double calls per element (default ${per[0]})"; fi
+    fi
 done
 rel_finish

@@ -178,6 +178,50 @@ static inline void t_ref_ns(const double *G, size_t rows, size_t cols, const dou
     free(X); free(Y); free(A); free(B);
 }
 
+/* rownorm.h's float64 references (SPEC 1.4, 1.5): test_rownorm.c, test_rownorm_float.c */
+/* float64 PRN_eps(A) (SPEC 1.4) into out (rows x cols, ld cols) */
+static inline void t_ref_prn(const double *A, size_t rows, size_t cols, double eps, double *out)
+{
+    double *mu = (double *)calloc(cols, sizeof(double)), *nu = (double *)calloc(cols, sizeof(double));
+    size_t i, k;
+    for (i = 0; i < rows; i++) for (k = 0; k < cols; k++) mu[k] += A[i * cols + k] / (double)rows;
+    for (i = 0; i < rows; i++) {
+        double n = 0.0;
+        for (k = 0; k < cols; k++) { double d = A[i * cols + k] - mu[k]; n += d * d; }
+        n = sqrt(n) + eps;
+        for (k = 0; k < cols; k++) out[i * cols + k] = n > 0.0 ? (A[i * cols + k] - mu[k]) / n : 0.0;
+    }
+    for (i = 0; i < rows; i++) for (k = 0; k < cols; k++) nu[k] += out[i * cols + k] / (double)rows;
+    for (i = 0; i < rows; i++) for (k = 0; k < cols; k++) out[i * cols + k] -= nu[k];
+    free(mu); free(nu);
+}
+
+/* float64 golden of SPEC 1.5: nsteps steps from B = 0 on W (double), with flags. */
+static inline void t_ref_rownorm(double *W, double *B, const float *const *Gs, size_t nsteps, size_t V, size_t d,
+                        double lr, double beta, double eps, double wd, int compat)
+{
+    double *Bh = (double *)calloc(V * d, sizeof(double)), *S = (double *)calloc(V * d, sizeof(double));
+    size_t t, i, k;
+    for (t = 1; t <= nsteps; t++) {
+        double bc = 1.0 - pow(beta, (double)t);
+        for (i = 0; i < V * d; i++) B[i] = beta * B[i] + (1 - beta) * (double)Gs[t - 1][i];
+        if (compat) { /* authors' code: normalise B with eps (1 - beta^t), no projections */
+            for (i = 0; i < V; i++) {
+                double n = 0.0;
+                for (k = 0; k < d; k++) n += B[i * d + k] * B[i * d + k];
+                n = sqrt(n) + eps * bc;
+                for (k = 0; k < d; k++) S[i * d + k] = -lr * B[i * d + k] / n;
+            }
+        } else {
+            for (i = 0; i < V * d; i++) Bh[i] = B[i] / bc;
+            t_ref_prn(Bh, V, d, eps, S);
+            for (i = 0; i < V * d; i++) S[i] *= -lr;
+        }
+        for (i = 0; i < V * d; i++) W[i] = (1 - lr * wd) * W[i] + S[i];
+    }
+    free(Bh); free(S);
+}
+
 /* float64 reference row diameter max_{a<b} ||s_a - s_b|| (rows x cols, ld), by brute force */
 static inline double t_ref_diameter(const float *S, size_t rows, size_t cols, size_t ld)
 {
