@@ -4222,6 +4222,34 @@ static float *muon__block_at(float *U, size_t cols, const muon__split *rp, const
     return U + r0 * cols + c0; /* size_t offsets throughout */
 }
 
+/* muon__ns_blocks with the blocks one per thread (lanes > 1), each in its own one-thread slice
+ * of nsws; a frame of its own, off the one-after-another path */
+static MUON__NOINLINE muon_status muon__ns_blocks_lanes(float *U, size_t cols, const muon__ns_view *view,
+                                                        const muon__split *rp, const muon__split *cp, void *nsws,
+                                                        size_t lanes)
+{
+    size_t one = muon__u_round(muon__ns_ws_bytes(rp->max, cp->max, 1)), nb = rp->k * cp->k, bad = nb, b;
+    muon_status first = MUON_OK;
+    muon__ns_view v = *view;
+    (void)lanes; /* without OpenMP (then never called) */
+    v.threads = 1;
+    MUON__OMP(omp parallel for num_threads((int)lanes) schedule(dynamic, 1))
+    for (b = 0; b < nb; b++) {
+        size_t rl, cl, lane = 0;
+        float *blk = muon__block_at(U, cols, rp, cp, b, &rl, &cl);
+        muon_status sb;
+#ifdef _OPENMP
+        lane = (size_t)omp_get_thread_num();
+#endif
+        sb = muon__ns_one(blk, rl, cl, cols, &v, blk, cols, (unsigned char *)nsws + lane * one, one);
+        if (sb != MUON_OK) {
+            MUON__OMP(omp critical(muon__blocks_status))
+            if (b < bad) bad = b, first = sb; /* the lowest block's, as one after another */
+        }
+    }
+    return first;
+}
+
 /* NS of every block of U (rows x cols, ld cols) in place: U becomes O, unscaled. The nsws is
  * MUON__ALIGN-aligned. Results do not depend on how the blocks are spread over threads. */
 static muon_status muon__ns_blocks(float *U, size_t cols, const muon__step_cfg *c, const muon__split *rp,
@@ -4233,26 +4261,7 @@ static muon_status muon__ns_blocks(float *U, size_t cols, const muon__step_cfg *
     muon_status s;
     if ((s = muon__ns_view_make(c->ns, &v, jt)) != MUON_OK) return s; /* checked: cannot fail */
     v.threads = c->threads;
-    if (lanes > 1) { /* one block per thread, each in its own one-thread slice */
-        size_t one = muon__u_round(muon__ns_ws_bytes(rp->max, cp->max, 1)), bad = nb;
-        muon_status first = MUON_OK;
-        v.threads = 1;
-        MUON__OMP(omp parallel for num_threads((int)lanes) schedule(dynamic, 1))
-        for (b = 0; b < nb; b++) {
-            size_t rl, cl, lane = 0;
-            float *blk = muon__block_at(U, cols, rp, cp, b, &rl, &cl);
-            muon_status sb;
-#ifdef _OPENMP
-            lane = (size_t)omp_get_thread_num();
-#endif
-            sb = muon__ns_one(blk, rl, cl, cols, &v, blk, cols, (unsigned char *)nsws + lane * one, one);
-            if (sb != MUON_OK) {
-                MUON__OMP(omp critical(muon__blocks_status))
-                if (b < bad) bad = b, first = sb; /* the lowest block's, as one after another */
-            }
-        }
-        return first;
-    }
+    if (lanes > 1) return muon__ns_blocks_lanes(U, cols, &v, rp, cp, nsws, lanes);
     for (b = 0; b < nb; b++) {
         size_t rl, cl;
         float *blk = muon__block_at(U, cols, rp, cp, b, &rl, &cl);
@@ -4395,6 +4404,34 @@ static MUON__NOINLINE muon_status muon__step_check(size_t rows, size_t cols, con
     return MUON_OK;
 }
 
+/* muon_step_ws's checks of its state and arguments (muon_step_layers' too), in a frame of their
+ * own: the state's buffers against the arguments (muon__step_check), NorMuon's rows, the step
+ * count, W under the cap; the row and column partitions into rp, cp */
+static MUON__NOINLINE muon_status muon__state_check(const muon_state *st, const muon__step_cfg *c, const float *W,
+                                                    size_t ldw, const float *G, size_t ldg, const float *S,
+                                                    size_t lds, void *ws, size_t ws_bytes, muon__split *rp,
+                                                    muon__split *cp)
+{
+    const void *reg[4];
+    size_t reg_bytes[4], rows = st->rows, cols = st->cols, i;
+    muon_status s;
+    if (c->normuon && !st->row_v) return MUON_ERR_NULL; /* a state from before 0.3 */
+    reg[0] = st->momentum, reg_bytes[0] = rows * cols * sizeof(float);
+    reg[1] = st->cap_u, reg_bytes[1] = rows * sizeof(double);
+    reg[2] = st->cap_v, reg_bytes[2] = cols * sizeof(double);
+    reg[3] = st->row_v, reg_bytes[3] = st->row_v ? rows * sizeof(double) : 0;
+    s = muon__step_check(rows, cols, W, ldw, G, ldg, S, lds, c, ws, ws_bytes, c->normuon ? rows : 0, reg, reg_bytes, 4,
+                         rp, cp);
+    if (s != MUON_OK) return s;
+    if (c->normuon)
+        for (i = 0; i < rows; i++)
+            if (!(st->row_v[i] >= 0.0 && st->row_v[i] <= DBL_MAX)) return MUON_ERR_NONFINITE;
+    if (!muon__step_count_ok(st->step)) return MUON_ERR_DOMAIN;
+    /* the cap reads W (power iteration): NaN/Inf there would enter the stored pair */
+    if (c->cap != MUON_CAP_OFF && !muon__u_finite_matrix(W, rows, cols, ldw)) return MUON_ERR_NONFINITE;
+    return MUON_OK;
+}
+
 MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *W, size_t ldw,
                                  const float *G, size_t ldg, float *step_out, size_t lds, void *ws,
                                  size_t ws_bytes)
@@ -4405,35 +4442,16 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
     unsigned char *base;
     float *U;
     double lrwd, *vnew = NULL;
-    const void *reg[4];
-    size_t reg_bytes[4], nsoff;
+    size_t nsoff;
     muon__split rp, cp;
     if (!st || !cfg || !W || !G || !ws) return MUON_ERR_NULL;
     if (!st->momentum || !st->cap_u || !st->cap_v) return MUON_ERR_NULL;
     /* the config first: the splits are needed by the shape checks */
     if ((s = muon__config_check(cfg)) != MUON_OK) return s;
     muon__step_cfg_make(cfg, &c);
-    if (c.normuon && !st->row_v) return MUON_ERR_NULL; /* a state from before 0.3 */
+    if ((s = muon__state_check(st, &c, W, ldw, G, ldg, step_out, lds, ws, ws_bytes, &rp, &cp)) != MUON_OK) return s;
     rows = st->rows;
     cols = st->cols;
-    reg[0] = st->momentum;
-    reg_bytes[0] = rows * cols * sizeof(float);
-    reg[1] = st->cap_u;
-    reg_bytes[1] = rows * sizeof(double);
-    reg[2] = st->cap_v;
-    reg_bytes[2] = cols * sizeof(double);
-    reg[3] = st->row_v;
-    reg_bytes[3] = st->row_v ? rows * sizeof(double) : 0;
-    s = muon__step_check(rows, cols, W, ldw, G, ldg, step_out, lds, &c, ws, ws_bytes, c.normuon ? rows : 0, reg,
-                         reg_bytes, 4, &rp, &cp);
-    if (s != MUON_OK) return s;
-    if (c.normuon) {
-        for (i = 0; i < rows; i++)
-            if (!(st->row_v[i] >= 0.0 && st->row_v[i] <= DBL_MAX)) return MUON_ERR_NONFINITE;
-    }
-    if (!muon__step_count_ok(st->step)) return MUON_ERR_DOMAIN;
-    /* the cap reads W (power iteration): NaN/Inf there would enter the stored pair */
-    if (c.cap != MUON_CAP_OFF && !muon__u_finite_matrix(W, rows, cols, ldw)) return MUON_ERR_NONFINITE;
 
     base = muon__u_align_ptr(ws);
     ub = muon__u_round(rows * cols * sizeof(float));
@@ -4529,26 +4547,13 @@ static MUON__NOINLINE muon_status muon__layer_check(const muon_layer *L, void *w
     const muon_state *st = L->state;
     muon__step_cfg c;
     muon__split rp, cp;
-    const void *reg[4];
-    size_t reg_bytes[4], i;
     muon_status s;
     if (!st || !L->cfg || !L->W || !L->G || !ws) return MUON_ERR_NULL;
     if (!st->momentum || !st->cap_u || !st->cap_v) return MUON_ERR_NULL;
     if ((s = muon__config_check(L->cfg)) != MUON_OK) return s;
     muon__step_cfg_make(L->cfg, &c);
-    if (c.normuon && !st->row_v) return MUON_ERR_NULL;
-    reg[0] = st->momentum, reg_bytes[0] = st->rows * st->cols * sizeof(float);
-    reg[1] = st->cap_u, reg_bytes[1] = st->rows * sizeof(double);
-    reg[2] = st->cap_v, reg_bytes[2] = st->cols * sizeof(double);
-    reg[3] = st->row_v, reg_bytes[3] = st->row_v ? st->rows * sizeof(double) : 0;
-    s = muon__step_check(st->rows, st->cols, L->W, L->ldw, L->G, L->ldg, L->step_out, L->lds, &c, ws,
-                         ws_bytes, c.normuon ? st->rows : 0, reg, reg_bytes, 4, &rp, &cp);
+    s = muon__state_check(st, &c, L->W, L->ldw, L->G, L->ldg, L->step_out, L->lds, ws, ws_bytes, &rp, &cp);
     if (s != MUON_OK) return s;
-    if (c.normuon)
-        for (i = 0; i < st->rows; i++)
-            if (!(st->row_v[i] >= 0.0 && st->row_v[i] <= DBL_MAX)) return MUON_ERR_NONFINITE;
-    if (!muon__step_count_ok(st->step)) return MUON_ERR_DOMAIN;
-    if (c.cap != MUON_CAP_OFF && !muon__u_finite_matrix(L->W, st->rows, st->cols, L->ldw)) return MUON_ERR_NONFINITE;
     *need = muon__u_round(muon__step_ws_bytes(st->rows, st->cols, rp.max, cp.max, c.normuon ? st->rows : 0, 1));
     return MUON_OK;
 }
