@@ -13,6 +13,8 @@
  * {idle, a competing process spinning on a core} x {16 muon_step calls, one muon_step_layers
  * call (the 16 layers in one parallel region, one layer per thread)}. On a 2-core machine
  * "competing" leaves the 2-thread runs one core short, as a host program's own threads would.
+ * Then, in this process: a stack [L, m, n] with one state, its blocks one after another against
+ * one per thread (issue 13).
  *
  *   build/bench/host_threads [--rounds N]      (make bench-host; bench/RESULTS.md records it)
  *
@@ -213,6 +215,69 @@ static int threshold_main(void)
 }
 #endif
 
+#if !defined(HOST_THRESHOLD) && defined(_OPENMP)
+/* A stack [L, m, n] with one state (split_rows = L), this process, the default wait policy, idle:
+ * the L blocks one after another on the 2-thread team (a workspace 65 bytes short of a slice per
+ * thread) against one per thread (the size muon_step_workspace_size gives the split config),
+ * and one thread (the one-thread size); the three alternate rep by rep; median of 9. */
+static int stack_table(void)
+{
+    static const size_t shp[3][3] = {{16, 128, 128}, {12, 384, 384}, {4, 768, 768}};
+    int q;
+    printf("\nstacks [L, m, n], one state, split_rows = L (this process, default policy, idle), median ms of 9:\n"
+           "%-16s %12s %18s %18s %8s\n", "L x m x n", "1 thread", "2 thr one-by-one", "2 thr per-thread", "gain");
+    for (q = 0; q < 3; q++) {
+        size_t L = shp[q][0], m = shp[q][1], n = shp[q][2], N = L * m * n, i, one, lanes;
+        float *W = (float *)malloc(N * sizeof(float)), *G = (float *)malloc(N * sizeof(float));
+        muon_config cfg = muon_default();
+        muon_state st;
+        void *ws;
+        double t[3][9], med[3];
+        int r, k, saved = omp_get_max_threads();
+        unsigned x = 3u;
+        if (!W || !G || muon_init_ex(&st, L * m, n, MUON_INIT_NO_WORKSPACE) != MUON_OK) return 1;
+        for (i = 0; i < N; i++) {
+            x = x * 1664525u + 1013904223u;
+            W[i] = 0.02f * ((float)(x >> 9) / 4194304.0f - 1.0f);
+            G[i] = (float)(x >> 9) / 4194304.0f - 1.0f;
+        }
+        cfg.lr = 1e-4;
+        cfg.split_rows = L;
+        omp_set_num_threads(2);
+        lanes = muon_step_workspace_size(L * m, n, &cfg);
+        omp_set_num_threads(1);
+        one = muon_step_workspace_size(L * m, n, &cfg);
+        omp_set_num_threads(saved);
+        ws = malloc(lanes > one ? lanes : one);
+        if (!ws) return 1;
+        for (r = -1; r < 9; r++) /* r = -1: warm-up */
+            for (k = 0; k < 3; k++) {
+                int j = (r + 9 + k) % 3;
+                double t0;
+                cfg.threads = j == 0 ? 1 : 2;
+                t0 = now_s();
+                /* 65 bytes short of the slices (the alignment slack is 64): the blocks one after
+                 * another, each on the 2-thread team with its full packing space (as before 0.3) */
+                if (muon_step_ws(&st, &cfg, W, n, G, n, NULL, 0, ws, j == 0 ? one : j == 2 ? lanes : lanes - 65) !=
+                    MUON_OK)
+                    return 1;
+                if (r >= 0) t[j][r] = 1e3 * (now_s() - t0);
+            }
+        for (k = 0; k < 3; k++) {
+            qsort(t[k], 9, sizeof(double), cmp_double);
+            med[k] = t[k][4];
+        }
+        printf("%4zu x %4zu x %4zu %12.2f %18.2f %18.2f %7.2fx\n", L, m, n, med[0], med[1], med[2], med[1] / med[2]);
+        fflush(stdout);
+        muon_free(&st);
+        free(W);
+        free(G);
+        free(ws);
+    }
+    return 0;
+}
+#endif
+
 int main(int argc, char **argv)
 {
     static const char *policies[2] = {NULL, "passive"};
@@ -265,5 +330,9 @@ int main(int argc, char **argv)
                            med / base);
                     fflush(stdout);
                 }
+#if defined(_OPENMP) && !defined(HOST_THRESHOLD)
+    return stack_table();
+#else
     return 0;
+#endif
 }
