@@ -1684,7 +1684,7 @@ RN__FN void rn__bounds_core(const float *S, size_t rows, size_t cols, size_t ld,
     *hi = h;
 }
 
-/* the checks both forms share; 1 = done (rows == 1: the bracket is 0) */
+/* the argument checks both forms of the bracket share */
 RN__FN rn_status rn__bounds_check(const float *S, size_t rows, size_t cols, size_t ld, double *lo, double *hi)
 {
     if (!S || !lo || !hi) return RN_ERR_NULL;

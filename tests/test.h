@@ -133,24 +133,13 @@ static inline void t_orthonormal(t_rng *r, size_t n, size_t k, double *Q)
     }
 }
 
-/* float64 reference Newton-Schulz on a rows x cols matrix (row-major, ld cols), full matrix
- * products: X = G / (safety ||G||_F + eps) (zero in, zero out), K steps of triples tr[0..count)
- * (the last repeated), tall matrices on the transpose; out rows x cols */
-static inline void t_ref_ns(const double *G, size_t rows, size_t cols, const double (*tr)[3], int count, int K,
-                            double safety, double eps, double *out)
+/* K float64 Newton-Schulz iterations of the schedule tr[0..count-1] (its last triple repeated)
+ * on the normalised m x n iterate X (m <= n, in place); Y, A, B: m x n, m x m, m x m scratch */
+static inline void t_ref_ns_iter(double *X, size_t m, size_t n, const double (*tr)[3], int count, int K, double *Y,
+                                 double *A, double *B)
 {
-    int tall = rows > cols;
-    size_t m = tall ? cols : rows, n = tall ? rows : cols, i, j, p;
-    double *X = (double *)malloc(m * n * sizeof(double)), *Y = (double *)malloc(m * n * sizeof(double));
-    double *A = (double *)malloc(m * m * sizeof(double)), *B = (double *)malloc(m * m * sizeof(double)), nrm = 0.0;
+    size_t i, j, p;
     int k;
-    for (i = 0; i < rows * cols; i++) nrm += G[i] * G[i];
-    nrm = sqrt(nrm);
-    for (i = 0; i < rows; i++)
-        for (j = 0; j < cols; j++) {
-            double v = nrm > 0 ? G[i * cols + j] / (safety * nrm + eps) : 0.0;
-            if (tall) X[j * n + i] = v; else X[i * n + j] = v;
-        }
     for (k = 0; k < K; k++) {
         const double *t = tr[k < count ? k : count - 1];
         for (i = 0; i < m; i++)
@@ -173,6 +162,26 @@ static inline void t_ref_ns(const double *G, size_t rows, size_t cols, const dou
             }
         memcpy(X, Y, m * n * sizeof(double));
     }
+}
+
+/* float64 reference Newton-Schulz on a rows x cols matrix (row-major, ld cols), full matrix
+ * products: X = G / (safety ||G||_F + eps) (zero in, zero out), K steps of triples tr[0..count)
+ * (the last repeated), tall matrices on the transpose; out rows x cols */
+static inline void t_ref_ns(const double *G, size_t rows, size_t cols, const double (*tr)[3], int count, int K,
+                            double safety, double eps, double *out)
+{
+    int tall = rows > cols;
+    size_t m = tall ? cols : rows, n = tall ? rows : cols, i, j;
+    double *X = (double *)malloc(m * n * sizeof(double)), *Y = (double *)malloc(m * n * sizeof(double));
+    double *A = (double *)malloc(m * m * sizeof(double)), *B = (double *)malloc(m * m * sizeof(double)), nrm = 0.0;
+    for (i = 0; i < rows * cols; i++) nrm += G[i] * G[i];
+    nrm = sqrt(nrm);
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++) {
+            double v = nrm > 0 ? G[i * cols + j] / (safety * nrm + eps) : 0.0;
+            if (tall) X[j * n + i] = v; else X[i * n + j] = v;
+        }
+    t_ref_ns_iter(X, m, n, tr, count, K, Y, A, B);
     for (i = 0; i < rows; i++)
         for (j = 0; j < cols; j++) out[i * cols + j] = tall ? X[j * n + i] : X[i * n + j];
     free(X); free(Y); free(A); free(B);

@@ -35,8 +35,9 @@ static void rand_fill(t_rng *r, float *a, size_t n, double scale)
 static void ref_ns(const double *G, size_t rows, size_t cols, size_t ldg, double eps, int norm_max, double *out,
                    size_t ldo)
 {
-    int tall = rows > cols, k;
-    size_t m = tall ? cols : rows, n = tall ? rows : cols, i, j, p;
+    static const double jordan[1][3] = {{3.4445, -4.7750, 2.0315}};
+    int tall = rows > cols;
+    size_t m = tall ? cols : rows, n = tall ? rows : cols, i, j;
     double *X = dalloc(m * n), *Y = dalloc(m * n), *A = dalloc(m * m), *B = dalloc(m * m), nrm = 0.0, den;
     for (i = 0; i < rows; i++)
         for (j = 0; j < cols; j++) nrm += G[i * ldg + j] * G[i * ldg + j];
@@ -47,27 +48,7 @@ static void ref_ns(const double *G, size_t rows, size_t cols, size_t ldg, double
             double v = nrm > 0 ? G[i * ldg + j] / den : 0.0;
             if (tall) X[j * n + i] = v; else X[i * n + j] = v;
         }
-    for (k = 0; k < 5; k++) {
-        for (i = 0; i < m; i++)
-            for (j = 0; j < m; j++) {
-                double acc = 0.0;
-                for (p = 0; p < n; p++) acc += X[i * n + p] * X[j * n + p];
-                A[i * m + j] = acc;
-            }
-        for (i = 0; i < m; i++)
-            for (j = 0; j < m; j++) {
-                double acc = 0.0;
-                for (p = 0; p < m; p++) acc += A[i * m + p] * A[p * m + j];
-                B[i * m + j] = -4.7750 * A[i * m + j] + 2.0315 * acc;
-            }
-        for (i = 0; i < m; i++)
-            for (j = 0; j < n; j++) {
-                double acc = 3.4445 * X[i * n + j];
-                for (p = 0; p < m; p++) acc += B[i * m + p] * X[p * n + j];
-                Y[i * n + j] = acc;
-            }
-        memcpy(X, Y, m * n * sizeof(double));
-    }
+    t_ref_ns_iter(X, m, n, jordan, 1, 5, Y, A, B);
     for (i = 0; i < rows; i++)
         for (j = 0; j < cols; j++) out[i * ldo + j] = tall ? X[j * n + i] : X[i * n + j];
     free(X); free(Y); free(A); free(B);
