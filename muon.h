@@ -1156,6 +1156,19 @@ static void muon__gemm_ukr_avx2(size_t kc, const float *a, const float *b, float
 #endif /* MUON__GEMM_AVX2 */
 
 #ifdef MUON__GEMM_NEON
+/* the 8 x 8 tile's update from two B vectors b0, b1 (columns 0-3, 4-7) and two A vectors a0, a1
+ * (rows 0-3, 4-7): row r takes lane r % 4 of a0 / a1 through OP (fp32 FMA, or bf16 BFDOT) */
+#define MUON__NEON_8X8(OP)                                                                       \
+    do {                                                                                         \
+        acc[0][0] = OP(acc[0][0], b0, a0, 0); acc[0][1] = OP(acc[0][1], b1, a0, 0);              \
+        acc[1][0] = OP(acc[1][0], b0, a0, 1); acc[1][1] = OP(acc[1][1], b1, a0, 1);              \
+        acc[2][0] = OP(acc[2][0], b0, a0, 2); acc[2][1] = OP(acc[2][1], b1, a0, 2);              \
+        acc[3][0] = OP(acc[3][0], b0, a0, 3); acc[3][1] = OP(acc[3][1], b1, a0, 3);              \
+        acc[4][0] = OP(acc[4][0], b0, a1, 0); acc[4][1] = OP(acc[4][1], b1, a1, 0);              \
+        acc[5][0] = OP(acc[5][0], b0, a1, 1); acc[5][1] = OP(acc[5][1], b1, a1, 1);              \
+        acc[6][0] = OP(acc[6][0], b0, a1, 2); acc[6][1] = OP(acc[6][1], b1, a1, 2);              \
+        acc[7][0] = OP(acc[7][0], b0, a1, 3); acc[7][1] = OP(acc[7][1], b1, a1, 3);              \
+    } while (0)
 #define MUON__GEMM_NEON_MR 8
 #define MUON__GEMM_NEON_NR 8
 static void muon__gemm_ukr_neon(size_t kc, const float *a, const float *b, float *c, size_t ldc,
@@ -1168,22 +1181,7 @@ static void muon__gemm_ukr_neon(size_t kc, const float *a, const float *b, float
     for (p = 0; p < kc; p++) {
         float32x4_t b0 = vld1q_f32(b), b1 = vld1q_f32(b + 4);
         float32x4_t a0 = vld1q_f32(a), a1 = vld1q_f32(a + 4);
-        acc[0][0] = vfmaq_laneq_f32(acc[0][0], b0, a0, 0);
-        acc[0][1] = vfmaq_laneq_f32(acc[0][1], b1, a0, 0);
-        acc[1][0] = vfmaq_laneq_f32(acc[1][0], b0, a0, 1);
-        acc[1][1] = vfmaq_laneq_f32(acc[1][1], b1, a0, 1);
-        acc[2][0] = vfmaq_laneq_f32(acc[2][0], b0, a0, 2);
-        acc[2][1] = vfmaq_laneq_f32(acc[2][1], b1, a0, 2);
-        acc[3][0] = vfmaq_laneq_f32(acc[3][0], b0, a0, 3);
-        acc[3][1] = vfmaq_laneq_f32(acc[3][1], b1, a0, 3);
-        acc[4][0] = vfmaq_laneq_f32(acc[4][0], b0, a1, 0);
-        acc[4][1] = vfmaq_laneq_f32(acc[4][1], b1, a1, 0);
-        acc[5][0] = vfmaq_laneq_f32(acc[5][0], b0, a1, 1);
-        acc[5][1] = vfmaq_laneq_f32(acc[5][1], b1, a1, 1);
-        acc[6][0] = vfmaq_laneq_f32(acc[6][0], b0, a1, 2);
-        acc[6][1] = vfmaq_laneq_f32(acc[6][1], b1, a1, 2);
-        acc[7][0] = vfmaq_laneq_f32(acc[7][0], b0, a1, 3);
-        acc[7][1] = vfmaq_laneq_f32(acc[7][1], b1, a1, 3);
+        MUON__NEON_8X8(vfmaq_laneq_f32);
         a += 8;
         b += 8;
     }
@@ -1662,22 +1660,7 @@ static void muon__gemm_ukr_neon_bf16(size_t kc, const float *af, const float *bf
         /* loaded as the uint16 the packer wrote (GCC 12 folds bf16 vector constants through fp16) */
         bfloat16x8_t b0 = vreinterpretq_bf16_u16(vld1q_u16(b)), b1 = vreinterpretq_bf16_u16(vld1q_u16(b + 8));
         bfloat16x8_t a0 = vreinterpretq_bf16_u16(vld1q_u16(a)), a1 = vreinterpretq_bf16_u16(vld1q_u16(a + 8));
-        acc[0][0] = vbfdotq_laneq_f32(acc[0][0], b0, a0, 0);
-        acc[0][1] = vbfdotq_laneq_f32(acc[0][1], b1, a0, 0);
-        acc[1][0] = vbfdotq_laneq_f32(acc[1][0], b0, a0, 1);
-        acc[1][1] = vbfdotq_laneq_f32(acc[1][1], b1, a0, 1);
-        acc[2][0] = vbfdotq_laneq_f32(acc[2][0], b0, a0, 2);
-        acc[2][1] = vbfdotq_laneq_f32(acc[2][1], b1, a0, 2);
-        acc[3][0] = vbfdotq_laneq_f32(acc[3][0], b0, a0, 3);
-        acc[3][1] = vbfdotq_laneq_f32(acc[3][1], b1, a0, 3);
-        acc[4][0] = vbfdotq_laneq_f32(acc[4][0], b0, a1, 0);
-        acc[4][1] = vbfdotq_laneq_f32(acc[4][1], b1, a1, 0);
-        acc[5][0] = vbfdotq_laneq_f32(acc[5][0], b0, a1, 1);
-        acc[5][1] = vbfdotq_laneq_f32(acc[5][1], b1, a1, 1);
-        acc[6][0] = vbfdotq_laneq_f32(acc[6][0], b0, a1, 2);
-        acc[6][1] = vbfdotq_laneq_f32(acc[6][1], b1, a1, 2);
-        acc[7][0] = vbfdotq_laneq_f32(acc[7][0], b0, a1, 3);
-        acc[7][1] = vbfdotq_laneq_f32(acc[7][1], b1, a1, 3);
+        MUON__NEON_8X8(vbfdotq_laneq_f32);
         a += 16;
         b += 16;
     }
