@@ -943,10 +943,13 @@ MUONDEF const char *muon_status_string(muon_status s)
 
 #if defined(__GNUC__) || defined(__clang__)
 #define MUON__NOINLINE __attribute__((noinline))
+#define MUON__ALWAYS_INLINE __inline__ __attribute__((always_inline))
 #elif defined(_MSC_VER)
 #define MUON__NOINLINE __declspec(noinline)
+#define MUON__ALWAYS_INLINE __forceinline
 #else
 #define MUON__NOINLINE
+#define MUON__ALWAYS_INLINE
 #endif
 #if defined(__GNUC__) || defined(__clang__)
 #define MUON__GEMM_UNUSED __attribute__((unused))
@@ -1198,42 +1201,35 @@ static void muon__gemm_ukr_neon(size_t kc, const float *a, const float *b, float
 }
 #endif /* MUON__GEMM_NEON */
 
-/* The kernel a build uses (scalar != 0: the scalar reference, whatever the build). */
-static muon__gemm_kernel muon__gemm_make_kernel(muon__gemm_ukr_fn fn, size_t mr, size_t nr, size_t mc, size_t kc,
-                                                size_t nc, const char *name)
-{
-    muon__gemm_kernel kr;
-    kr.fn = fn;
-    kr.mr = mr;
-    kr.nr = nr;
-    kr.mc = mc;
-    kr.kc = kc;
-    kr.nc = nc;
-    kr.name = name;
-    kr.pack = MUON__PACK_F32;
-    kr.kgran = 1;
-    kr.esz = sizeof(float);
-    kr.enter = kr.leave = NULL;
-    return kr;
-}
-static muon__gemm_kernel muon__gemm_pick_kernel(int scalar)
-{
-    const size_t mc = MUON__GEMM_MC(MUON__GEMM_MC_DEFAULT), kc = MUON__GEMM_KC(MUON__GEMM_KC_DEFAULT);
-    const size_t nc = MUON__GEMM_NC(MUON__GEMM_NC_DEFAULT);
-    if (!scalar) {
+/* The kernels: constant descriptors, passed by pointer (no copy on a product's stack path).
+ * Positional fields: fn, mr, nr, mc, kc, nc, name, pack, kgran, esz, enter, leave. */
+#define MUON__GEMM_BLOCKS_INIT                                                                     \
+    MUON__GEMM_MC(MUON__GEMM_MC_DEFAULT), MUON__GEMM_KC(MUON__GEMM_KC_DEFAULT),                   \
+        MUON__GEMM_NC(MUON__GEMM_NC_DEFAULT)
+/* the build's fp32 kernel (the scalar one without SIMD) */
 #if defined(MUON__GEMM_AVX512)
-        return muon__gemm_make_kernel(muon__gemm_ukr_avx512, MUON__GEMM_AVX512_MR, MUON__GEMM_AVX512_NR, mc, kc, nc,
-                                      "avx512 14x32");
+#define MUON__GEMM_B_UKR muon__gemm_ukr_avx512, MUON__GEMM_AVX512_MR, MUON__GEMM_AVX512_NR
+#define MUON__GEMM_B_NAME "avx512 14x32"
 #elif defined(MUON__GEMM_AVX2)
-        return muon__gemm_make_kernel(muon__gemm_ukr_avx2, MUON__GEMM_AVX2_MR, MUON__GEMM_AVX2_NR, mc, kc, nc,
-                                      "avx2 6x16");
+#define MUON__GEMM_B_UKR muon__gemm_ukr_avx2, MUON__GEMM_AVX2_MR, MUON__GEMM_AVX2_NR
+#define MUON__GEMM_B_NAME "avx2 6x16"
 #elif defined(MUON__GEMM_NEON)
-        return muon__gemm_make_kernel(muon__gemm_ukr_neon, MUON__GEMM_NEON_MR, MUON__GEMM_NEON_NR, mc, kc, nc,
-                                      "neon 8x8");
+#define MUON__GEMM_B_UKR muon__gemm_ukr_neon, MUON__GEMM_NEON_MR, MUON__GEMM_NEON_NR
+#define MUON__GEMM_B_NAME "neon 8x8"
+#else
+#define MUON__GEMM_B_UKR muon__gemm_ukr_scalar, MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR
+#define MUON__GEMM_B_NAME "scalar 4x8"
 #endif
-    }
-    return muon__gemm_make_kernel(muon__gemm_ukr_scalar, MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR, mc, kc, nc,
-                                  "scalar 4x8");
+#define MUON__GEMM_S_UKR muon__gemm_ukr_scalar, MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR
+/* UKR: fn, mr, nr as one macro argument list (MUON__GEMM_B_UKR, MUON__GEMM_S_UKR) */
+#define MUON__GEMM_KERNEL_F32(UKR, name) {UKR, MUON__GEMM_BLOCKS_INIT, name, MUON__PACK_F32, 1, sizeof(float), NULL, NULL}
+static const muon__gemm_kernel muon__gemm_k_scalar = MUON__GEMM_KERNEL_F32(MUON__GEMM_S_UKR, "scalar 4x8");
+static const muon__gemm_kernel muon__gemm_k_build = MUON__GEMM_KERNEL_F32(MUON__GEMM_B_UKR, MUON__GEMM_B_NAME);
+
+/* The kernel a build uses (scalar != 0: the scalar reference, whatever the build). */
+static const muon__gemm_kernel *muon__gemm_pick_kernel(int scalar)
+{
+    return scalar ? &muon__gemm_k_scalar : &muon__gemm_k_build;
 }
 
 /* ---- packing ----------------------------------------------------------------------------- */
@@ -1268,7 +1264,7 @@ static void muon__gemm_tr8x8(const float *src, size_t ld, float *dst, size_t wid
 #define MUON__GEMM_HAVE_TR8 1
 #endif
 
-static void muon__gemm_pack_rows_tr(const float *src, size_t ld, size_t rows_eff, size_t kc, size_t width,
+static MUON__ALWAYS_INLINE void muon__gemm_pack_rows_tr(const float *src, size_t ld, size_t rows_eff, size_t kc, size_t width,
                                     float *MUON__GEMM_RESTRICT dst)
 {
     size_t p = 0, r;
@@ -1293,7 +1289,7 @@ static void muon__gemm_pack_rows_tr(const float *src, size_t ld, size_t rows_eff
 }
 
 /* op(A) rows [i0, i0+mr_eff), k range [p0, p0+kc) -> dst[p*mr + r]; rows past mr_eff are 0. */
-static void muon__gemm_pack_a(muon_transpose ta, const float *A, size_t lda, size_t i0, size_t mr_eff,
+static MUON__NOINLINE void muon__gemm_pack_a(muon_transpose ta, const float *A, size_t lda, size_t i0, size_t mr_eff,
                               size_t p0, size_t kc, size_t mr, float *MUON__GEMM_RESTRICT dst)
 {
     size_t p, r;
@@ -1310,7 +1306,7 @@ static void muon__gemm_pack_a(muon_transpose ta, const float *A, size_t lda, siz
 }
 
 /* op(B) k range [p0, p0+kc), columns [j0, j0+nr_eff) -> dst[p*nr + s]; columns past nr_eff 0. */
-static void muon__gemm_pack_b(muon_transpose tb, const float *B, size_t ldb, size_t j0, size_t nr_eff,
+static MUON__NOINLINE void muon__gemm_pack_b(muon_transpose tb, const float *B, size_t ldb, size_t j0, size_t nr_eff,
                               size_t p0, size_t kc, size_t nr, float *MUON__GEMM_RESTRICT dst)
 {
     size_t p, s;
@@ -1373,7 +1369,7 @@ static uint16_t muon__bf16_bits(float x)
 
 /* EMU: op(A) rows [i0, i0+mr_eff) (or op(B) columns, via `opa`), k [p0, p0+kc) -> dst[q*w + r]
  * with q the swapped k index (q ^ 1), zero past kc and past mr_eff; kc padded to even. */
-static void muon__gemm_pack_emu(int opa, muon_transpose t, const float *M, size_t ld, size_t i0, size_t eff,
+static MUON__NOINLINE void muon__gemm_pack_emu(int opa, muon_transpose t, const float *M, size_t ld, size_t i0, size_t eff,
                                 size_t p0, size_t kc, size_t w, float *MUON__GEMM_RESTRICT dst)
 {
     size_t kk = muon__gemm_round_up(kc, 2), q, r;
@@ -1400,7 +1396,7 @@ static void muon__gemm_pack_emu(int opa, muon_transpose t, const float *M, size_
 
 /* DP / AMX: values of op(A) (opa) or op(B) for output index r in [0, w) and k pair q as
  * dst[(q*w + r)*2 + e] = bf16(k = 2q + e); zero past kc (padded to kgran) and past eff. */
-static void muon__gemm_pack_pairs(int opa, muon_transpose t, const float *M, size_t ld, size_t i0, size_t eff,
+static MUON__NOINLINE void muon__gemm_pack_pairs(int opa, muon_transpose t, const float *M, size_t ld, size_t i0, size_t eff,
                                   size_t p0, size_t kc, size_t w, size_t kgran, uint16_t *MUON__GEMM_RESTRICT dst)
 {
     size_t kk = muon__gemm_round_up(kc, kgran), q, r, e;
@@ -1436,7 +1432,7 @@ static void muon__gemm_pack_pairs(int opa, muon_transpose t, const float *M, siz
 
 #ifdef MUON__BF16_AMX
 /* AMX A: op(A) rows [i0, i0+eff), k [p0, p0+kc) -> dst[(s*mr + r)*32 + j] = bf16(k = 32 s + j). */
-static void muon__gemm_pack_amx_a(muon_transpose t, const float *M, size_t ld, size_t i0, size_t eff, size_t p0,
+static MUON__NOINLINE void muon__gemm_pack_amx_a(muon_transpose t, const float *M, size_t ld, size_t i0, size_t eff, size_t p0,
                                   size_t kc, size_t mr, uint16_t *MUON__GEMM_RESTRICT dst)
 {
     size_t ks = muon__gemm_ceil_div(kc, 32), s, r, j;
@@ -1464,7 +1460,7 @@ static void muon__gemm_pack_amx_a(muon_transpose t, const float *M, size_t ld, s
 #ifdef MUON__BF16_DP
 /* The B block of NR = 32 panels [jq, jqend) of op(B) = B (n columns in all), streamed row pair
  * by row pair across the whole block (the panel-at-a-time form strides through B) */
-static void muon__gemm_pack_pairs_b_block(const float *M, size_t ld, size_t jq, size_t jqend, size_t n, size_t p0,
+static MUON__NOINLINE void muon__gemm_pack_pairs_b_block(const float *M, size_t ld, size_t jq, size_t jqend, size_t n, size_t p0,
                                           size_t kc, size_t kgran, unsigned char *bpack)
 {
     /* interleave rows 2q (lo) and 2q + 1 (hi): cvtne2ps_pbh(hi, lo) puts lo in 0..15, hi in 16..31 */
@@ -1486,60 +1482,69 @@ static void muon__gemm_pack_pairs_b_block(const float *M, size_t ld, size_t jq, 
     }
 }
 
-/* 16 x 16 transpose of 32-bit elements: t[i] row i in, t[j] column j out. */
-static void muon__gemm_tr16x16_epi32(__m512i *t)
-{
-    __m512i a[16], b[16];
-    int i, c;
-    for (i = 0; i < 8; i++) {
-        a[2 * i] = _mm512_unpacklo_epi32(t[2 * i], t[2 * i + 1]);
-        a[2 * i + 1] = _mm512_unpackhi_epi32(t[2 * i], t[2 * i + 1]);
-    }
-    for (i = 0; i < 4; i++) {
-        b[4 * i] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
-        b[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
-        b[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
-        b[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
-    }
-    for (c = 0; c < 4; c++) { /* b[4i + c], lane L: column 4L + c of rows 4i..4i+3 */
-        __m512i u0 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0x88), u1 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0xDD);
-        __m512i v0 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x88);
-        __m512i v1 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xDD);
-        t[c] = _mm512_shuffle_i32x4(u0, v0, 0x88);
-        t[8 + c] = _mm512_shuffle_i32x4(u0, v0, 0xDD);
-        t[4 + c] = _mm512_shuffle_i32x4(u1, v1, 0x88);
-        t[12 + c] = _mm512_shuffle_i32x4(u1, v1, 0xDD);
-    }
-}
 /* Pairs where each output index r reads a contiguous run of k (op(A) = A, op(B) = B^T), w a
- * multiple of 16: 16 rows x 32 k converted (16 pairs each), transposed, stored 64 B at a time. */
-static void muon__gemm_pack_pairs_rowwise16(const float *M, size_t ld, size_t i0, size_t eff, size_t p0, size_t kc,
-                                            size_t w, size_t kgran, uint16_t *MUON__GEMM_RESTRICT dst)
+ * multiple of 16: 16 rows x 32 k converted (16 pairs each), transposed (16 x 16 of 32-bit pairs,
+ * in named registers: as arrays the three stages took 3 KB of stack), stored 64 B at a time. */
+#define MUON__P16_LD(i)                                                                                   \
+    __m512i x##i = (size_t)(i) < nrow ? (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(mh, s + (i) * ld + 16), \
+                                                                    _mm512_maskz_loadu_ps(ml, s + (i) * ld))  \
+                                      : _mm512_setzero_si512()
+#define MUON__P16_S1(i, j) /* rows i, j = i + 1 -> 32-bit interleaves */                                  \
+    __m512i a##i = _mm512_unpacklo_epi32(x##i, x##j), a##j = _mm512_unpackhi_epi32(x##i, x##j)
+#define MUON__P16_S2(i, i1, i2, i3) /* a i..i+3 -> 64-bit interleaves */                                 \
+    __m512i b##i = _mm512_unpacklo_epi64(a##i, a##i2), b##i1 = _mm512_unpackhi_epi64(a##i, a##i2),       \
+            b##i2 = _mm512_unpacklo_epi64(a##i1, a##i3), b##i3 = _mm512_unpackhi_epi64(a##i1, a##i3)
+#define MUON__P16_S3(c, c4, c8, c12) /* b lane L holds column 4L + c of rows 4i..4i+3 */                 \
+    do {                                                                                                 \
+        __m512i u0 = _mm512_shuffle_i32x4(b##c, b##c4, 0x88), u1 = _mm512_shuffle_i32x4(b##c, b##c4, 0xDD); \
+        __m512i v0 = _mm512_shuffle_i32x4(b##c8, b##c12, 0x88);                                          \
+        __m512i v1 = _mm512_shuffle_i32x4(b##c8, b##c12, 0xDD);                                          \
+        MUON__P16_ST(c, _mm512_shuffle_i32x4(u0, v0, 0x88));                                             \
+        MUON__P16_ST(c8, _mm512_shuffle_i32x4(u0, v0, 0xDD));                                            \
+        MUON__P16_ST(c4, _mm512_shuffle_i32x4(u1, v1, 0x88));                                            \
+        MUON__P16_ST(c12, _mm512_shuffle_i32x4(u1, v1, 0xDD));                                           \
+    } while (0)
+#define MUON__P16_ST(q, v) /* pair column q of the 16 rows */                                            \
+    do {                                                                                                 \
+        if ((size_t)(q) < qn) _mm512_storeu_si512((void *)(dst + ((kb / 2 + (q)) * w + rg) * 2), v);      \
+    } while (0)
+static MUON__NOINLINE void muon__gemm_pack_pairs_rowwise16(const float *M, size_t ld, size_t i0, size_t eff,
+                                                           size_t p0, size_t kc, size_t w, size_t kgran,
+                                                           uint16_t *MUON__GEMM_RESTRICT dst)
 {
-    size_t kk = muon__gemm_round_up(kc, kgran), kb, rg, q;
-    __m512i t[16];
+    size_t kk = muon__gemm_round_up(kc, kgran), kb, rg;
     for (kb = 0; kb < kk; kb += 32) {
         size_t kn = kc > kb ? (kc - kb < 32 ? kc - kb : 32) : 0, qn = kk - kb < 32 ? (kk - kb) / 2 : 16;
         __mmask16 ml = (__mmask16)(kn >= 16 ? 0xffffu : (1u << kn) - 1u);
         __mmask16 mh = (__mmask16)(kn > 16 ? (kn >= 32 ? 0xffffu : (1u << (kn - 16)) - 1u) : 0u);
         for (rg = 0; rg < w; rg += 16) {
-            int i;
-            for (i = 0; i < 16; i++) {
-                size_t r = rg + (size_t)i;
-                if (r < eff && kn) {
-                    const float *src = M + (i0 + r) * ld + p0 + kb;
-                    __m512 lo = _mm512_maskz_loadu_ps(ml, src), hi = _mm512_maskz_loadu_ps(mh, src + 16);
-                    t[i] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-                } else {
-                    t[i] = _mm512_setzero_si512();
+            /* rows past eff, and k blocks wholly past kc, are zero */
+            size_t nrow = kn && rg < eff ? (eff - rg < 16 ? eff - rg : 16) : 0;
+            const float *s = M + (i0 + rg) * ld + p0 + kb;
+            MUON__P16_LD(0); MUON__P16_LD(1); MUON__P16_LD(2); MUON__P16_LD(3);
+            MUON__P16_LD(4); MUON__P16_LD(5); MUON__P16_LD(6); MUON__P16_LD(7);
+            MUON__P16_LD(8); MUON__P16_LD(9); MUON__P16_LD(10); MUON__P16_LD(11);
+            MUON__P16_LD(12); MUON__P16_LD(13); MUON__P16_LD(14); MUON__P16_LD(15);
+            {
+                MUON__P16_S1(0, 1); MUON__P16_S1(2, 3); MUON__P16_S1(4, 5); MUON__P16_S1(6, 7);
+                MUON__P16_S1(8, 9); MUON__P16_S1(10, 11); MUON__P16_S1(12, 13); MUON__P16_S1(14, 15);
+                {
+                    MUON__P16_S2(0, 1, 2, 3); MUON__P16_S2(4, 5, 6, 7);
+                    MUON__P16_S2(8, 9, 10, 11); MUON__P16_S2(12, 13, 14, 15);
+                    MUON__P16_S3(0, 4, 8, 12);
+                    MUON__P16_S3(1, 5, 9, 13);
+                    MUON__P16_S3(2, 6, 10, 14);
+                    MUON__P16_S3(3, 7, 11, 15);
                 }
             }
-            muon__gemm_tr16x16_epi32(t);
-            for (q = 0; q < qn; q++)
-                _mm512_storeu_si512((void *)(dst + ((kb / 2 + q) * w + rg) * 2), t[q]);
         }
     }
 }
+#undef MUON__P16_LD
+#undef MUON__P16_S1
+#undef MUON__P16_S2
+#undef MUON__P16_S3
+#undef MUON__P16_ST
 #endif
 
 /* (frames of their own: the packers stay off the stack path of the micro-kernel call) */
@@ -1750,56 +1755,42 @@ static void muon__gemm_ukr_amx(size_t kc, const float *af, const float *bf, floa
 /* Which bf16 kernel: MUON__BF16_BEST (AMX if granted, else DP, else the emulation on the
  * build's fp32 kernel), or a named one for the tests (one not compiled in gives the best). */
 enum { MUON__BF16_BEST = 0, MUON__BF16_REF = 1, MUON__BF16_EMU = 2, MUON__BF16_DPK = 3, MUON__BF16_AMXK = 4 };
-static muon__gemm_kernel muon__gemm_pick_bf16_as(int which, int amx_ok)
-{
-    muon__gemm_kernel kr = muon__gemm_pick_kernel(which == MUON__BF16_REF);
-    (void)amx_ok;
-    if (which == MUON__BF16_REF || which == MUON__BF16_EMU) {
-        kr.pack = MUON__PACK_EMU;
-        kr.kgran = 2;
-        kr.name = which == MUON__BF16_REF ? "bf16 reference (scalar 4x8)" : "bf16 emulation";
-        return kr;
-    }
+/* The bf16 kernels: the emulations pack bf16-rounded values into an fp32 kernel's layout
+ * (k in swapped pairs, kgran 2); the reference one uses the scalar kernel. */
+#define MUON__GEMM_KERNEL_EMU(UKR, name) {UKR, MUON__GEMM_BLOCKS_INIT, name, MUON__PACK_EMU, 2, sizeof(float), NULL, NULL}
+static const muon__gemm_kernel muon__gemm_k_bf16_ref =
+    MUON__GEMM_KERNEL_EMU(MUON__GEMM_S_UKR, "bf16 reference (scalar 4x8)");
+static const muon__gemm_kernel muon__gemm_k_bf16_emu = MUON__GEMM_KERNEL_EMU(MUON__GEMM_B_UKR, "bf16 emulation");
 #ifdef MUON__BF16_AMX
-    if (which != MUON__BF16_DPK && amx_ok) {
-        kr.fn = muon__gemm_ukr_amx;
-        kr.mr = MUON__GEMM_AMX_MR;
-        kr.nr = MUON__GEMM_AMX_NR;
-        kr.pack = MUON__PACK_AMX;
-        kr.kgran = 32;
-        kr.esz = 2;
-        kr.enter = muon__amx_enter;
-        kr.leave = muon__amx_leave;
-        kr.name = "bf16 amx 32x32";
-        return kr;
-    }
+static const muon__gemm_kernel muon__gemm_k_bf16_amx = {
+    muon__gemm_ukr_amx, MUON__GEMM_AMX_MR, MUON__GEMM_AMX_NR, MUON__GEMM_BLOCKS_INIT, "bf16 amx 32x32",
+    MUON__PACK_AMX, 32, 2, muon__amx_enter, muon__amx_leave};
 #endif
 #if defined(MUON__BF16_NEON)
-    kr.fn = muon__gemm_ukr_neon_bf16;
-    kr.mr = MUON__GEMM_NBF_MR;
-    kr.nr = MUON__GEMM_NBF_NR;
-    kr.pack = MUON__PACK_DP;
-    kr.kgran = 2;
-    kr.esz = 2;
-    kr.name = "bf16 neon bfdot 8x8";
-    return kr;
+static const muon__gemm_kernel muon__gemm_k_bf16_dp = {
+    muon__gemm_ukr_neon_bf16, MUON__GEMM_NBF_MR, MUON__GEMM_NBF_NR, MUON__GEMM_BLOCKS_INIT, "bf16 neon bfdot 8x8",
+    MUON__PACK_DP, 2, 2, NULL, NULL};
 #elif defined(MUON__BF16_DP)
-    kr.fn = muon__gemm_ukr_dp;
-    kr.mr = MUON__GEMM_DP_MR;
-    kr.nr = MUON__GEMM_DP_NR;
-    kr.pack = MUON__PACK_DP;
-    kr.kgran = 2;
-    kr.esz = 2;
-    kr.name = "bf16 avx512-bf16 14x32";
-    return kr;
+static const muon__gemm_kernel muon__gemm_k_bf16_dp = {
+    muon__gemm_ukr_dp, MUON__GEMM_DP_MR, MUON__GEMM_DP_NR, MUON__GEMM_BLOCKS_INIT, "bf16 avx512-bf16 14x32",
+    MUON__PACK_DP, 2, 2, NULL, NULL};
+#endif
+
+static const muon__gemm_kernel *muon__gemm_pick_bf16_as(int which, int amx_ok)
+{
+    (void)amx_ok;
+    if (which == MUON__BF16_REF) return &muon__gemm_k_bf16_ref;
+    if (which == MUON__BF16_EMU) return &muon__gemm_k_bf16_emu;
+#ifdef MUON__BF16_AMX
+    if (which != MUON__BF16_DPK && amx_ok) return &muon__gemm_k_bf16_amx;
+#endif
+#if defined(MUON__BF16_NEON) || defined(MUON__BF16_DP)
+    return &muon__gemm_k_bf16_dp;
 #else
-    kr.pack = MUON__PACK_EMU;
-    kr.kgran = 2;
-    kr.name = "bf16 emulation";
-    return kr;
+    return &muon__gemm_k_bf16_emu;
 #endif
 }
-static muon__gemm_kernel muon__gemm_pick_bf16(int which)
+static const muon__gemm_kernel *muon__gemm_pick_bf16(int which)
 {
     int amx_ok = 0;
 #ifdef MUON__BF16_AMX
@@ -2045,7 +2036,7 @@ static void muon__gemm_part(const muon__gemm_problem *g, const muon__gemm_kernel
     if (kr->leave) kr->leave();
 }
 
-static void muon__gemm_drive(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
+static MUON__ALWAYS_INLINE void muon__gemm_drive(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
                              const muon__gemm_blocks *bl, unsigned char *ws, int nthreads)
 {
     const size_t per = muon__gemm_bytes_per_thread(bl), ba = muon__gemm_bytes_a(bl), bb = muon__gemm_bytes_b(bl);
@@ -2121,7 +2112,7 @@ static void muon__gemm_scale_c(const muon__gemm_problem *g)
 }
 
 
-static void muon__gemm_exec(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
+static MUON__ALWAYS_INLINE void muon__gemm_exec(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
                             const muon__gemm_blocks *bl, void *mem, int t)
 {
     uintptr_t base = ((uintptr_t)mem + (MUON__GEMM_ALIGN - 1)) & ~(uintptr_t)(MUON__GEMM_ALIGN - 1);
@@ -2140,14 +2131,15 @@ static MUON__NOINLINE void muon__gemm_exec_stack(const muon__gemm_problem *g, co
 /* The kernel, blocks and thread count of a validated problem; returns 0 when alpha == 0 has
  * already been handled (BLAS convention: op(A) op(B) not formed, no 0 * Inf). scalar: force the
  * scalar kernel (the tests' reference path). threads <= 0: the OpenMP default. */
-static int muon__gemm_setup(const muon__gemm_problem *g, int scalar, int threads, muon__gemm_kernel *kr,
+static int muon__gemm_setup(const muon__gemm_problem *g, int scalar, int threads, const muon__gemm_kernel **kp,
                             muon__gemm_blocks *bl, int *t)
 {
     if (g->alpha == 0.0f) {
         muon__gemm_scale_c(g);
         return 0;
     }
-    *kr = g->bf16 ? muon__gemm_pick_bf16(scalar) : muon__gemm_pick_kernel(scalar);
+    const muon__gemm_kernel *kr = g->bf16 ? muon__gemm_pick_bf16(scalar) : muon__gemm_pick_kernel(scalar);
+    *kp = kr;
     *bl = muon__gemm_blocking(kr, g->m, g->n, g->k);
     *t = threads > 0 ? threads : muon__gemm_threads_wanted(g, 0);
     if ((size_t)*t > muon__gemm_max_parts(g, kr)) *t = (int)muon__gemm_max_parts(g, kr);
@@ -2159,13 +2151,13 @@ static int muon__gemm_setup(const muon__gemm_problem *g, int scalar, int threads
 static MUON__GEMM_UNUSED muon_status muon__gemm_run_ws(const muon__gemm_problem *g, int scalar, void *ws,
                                                        size_t ws_bytes, int threads)
 {
-    muon__gemm_kernel kr;
+    const muon__gemm_kernel *kr;
     muon__gemm_blocks bl;
     int t;
     if (!muon__gemm_setup(g, scalar, threads, &kr, &bl, &t)) return MUON_OK;
     while (t > 1 && muon__gemm_ws_need(&bl, t) > ws_bytes) t--;
     if (muon__gemm_ws_need(&bl, t) > ws_bytes) return MUON_ERR_SIZE;
-    muon__gemm_exec(g, &kr, &bl, ws, t);
+    muon__gemm_exec(g, kr, &bl, ws, t);
     return MUON_OK;
 }
 
@@ -2173,18 +2165,18 @@ static MUON__GEMM_UNUSED muon_status muon__gemm_run_ws(const muon__gemm_problem 
  * (no allocation), MUON_MALLOC otherwise. */
 static muon_status muon__gemm_run(const muon__gemm_problem *g, int scalar, int threads)
 {
-    muon__gemm_kernel kr;
+    const muon__gemm_kernel *kr;
     muon__gemm_blocks bl;
     int t;
     void *mem;
     if (!muon__gemm_setup(g, scalar, threads, &kr, &bl, &t)) return MUON_OK;
     if (muon__gemm_ws_need(&bl, t) <= (size_t)MUON_GEMM_STACK_BYTES) {
-        muon__gemm_exec_stack(g, &kr, &bl, t);
+        muon__gemm_exec_stack(g, kr, &bl, t);
         return MUON_OK;
     }
     mem = MUON_MALLOC(muon__gemm_ws_need(&bl, t));
     if (!mem) return MUON_ERR_NOMEM;
-    muon__gemm_exec(g, &kr, &bl, mem, t);
+    muon__gemm_exec(g, kr, &bl, mem, t);
     MUON_FREE(mem);
     return MUON_OK;
 }
@@ -2270,7 +2262,7 @@ static MUON__GEMM_UNUSED muon_status muon__ssyrk_builtin(int scalar, int threads
 
 static MUON__GEMM_UNUSED const char *muon__gemm_kernel_name(int scalar)
 {
-    return muon__gemm_pick_kernel(scalar).name;
+    return muon__gemm_pick_kernel(scalar)->name;
 }
 
 #ifdef MUON_USE_CBLAS
@@ -2314,8 +2306,7 @@ static size_t muon__gemm_ws_bound(const muon__gemm_kernel *kr)
 MUONDEF size_t muon_gemm_workspace_size(int threads)
 {
     /* the larger of the build's kernel and the scalar reference (the tests' path) */
-    muon__gemm_kernel kv = muon__gemm_pick_kernel(0), ks = muon__gemm_pick_kernel(1);
-    size_t bv = muon__gemm_ws_bound(&kv), bs = muon__gemm_ws_bound(&ks);
+    size_t bv = muon__gemm_ws_bound(muon__gemm_pick_kernel(0)), bs = muon__gemm_ws_bound(muon__gemm_pick_kernel(1));
     if (threads <= 0) {
 #ifdef _OPENMP
         threads = omp_get_max_threads();
@@ -2334,8 +2325,7 @@ static MUON__NOINLINE muon_status muon__gemm_ws_check(const muon__gemm_problem *
     muon_status st = muon__gemm_check(g, ws, 1);
     if (st != MUON_OK) return st;
     {   /* the workspace contract holds in every build, CBLAS included */
-        muon__gemm_kernel kr = muon__gemm_pick_kernel(0);
-        muon__gemm_blocks bl = muon__gemm_blocking(&kr, g->m, g->n, g->k);
+        muon__gemm_blocks bl = muon__gemm_blocking(muon__gemm_pick_kernel(0), g->m, g->n, g->k);
         if (muon__gemm_ws_need(&bl, 1) > ws_bytes) return MUON_ERR_SIZE;
         if (muon__gemm_ws_overlaps(g, ws, ws_bytes)) return MUON_ERR_ALIAS;
     }
@@ -2447,7 +2437,7 @@ static MUON__GEMM_UNUSED muon_status muon__bgemm_builtin(int which, int threads,
     MUON_FREE(mem);
     return st;
 }
-static MUON__GEMM_UNUSED const char *muon__bgemm_kernel_name(int which) { return muon__gemm_pick_bf16(which).name; }
+static MUON__GEMM_UNUSED const char *muon__bgemm_kernel_name(int which) { return muon__gemm_pick_bf16(which)->name; }
 
 MUONDEF muon_status muon_sgemm_ws(muon_transpose ta, muon_transpose tb, size_t m, size_t n, size_t k,
                                   float alpha, const float *A, size_t lda, const float *B, size_t ldb,
@@ -3880,8 +3870,7 @@ typedef struct muon__step_cfg {
     muon_momentum_form momentum_form;
     muon_scale_mode scale;
     muon_cap_mode cap;
-    size_t split_rows, split_cols, row_blocks, col_blocks;
-    const size_t *row_sizes, *col_sizes;
+    const muon_config *src; /* the block splits are read from it (muon__step_splits) */
     const muon_ns_config *ns;
 } muon__step_cfg;
 
@@ -3905,12 +3894,7 @@ static void muon__step_cfg_make(const muon_config *in, muon__step_cfg *c)
     c->momentum_form = in->momentum_form;
     c->scale = in->scale;
     c->cap = in->cap;
-    c->split_rows = in->split_rows ? in->split_rows : 1;
-    c->split_cols = in->split_cols ? in->split_cols : 1;
-    c->row_blocks = in->row_blocks;
-    c->col_blocks = in->col_blocks;
-    c->row_sizes = in->row_sizes;
-    c->col_sizes = in->col_sizes;
+    c->src = in;
     c->ns = &in->ns;
 }
 
@@ -3921,8 +3905,8 @@ static void muon__config_fill(muon_config *r)
     muon__step_cfg_make(r, &c);
     muon_ns_resolve(&r->ns, &r->ns); /* checked: cannot fail */
     r->scale_coeff = c.scale_coeff;
-    r->split_rows = c.split_rows;
-    r->split_cols = c.split_cols;
+    r->split_rows = r->split_rows ? r->split_rows : 1;
+    r->split_cols = r->split_cols ? r->split_cols : 1;
     r->cap_iters = c.cap_iters;
     r->normuon_beta2 = c.normuon_beta2;
     r->normuon_eps = c.normuon_eps;
@@ -3978,8 +3962,9 @@ static int muon__split_make(size_t n, size_t equal, const size_t *sizes, size_t 
 /* the row and column partitions of a rows x cols step under a resolved (or raw) config */
 static int muon__step_splits(const muon__step_cfg *c, size_t rows, size_t cols, muon__split *rp, muon__split *cp)
 {
-    return muon__split_make(rows, c->split_rows, c->row_sizes, c->row_blocks, rp) &&
-           muon__split_make(cols, c->split_cols, c->col_sizes, c->col_blocks, cp);
+    const muon_config *in = c->src; /* (split_make reads an equal count of 0 as 1) */
+    return muon__split_make(rows, in->split_rows, in->row_sizes, in->row_blocks, rp) &&
+           muon__split_make(cols, in->split_cols, in->col_sizes, in->col_blocks, cp);
 }
 
 /* the shape scale of the r x c matrix NS saw */
@@ -4235,15 +4220,16 @@ static MUON__NOINLINE muon_status muon__ns_blocks_lanes(float *U, size_t cols, c
 
 /* NS of every block of U (rows x cols, ld cols) in place: U becomes O, unscaled. The nsws is
  * MUON__ALIGN-aligned. Results do not depend on how the blocks are spread over threads. */
-static muon_status muon__ns_blocks(float *U, size_t cols, const muon__step_cfg *c, const muon__split *rp,
-                                   const muon__split *cp, void *nsws, size_t nsws_bytes)
+static MUON__ALWAYS_INLINE muon_status muon__ns_blocks(float *U, size_t cols, const muon_ns_config *ns, int threads,
+                                                       const muon__split *rp, const muon__split *cp, void *nsws,
+                                                       size_t nsws_bytes)
 {
-    size_t b, nb = rp->k * cp->k, lanes = muon__blocks_lanes(c->threads, rp, cp, nsws_bytes);
+    size_t b, nb = rp->k * cp->k, lanes = muon__blocks_lanes(threads, rp, cp, nsws_bytes);
     double jt[1][3];
     muon__ns_view v;
     muon_status s;
-    if ((s = muon__ns_view_make(c->ns, &v, jt)) != MUON_OK) return s; /* checked: cannot fail */
-    v.threads = c->threads;
+    if ((s = muon__ns_view_make(ns, &v, jt)) != MUON_OK) return s; /* checked: cannot fail */
+    v.threads = threads;
     if (lanes > 1) return muon__ns_blocks_lanes(U, cols, &v, rp, cp, nsws, lanes);
     for (b = 0; b < nb; b++) {
         size_t rl, cl;
@@ -4415,65 +4401,40 @@ static MUON__NOINLINE muon_status muon__state_check(const muon_state *st, const 
     return MUON_OK;
 }
 
-MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *W, size_t ldw,
-                                 const float *G, size_t ldg, float *step_out, size_t lds, void *ws,
-                                 size_t ws_bytes)
+/* muon_step_ws after the orthogonalisation (U holds D, scaled): the range check, the cap, then
+ * the commit of momentum, NorMuon's row statistics (vnew), W and the step output. A frame of its
+ * own, off the Newton-Schulz path's stack. */
+static MUON__NOINLINE muon_status muon__step_finish(muon_state *st, const muon__step_cfg *c, float *W, size_t ldw,
+                                                    const float *G, size_t ldg, float *U, float *step_out,
+                                                    size_t lds, const double *vnew)
 {
-    muon__step_cfg c;
-    muon_status s;
-    size_t rows, cols, ub, i;
-    unsigned char *base;
-    float *U;
-    double lrwd, *vnew = NULL;
-    size_t nsoff;
-    muon__split rp, cp;
-    if (!st || !cfg || !W || !G || !ws) return MUON_ERR_NULL;
-    if (!st->momentum || !st->cap_u || !st->cap_v) return MUON_ERR_NULL;
-    /* the config first: the splits are needed by the shape checks */
-    if ((s = muon__config_check(cfg)) != MUON_OK) return s;
-    muon__step_cfg_make(cfg, &c);
-    if ((s = muon__state_check(st, &c, W, ldw, G, ldg, step_out, lds, ws, ws_bytes, &rp, &cp)) != MUON_OK) return s;
-    rows = st->rows;
-    cols = st->cols;
-
-    base = muon__u_align_ptr(ws);
-    ub = muon__u_round(rows * cols * sizeof(float));
-    U = (float *)base;
-    nsoff = ub;
-    if (c.normuon) {
-        vnew = (double *)(base + ub);
-        nsoff += muon__u_round(rows * sizeof(double));
-    }
-    if ((s = muon__mom_fill(st->momentum, G, ldg, rows, cols, &c, U)) != MUON_OK) return s;
-    s = muon__ns_blocks(U, cols, &c, &rp, &cp, base + nsoff, ws_bytes - (size_t)(base + nsoff - (unsigned char *)ws));
-    if (s != MUON_OK) return s; /* nothing committed yet */
-    if (c.normuon) muon__normuon(U, rows, cols, &c, st->row_v, vnew);
-    if ((s = muon__blocks_scale(U, cols, &c, &rp, &cp)) != MUON_OK) return s;
-    lrwd = c.lr * c.weight_decay;
-    if (!muon__step_fits(W, ldw, U, rows, cols, lrwd, c.cap != MUON_CAP_OFF, c.cautious_wd, c.threads))
+    size_t rows = st->rows, cols = st->cols, i;
+    double lrwd;
+    lrwd = c->lr * c->weight_decay;
+    if (!muon__step_fits(W, ldw, U, rows, cols, lrwd, c->cap != MUON_CAP_OFF, c->cautious_wd, c->threads))
         return MUON_ERR_RANGE;
 
-    if (c.cap != MUON_CAP_OFF) { /* SPEC 2.4: top pair of W (warm), remove sigma_1's growth */
-        double sigma = muon__power(W, rows, cols, ldw, st->cap_valid ? c.cap_iters : MUON_CAP_COLD_ITERS,
+    if (c->cap != MUON_CAP_OFF) { /* SPEC 2.4: top pair of W (warm), remove sigma_1's growth */
+        double sigma = muon__power(W, rows, cols, ldw, st->cap_valid ? c->cap_iters : MUON_CAP_COLD_ITERS,
                                    st->cap_u, st->cap_v);
         st->cap_sigma = sigma;
         st->cap_valid = sigma > 0.0;
         if (sigma > 0.0) {
             double g = muon__cap_growth(U, rows, cols, cols, st->cap_u, st->cap_v);
-            if (c.cap == MUON_CAP_ALWAYS || g > 0.0) muon__cap_remove(U, rows, cols, cols, st->cap_u, st->cap_v, g);
+            if (c->cap == MUON_CAP_ALWAYS || g > 0.0) muon__cap_remove(U, rows, cols, cols, st->cap_u, st->cap_v, g);
         }
     }
     /* commit: momentum, then W <- W - lr lambda W + D (the cap saw D only, never the decay).
      * The decay is formed as w - (lr lambda) w in double, not as w * (float)(1 - lr lambda),
      * which rounds to 1.0f (no decay at all) once lr lambda < 2^-25. */
-    muon__mom_commit(st->momentum, G, ldg, rows, cols, &c);
-    if (c.normuon) memcpy(st->row_v, vnew, rows * sizeof(double));
-    MUON__OMP(omp parallel for schedule(static) MUON__PAR(c.threads, (double)rows * (double)cols))
+    muon__mom_commit(st->momentum, G, ldg, rows, cols, c);
+    if (c->normuon) memcpy(st->row_v, vnew, rows * sizeof(double));
+    MUON__OMP(omp parallel for schedule(static) MUON__PAR(c->threads, (double)rows * (double)cols))
     for (i = 0; i < rows; i++) {
         float *w = W + i * ldw;
         const float *d = U + i * cols;
         size_t j;
-        if (c.cautious_wd)
+        if (c->cautious_wd)
             for (j = 0; j < cols; j++) w[j] = muon__step_new_w(w[j], d[j], muon__decay_for(lrwd, 1, w[j], d[j]));
         else
             for (j = 0; j < cols; j++) w[j] = muon__step_new_w(w[j], d[j], lrwd);
@@ -4481,6 +4442,66 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
     }
     st->step++;
     return MUON_OK;
+}
+
+/* muon_step_ws before the orthogonalisation: the config and state checks, the row and column
+ * partitions (rp, cp), the step's team size, then U (ws, aligned) = the momentum direction.
+ * The step's settings (muon__step_cfg) live in this frame and muon__step_end's, never on the
+ * Newton-Schulz path's stack. */
+static MUON__NOINLINE muon_status muon__step_begin(const muon_state *st, const muon_config *cfg, const float *W,
+                                                   size_t ldw, const float *G, size_t ldg, const float *S,
+                                                   size_t lds, void *ws, size_t ws_bytes, float *U, muon__split *rp,
+                                                   muon__split *cp, int *threads)
+{
+    muon__step_cfg c;
+    muon_status s;
+    if ((s = muon__config_check(cfg)) != MUON_OK) return s; /* first: the splits need it */
+    muon__step_cfg_make(cfg, &c);
+    if ((s = muon__state_check(st, &c, W, ldw, G, ldg, S, lds, ws, ws_bytes, rp, cp)) != MUON_OK) return s;
+    *threads = c.threads;
+    return muon__mom_fill(st->momentum, G, ldg, st->rows, st->cols, &c, U);
+}
+
+/* muon_step_ws after the orthogonalisation (U holds O): NorMuon, the blocks' scales, then
+ * muon__step_finish (range check, cap, commit) */
+static MUON__NOINLINE muon_status muon__step_end(muon_state *st, const muon_config *cfg, float *W, size_t ldw,
+                                                 const float *G, size_t ldg, float *U, float *step_out, size_t lds,
+                                                 double *vnew, const muon__split *rp, const muon__split *cp)
+{
+    muon__step_cfg c;
+    muon_status s;
+    muon__step_cfg_make(cfg, &c); /* checked by muon__step_begin */
+    if (c.normuon) muon__normuon(U, st->rows, st->cols, &c, st->row_v, vnew);
+    if ((s = muon__blocks_scale(U, st->cols, &c, rp, cp)) != MUON_OK) return s;
+    return muon__step_finish(st, &c, W, ldw, G, ldg, U, step_out, lds, vnew);
+}
+
+MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *W, size_t ldw,
+                                 const float *G, size_t ldg, float *step_out, size_t lds, void *ws,
+                                 size_t ws_bytes)
+{
+    muon_status s;
+    unsigned char *base;
+    float *U;
+    double *vnew = NULL;
+    size_t nsoff;
+    int threads = 1;
+    muon__split rp, cp;
+    if (!st || !cfg || !W || !G || !ws) return MUON_ERR_NULL;
+    if (!st->momentum || !st->cap_u || !st->cap_v) return MUON_ERR_NULL;
+    base = muon__u_align_ptr(ws);
+    U = (float *)base;
+    s = muon__step_begin(st, cfg, W, ldw, G, ldg, step_out, lds, ws, ws_bytes, U, &rp, &cp, &threads);
+    if (s != MUON_OK) return s;
+    nsoff = muon__u_round(st->rows * st->cols * sizeof(float));
+    if (cfg->normuon) {
+        vnew = (double *)(base + nsoff);
+        nsoff += muon__u_round(st->rows * sizeof(double));
+    }
+    s = muon__ns_blocks(U, st->cols, &cfg->ns, threads, &rp, &cp, base + nsoff,
+                        ws_bytes - (size_t)(base + nsoff - (unsigned char *)ws));
+    if (s != MUON_OK) return s; /* nothing committed yet */
+    return muon__step_end(st, cfg, W, ldw, G, ldg, U, step_out, lds, vnew, &rp, &cp);
 }
 
 MUONDEF muon_status muon_step(muon_state *st, const muon_config *cfg, float *W, size_t ldw, const float *G,
@@ -4616,7 +4637,7 @@ static size_t muon__layers_next(const muon_layer *layers, size_t count, size_t p
 }
 
 /* one layer's step; inside the region (one layer per thread) the step runs on its own thread */
-static muon_status muon__layer_run(muon_layer *L, void *ws, size_t ws_bytes)
+static MUON__ALWAYS_INLINE muon_status muon__layer_run(muon_layer *L, void *ws, size_t ws_bytes)
 {
     if (!ws) ws = L->state->workspace, ws_bytes = L->state->workspace_bytes;
     return muon_step_ws(L->state, L->cfg, L->W, L->ldw, L->G, L->ldg, L->step_out, L->lds, ws, ws_bytes);
@@ -5107,29 +5128,16 @@ static double muon__muown_mag(const muon__muown_cfg *cfg, double g, double m, do
     return g;
 }
 
-MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, float *W, size_t ldw,
-                                  const float *G, size_t ldg, float *step_out, size_t lds, void *ws,
-                                  size_t ws_bytes)
+/* muown_step_ws's checks of its state and arguments, in a frame of their own (off the
+ * Newton-Schulz path's stack): the state's buffers against the arguments, W finite, the count */
+static MUON__NOINLINE muon_status muon__muown_state_check(const muown_state *st, const muon__step_cfg *c,
+                                                          const float *W, size_t ldw, const float *G, size_t ldg,
+                                                          const float *S, size_t lds, void *ws, size_t ws_bytes,
+                                                          muon__split *rp, muon__split *cp)
 {
-    int bad = 0;
-    muon__step_cfg c;
-    muon__muown_cfg rc;
-    muon_status s;
-    size_t rows, cols, ub, i;
-    unsigned char *base;
-    float *U;
-    double *gg, lrwd, bc1 = 1.0, bc2 = 1.0;
-    long long t;
     const void *reg[5];
-    size_t reg_bytes[5], k;
-    muon__split rp, cp;
-    if (!st || !cfg || !W || !G || !ws) return MUON_ERR_NULL;
-    if (!st->g || !st->vnorm || !st->mag_m || !st->mag_v || !st->momentum) return MUON_ERR_NULL;
-    if ((s = muon__muown_check(cfg)) != MUON_OK) return s;
-    muon__step_cfg_make(&cfg->muon, &c);
-    muon__muown_cfg_make(cfg, &rc); /* from here on the filled-in fields, never cfg's own */
-    rows = st->rows;
-    cols = st->cols;
+    size_t reg_bytes[5], k, rows = st->rows, cols = st->cols;
+    muon_status s;
     reg[0] = st->momentum;
     reg_bytes[0] = rows * cols * sizeof(float);
     reg[1] = st->g;
@@ -5137,19 +5145,22 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     reg[3] = st->mag_m;
     reg[4] = st->mag_v;
     for (k = 1; k < 5; k++) reg_bytes[k] = rows * sizeof(double);
-    s = muon__step_check(rows, cols, W, ldw, G, ldg, step_out, lds, &c, ws, ws_bytes, rows, reg, reg_bytes, 5, &rp,
-                         &cp);
+    s = muon__step_check(rows, cols, W, ldw, G, ldg, S, lds, c, ws, ws_bytes, rows, reg, reg_bytes, 5, rp, cp);
     if (s != MUON_OK) return s;
     /* W is read too (its rows carry the directions): NaN/Inf there would enter g and ||v|| */
     if (!muon__u_finite_matrix(W, rows, cols, ldw)) return MUON_ERR_NONFINITE;
     if (!muon__step_count_ok(st->step)) return MUON_ERR_DOMAIN;
+    return MUON_OK;
+}
 
-    base = muon__u_align_ptr(ws);
-    ub = muon__u_round(rows * cols * sizeof(float));
-    U = (float *)base;
-    gg = (double *)(base + ub);
-    /* pass 1: grad_g, grad_v and its momentum direction (state untouched) */
-    MUON__OMP(omp parallel for schedule(static) reduction(|:bad) MUON__PAR(c.threads, (double)rows * (double)cols))
+/* muown pass 1: grad_g (gg), grad_v and its momentum direction (U); the state untouched.
+ * RANGE when a SUM momentum passes FLT_MAX (the EMA form cannot). */
+static MUON__NOINLINE muon_status muon__muown_pass1(const muown_state *st, const muon__step_cfg *c, const float *W,
+                                                    size_t ldw, const float *G, size_t ldg, float *U, double *gg)
+{
+    size_t rows = st->rows, cols = st->cols, i;
+    int bad = 0;
+    MUON__OMP(omp parallel for schedule(static) reduction(|:bad) MUON__PAR(c->threads, (double)rows * (double)cols))
     for (i = 0; i < rows; i++) {
         float *u = U + i * cols;
         const float *b = st->momentum + i * cols;
@@ -5159,31 +5170,35 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
         gg[i] = muon__muown_row(W + i * ldw, G + i * ldg, cols, st->g[i], st->vnorm[i], &us, u);
         bad |= !muon__u_finite_matrix(u, 1, cols, cols) || !muon__u_finite_matrix(b, 1, cols, cols);
         for (j = 0; j < cols; j++) {
-            u[j] = muon__mom_dir(b[j], u[j], c.momentum, c.nesterov, c.momentum_form, &nb);
+            u[j] = muon__mom_dir(b[j], u[j], c->momentum, c->nesterov, c->momentum_form, &nb);
             bad |= !(fabsf(nb) <= FLT_MAX);
         }
         bad |= !muon__u_finite_matrix(u, 1, cols, cols) || !muon__u_isfinite(gg[i]);
     }
-    if (bad) return MUON_ERR_RANGE; /* a SUM momentum past FLT_MAX (the EMA form cannot) */
-    {
-        size_t nsoff = ub + muon__u_round(rows * sizeof(double));
-        s = muon__ns_blocks(U, cols, &c, &rp, &cp, base + nsoff, ws_bytes - (size_t)(base + nsoff - (unsigned char *)ws));
-        if (s == MUON_OK) s = muon__blocks_scale(U, cols, &c, &rp, &cp);
-        if (s != MUON_OK) return s;
-    }
+    return bad ? MUON_ERR_RANGE : MUON_OK;
+}
 
-    t = st->step + 1;
-    if (rc.magnitude == MUOWN_MAG_ADAM) {
-        bc1 = -expm1((double)t * log(rc.mag_beta1));
-        bc2 = -expm1((double)t * log(rc.mag_beta2));
+/* muown after the orthogonalisation (U holds lr-scaled O): every row's new magnitude and v_new
+ * checked to fit a float, then the commit row by row (rows are independent). A frame of its own. */
+static MUON__NOINLINE muon_status muon__muown_finish(muown_state *st, const muon__step_cfg *c,
+                                                     const muon__muown_cfg *rc, float *W, size_t ldw,
+                                                     const float *G, size_t ldg, float *U, const double *gg,
+                                                     float *step_out, size_t lds)
+{
+    size_t rows = st->rows, cols = st->cols, i;
+    double lrwd = c->lr * c->weight_decay, bc1 = 1.0, bc2 = 1.0;
+    long long t = st->step + 1;
+    int bad = 0;
+    if (rc->magnitude == MUOWN_MAG_ADAM) {
+        bc1 = -expm1((double)t * log(rc->mag_beta1));
+        bc2 = -expm1((double)t * log(rc->mag_beta2));
     }
-    lrwd = c.lr * c.weight_decay;
     /* nothing is committed unless every row's new magnitude and v_new fit a float */
-    MUON__OMP(omp parallel for schedule(static) reduction(|:bad) MUON__PAR(c.threads, (double)rows * (double)cols))
+    MUON__OMP(omp parallel for schedule(static) reduction(|:bad) MUON__PAR(c->threads, (double)rows * (double)cols))
     for (i = 0; i < rows; i++) {
         const float *w = W + i * ldw, *d = U + i * cols;
         double us = muon__muown_uscale(w, cols, st->g[i]), mm, vv, wmax = 0.0;
-        double gn = muon__muown_mag(&rc, st->g[i], st->mag_m[i], st->mag_v[i], gg[i], bc1, bc2, &mm, &vv);
+        double gn = muon__muown_mag(rc, st->g[i], st->mag_m[i], st->mag_v[i], gg[i], bc1, bc2, &mm, &vv);
         size_t j;
         for (j = 0; j < cols; j++) {
             double vn = st->vnorm[i] * ((double)w[j] * us) + (double)d[j];
@@ -5195,7 +5210,7 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     }
     if (bad) return MUON_ERR_RANGE;
     /* commit row by row (rows are independent) */
-    MUON__OMP(omp parallel for schedule(static) MUON__PAR(c.threads, (double)rows * (double)cols))
+    MUON__OMP(omp parallel for schedule(static) MUON__PAR(c->threads, (double)rows * (double)cols))
     for (i = 0; i < rows; i++) {
         float *w = W + i * ldw, *d = U + i * cols, *b = st->momentum + i * cols;
         float *so = step_out ? step_out + i * lds : NULL;
@@ -5207,14 +5222,14 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
         for (j = 0; j < cols; j++) {
             float gv = (float)(f * ((double)gr[j] - (double)w[j] * us * gi)), nb;
             double vn;
-            (void)muon__mom_dir(b[j], gv, c.momentum, c.nesterov, c.momentum_form, &nb);
+            (void)muon__mom_dir(b[j], gv, c->momentum, c->nesterov, c->momentum_form, &nb);
             b[j] = nb;
             vn = st->vnorm[i] * ((double)w[j] * us) + (double)d[j]; /* v_new = v - lr*scale*O */
             d[j] = (float)vn;
             nv += vn * vn;
         }
         nv = sqrt(nv);
-        gn = muon__muown_mag(&rc, gn, st->mag_m[i], st->mag_v[i], gi, bc1, bc2, &st->mag_m[i], &st->mag_v[i]);
+        gn = muon__muown_mag(rc, gn, st->mag_m[i], st->mag_v[i], gi, bc1, bc2, &st->mag_m[i], &st->mag_v[i]);
         if (nv > 0.0) {
             scale = gn / nv;
             st->vnorm[i] = nv;
@@ -5235,7 +5250,7 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
             }
             /* weight-decay resync: g = +-||W_i||, the sign that keeps u = W/g along v_new (so the
              * momentum, which lives in v's coordinates, stays consistent when g < 0) */
-            st->g[i] = dot < 0.0 && !rc.reference_resync ? -sqrt(acc) : sqrt(acc);
+            st->g[i] = dot < 0.0 && !rc->reference_resync ? -sqrt(acc) : sqrt(acc);
         } else {
             for (j = 0; j < cols; j++) w[j] = (float)(scale * (double)d[j]);
             st->g[i] = gn;
@@ -5243,6 +5258,62 @@ MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, floa
     }
     st->step = t;
     return MUON_OK;
+}
+
+/* muown_step_ws before the orthogonalisation: checks, partitions, team size, pass 1 (U, gg) */
+static MUON__NOINLINE muon_status muon__muown_begin(const muown_state *st, const muown_config *cfg, const float *W,
+                                                    size_t ldw, const float *G, size_t ldg, const float *S,
+                                                    size_t lds, void *ws, size_t ws_bytes, float *U, double *gg,
+                                                    muon__split *rp, muon__split *cp, int *threads)
+{
+    muon__step_cfg c;
+    muon_status s;
+    if ((s = muon__muown_check(cfg)) != MUON_OK) return s;
+    muon__step_cfg_make(&cfg->muon, &c);
+    if ((s = muon__muown_state_check(st, &c, W, ldw, G, ldg, S, lds, ws, ws_bytes, rp, cp)) != MUON_OK) return s;
+    *threads = c.threads;
+    return muon__muown_pass1(st, &c, W, ldw, G, ldg, U, gg);
+}
+
+/* muown_step_ws after the orthogonalisation: the blocks' scales, then muon__muown_finish */
+static MUON__NOINLINE muon_status muon__muown_end(muown_state *st, const muown_config *cfg, float *W, size_t ldw,
+                                                  const float *G, size_t ldg, float *U, const double *gg,
+                                                  float *step_out, size_t lds, const muon__split *rp,
+                                                  const muon__split *cp)
+{
+    muon__step_cfg c;
+    muon__muown_cfg rc;
+    muon_status s;
+    muon__step_cfg_make(&cfg->muon, &c); /* checked by muon__muown_begin */
+    muon__muown_cfg_make(cfg, &rc);      /* from here on the filled-in fields, never cfg's own */
+    if ((s = muon__blocks_scale(U, st->cols, &c, rp, cp)) != MUON_OK) return s;
+    return muon__muown_finish(st, &c, &rc, W, ldw, G, ldg, U, gg, step_out, lds);
+}
+
+MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, float *W, size_t ldw,
+                                  const float *G, size_t ldg, float *step_out, size_t lds, void *ws,
+                                  size_t ws_bytes)
+{
+    muon_status s;
+    size_t ub, nsoff;
+    unsigned char *base;
+    float *U;
+    double *gg;
+    int threads = 1;
+    muon__split rp, cp;
+    if (!st || !cfg || !W || !G || !ws) return MUON_ERR_NULL;
+    if (!st->g || !st->vnorm || !st->mag_m || !st->mag_v || !st->momentum) return MUON_ERR_NULL;
+    base = muon__u_align_ptr(ws);
+    ub = muon__u_round(st->rows * st->cols * sizeof(float));
+    U = (float *)base;
+    gg = (double *)(base + ub);
+    s = muon__muown_begin(st, cfg, W, ldw, G, ldg, step_out, lds, ws, ws_bytes, U, gg, &rp, &cp, &threads);
+    if (s != MUON_OK) return s;
+    nsoff = ub + muon__u_round(st->rows * sizeof(double));
+    s = muon__ns_blocks(U, st->cols, &cfg->muon.ns, threads, &rp, &cp, base + nsoff,
+                        ws_bytes - (size_t)(base + nsoff - (unsigned char *)ws));
+    if (s != MUON_OK) return s;
+    return muon__muown_end(st, cfg, W, ldw, G, ldg, U, gg, step_out, lds, &rp, &cp);
 }
 
 MUONDEF muon_status muown_step(muown_state *st, const muown_config *cfg, float *W, size_t ldw, const float *G,

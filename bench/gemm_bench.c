@@ -87,9 +87,9 @@ int main(int argc, char **argv)
     size_t si, wsb = muon_gemm_workspace_size(2);
     void *ws = malloc(wsb);
     if (reps < 5) reps = 5;
-    muon__gemm_kernel kr = muon__gemm_pick_kernel(0);
-    printf("muon kernel: %s; blocks KC=%d MC=%d NC=%d; reps=%d (median)\n", kr.name, (int)kr.kc, (int)kr.mc,
-           (int)kr.nc, reps);
+    const muon__gemm_kernel *kr = muon__gemm_pick_kernel(0);
+    printf("muon kernel: %s; blocks KC=%d MC=%d NC=%d; reps=%d (median)\n", kr->name, (int)kr->kc, (int)kr->mc,
+           (int)kr->nc, reps);
     printf("cblas: %s\n", openblas_get_config());
     printf("%-46s %3s %10s %10s %7s\n", "shape", "thr", "muon GF/s", "cblas GF/s", "ratio");
     for (ti = 0; ti < 2 && threads[ti] <= nthr; ti++) {
