@@ -41,8 +41,33 @@ static size_t cm_stack_used(void)
     return (size_t)(cm_sp_mark - (uintptr_t)p);
 }
 
-static size_t cm_case_stack, cm_case_peak, cm_limit;
+static size_t cm_case_stack, cm_case_peak, cm_limit, cm_case_floor;
 static const char *cm_label = "";
+
+/* The stack of one library call alone (issue 13: <= 2 KB on every path, per function): the
+ * stack is painted below the calling frame, the call made, the deepest written word found.
+ * Nested in a case: the case's depth so far is kept in cm_case_floor before the repaint, and
+ * the case's mark restored after. The figure is held to CM_CALL_MAX and printed. */
+#define CM_CALL_MAX 2048u
+#define CM_CALL_MEASURE(used, call)                                                      \
+    do {                                                                                 \
+        uintptr_t om_ = cm_sp_mark, m_ = cm_sp();                                        \
+        size_t so_ = cm_stack_used();                                                    \
+        if (so_ > cm_case_floor) cm_case_floor = so_;                                    \
+        cm_paint(m_);                                                                    \
+        call;                                                                            \
+        (used) = cm_stack_used();                                                        \
+        if (om_ - m_ + (used) > cm_case_floor) cm_case_floor = om_ - m_ + (used);        \
+        cm_sp_mark = om_;                                                                \
+    } while (0)
+#define CM_CALL(name, call)                                                              \
+    do {                                                                                 \
+        size_t used_ = 0;                                                                \
+        CM_CALL_MEASURE(used_, call);                                                    \
+        printf("      %-42s stack %5u B (the call alone)\n", name, (unsigned)used_);     \
+        CHECK_MSG(used_ <= CM_CALL_MAX, "%s used %u B of stack, limit %u B", name,       \
+                  (unsigned)used_, CM_CALL_MAX);                                          \
+    } while (0)
 
 /* the stack a case used, held to its limit (a test of its own, so that a deeper path fails) */
 static void test_stack_within(void)
@@ -55,9 +80,11 @@ static void test_stack_within(void)
     do {                                                                            \
         uintptr_t m_ = cm_sp();                                                     \
         cm_arena_reset_peak();                                                      \
+        cm_case_floor = 0;                                                          \
         cm_paint(m_);                                                               \
         RUN(fn);                                                                    \
         cm_case_stack = cm_stack_used();                                            \
+        if (cm_case_floor > cm_case_stack) cm_case_stack = cm_case_floor;           \
         cm_case_peak = cm_arena_peak();                                             \
         printf("    %-44s arena peak %6u B, stack %5u B\n", label, (unsigned)cm_case_peak, \
                (unsigned)cm_case_stack);                                            \
@@ -77,7 +104,12 @@ static __attribute__((noinline)) int cm_deep(volatile unsigned char *x)
 static void test_stack_probe(void)
 {
     volatile unsigned char x = 1;
+    size_t used = 0;
+    int r = 0;
     CHECK(cm_deep(&x) == 1 + (unsigned char)(1 + 4095));
+    CM_CALL_MEASURE(used, r = cm_deep(&x)); /* the per-call measurement, nested in a case */
+    CHECK(r == 1 + (unsigned char)(1 + 4095));
+    CHECK_MSG(used >= 4096, "a 4 KB frame measured %u B by CM_CALL_MEASURE", (unsigned)used);
 }
 
 /* ---- data --------------------------------------------------------------------------------- */
@@ -107,8 +139,11 @@ static void test_rownorm_step_only(void)
     cm_fill(U, RV * RD, 0.1f);
     CHECK(rn_rownorm_init(&st, RV, RD) == RN_OK);
     for (k = 0; k < 3; k++) {
+        rn_status r = RN_ERR_NULL;
         cm_fill(G, RV * RD, 1.0f);
-        CHECK(rn_rownorm_step(&st, &cfg, U, RD, G, RD, S, RD) == RN_OK);
+        if (k < 2) r = rn_rownorm_step(&st, &cfg, U, RD, G, RD, S, RD);
+        else CM_CALL("rn_rownorm_step", r = rn_rownorm_step(&st, &cfg, U, RD, G, RD, S, RD));
+        CHECK(r == RN_OK);
     }
     CHECK(t_ref_diameter(S, RV, RD, RD) <= 2.0 * cfg.lr * (1.0 + 1e-6));
     rn_rownorm_free(&st);
@@ -120,7 +155,9 @@ static void test_row_diameter_of_step(void)
 {
     double D = -1.0;
     size_t i = 0, j = 0;
-    CHECK(rn_row_diameter(S, RV, RD, RD, &D, &i, &j) == RN_OK);
+    rn_status r = RN_ERR_NULL;
+    CM_CALL("rn_row_diameter", r = rn_row_diameter(S, RV, RD, RD, &D, &i, &j));
+    CHECK(r == RN_OK);
     CHECK_NEAR(D, t_ref_diameter(S, RV, RD, RD), 0.0, 1e-12);
     CHECK(D > 0.0 && i < j && j < RV);
     CHECK(cm_arena_in_use() == 0);
@@ -171,8 +208,11 @@ static void test_muon_step(void)
     cm_fill(W, MR * MC, 0.05f);
     CHECK(muon_init(&st, MR, MC) == MUON_OK);
     for (t = 0; t < 2; t++) {
+        muon_status r = MUON_ERR_NULL;
         cm_fill(GM, MR * MC, 1.0f);
-        CHECK(muon_step(&st, &cfg, W, MC, GM, MC, SM, MC) == MUON_OK);
+        if (t == 0) r = muon_step(&st, &cfg, W, MC, GM, MC, SM, MC);
+        else CM_CALL("muon_step", r = muon_step(&st, &cfg, W, MC, GM, MC, SM, MC));
+        CHECK(r == MUON_OK);
     }
     CHECK(st.step == 2);
     muon_free(&st);
@@ -228,8 +268,11 @@ static void test_muon_layers(void)
     ws = MUON_MALLOC(wsb);
     CHECK(wsb > 0 && ws != NULL);
     for (t = 0; ws && t < 2; t++) {
+        muon_status r = MUON_ERR_NULL;
         for (i = 0; i < 2; i++) cm_fill(LG[i], lr_[i] * lc_[i], 1.0f);
-        CHECK(muon_step_layers_ws(L, 2, 0, ws, wsb) == MUON_OK);
+        if (t == 0) r = muon_step_layers_ws(L, 2, 0, ws, wsb);
+        else CM_CALL("muon_step_layers_ws", r = muon_step_layers_ws(L, 2, 0, ws, wsb));
+        CHECK(r == MUON_OK);
         for (i = 0; i < 2; i++)
             CHECK(muon_step_ws(&rf[i], &cfg, LR[i], lc_[i], LG[i], lc_[i], NULL, 0, ws, wsb) == MUON_OK);
     }
@@ -252,8 +295,10 @@ static void test_muown_step(void)
     size_t i, k;
     cm_fill(W, MR * MC, 0.05f);
     CHECK(muown_init(&st, W, MR, MC, MC) == MUON_OK);
+    muon_status r = MUON_ERR_NULL;
     cm_fill(GM, MR * MC, 1.0f);
-    CHECK(muown_step(&st, &cfg, W, MC, GM, MC, NULL, 0) == MUON_OK);
+    CM_CALL("muown_step", r = muown_step(&st, &cfg, W, MC, GM, MC, NULL, 0));
+    CHECK(r == MUON_OK);
     for (i = 0; i < MR; i++) {
         double n2 = 0.0;
         for (k = 0; k < MC; k++) n2 += (double)W[i * MC + k] * (double)W[i * MC + k];
@@ -273,8 +318,10 @@ static void test_adamw(void)
     cm_fill(U, 100, 1.0f);
     cm_fill(G, 100, 1.0f);
     memcpy(S, U, 100 * sizeof(float));
+    muon_status r = MUON_ERR_NULL;
     CHECK(muon_adamw_init(&st, 100) == MUON_OK);
-    CHECK(muon_adamw_step(&st, &cfg, U, G, NULL) == MUON_OK);
+    CM_CALL("muon_adamw_step", r = muon_adamw_step(&st, &cfg, U, G, NULL));
+    CHECK(r == MUON_OK);
     for (k = 0; k < 100; k++) {
         double g = (double)G[k], p = (double)S[k];
         double want = p - cfg.lr * cfg.weight_decay * p - cfg.lr * g / (fabs(g) + cfg.eps);
