@@ -67,8 +67,9 @@
  *                            AVX2+FMA or NEON, chosen from the compiler's target macros)
  *     MUON_FORCE_AVX2        use the AVX2+FMA kernel even where AVX-512F is enabled
  *     MUON_NO_AMX            bf16 Newton-Schulz never uses AMX tiles (where the compiler
- *                            targets AMX-BF16 on Linux it does; AVX512-BF16 is used otherwise,
- *                            else a bit-exact emulation on the fp32 kernel)
+ *                            targets AMX-BF16 on Linux it does; AVX512-BF16 is used otherwise
+ *                            where the CPU runs it faster than fp32 FMA, else a bit-exact
+ *                            emulation on the fp32 kernel)
  *     MUON_NO_NEON_BF16      nor BFDOT on AArch64 (used where the compiler targets BF16)
  *     MUON_NO_DEPRECATED     hide the old names renamed in 0.2.0 (CHANGELOG.md)
  *     MUON_GEMM_KC / _MC / _NC   override every kernel's cache blocks (defaults 384 / 1008 /
@@ -228,8 +229,9 @@ typedef enum muon_ns_precision {
                          to bf16 after the normalisation and after every step, the products'
                          operands rounded to bf16 (X, A = X X^T, B = b A + c A A) and accumulated
                          in fp32, the combinations in fp32; plain iteration only (MUON_NS_GRAM:
-                         DOMAIN). Kernels: AMX, AVX512-BF16 (vdpbf16ps) or, elsewhere, a bit-exact
-                         emulation on the fp32 kernels; accuracy in docs/numerics.md */
+                         DOMAIN). Kernels: AMX, AVX512-BF16 (vdpbf16ps, where this CPU runs it
+                         faster than fp32 FMA) or, elsewhere, a bit-exact emulation on the fp32
+                         kernels; accuracy in docs/numerics.md */
 } muon_ns_precision;
 
 /* A schedule is plain data (no pointers): step k (0-based) applies
@@ -963,7 +965,8 @@ MUONDEF const char *muon_status_string(muon_status s)
 #define MUON__GEMM_NR_MAX 32u /* the largest MR / NR of any kernel (workspace bound) */
 
 /* bf16 kernels (the products of a bf16 Newton-Schulz): vdpbf16ps where the compiler targets
- * AVX512-BF16, AMX tiles where it also targets AMX-BF16 on Linux (MUON_NO_AMX: never) */
+ * AVX512-BF16 (used where the CPU runs it faster than fp32 FMA: muon__bf16_dp_fast), AMX tiles
+ * where it also targets AMX-BF16 on Linux (MUON_NO_AMX: never) */
 #if defined(MUON__GEMM_AVX512) && defined(__AVX512BF16__) && defined(__AVX512BW__)
 #define MUON__BF16_DP 1
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__linux__) && defined(__x86_64__) && \
@@ -1776,6 +1779,60 @@ static const muon__gemm_kernel muon__gemm_k_bf16_dp = {
     MUON__PACK_DP, 2, 2, NULL, NULL};
 #endif
 
+#ifdef MUON__BF16_DP
+/* Whether this CPU's vdpbf16ps outruns its fp32 FMA, asked once per process: the best of three
+ * timings (rdtsc) of 12 independent chains of each; vdpbf16ps does 64 flops, a zmm FMA 32. The
+ * Xeon of bench/RESULTS.md ("bf16 Newton-Schulz without AMX") retires one vdpbf16ps per two
+ * cycles and two FMAs per cycle: there the fp32 kernel on bf16-rounded operands (the emulation:
+ * the same bits on normal values, tests/test_muon_bf16.c) runs the bf16 NS 1.4-1.6x faster. A
+ * CPU with a full-rate vdpbf16ps (twice the FMA's flops) gets the dot-product kernel. */
+#define MUON__DP_Z12(I) I " %0, %0, %%zmm20\n\t" I " %0, %0, %%zmm21\n\t" I " %0, %0, %%zmm22\n\t" \
+    I " %0, %0, %%zmm23\n\t" I " %0, %0, %%zmm24\n\t" I " %0, %0, %%zmm25\n\t" I " %0, %0, %%zmm26\n\t" \
+    I " %0, %0, %%zmm27\n\t" I " %0, %0, %%zmm28\n\t" I " %0, %0, %%zmm29\n\t" I " %0, %0, %%zmm30\n\t" \
+    I " %0, %0, %%zmm31\n\t"
+#define MUON__DP_ZERO "vpxord %%zmm20, %%zmm20, %%zmm20\n\t" "vmovaps %%zmm20, %%zmm21\n\t" \
+    "vmovaps %%zmm20, %%zmm22\n\t" "vmovaps %%zmm20, %%zmm23\n\t" "vmovaps %%zmm20, %%zmm24\n\t" \
+    "vmovaps %%zmm20, %%zmm25\n\t" "vmovaps %%zmm20, %%zmm26\n\t" "vmovaps %%zmm20, %%zmm27\n\t" \
+    "vmovaps %%zmm20, %%zmm28\n\t" "vmovaps %%zmm20, %%zmm29\n\t" "vmovaps %%zmm20, %%zmm30\n\t" \
+    "vmovaps %%zmm20, %%zmm31\n\t"
+#define MUON__DP_CLOBBERS "ecx", "cc", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", \
+    "xmm27", "xmm28", "xmm29", "xmm30", "xmm31"
+/* cycles of 256 rounds of 12 independent vdpbf16ps (dp) or vfmadd231ps, the best of 3 (in asm:
+ * the same instructions at every optimisation level; operands ~1e-3, no denormals) */
+static unsigned long long muon__dp_time(int dp)
+{
+    const __m512 x = _mm512_set1_ps(1e-3f); /* as bf16 pairs: 0x3a83 0x126f, both normal */
+    unsigned long long t, best = ~0ull;
+    int rep;
+    for (rep = 0; rep < 3; rep++) {
+        t = __rdtsc();
+        if (dp)
+            __asm__ __volatile__(MUON__DP_ZERO "mov $256, %%ecx\n1:\n\t" MUON__DP_Z12("vdpbf16ps")
+                                 "dec %%ecx\n\tjnz 1b" : : "v"(x) : MUON__DP_CLOBBERS);
+        else
+            __asm__ __volatile__(MUON__DP_ZERO "mov $256, %%ecx\n1:\n\t" MUON__DP_Z12("vfmadd231ps")
+                                 "dec %%ecx\n\tjnz 1b" : : "v"(x) : MUON__DP_CLOBBERS);
+        t = __rdtsc() - t;
+        if (t < best) best = t;
+    }
+    return best;
+}
+#undef MUON__DP_Z12
+#undef MUON__DP_ZERO
+#undef MUON__DP_CLOBBERS
+static int muon__bf16_dp_fast(void)
+{
+    static volatile int known = 0; /* 0: not asked yet; 1: vdpbf16ps; 2: the fp32 kernel */
+    if (!known) {
+        /* per flop: dp does 64 per instruction, fma 32; vdpbf16ps wins if t_dp < 2 t_fma / 1.1 */
+        unsigned long long td = muon__dp_time(1), tf = muon__dp_time(0);
+        int v = (double)td * 1.1 < 2.0 * (double)tf ? 1 : 2;
+        __sync_bool_compare_and_swap(&known, 0, v); /* the first answer stays: one kernel per process */
+    }
+    return known == 1;
+}
+#endif
+
 static const muon__gemm_kernel *muon__gemm_pick_bf16_as(int which, int amx_ok)
 {
     (void)amx_ok;
@@ -1784,8 +1841,11 @@ static const muon__gemm_kernel *muon__gemm_pick_bf16_as(int which, int amx_ok)
 #ifdef MUON__BF16_AMX
     if (which != MUON__BF16_DPK && amx_ok) return &muon__gemm_k_bf16_amx;
 #endif
-#if defined(MUON__BF16_NEON) || defined(MUON__BF16_DP)
+#if defined(MUON__BF16_NEON)
     return &muon__gemm_k_bf16_dp;
+#elif defined(MUON__BF16_DP)
+    /* the best without AMX: vdpbf16ps where it is the faster (DPK: always, for the tests) */
+    return which == MUON__BF16_DPK || muon__bf16_dp_fast() ? &muon__gemm_k_bf16_dp : &muon__gemm_k_bf16_emu;
 #else
     return &muon__gemm_k_bf16_emu;
 #endif

@@ -10,10 +10,15 @@ BENCH_ARGS ?=
 
 .PHONY: bench bench-build bench-host
 ifeq ($(HAVE_BLAS),1)
-bench-build: $(B)/bench/bench $(B)/bench/gemm_bench $(B)/bench/rn_profile $(B)/bench/train_bench $(B)/bench/host_threads $(B)/bench/host_threshold
+bench-build: $(B)/bench/bench $(B)/bench/bench_noamx $(B)/bench/gemm_bench $(B)/bench/rn_profile $(B)/bench/train_bench $(B)/bench/host_threads $(B)/bench/host_threshold
 
 $(B)/bench/bench: bench/bench.c bench/bench_cblas_tu.c $(HEADER_DEPS) | $(B)/bench
 	$(CC) $(BENCH_FL) -o $@ bench/bench.c bench/bench_cblas_tu.c $(BLAS_LIBS) $(LDLIBS)
+
+# the same without AMX (the AVX512-BF16-only case of issue 17's targets; run it with PyTorch held
+# to the same ISA: ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16 build/bench/bench_noamx --only nsbf16)
+$(B)/bench/bench_noamx: bench/bench.c bench/bench_cblas_tu.c $(HEADER_DEPS) | $(B)/bench
+	$(CC) $(BENCH_FL) -DMUON_NO_AMX -o $@ bench/bench.c bench/bench_cblas_tu.c $(BLAS_LIBS) $(LDLIBS)
 
 $(B)/bench/gemm_bench: bench/gemm_bench.c muon.h | $(B)/bench
 	$(CC) $(BENCH_FL) -o $@ bench/gemm_bench.c $(BLAS_LIBS) $(LDLIBS)

@@ -418,11 +418,34 @@ static void test_ns_bf16_config(void)
     free(G); free(O); free(W); free(W0);
 }
 
+#ifdef MUON__BF16_DP
+/* Without AMX the best bf16 kernel is vdpbf16ps or the fp32 kernel on bf16-rounded operands,
+ * whichever this CPU runs faster (asked once: the same answer every time); the two give the
+ * same bits (test_products_all_kernels), so the choice moves no result. The timing sees the
+ * instructions: each of 3072 takes at least a fraction of a cycle, and the flops ratio between
+ * the two is within what any AVX-512 core has (1/4 .. 4 per flop). */
+static void test_dp_choice(void)
+{
+    int a = muon__bf16_dp_fast(), b = muon__bf16_dp_fast();
+    unsigned long long td = muon__dp_time(1), tf = muon__dp_time(0);
+    const muon__gemm_kernel *k = muon__gemm_pick_bf16_as(MUON__BF16_BEST, 0);
+    double per_flop = ((double)td / 64.0) / ((double)tf / 32.0);
+    printf("  without AMX: %s (vdpbf16ps %llu, fma %llu cycles of 3072; per flop dp/fma %.2f)\n", k->name, td, tf,
+           per_flop);
+    CHECK(a == b);
+    CHECK(k == (a ? &muon__gemm_k_bf16_dp : &muon__gemm_k_bf16_emu));
+    CHECK(muon__gemm_pick_bf16_as(MUON__BF16_DPK, 0) == &muon__gemm_k_bf16_dp);
+    CHECK(td > 300 && tf > 300);
+    CHECK(per_flop > 0.25 && per_flop < 4.0);
+}
+#endif
+
 int main(void)
 {
     RUN(test_round_matches_reference);
 #ifdef MUON__BF16_DP
     RUN(test_round_hardware_conversion);
+    RUN(test_dp_choice);
 #endif
     RUN(test_products_all_kernels);
     RUN(test_products_thread_invariant);
