@@ -1755,8 +1755,9 @@ static void muon__gemm_ukr_amx(size_t kc, const float *af, const float *bf, floa
 }
 #endif /* MUON__BF16_AMX */
 
-/* Which bf16 kernel: MUON__BF16_BEST (AMX if granted, else DP, else the emulation on the
- * build's fp32 kernel), or a named one for the tests (one not compiled in gives the best). */
+/* Which bf16 kernel: MUON__BF16_BEST (AMX if granted, else DP where this CPU runs it faster than
+ * fp32 FMA, else the emulation on the build's fp32 kernel), or a named one for the tests (one not
+ * compiled in gives the best). */
 enum { MUON__BF16_BEST = 0, MUON__BF16_REF = 1, MUON__BF16_EMU = 2, MUON__BF16_DPK = 3, MUON__BF16_AMXK = 4 };
 /* The bf16 kernels: the emulations pack bf16-rounded values into an fp32 kernel's layout
  * (k in swapped pairs, kgran 2); the reference one uses the scalar kernel. */
@@ -4461,49 +4462,6 @@ static MUON__NOINLINE muon_status muon__state_check(const muon_state *st, const 
     return MUON_OK;
 }
 
-/* muon_step_ws after the orthogonalisation (U holds D, scaled): the range check, the cap, then
- * the commit of momentum, NorMuon's row statistics (vnew), W and the step output. A frame of its
- * own, off the Newton-Schulz path's stack. */
-static MUON__NOINLINE muon_status muon__step_finish(muon_state *st, const muon__step_cfg *c, float *W, size_t ldw,
-                                                    const float *G, size_t ldg, float *U, float *step_out,
-                                                    size_t lds, const double *vnew)
-{
-    size_t rows = st->rows, cols = st->cols, i;
-    double lrwd;
-    lrwd = c->lr * c->weight_decay;
-    if (!muon__step_fits(W, ldw, U, rows, cols, lrwd, c->cap != MUON_CAP_OFF, c->cautious_wd, c->threads))
-        return MUON_ERR_RANGE;
-
-    if (c->cap != MUON_CAP_OFF) { /* SPEC 2.4: top pair of W (warm), remove sigma_1's growth */
-        double sigma = muon__power(W, rows, cols, ldw, st->cap_valid ? c->cap_iters : MUON_CAP_COLD_ITERS,
-                                   st->cap_u, st->cap_v);
-        st->cap_sigma = sigma;
-        st->cap_valid = sigma > 0.0;
-        if (sigma > 0.0) {
-            double g = muon__cap_growth(U, rows, cols, cols, st->cap_u, st->cap_v);
-            if (c->cap == MUON_CAP_ALWAYS || g > 0.0) muon__cap_remove(U, rows, cols, cols, st->cap_u, st->cap_v, g);
-        }
-    }
-    /* commit: momentum, then W <- W - lr lambda W + D (the cap saw D only, never the decay).
-     * The decay is formed as w - (lr lambda) w in double, not as w * (float)(1 - lr lambda),
-     * which rounds to 1.0f (no decay at all) once lr lambda < 2^-25. */
-    muon__mom_commit(st->momentum, G, ldg, rows, cols, c);
-    if (c->normuon) memcpy(st->row_v, vnew, rows * sizeof(double));
-    MUON__OMP(omp parallel for schedule(static) MUON__PAR(c->threads, (double)rows * (double)cols))
-    for (i = 0; i < rows; i++) {
-        float *w = W + i * ldw;
-        const float *d = U + i * cols;
-        size_t j;
-        if (c->cautious_wd)
-            for (j = 0; j < cols; j++) w[j] = muon__step_new_w(w[j], d[j], muon__decay_for(lrwd, 1, w[j], d[j]));
-        else
-            for (j = 0; j < cols; j++) w[j] = muon__step_new_w(w[j], d[j], lrwd);
-        if (step_out) memcpy(step_out + i * lds, d, cols * sizeof(float)); /* S = D (capped) */
-    }
-    st->step++;
-    return MUON_OK;
-}
-
 /* muon_step_ws before the orthogonalisation: the config and state checks, the row and column
  * partitions (rp, cp), the step's team size, then U (ws, aligned) = the momentum direction.
  * The step's settings (muon__step_cfg) live in this frame and muon__step_end's, never on the
@@ -4522,18 +4480,52 @@ static MUON__NOINLINE muon_status muon__step_begin(const muon_state *st, const m
     return muon__mom_fill(st->momentum, G, ldg, st->rows, st->cols, &c, U);
 }
 
-/* muon_step_ws after the orthogonalisation (U holds O): NorMuon, the blocks' scales, then
- * muon__step_finish (range check, cap, commit) */
+/* muon_step_ws after the orthogonalisation (U holds O): NorMuon, the blocks' scales, the range
+ * check, the cap, then the commit of momentum, NorMuon's row statistics (vnew), W and the step
+ * output. A frame of its own, beside the Newton-Schulz path's stack. */
 static MUON__NOINLINE muon_status muon__step_end(muon_state *st, const muon_config *cfg, float *W, size_t ldw,
                                                  const float *G, size_t ldg, float *U, float *step_out, size_t lds,
                                                  double *vnew, const muon__split *rp, const muon__split *cp)
 {
     muon__step_cfg c;
     muon_status s;
+    size_t rows = st->rows, cols = st->cols, i;
+    double lrwd;
     muon__step_cfg_make(cfg, &c); /* checked by muon__step_begin */
-    if (c.normuon) muon__normuon(U, st->rows, st->cols, &c, st->row_v, vnew);
-    if ((s = muon__blocks_scale(U, st->cols, &c, rp, cp)) != MUON_OK) return s;
-    return muon__step_finish(st, &c, W, ldw, G, ldg, U, step_out, lds, vnew);
+    if (c.normuon) muon__normuon(U, rows, cols, &c, st->row_v, vnew);
+    if ((s = muon__blocks_scale(U, cols, &c, rp, cp)) != MUON_OK) return s;
+    lrwd = c.lr * c.weight_decay;
+    if (!muon__step_fits(W, ldw, U, rows, cols, lrwd, c.cap != MUON_CAP_OFF, c.cautious_wd, c.threads))
+        return MUON_ERR_RANGE;
+
+    if (c.cap != MUON_CAP_OFF) { /* SPEC 2.4: top pair of W (warm), remove sigma_1's growth */
+        double sigma = muon__power(W, rows, cols, ldw, st->cap_valid ? c.cap_iters : MUON_CAP_COLD_ITERS,
+                                   st->cap_u, st->cap_v);
+        st->cap_sigma = sigma;
+        st->cap_valid = sigma > 0.0;
+        if (sigma > 0.0) {
+            double g = muon__cap_growth(U, rows, cols, cols, st->cap_u, st->cap_v);
+            if (c.cap == MUON_CAP_ALWAYS || g > 0.0) muon__cap_remove(U, rows, cols, cols, st->cap_u, st->cap_v, g);
+        }
+    }
+    /* commit: momentum, then W <- W - lr lambda W + D (the cap saw D only, never the decay).
+     * The decay is formed as w - (lr lambda) w in double, not as w * (float)(1 - lr lambda),
+     * which rounds to 1.0f (no decay at all) once lr lambda < 2^-25. */
+    muon__mom_commit(st->momentum, G, ldg, rows, cols, &c);
+    if (c.normuon) memcpy(st->row_v, vnew, rows * sizeof(double));
+    MUON__OMP(omp parallel for schedule(static) MUON__PAR(c.threads, (double)rows * (double)cols))
+    for (i = 0; i < rows; i++) {
+        float *w = W + i * ldw;
+        const float *d = U + i * cols;
+        size_t j;
+        if (c.cautious_wd)
+            for (j = 0; j < cols; j++) w[j] = muon__step_new_w(w[j], d[j], muon__decay_for(lrwd, 1, w[j], d[j]));
+        else
+            for (j = 0; j < cols; j++) w[j] = muon__step_new_w(w[j], d[j], lrwd);
+        if (step_out) memcpy(step_out + i * lds, d, cols * sizeof(float)); /* S = D (capped) */
+    }
+    st->step++;
+    return MUON_OK;
 }
 
 MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *W, size_t ldw,
@@ -5188,31 +5180,6 @@ static double muon__muown_mag(const muon__muown_cfg *cfg, double g, double m, do
     return g;
 }
 
-/* muown_step_ws's checks of its state and arguments, in a frame of their own (off the
- * Newton-Schulz path's stack): the state's buffers against the arguments, W finite, the count */
-static MUON__NOINLINE muon_status muon__muown_state_check(const muown_state *st, const muon__step_cfg *c,
-                                                          const float *W, size_t ldw, const float *G, size_t ldg,
-                                                          const float *S, size_t lds, void *ws, size_t ws_bytes,
-                                                          muon__split *rp, muon__split *cp)
-{
-    const void *reg[5];
-    size_t reg_bytes[5], k, rows = st->rows, cols = st->cols;
-    muon_status s;
-    reg[0] = st->momentum;
-    reg_bytes[0] = rows * cols * sizeof(float);
-    reg[1] = st->g;
-    reg[2] = st->vnorm;
-    reg[3] = st->mag_m;
-    reg[4] = st->mag_v;
-    for (k = 1; k < 5; k++) reg_bytes[k] = rows * sizeof(double);
-    s = muon__step_check(rows, cols, W, ldw, G, ldg, S, lds, c, ws, ws_bytes, rows, reg, reg_bytes, 5, rp, cp);
-    if (s != MUON_OK) return s;
-    /* W is read too (its rows carry the directions): NaN/Inf there would enter g and ||v|| */
-    if (!muon__u_finite_matrix(W, rows, cols, ldw)) return MUON_ERR_NONFINITE;
-    if (!muon__step_count_ok(st->step)) return MUON_ERR_DOMAIN;
-    return MUON_OK;
-}
-
 /* muown pass 1: grad_g (gg), grad_v and its momentum direction (U); the state untouched.
  * RANGE when a SUM momentum passes FLT_MAX (the EMA form cannot). */
 static MUON__NOINLINE muon_status muon__muown_pass1(const muown_state *st, const muon__step_cfg *c, const float *W,
@@ -5238,27 +5205,65 @@ static MUON__NOINLINE muon_status muon__muown_pass1(const muown_state *st, const
     return bad ? MUON_ERR_RANGE : MUON_OK;
 }
 
-/* muown after the orthogonalisation (U holds lr-scaled O): every row's new magnitude and v_new
- * checked to fit a float, then the commit row by row (rows are independent). A frame of its own. */
-static MUON__NOINLINE muon_status muon__muown_finish(muown_state *st, const muon__step_cfg *c,
-                                                     const muon__muown_cfg *rc, float *W, size_t ldw,
-                                                     const float *G, size_t ldg, float *U, const double *gg,
-                                                     float *step_out, size_t lds)
+/* muown_step_ws before the orthogonalisation, in a frame of its own (beside the Newton-Schulz
+ * path's stack): the config, the state's buffers against the arguments, W finite (its rows
+ * carry the directions: NaN/Inf there would enter g and ||v||), the count; the partitions, the
+ * team size, then pass 1 (U, gg) */
+static MUON__NOINLINE muon_status muon__muown_begin(const muown_state *st, const muown_config *cfg, const float *W,
+                                                    size_t ldw, const float *G, size_t ldg, const float *S,
+                                                    size_t lds, void *ws, size_t ws_bytes, float *U, double *gg,
+                                                    muon__split *rp, muon__split *cp, int *threads)
 {
+    muon__step_cfg c;
+    const void *reg[5];
+    size_t reg_bytes[5], k, rows = st->rows, cols = st->cols;
+    muon_status s;
+    if ((s = muon__muown_check(cfg)) != MUON_OK) return s;
+    muon__step_cfg_make(&cfg->muon, &c);
+    reg[0] = st->momentum;
+    reg_bytes[0] = rows * cols * sizeof(float);
+    reg[1] = st->g;
+    reg[2] = st->vnorm;
+    reg[3] = st->mag_m;
+    reg[4] = st->mag_v;
+    for (k = 1; k < 5; k++) reg_bytes[k] = rows * sizeof(double);
+    s = muon__step_check(rows, cols, W, ldw, G, ldg, S, lds, &c, ws, ws_bytes, rows, reg, reg_bytes, 5, rp, cp);
+    if (s != MUON_OK) return s;
+    if (!muon__u_finite_matrix(W, rows, cols, ldw)) return MUON_ERR_NONFINITE;
+    if (!muon__step_count_ok(st->step)) return MUON_ERR_DOMAIN;
+    *threads = c.threads;
+    return muon__muown_pass1(st, &c, W, ldw, G, ldg, U, gg);
+}
+
+/* muown_step_ws after the orthogonalisation (U holds O): the blocks' scales, then every row's new
+ * magnitude and v_new checked to fit a float, then the commit row by row (rows are
+ * independent). A frame of its own, beside the Newton-Schulz path's stack. */
+static MUON__NOINLINE muon_status muon__muown_end(muown_state *st, const muown_config *cfg, float *W, size_t ldw,
+                                                  const float *G, size_t ldg, float *U, const double *gg,
+                                                  float *step_out, size_t lds, const muon__split *rp,
+                                                  const muon__split *cp)
+{
+    muon__step_cfg c;
+    muon__muown_cfg rc;
+    muon_status s;
     size_t rows = st->rows, cols = st->cols, i;
-    double lrwd = c->lr * c->weight_decay, bc1 = 1.0, bc2 = 1.0;
+    double lrwd, bc1 = 1.0, bc2 = 1.0;
     long long t = st->step + 1;
     int bad = 0;
-    if (rc->magnitude == MUOWN_MAG_ADAM) {
-        bc1 = -expm1((double)t * log(rc->mag_beta1));
-        bc2 = -expm1((double)t * log(rc->mag_beta2));
+    muon__step_cfg_make(&cfg->muon, &c); /* checked by muon__muown_begin */
+    muon__muown_cfg_make(cfg, &rc);      /* from here on the filled-in fields, never cfg's own */
+    if ((s = muon__blocks_scale(U, cols, &c, rp, cp)) != MUON_OK) return s;
+    lrwd = c.lr * c.weight_decay;
+    if (rc.magnitude == MUOWN_MAG_ADAM) {
+        bc1 = -expm1((double)t * log(rc.mag_beta1));
+        bc2 = -expm1((double)t * log(rc.mag_beta2));
     }
     /* nothing is committed unless every row's new magnitude and v_new fit a float */
-    MUON__OMP(omp parallel for schedule(static) reduction(|:bad) MUON__PAR(c->threads, (double)rows * (double)cols))
+    MUON__OMP(omp parallel for schedule(static) reduction(|:bad) MUON__PAR(c.threads, (double)rows * (double)cols))
     for (i = 0; i < rows; i++) {
         const float *w = W + i * ldw, *d = U + i * cols;
         double us = muon__muown_uscale(w, cols, st->g[i]), mm, vv, wmax = 0.0;
-        double gn = muon__muown_mag(rc, st->g[i], st->mag_m[i], st->mag_v[i], gg[i], bc1, bc2, &mm, &vv);
+        double gn = muon__muown_mag(&rc, st->g[i], st->mag_m[i], st->mag_v[i], gg[i], bc1, bc2, &mm, &vv);
         size_t j;
         for (j = 0; j < cols; j++) {
             double vn = st->vnorm[i] * ((double)w[j] * us) + (double)d[j];
@@ -5270,7 +5275,7 @@ static MUON__NOINLINE muon_status muon__muown_finish(muown_state *st, const muon
     }
     if (bad) return MUON_ERR_RANGE;
     /* commit row by row (rows are independent) */
-    MUON__OMP(omp parallel for schedule(static) MUON__PAR(c->threads, (double)rows * (double)cols))
+    MUON__OMP(omp parallel for schedule(static) MUON__PAR(c.threads, (double)rows * (double)cols))
     for (i = 0; i < rows; i++) {
         float *w = W + i * ldw, *d = U + i * cols, *b = st->momentum + i * cols;
         float *so = step_out ? step_out + i * lds : NULL;
@@ -5282,14 +5287,14 @@ static MUON__NOINLINE muon_status muon__muown_finish(muown_state *st, const muon
         for (j = 0; j < cols; j++) {
             float gv = (float)(f * ((double)gr[j] - (double)w[j] * us * gi)), nb;
             double vn;
-            (void)muon__mom_dir(b[j], gv, c->momentum, c->nesterov, c->momentum_form, &nb);
+            (void)muon__mom_dir(b[j], gv, c.momentum, c.nesterov, c.momentum_form, &nb);
             b[j] = nb;
             vn = st->vnorm[i] * ((double)w[j] * us) + (double)d[j]; /* v_new = v - lr*scale*O */
             d[j] = (float)vn;
             nv += vn * vn;
         }
         nv = sqrt(nv);
-        gn = muon__muown_mag(rc, gn, st->mag_m[i], st->mag_v[i], gi, bc1, bc2, &st->mag_m[i], &st->mag_v[i]);
+        gn = muon__muown_mag(&rc, gn, st->mag_m[i], st->mag_v[i], gi, bc1, bc2, &st->mag_m[i], &st->mag_v[i]);
         if (nv > 0.0) {
             scale = gn / nv;
             st->vnorm[i] = nv;
@@ -5310,7 +5315,7 @@ static MUON__NOINLINE muon_status muon__muown_finish(muown_state *st, const muon
             }
             /* weight-decay resync: g = +-||W_i||, the sign that keeps u = W/g along v_new (so the
              * momentum, which lives in v's coordinates, stays consistent when g < 0) */
-            st->g[i] = dot < 0.0 && !rc->reference_resync ? -sqrt(acc) : sqrt(acc);
+            st->g[i] = dot < 0.0 && !rc.reference_resync ? -sqrt(acc) : sqrt(acc);
         } else {
             for (j = 0; j < cols; j++) w[j] = (float)(scale * (double)d[j]);
             st->g[i] = gn;
@@ -5318,36 +5323,6 @@ static MUON__NOINLINE muon_status muon__muown_finish(muown_state *st, const muon
     }
     st->step = t;
     return MUON_OK;
-}
-
-/* muown_step_ws before the orthogonalisation: checks, partitions, team size, pass 1 (U, gg) */
-static MUON__NOINLINE muon_status muon__muown_begin(const muown_state *st, const muown_config *cfg, const float *W,
-                                                    size_t ldw, const float *G, size_t ldg, const float *S,
-                                                    size_t lds, void *ws, size_t ws_bytes, float *U, double *gg,
-                                                    muon__split *rp, muon__split *cp, int *threads)
-{
-    muon__step_cfg c;
-    muon_status s;
-    if ((s = muon__muown_check(cfg)) != MUON_OK) return s;
-    muon__step_cfg_make(&cfg->muon, &c);
-    if ((s = muon__muown_state_check(st, &c, W, ldw, G, ldg, S, lds, ws, ws_bytes, rp, cp)) != MUON_OK) return s;
-    *threads = c.threads;
-    return muon__muown_pass1(st, &c, W, ldw, G, ldg, U, gg);
-}
-
-/* muown_step_ws after the orthogonalisation: the blocks' scales, then muon__muown_finish */
-static MUON__NOINLINE muon_status muon__muown_end(muown_state *st, const muown_config *cfg, float *W, size_t ldw,
-                                                  const float *G, size_t ldg, float *U, const double *gg,
-                                                  float *step_out, size_t lds, const muon__split *rp,
-                                                  const muon__split *cp)
-{
-    muon__step_cfg c;
-    muon__muown_cfg rc;
-    muon_status s;
-    muon__step_cfg_make(&cfg->muon, &c); /* checked by muon__muown_begin */
-    muon__muown_cfg_make(cfg, &rc);      /* from here on the filled-in fields, never cfg's own */
-    if ((s = muon__blocks_scale(U, st->cols, &c, rp, cp)) != MUON_OK) return s;
-    return muon__muown_finish(st, &c, &rc, W, ldw, G, ldg, U, gg, step_out, lds);
 }
 
 MUONDEF muon_status muown_step_ws(muown_state *st, const muown_config *cfg, float *W, size_t ldw,

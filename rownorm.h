@@ -1221,9 +1221,10 @@ RN__FN void rn__row_write(const float *b, const double *mu, double inv, const do
 #undef RN__COLACC
 #elif defined(RN_FLOAT_ARITH)
 /* Single-precision FPUs: the RowNorm rows' arithmetic in float. The centre mu and the outer mean
- * nu stay double arrays (each entry converted once per use), the column sums stay double (so
- * equal rows still centre to exactly zero), the per-row factors are formed in double; sums of
- * squares run in four float partial sums. A factor a float cannot carry (1/||row|| past 1e29:
+ * nu stay double arrays (each entry converted once per use); the column sums run as float pairs
+ * (TwoSum, rn__ff_acc) within a row chunk and are widened to double at its end (rn__ff_widen),
+ * so the combine and the sharded exchange see doubles as before; the per-row factors are formed
+ * in double; sums of squares run in four float partial sums. A factor a float cannot carry (1/||row|| past 1e29:
  * rows below about 1e-29; |lr| outside [1e-29, 1e29]) sends that row to the double formulas. */
 #define rn__all_finite rn__all_finite_scalar
 #define rn__sumsq_fd rn__sumsq_fd_scalar
