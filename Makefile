@@ -60,6 +60,9 @@ SIMD_BF16    := -mavx512f -mavx512bw -mavx512vl -mavx512bf16 -mamx-tile -mamx-bf
 V_bf16_CC    := $(CC)
 V_bf16_FL    := -std=c99 -O2 $(SIMD_BF16) $(OMP)
 BF16_TESTS   := test_muon_bf16 test_muon test_muon_gemm test_hostile_muon test_edges_muon
+# the bf16 suite again under ASan/UBSan (the AMX engine's packing and tile loads)
+V_bf16asan_CC := $(CC)
+V_bf16asan_FL := -std=c99 $(SAN_FLAGS) $(SIMD_BF16) $(OMP)
 HAVE_BF16_CC := $(shell echo 'int main(void){return 0;}' | $(CC) -mavx512bf16 -mamx-tile -mamx-bf16 -x c - -o /dev/null 2>/dev/null && echo 1)
 # rownorm.h for single-precision FPUs (RN_FLOAT_ARITH: the RowNorm rows' arithmetic in float):
 # the rownorm suites with their float64 references, run everywhere
@@ -93,7 +96,8 @@ TEST_BINS += $(RNFLOAT_BINS)
 RUN_BINS  += $(RNFLOAT_BINS)
 ifeq ($(ARCH)$(HAVE_BF16_CC),x86_641)
 $(eval $(call variant_rule,bf16))
-BF16_BINS := $(addprefix $(B)/bf16/,$(BF16_TESTS))
+$(eval $(call variant_rule,bf16asan))
+BF16_BINS := $(addprefix $(B)/bf16/,$(BF16_TESTS)) $(B)/bf16asan/test_muon_bf16
 TEST_BINS += $(BF16_BINS)
 RUN_BINS  += $(if $(HAVE_BF16),$(BF16_BINS))
 endif

@@ -798,9 +798,11 @@ MUONDEF muon_status muon_clip_grad_norm(float **grads, const size_t *sizes, size
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wold-style-cast"
 /* GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which g++ reports as "may be used
- * uninitialized" once inlined (a false positive of the compiler's own header, fixed in GCC 13) */
+ * uninitialized" (or, on plain loads, "is used uninitialized") once inlined: a false positive of
+ * the compiler's own header, fixed in GCC 13 */
 #if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #endif
 
@@ -1485,29 +1487,49 @@ static MUON__NOINLINE void muon__gemm_pack_pairs_b_block(const float *M, size_t 
     }
 }
 
-/* Pairs where each output index r reads a contiguous run of k (op(A) = A, op(B) = B^T), w a
- * multiple of 16: 16 rows x 32 k converted (16 pairs each), transposed (16 x 16 of 32-bit pairs,
- * in named registers: as arrays the three stages took 3 KB of stack), stored 64 B at a time. */
-#define MUON__P16_LD(i)                                                                                   \
-    __m512i x##i = (size_t)(i) < nrow ? (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(mh, s + (i) * ld + 16), \
-                                                                    _mm512_maskz_loadu_ps(ml, s + (i) * ld))  \
-                                      : _mm512_setzero_si512()
-#define MUON__P16_S1(i, j) /* rows i, j = i + 1 -> 32-bit interleaves */                                  \
-    __m512i a##i = _mm512_unpacklo_epi32(x##i, x##j), a##j = _mm512_unpackhi_epi32(x##i, x##j)
-#define MUON__P16_S2(i, i1, i2, i3) /* a i..i+3 -> 64-bit interleaves */                                 \
+/* 16 x 16 transpose of 32-bit words (bf16 pairs) held in x0..x15, in named registers (as arrays
+ * the three stages took 3 KB of stack): 32-bit unpacks, 64-bit unpacks, then 128-bit lane
+ * shuffles; output row q (column q of the input) goes to the user's MUON__T16_ST(q, v). */
+#define MUON__T16_S1(i, j) __m512i a##i = _mm512_unpacklo_epi32(x##i, x##j), a##j = _mm512_unpackhi_epi32(x##i, x##j)
+#define MUON__T16_S2(i, i1, i2, i3) /* a i..i+3 -> 64-bit interleaves */                                 \
     __m512i b##i = _mm512_unpacklo_epi64(a##i, a##i2), b##i1 = _mm512_unpackhi_epi64(a##i, a##i2),       \
             b##i2 = _mm512_unpacklo_epi64(a##i1, a##i3), b##i3 = _mm512_unpackhi_epi64(a##i1, a##i3)
-#define MUON__P16_S3(c, c4, c8, c12) /* b lane L holds column 4L + c of rows 4i..4i+3 */                 \
+#define MUON__T16_S3(c, c4, c8, c12) /* b lane L holds column 4L + c of rows 4i..4i+3 */                 \
     do {                                                                                                 \
         __m512i u0 = _mm512_shuffle_i32x4(b##c, b##c4, 0x88), u1 = _mm512_shuffle_i32x4(b##c, b##c4, 0xDD); \
         __m512i v0 = _mm512_shuffle_i32x4(b##c8, b##c12, 0x88);                                          \
         __m512i v1 = _mm512_shuffle_i32x4(b##c8, b##c12, 0xDD);                                          \
-        MUON__P16_ST(c, _mm512_shuffle_i32x4(u0, v0, 0x88));                                             \
-        MUON__P16_ST(c8, _mm512_shuffle_i32x4(u0, v0, 0xDD));                                            \
-        MUON__P16_ST(c4, _mm512_shuffle_i32x4(u1, v1, 0x88));                                            \
-        MUON__P16_ST(c12, _mm512_shuffle_i32x4(u1, v1, 0xDD));                                           \
+        MUON__T16_ST(c, _mm512_shuffle_i32x4(u0, v0, 0x88));                                             \
+        MUON__T16_ST(c8, _mm512_shuffle_i32x4(u0, v0, 0xDD));                                            \
+        MUON__T16_ST(c4, _mm512_shuffle_i32x4(u1, v1, 0x88));                                            \
+        MUON__T16_ST(c12, _mm512_shuffle_i32x4(u1, v1, 0xDD));                                           \
     } while (0)
-#define MUON__P16_ST(q, v) /* pair column q of the 16 rows */                                            \
+/* x0..x15 declared by the user's LD(i) */
+#define MUON__T16_LOAD(LD)                                                                               \
+    LD(0); LD(1); LD(2); LD(3); LD(4); LD(5); LD(6); LD(7);                                              \
+    LD(8); LD(9); LD(10); LD(11); LD(12); LD(13); LD(14); LD(15)
+#define MUON__T16_BODY()                                                                                 \
+    do {                                                                                                 \
+        MUON__T16_S1(0, 1); MUON__T16_S1(2, 3); MUON__T16_S1(4, 5); MUON__T16_S1(6, 7);                  \
+        MUON__T16_S1(8, 9); MUON__T16_S1(10, 11); MUON__T16_S1(12, 13); MUON__T16_S1(14, 15);            \
+        {                                                                                                \
+            MUON__T16_S2(0, 1, 2, 3); MUON__T16_S2(4, 5, 6, 7);                                          \
+            MUON__T16_S2(8, 9, 10, 11); MUON__T16_S2(12, 13, 14, 15);                                    \
+            MUON__T16_S3(0, 4, 8, 12);                                                                   \
+            MUON__T16_S3(1, 5, 9, 13);                                                                   \
+            MUON__T16_S3(2, 6, 10, 14);                                                                  \
+            MUON__T16_S3(3, 7, 11, 15);                                                                  \
+        }                                                                                                \
+    } while (0)
+
+/* Pairs where each output index r reads a contiguous run of k (op(A) = A, op(B) = B^T), w a
+ * multiple of 16: 16 rows x 32 k converted (16 pairs each), transposed (MUON__T16_BODY), stored
+ * 64 B at a time. */
+#define MUON__P16_LD(i)                                                                                   \
+    __m512i x##i = (size_t)(i) < nrow ? (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(mh, s + (i) * ld + 16), \
+                                                                    _mm512_maskz_loadu_ps(ml, s + (i) * ld))  \
+                                      : _mm512_setzero_si512()
+#define MUON__T16_ST(q, v) /* pair column q of the 16 rows */                                            \
     do {                                                                                                 \
         if ((size_t)(q) < qn) _mm512_storeu_si512((void *)(dst + ((kb / 2 + (q)) * w + rg) * 2), v);      \
     } while (0)
@@ -1524,30 +1546,13 @@ static MUON__NOINLINE void muon__gemm_pack_pairs_rowwise16(const float *M, size_
             /* rows past eff, and k blocks wholly past kc, are zero */
             size_t nrow = kn && rg < eff ? (eff - rg < 16 ? eff - rg : 16) : 0;
             const float *s = M + (i0 + rg) * ld + p0 + kb;
-            MUON__P16_LD(0); MUON__P16_LD(1); MUON__P16_LD(2); MUON__P16_LD(3);
-            MUON__P16_LD(4); MUON__P16_LD(5); MUON__P16_LD(6); MUON__P16_LD(7);
-            MUON__P16_LD(8); MUON__P16_LD(9); MUON__P16_LD(10); MUON__P16_LD(11);
-            MUON__P16_LD(12); MUON__P16_LD(13); MUON__P16_LD(14); MUON__P16_LD(15);
-            {
-                MUON__P16_S1(0, 1); MUON__P16_S1(2, 3); MUON__P16_S1(4, 5); MUON__P16_S1(6, 7);
-                MUON__P16_S1(8, 9); MUON__P16_S1(10, 11); MUON__P16_S1(12, 13); MUON__P16_S1(14, 15);
-                {
-                    MUON__P16_S2(0, 1, 2, 3); MUON__P16_S2(4, 5, 6, 7);
-                    MUON__P16_S2(8, 9, 10, 11); MUON__P16_S2(12, 13, 14, 15);
-                    MUON__P16_S3(0, 4, 8, 12);
-                    MUON__P16_S3(1, 5, 9, 13);
-                    MUON__P16_S3(2, 6, 10, 14);
-                    MUON__P16_S3(3, 7, 11, 15);
-                }
-            }
+            MUON__T16_LOAD(MUON__P16_LD);
+            MUON__T16_BODY();
         }
     }
 }
 #undef MUON__P16_LD
-#undef MUON__P16_S1
-#undef MUON__P16_S2
-#undef MUON__P16_S3
-#undef MUON__P16_ST
+#undef MUON__T16_ST
 #endif
 
 /* (frames of their own: the packers stay off the stack path of the micro-kernel call) */
@@ -2708,6 +2713,7 @@ typedef struct muon__ns_view {
     double safety, eps;
     const double (*coeffs)[3];
     int threads; /* the products' team size (0: the OpenMP default); set by the caller */
+    int bf16_kernel; /* MUON__BF16_BEST (0); the tests name another to hold the kernels to each other */
 } muon__ns_view;
 
 #define MUON__NS_PRESET_TRIPLES 10 /* the most triples of any preset (DeepSeek V4) */
@@ -2737,6 +2743,7 @@ static int muon__ns_preset_fill(muon_ns_kind kind, int steps, double (*t)[3], mu
     v->eps = 1e-7;
     v->coeffs = (const double (*)[3])t;
     v->threads = 0;
+    v->bf16_kernel = 0;
     switch (kind) {
     case MUON_NS_JORDAN:
         v->count = 1;
@@ -2910,6 +2917,7 @@ static muon_status muon__ns_view_make(const muon_ns_config *in, muon__ns_view *v
         v->coeffs = (const double (*)[3])in->coeffs;
     }
     v->threads = 0;
+    v->bf16_kernel = 0;
     v->method = in->method;
     v->gram_restart = in->gram_restart ? in->gram_restart : 2;
     v->norm = in->norm;
@@ -3053,6 +3061,469 @@ MUONDEF muon_status muon_ns_choose(const double *sv, size_t n, double q, double 
     return MUON_OK;
 }
 
+/* X[i] = bf16(fma(a, X[i], Y[i])) for i in [i0, i1) (a = 0, Y = 0: X = bf16(X)); the AVX-512
+ * form does the same integer rounding as muon__bf16_round, so every build gives the same bits. */
+static void muon__bf16_axpy(ptrdiff_t i0, ptrdiff_t i1, float a, float *X, const float *Y)
+{
+    ptrdiff_t i = i0;
+#ifdef MUON__GEMM_AVX512
+    const __m512 va = _mm512_set1_ps(a);
+    const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1);
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u), expo = _mm512_set1_epi32(0x7f800000);
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
+    for (; i + 16 <= i1; i += 16) {
+        __m512 x = Y ? _mm512_fmadd_ps(va, _mm512_loadu_ps(X + i), _mm512_loadu_ps(Y + i)) : _mm512_loadu_ps(X + i);
+        __m512i u = _mm512_castps_si512(x);
+        __m512i r = _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(u, bias),
+                                                      _mm512_and_si512(_mm512_srli_epi32(u, 16), one)), hi);
+        __mmask16 normal = _mm512_test_epi32_mask(u, expo);
+        r = _mm512_mask_blend_epi32(normal, _mm512_and_si512(u, sign), r);
+        _mm512_storeu_ps(X + i, _mm512_castsi512_ps(r));
+    }
+#endif
+    for (; i < i1; i++) X[i] = muon__bf16_round(Y ? fmaf(a, X[i], Y[i]) : X[i]);
+}
+
+#ifdef MUON__BF16_AMX
+/* ---- bf16 Newton-Schulz on AMX with its operands packed once -------------------------------
+ * The same arithmetic as muon__ns_bf16 below (and the same bound against the reference), with
+ * the iterate kept in bf16 in the three layouts its products read, written by the products
+ * themselves: the generic driver converts X from fp32 in every product and again for every row
+ * block (a third of an AMX NS's time went to packing, bench/RESULTS.md), and its C tiles go to
+ * memory and back once per k block. Here every product computes C blocks of at most
+ * MUON__XB x MUON__XB in a per-thread buffer that stays in L2 across all of k, and each
+ * finished 32 x 32 tile goes straight into what the next product reads:
+ *   X X^T  -> A (fp32, both triangles) and A as both operands of A A^T
+ *   A A^T  -> B = fma(c, AA, b A), packed as the A operand of B X
+ *   B X    -> X' = bf16(fma(a, X, B X)) in its three layouts (and fp32 after the last step).
+ * Layouts (uint16 bf16; m, n padded to mp, np, multiples of 32, zeros in the padding):
+ *   "A operand" of an R x K matrix: panel I (32 rows) at I*32*K, [K/32][32 rows][32 k];
+ *   "B operand" of a K x C matrix:  panel J (32 cols) at J*32*K, [K/2][32 cols][2 k] (VNNI);
+ * both are what muon__gemm_ukr_amx reads, so a k block starting at k0 is at +32*k0. */
+#define MUON__XB 256u  /* C block edge (128 and 512 measured no faster) */
+#define MUON__XKC 384u /* k block, a multiple of 32 (256 and 512: no faster) */
+typedef struct muon__xns {
+    size_t m, n, mp, np;
+    const float *G;               /* the input (rows x cols, ld ldg; X = inv G, or inv G^T when tall) */
+    size_t ldg, ldo;
+    float *out;                   /* the result (as G), written once every entry is known finite */
+    double inv;
+    int tall;
+    float *A;                     /* fp32 A = X X^T (ld m, the lower tiles) */
+    uint16_t *pax, *pbt, *pbn[2]; /* X as A operand; X^T as B operand; X as B operand (alternating) */
+    uint16_t *paa, *pba, *pab;    /* A as A operand, A as B operand (A^T = A), B as A operand */
+    unsigned char *scratch;       /* per thread (per bytes apart): C block (cbytes), two 32 x 32 fp32 tiles */
+    size_t per, cbytes;
+    float a, b, c;
+    int cur, last, nt;
+} muon__xns;
+
+/* Bytes of the engine's region (everything but the fp32 X) for t threads. */
+/* Per thread: a C block (at most MUON__XB square, no larger than the products' C), then two
+ * 32 x 32 fp32 tiles and a flag. */
+static size_t muon__xns_cbytes(size_t mp, size_t np)
+{
+    return (mp < MUON__XB ? mp : MUON__XB) * (np < MUON__XB ? np : MUON__XB) * 4u;
+}
+static size_t muon__xns_per(size_t mp, size_t np) { return muon__xns_cbytes(mp, np) + 2u * 4096u + 64u; }
+static size_t muon__xns_bytes(size_t m, size_t n, int t)
+{
+    size_t mp = muon__gemm_round_up(m, 32), np = muon__gemm_round_up(n, 32), xl, al, tot = 0;
+    if (mp > ((size_t)-1 / 4) / np || mp > ((size_t)-1 / 8) / mp) return 0;
+    xl = muon__u_round(mp * np * 2);
+    al = muon__u_round(mp * mp * 2);
+    if (!muon__u_add(tot, muon__u_round(m * m * sizeof(float)), &tot)) return 0;
+    if (!muon__u_add(tot, 4 * xl, &tot) || !muon__u_add(tot, 3 * al, &tot)) return 0;
+    if (!muon__u_add(tot, (size_t)(t > 0 ? t : 1) * muon__xns_per(mp, np), &tot)) return 0;
+    return tot;
+}
+
+/* The engine's team: the caller's cap (0: the OpenMP default), one thread when nested or below
+ * the products' parallel threshold (as muon__gemm_threads_wanted) */
+static int muon__xns_threads(int cap, size_t m, size_t n)
+{
+    int t = 1;
+#ifdef _OPENMP
+    t = cap > 0 ? cap : omp_get_max_threads();
+    if (omp_get_active_level() >= omp_get_max_active_levels()) t = 1;
+#else
+    (void)cap;
+#endif
+    if ((double)m * (double)m * (double)n < MUON_GEMM_PARALLEL_MIN) t = 1;
+    return t < 1 ? 1 : t;
+}
+
+/* bf16 rounding of 16 floats (muon__bf16_round's integer form) */
+static MUON__ALWAYS_INLINE __m512 muon__x_rnd(__m512 x)
+{
+    __m512i u = _mm512_castps_si512(x);
+    __m512i r = _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
+                                                  _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1))),
+                                 _mm512_set1_epi32((int)0xffff0000u));
+    __mmask16 normal = _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
+    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(normal, _mm512_and_si512(u, _mm512_set1_epi32((int)0x80000000u)), r));
+}
+/* 32 x 32 fp32 tile t (ld lt): its rows in bf16 (A layout) to d; its row pairs interleaved in
+ * bf16 (B layout, d[q][c][e] = t[2q+e][c]) to d */
+static void muon__x_rows(const float *t, size_t lt, uint16_t *d)
+{
+    int r;
+    for (r = 0; r < 32; r++)
+        _mm512_storeu_si512((void *)(d + r * 32),
+                            (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(t + r * lt + 16), _mm512_loadu_ps(t + r * lt)));
+}
+static void muon__x_pairs(const float *t, size_t lt, uint16_t *d)
+{
+    const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+                                         23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    int q, h;
+    for (q = 0; q < 16; q++)
+        for (h = 0; h < 2; h++) {
+            __m512 lo = _mm512_loadu_ps(t + 2 * q * lt + 16 * h), hi = _mm512_loadu_ps(t + (2 * q + 1) * lt + 16 * h);
+            _mm512_storeu_si512((void *)(d + q * 64 + 32 * h),
+                                _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(hi, lo)));
+        }
+}
+/* 16 x 16 transpose of 32-bit words (bf16 pairs): dst[p*ldd + r] = src[r*lds + p]
+ * (MUON__T16_BODY). A pair transpose turns one layout of a bf16 tile into the other's of the
+ * transposed tile: rows(T^T) = pairT(pairs(T)), pairs(T^T) = pairT(rows(T)). */
+#define MUON__T16_LD(i) __m512i x##i = _mm512_loadu_si512((const void *)(src + (i) * lds))
+#define MUON__T16_ST(q, v) _mm512_storeu_si512((void *)(dst + (q) * ldd), v)
+static void muon__x_t16(const uint32_t *src, size_t lds, uint32_t *dst, size_t ldd)
+{
+    MUON__T16_LOAD(MUON__T16_LD);
+    MUON__T16_BODY();
+}
+#undef MUON__T16_LD
+#undef MUON__T16_ST
+/* rows layout (32 x 16 pairs) of a tile -> pairs layout (16 x 32) of its transpose, and back */
+static void muon__x_rows_to_tpairs(const uint16_t *rows, uint16_t *d)
+{
+    const uint32_t *s = (const uint32_t *)(const void *)rows;
+    uint32_t *o = (uint32_t *)(void *)d;
+    muon__x_t16(s, 16, o, 32);
+    muon__x_t16(s + 16 * 16, 16, o + 16, 32);
+}
+static void muon__x_pairs_to_trows(const uint16_t *pairs, uint16_t *d)
+{
+    const uint32_t *s = (const uint32_t *)(const void *)pairs;
+    uint32_t *o = (uint32_t *)(void *)d;
+    muon__x_t16(s, 32, o, 16);
+    muon__x_t16(s + 16, 32, o + 16 * 16, 16);
+}
+/* fp32 M (ld ld, rows x cols valid) tile at (r0, c0) <-> t (ld 32); zeros outside */
+static void muon__x_load(const float *M, size_t ld, size_t rows, size_t cols, size_t r0, size_t c0, float *t)
+{
+    size_t r, nc = cols > c0 ? (cols - c0 < 32 ? cols - c0 : 32) : 0;
+    __mmask16 ml = (__mmask16)(nc >= 16 ? 0xffffu : (1u << nc) - 1u);
+    __mmask16 mh = (__mmask16)(nc >= 32 ? 0xffffu : nc > 16 ? (1u << (nc - 16)) - 1u : 0u);
+    for (r = 0; r < 32; r++) {
+        const float *s = M + (r0 + r) * ld + c0;
+        int in = r0 + r < rows;
+        _mm512_storeu_ps(t + r * 32, in ? _mm512_maskz_loadu_ps(ml, s) : _mm512_setzero_ps());
+        _mm512_storeu_ps(t + r * 32 + 16, in ? _mm512_maskz_loadu_ps(mh, s + 16) : _mm512_setzero_ps());
+    }
+}
+static void muon__x_store(const float *t, size_t lt, float *M, size_t ld, size_t rows, size_t cols, size_t r0,
+                          size_t c0)
+{
+    size_t r, nc = cols > c0 ? (cols - c0 < 32 ? cols - c0 : 32) : 0;
+    __mmask16 ml = (__mmask16)(nc >= 16 ? 0xffffu : (1u << nc) - 1u);
+    __mmask16 mh = (__mmask16)(nc >= 32 ? 0xffffu : nc > 16 ? (1u << (nc - 16)) - 1u : 0u);
+    for (r = 0; r < 32 && r0 + r < rows; r++) {
+        float *d = M + (r0 + r) * ld + c0;
+        _mm512_mask_storeu_ps(d, ml, _mm512_loadu_ps(t + r * lt));
+        _mm512_mask_storeu_ps(d + 16, mh, _mm512_loadu_ps(t + r * lt + 16));
+    }
+}
+
+/* Tile (r0, c0) of the normalised iterate, (float)((double)g * inv) as muon__ns_copy_in forms it:
+ * from G, or from G's transposed tile (through tmp) when tall; zeros outside m x n. */
+static void muon__x_load_g(const muon__xns *e, size_t r0, size_t c0, float *t, float *tmp)
+{
+    const __m512d vi = _mm512_set1_pd(e->inv);
+    size_t gr0 = e->tall ? c0 : r0, gc0 = e->tall ? r0 : c0, grows = e->tall ? e->n : e->m;
+    size_t gcols = e->tall ? e->m : e->n, r, h, nc = gcols > gc0 ? (gcols - gc0 < 32 ? gcols - gc0 : 32) : 0;
+    float *d = e->tall ? tmp : t;
+    for (r = 0; r < 32; r++)
+        for (h = 0; h < 2; h++) {
+            size_t nv = nc > 16 * h ? (nc - 16 * h < 16 ? nc - 16 * h : 16) : 0;
+            __mmask16 k = (__mmask16)(gr0 + r < grows ? (nv == 16 ? 0xffffu : (1u << nv) - 1u) : 0u);
+            __m512i x = _mm512_castps_si512(_mm512_maskz_loadu_ps(k, e->G + (gr0 + r) * e->ldg + gc0 + 16 * h));
+            __m256 lo = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtps_pd(_mm256_castsi256_ps(_mm512_castsi512_si256(x))), vi));
+            __m256 hi = _mm512_cvtpd_ps(
+                _mm512_mul_pd(_mm512_cvtps_pd(_mm256_castsi256_ps(_mm512_extracti64x4_epi64(x, 1))), vi));
+            _mm512_storeu_si512((void *)(d + r * 32 + 16 * h),
+                                _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_castps_si256(lo)), _mm256_castps_si256(hi), 1));
+        }
+    if (e->tall)
+        for (r = 0; r < 32; r += 8)
+            for (h = 0; h < 32; h += 8) muon__gemm_tr8x8(tmp + r * 32 + h, 32, t + h * 32 + r, 32);
+}
+/* 32 x 32 fp32 tile from its A layout (bf16: exact) */
+static void muon__x_unrows(const uint16_t *px, float *t)
+{
+    int r, c;
+    for (r = 0; r < 32; r++)
+        for (c = 0; c < 32; c += 16)
+            _mm512_storeu_ps(t + r * 32 + c, _mm512_castsi512_ps(_mm512_slli_epi32(
+                _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(px + r * 32 + c))), 16)));
+}
+
+/* The finished tile (r0, c0) of a product (cb: ld ldb), into what reads it next (see above);
+ * the layouts of the transposed tile by pair transposes of the ones just written (in L1). */
+static int muon__x_epilogue(const muon__xns *e, int prod, const float *cb, size_t ldb, size_t r0, size_t c0,
+                            float *t, float *tt)
+{
+    const size_t m = e->m, mp = e->mp, np = e->np;
+    size_t r, c;
+    if (prod < 2) { /* symmetric products: the lower tile, mirrored; diagonal tiles from their lower half */
+        const float *s = cb;
+        size_t ls = ldb;
+        if (r0 == c0 || prod == 1) {
+            for (r = 0; r < 32; r++)
+                for (c = 0; c < 32; c += 16) _mm512_storeu_ps(t + r * 32 + c, _mm512_loadu_ps(cb + r * ldb + c));
+            if (r0 == c0)
+                for (r = 0; r < 32; r++)
+                    for (c = r + 1; c < 32; c++) t[r * 32 + c] = t[c * 32 + r];
+            s = t;
+            ls = 32;
+        }
+        if (prod == 0) {
+            uint16_t *ra = e->paa + r0 * mp + c0 * 32, *pb = e->pba + c0 * mp + r0 * 32;
+            muon__x_store(s, ls, e->A, m, m, m, r0, c0); /* (A itself only here: the combination reads it here) */
+            muon__x_rows(s, ls, ra);
+            muon__x_pairs(s, ls, pb);
+            if (r0 != c0) {
+                muon__x_pairs_to_trows(pb, e->paa + c0 * mp + r0 * 32);
+                muon__x_rows_to_tpairs(ra, e->pba + r0 * mp + c0 * 32);
+            }
+        } else { /* B = fma(c, AA, b A), the fp32 A read where it was stored */
+            const __m512 vb = _mm512_set1_ps(e->b), vc = _mm512_set1_ps(e->c);
+            muon__x_load(e->A, m, m, m, r0, c0, tt);
+            for (r = 0; r < 32 * 32; r += 16)
+                _mm512_storeu_ps(t + r, _mm512_fmadd_ps(vc, _mm512_loadu_ps(t + r), _mm512_mul_ps(vb, _mm512_loadu_ps(tt + r))));
+            muon__x_rows(t, 32, e->pab + r0 * mp + c0 * 32);
+            if (r0 != c0) {
+                muon__x_pairs(t, 32, (uint16_t *)(void *)tt);
+                muon__x_pairs_to_trows((const uint16_t *)(const void *)tt, e->pab + c0 * mp + r0 * 32);
+            }
+        }
+        return 0;
+    }
+    { /* X' = bf16(fma(a, X, Y)), X read from its A layout (bf16: exact as fp32) */
+        const __m512 va = _mm512_set1_ps(e->a);
+        uint16_t *px = e->pax + r0 * np + c0 * 32;
+        for (r = 0; r < 32; r++)
+            for (c = 0; c < 32; c += 16) {
+                __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(
+                    _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(px + r * 32 + c))), 16));
+                _mm512_storeu_ps(t + r * 32 + c, muon__x_rnd(_mm512_fmadd_ps(va, x, _mm512_loadu_ps(cb + r * ldb + c))));
+            }
+        muon__x_rows(t, 32, px);
+        if (e->last) { /* the result: Inf or NaN anywhere (the backstop of muon__ns_one) */
+            const __m512i ex = _mm512_set1_epi32(0x7F800000);
+            __mmask16 bad = 0;
+            for (r = 0; r < 32 * 32; r += 16)
+                bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_loadu_si512((const void *)(t + r)), ex), ex);
+            return bad != 0;
+        }
+        muon__x_pairs(t, 32, e->pbn[e->cur ^ 1] + c0 * mp + r0 * 32);
+        muon__x_rows_to_tpairs(px, e->pbt + r0 * np + c0 * 32);
+    }
+    return 0;
+}
+
+/* Product prod (0: X X^T, 1: A A^T, 2: B X) on thread tid: C blocks, each over all of k into
+ * this thread's buffer, then its tiles' epilogues. Blocks are handed out dynamically (each is
+ * computed the same whichever thread takes it, so the result does not depend on the team). */
+static MUON__NOINLINE void muon__x_product(const muon__xns *e, int prod)
+{
+    const uint16_t *pa = prod == 0 ? e->pax : prod == 1 ? e->paa : e->pab;
+    const uint16_t *pb = prod == 0 ? e->pbt : prod == 1 ? e->pba : e->pbn[e->cur];
+    const size_t kp = prod == 0 ? e->np : e->mp, rows = e->mp, cols = prod == 2 ? e->np : e->mp;
+    const size_t nbi = muon__gemm_ceil_div(rows, MUON__XB), nbj = muon__gemm_ceil_div(cols, MUON__XB);
+    const size_t nkb = muon__gemm_ceil_div(kp, MUON__XKC), kcs = muon__gemm_round_up(muon__gemm_ceil_div(kp, nkb), 32);
+    const ptrdiff_t nblk = (ptrdiff_t)(prod < 2 ? nbi * (nbi + 1) / 2 : nbi * nbj);
+    ptrdiff_t bidx;
+    (void)nbj;
+    MUON__OMP(omp parallel num_threads(e->nt) if (e->nt > 1))
+    {
+        int tid = 0, bad = 0;
+        unsigned char *mine;
+        float *cb, *t, *tt;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        mine = e->scratch + (size_t)tid * e->per;
+        cb = (float *)(void *)mine;
+        t = (float *)(void *)(mine + e->cbytes);
+        tt = t + 1024;
+        muon__amx_enter();
+        MUON__OMP(omp for schedule(dynamic, 1))
+        for (bidx = 0; bidx < nblk; bidx++) {
+            size_t bi, bj, i0, j0, bm, bn, k0, i, j;
+            if (prod < 2) { /* lower blocks, row by row */
+                bi = 0;
+                while ((bi + 1) * (bi + 2) / 2 <= (size_t)bidx) bi++;
+                bj = (size_t)bidx - bi * (bi + 1) / 2;
+            } else {
+                bi = (size_t)bidx / nbj;
+                bj = (size_t)bidx % nbj;
+            }
+            i0 = bi * MUON__XB;
+            j0 = bj * MUON__XB;
+            bm = rows - i0 < MUON__XB ? rows - i0 : MUON__XB;
+            bn = cols - j0 < MUON__XB ? cols - j0 : MUON__XB;
+            for (k0 = 0; k0 < kp; k0 += kcs) {
+                size_t kc = kp - k0 < kcs ? kp - k0 : kcs, k1 = k0 + kc;
+                /* lines (64 B) of one panel's next k block, and the share of them each call
+                 * prefetches into L2: the A panel of row i over the row's calls, the B panel
+                 * of column j over the column's */
+                size_t nl = k1 < kp ? (kp - k1 < kcs ? kp - k1 : kcs) : 0, na = nl / (bn / 32), nb = nl / (bm / 32);
+                for (i = 0; i < bm; i += 32) {
+                    const uint16_t *ap = pa + (i0 + i) * kp + k0 * 32;
+                    for (j = 0; j < bn; j += 32) {
+                        const uint16_t *bp = pb + (j0 + j) * kp + k0 * 32;
+                        size_t l;
+                        if (prod < 2 && j0 + j > i0 + i) break;
+                        for (l = 0; l < na; l++)
+                            _mm_prefetch((const char *)(ap + kc * 32) + ((j / 32) * na + l) * 64, _MM_HINT_T1);
+                        for (l = 0; l < nb; l++)
+                            _mm_prefetch((const char *)(bp + kc * 32) + ((i / 32) * nb + l) * 64, _MM_HINT_T1);
+                        muon__gemm_ukr_amx(kc, (const float *)(const void *)ap, (const float *)(const void *)bp,
+                                           cb + i * bn + j, bn, 1.0f, k0 ? 1.0f : 0.0f);
+                    }
+                }
+            }
+            for (i = 0; i < bm; i += 32)
+                for (j = 0; j < bn; j += 32) {
+                    if (prod < 2 && j0 + j > i0 + i) break;
+                    bad |= muon__x_epilogue(e, prod, cb + i * bn + j, bn, i0 + i, j0 + j, t, tt);
+                }
+        }
+        muon__amx_leave();
+        *(int *)(void *)(tt + 1024) = bad; /* this thread's flag, after its two tiles */
+    }
+}
+
+/* The iterate in and out, tile by tile: in (out_dir 0) G * inv -> X in bf16, in its three
+ * layouts; out (1) the result from X's A layout into out (transposed when tall). */
+static MUON__NOINLINE void muon__x_io(const muon__xns *e, int out_dir)
+{
+    const size_t tj = e->np / 32;
+    ptrdiff_t idx, cnt = (ptrdiff_t)(e->mp / 32 * tj);
+    MUON__OMP(omp parallel num_threads(e->nt) if (e->nt > 1))
+    {
+        int tid = 0;
+        float *t, *tt;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        t = (float *)(void *)(e->scratch + (size_t)tid * e->per + e->cbytes);
+        tt = t + 1024;
+        MUON__OMP(omp for schedule(static))
+        for (idx = 0; idx < cnt; idx++) {
+            size_t r0 = (size_t)idx / tj * 32, c0 = (size_t)idx % tj * 32, i, j;
+            uint16_t *px = e->pax + r0 * e->np + c0 * 32;
+            if (!out_dir) {
+                muon__x_load_g(e, r0, c0, t, tt);
+                muon__x_rows(t, 32, px);
+                muon__x_pairs(t, 32, e->pbn[0] + c0 * e->mp + r0 * 32);
+                muon__x_rows_to_tpairs(px, e->pbt + r0 * e->np + c0 * 32);
+                continue;
+            }
+            if (r0 >= e->m || c0 >= e->n) continue;
+            muon__x_unrows(px, t);
+            if (!e->tall) {
+                muon__x_store(t, 32, e->out, e->ldo, e->m, e->n, r0, c0);
+                continue;
+            }
+            for (i = 0; i < 32; i += 8)
+                for (j = 0; j < 32; j += 8) muon__gemm_tr8x8(t + i * 32 + j, 32, tt + j * 32 + i, 32);
+            muon__x_store(tt, 32, e->out, e->ldo, e->n, e->m, c0, r0);
+        }
+    }
+}
+/* B = b A when c == 0 (no A A^T): from A's lower tiles, as the A A^T epilogue forms B */
+static MUON__NOINLINE void muon__x_scale_a(const muon__xns *e)
+{
+    size_t r0, c0, k;
+    float *t = (float *)(void *)(e->scratch + e->cbytes), *tt = t + 1024;
+    for (r0 = 0; r0 < e->mp; r0 += 32)
+        for (c0 = 0; c0 <= r0; c0 += 32) {
+            muon__x_load(e->A, e->m, e->m, e->m, r0, c0, t);
+            for (k = 0; k < 1024; k++) t[k] = e->b * t[k];
+            muon__x_rows(t, 32, e->pab + r0 * e->mp + c0 * 32);
+            if (r0 != c0) {
+                muon__x_pairs(t, 32, (uint16_t *)(void *)tt);
+                muon__x_pairs_to_trows((const uint16_t *)(const void *)tt, e->pab + c0 * e->mp + r0 * 32);
+            }
+        }
+}
+
+/* The engine's bf16 NS of G (rows x cols, ld ldg; normalised by inv) into out (ld ldo), in the
+ * region mem of muon__xns_bytes(m, n, nt) bytes (cache-line aligned), on nt threads. G may be
+ * out: it is read in full before anything is written. MUON_ERR_RANGE (out untouched) where the
+ * result is not finite. */
+static MUON__NOINLINE muon_status muon__ns_bf16_amx(const muon__ns_view *ns, const float *G, size_t rows, size_t cols, size_t ldg,
+                                     double inv, float *out, size_t ldo, unsigned char *mem, int nt)
+{
+    muon__xns e;
+    size_t xl, al;
+    int k, tid;
+    e.tall = rows > cols;
+    e.m = e.tall ? cols : rows;
+    e.n = e.tall ? rows : cols;
+    e.G = G;
+    e.ldg = ldg;
+    e.inv = inv;
+    e.out = out;
+    e.ldo = ldo;
+    e.mp = muon__gemm_round_up(e.m, 32);
+    e.np = muon__gemm_round_up(e.n, 32);
+    xl = muon__u_round(e.mp * e.np * 2);
+    al = muon__u_round(e.mp * e.mp * 2);
+    e.A = (float *)(void *)mem;
+    mem += muon__u_round(e.m * e.m * sizeof(float));
+    e.pax = (uint16_t *)(void *)mem;
+    e.pbt = (uint16_t *)(void *)(mem + xl);
+    e.pbn[0] = (uint16_t *)(void *)(mem + 2 * xl);
+    e.pbn[1] = (uint16_t *)(void *)(mem + 3 * xl);
+    mem += 4 * xl;
+    e.paa = (uint16_t *)(void *)mem;
+    e.pba = (uint16_t *)(void *)(mem + al);
+    e.pab = (uint16_t *)(void *)(mem + 2 * al);
+    e.scratch = mem + 3 * al;
+    e.per = muon__xns_per(e.mp, e.np);
+    e.cbytes = muon__xns_cbytes(e.mp, e.np);
+    e.nt = nt;
+    e.cur = 0;
+    e.last = 0;
+    muon__x_io(&e, 0);
+    for (k = 0; k < ns->steps; k++) {
+        const double *tr = muon__ns_triple(ns, k);
+        e.a = (float)tr[0];
+        e.b = (float)tr[1];
+        e.c = (float)tr[2];
+        e.last = k + 1 == ns->steps;
+        for (tid = 0; tid < nt; tid++) /* the flags the last product sets */
+            *(int *)(void *)(e.scratch + (size_t)tid * e.per + e.per - 64) = 0;
+        muon__x_product(&e, 0);
+        if (e.c != 0.0f)
+            muon__x_product(&e, 1);
+        else
+            muon__x_scale_a(&e);
+        muon__x_product(&e, 2);
+        e.cur ^= 1;
+    }
+    for (tid = 0; tid < nt && ns->steps > 0; tid++)
+        if (*(int *)(void *)(e.scratch + (size_t)tid * e.per + e.per - 64)) return MUON_ERR_RANGE;
+    muon__x_io(&e, 1);
+    return MUON_OK;
+}
+#endif /* MUON__BF16_AMX */
+
 /* ---- Newton-Schulz ---------------------------------------------------------------------- */
 
 /* GEMM packing space for every product of an NS (plain or Gram) on an m x n iterate (m <= n)
@@ -3068,8 +3539,9 @@ static size_t muon__ns_gemm_bytes(size_t m, size_t n, int t)
     return a > b ? (a > c ? a : c) : (b > c ? b : c);
 }
 
-/* Layout of one NS workspace (after aligning the base): X, Y (m x n), A, B (m x m), GEMM ws. */
-static size_t muon__ns_ws_bytes(size_t rows, size_t cols, int single_thread)
+/* Layout of one NS workspace (after aligning the base): X, Y (m x n), A, B (m x m), GEMM ws;
+ * or, for a bf16 NS on AMX, the engine's region (muon__xns_bytes): the larger of the two. */
+static size_t muon__ns_ws_generic(size_t rows, size_t cols, int single_thread)
 {
     size_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
     size_t mn, mm, xb, ab, gb, total;
@@ -3096,6 +3568,20 @@ static size_t muon__ns_ws_bytes(size_t rows, size_t cols, int single_thread)
         !muon__u_add(total, ab, &total) || !muon__u_add(total, ab, &total) ||
         !muon__u_add(total, gb, &total))
         return 0;
+    return total;
+}
+static size_t muon__ns_ws_bytes(size_t rows, size_t cols, int single_thread)
+{
+    size_t total = muon__ns_ws_generic(rows, cols, single_thread);
+#ifdef MUON__BF16_AMX
+    if (total) { /* the AMX engine of a bf16 NS (muon__xns_bytes) */
+        size_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
+        int xt = single_thread || (double)m * (double)m * (double)n < MUON_GEMM_PARALLEL_MIN ? 1 : muon__u_threads();
+        size_t eb = muon__xns_bytes(m, n, xt), et = MUON__ALIGN;
+        if (!eb || !muon__u_add(et, eb, &et)) return 0;
+        if (et > total) total = et;
+    }
+#endif
     return total;
 }
 
@@ -3235,29 +3721,6 @@ static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, fl
     return MUON_OK;
 }
 
-/* X[i] = bf16(fma(a, X[i], Y[i])) for i in [i0, i1) (a = 0, Y = 0: X = bf16(X)); the AVX-512
- * form does the same integer rounding as muon__bf16_round, so every build gives the same bits. */
-static void muon__bf16_axpy(ptrdiff_t i0, ptrdiff_t i1, float a, float *X, const float *Y)
-{
-    ptrdiff_t i = i0;
-#ifdef MUON__GEMM_AVX512
-    const __m512 va = _mm512_set1_ps(a);
-    const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1);
-    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u), expo = _mm512_set1_epi32(0x7f800000);
-    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
-    for (; i + 16 <= i1; i += 16) {
-        __m512 x = Y ? _mm512_fmadd_ps(va, _mm512_loadu_ps(X + i), _mm512_loadu_ps(Y + i)) : _mm512_loadu_ps(X + i);
-        __m512i u = _mm512_castps_si512(x);
-        __m512i r = _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(u, bias),
-                                                      _mm512_and_si512(_mm512_srli_epi32(u, 16), one)), hi);
-        __mmask16 normal = _mm512_test_epi32_mask(u, expo);
-        r = _mm512_mask_blend_epi32(normal, _mm512_and_si512(u, sign), r);
-        _mm512_storeu_ps(X + i, _mm512_castsi512_ps(r));
-    }
-#endif
-    for (; i < i1; i++) X[i] = muon__bf16_round(Y ? fmaf(a, X[i], Y[i]) : X[i]);
-}
-
 /* bf16 Newton-Schulz on X (m x n, ld n, normalised in fp32), the reference's arithmetic:
  *     X <- bf16(X)
  *     per step: A = X X^T, AA = A A^T (bf16 SYRKs: operands rounded to bf16, fp32 accumulation)
@@ -3267,7 +3730,7 @@ static void muon__bf16_axpy(ptrdiff_t i0, ptrdiff_t i1, float a, float *X, const
  * lose B's diagonal to a's 8-bit mantissa. The combinations use fmaf, so every build (with or
  * without hardware FMA, contracted or not) rounds them alike. On return *Xp holds the result. */
 static muon_status muon__ns_bf16(const muon__ns_view *ns, size_t m, size_t n, float **Xp, float **Yp, float *A,
-                                 float *B, void *gws, size_t gbytes)
+                                 float *B, void *gws, size_t gbytes, int which)
 {
     float *X = *Xp, *Y = *Yp;
     const ptrdiff_t mn = (ptrdiff_t)(m * n), mm = (ptrdiff_t)(m * m);
@@ -3280,11 +3743,11 @@ static muon_status muon__ns_bf16(const muon__ns_view *ns, size_t m, size_t n, fl
     for (k = 0; k < ns->steps; k++) {
         const double *t = muon__ns_triple(ns, k);
         const float a = (float)t[0], b = (float)t[1], c = (float)t[2];
-        s = muon__bgemm_ws_t(ns->threads, MUON__BF16_BEST, 1, MUON_NO_TRANS, MUON_TRANS, m, m, n, X, n, X, n, A,
+        s = muon__bgemm_ws_t(ns->threads, which, 1, MUON_NO_TRANS, MUON_TRANS, m, m, n, X, n, X, n, A,
                              m, gws, gbytes);
         if (s != MUON_OK) return s;
         if (c != 0.0f) {
-            s = muon__bgemm_ws_t(ns->threads, MUON__BF16_BEST, 1, MUON_NO_TRANS, MUON_TRANS, m, m, m, A, m, A, m,
+            s = muon__bgemm_ws_t(ns->threads, which, 1, MUON_NO_TRANS, MUON_TRANS, m, m, m, A, m, A, m,
                                  B, m, gws, gbytes);
             if (s != MUON_OK) return s;
             MUON__OMP(omp parallel for schedule(static) MUON__PAR(nt, mm))
@@ -3292,7 +3755,7 @@ static muon_status muon__ns_bf16(const muon__ns_view *ns, size_t m, size_t n, fl
         } else {
             for (i = 0; i < mm; i++) B[i] = b * A[i];
         }
-        s = muon__bgemm_ws_t(ns->threads, MUON__BF16_BEST, 0, MUON_NO_TRANS, MUON_NO_TRANS, m, n, m, B, m, X, n,
+        s = muon__bgemm_ws_t(ns->threads, which, 0, MUON_NO_TRANS, MUON_NO_TRANS, m, n, m, B, m, X, n,
                              Y, n, gws, gbytes);
         if (s != MUON_OK) return s;
         MUON__OMP(omp parallel for schedule(static) MUON__PAR(nt, mn))
@@ -3406,10 +3869,22 @@ static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t
         inv = 1.0 / (ns->safety * norm > ns->eps ? ns->safety * norm : ns->eps);
     else
         inv = 1.0 / (ns->safety * norm + ns->eps);
+#ifdef MUON__BF16_AMX
+    /* bf16 with AMX granted: the engine (muon__ns_bf16_amx), in this workspace when it fits, on
+     * as many threads as fit (the size query makes room for it: muon__ns_ws_bytes) */
+    if (ns->precision == MUON_NS_BF16 && ns->bf16_kernel == MUON__BF16_BEST && muon__amx_ready()) {
+        unsigned char *reg = base;
+        size_t regb = ws_bytes - (size_t)(reg - (unsigned char *)ws_raw);
+        int t = muon__xns_threads(ns->threads, m, n);
+        while (t > 1 && muon__xns_bytes(m, n, t) > regb) t--;
+        if (muon__xns_bytes(m, n, t) != 0 && muon__xns_bytes(m, n, t) <= regb)
+            return muon__ns_bf16_amx(ns, G, rows, cols, ldg, inv, out, ldo, reg, t);
+    }
+#endif
     muon__ns_copy_in(G, rows, cols, ldg, inv, X, n, tall, ns->threads);
     plain_steps = ns->steps;
     if (ns->precision == MUON_NS_BF16) { /* plain only (GRAM with BF16 is DOMAIN) */
-        s = muon__ns_bf16(ns, m, n, &X, &Y, A, B, gws, gbytes);
+        s = muon__ns_bf16(ns, m, n, &X, &Y, A, B, gws, gbytes, ns->bf16_kernel);
         if (s != MUON_OK) return s;
         plain_steps = 0;
     } else if (ns->method == MUON_NS_GRAM && n / 3 >= m) { /* opt-in; n >= 3m: fits this workspace */

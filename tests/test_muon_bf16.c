@@ -440,6 +440,116 @@ static void test_dp_choice(void)
 }
 #endif
 
+#ifdef MUON__BF16_AMX
+/* One NS through muon__ns_one with the bf16 kernel `which` (BEST: the AMX engine where it fits
+ * in ws_bytes; 0: the full workspace) and the triples of cfg (or, with tr, those triples
+ * unvalidated: the range test's). */
+static muon_status ns_run(const float *G, size_t rows, size_t cols, const muon_ns_config *cfg, int which,
+                          const double (*tr)[3], size_t ws_bytes, float *out)
+{
+    double jt[1][3];
+    muon__ns_view v;
+    size_t full = muon__ns_ws_bytes(rows, cols, 0);
+    void *ws;
+    muon_status s;
+    CHECK(muon__ns_view_make(cfg, &v, jt) == MUON_OK);
+    v.bf16_kernel = which;
+    if (tr) {
+        v.coeffs = tr;
+        v.count = 1;
+    }
+    ws = malloc(full);
+    CHECK(ws != NULL);
+    s = muon__ns_one(G, rows, cols, cols, &v, out, cols, ws, ws_bytes ? ws_bytes : full);
+    free(ws);
+    return s;
+}
+
+/* The AMX engine (muon__ns_bf16_amx: X kept in bf16 in the layouts its products read, C blocks
+ * in L2 over all of k, each product's tiles packed for the next as they finish) against the
+ * same iteration on the generic driver with the AMX kernel and with the reference's bits (the
+ * emulation): shapes on and off the 32 grid, wide, square and tall, several C blocks and k
+ * blocks, Jordan and Polar Express, one step, and a schedule with c = 0 (no A A^T). AMX sums in
+ * an order of its own, and a k split other than the generic driver's, so the engine is held to
+ * the generic AMX path's own distance from the reference's bits (within 2x of it, and 2 %),
+ * and to the fp32 result within the bound of test_ns_bf16_accuracy's worst spectrum. Where the
+ * workspace holds the generic path but not the engine, the generic path runs (same bits as the
+ * AMX kernel's); a result that leaves float's range is MUON_ERR_RANGE with out untouched. */
+static void test_ns_bf16_engine(void)
+{
+    const size_t shapes[][2] = {{300, 500}, {40, 900}, {520, 270}, {64, 64}, {33, 97}, {70, 30}, {1, 40}};
+    t_rng r = {61};
+    size_t s, i;
+    int kd, fallbacks = 0;
+    double worst_e = 0.0, worst_a = 0.0;
+    if (!muon__amx_ready()) {
+        printf("  AMX not granted here: the engine is not run (the generic path is the one tested)\n");
+        return;
+    }
+    for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (kd = 0; kd < 4; kd++) {
+            size_t rows = shapes[s][0], cols = shapes[s][1], cnt = rows * cols;
+            float *G = randm(cnt, &r, 1.0), *E = (float *)malloc(cnt * sizeof(float));
+            float *Am = (float *)malloc(cnt * sizeof(float)), *R = (float *)malloc(cnt * sizeof(float));
+            float *F = (float *)malloc(cnt * sizeof(float));
+            muon_ns_config ns = muon_ns_preset(kd == 1 ? MUON_NS_POLAR_EXPRESS : MUON_NS_JORDAN, kd == 2 ? 1 : 0);
+            double num_e = 0.0, num_a = 0.0, num_f = 0.0, den = 0.0;
+            int exact = 1;
+            if (kd == 3) { /* the cubic Newton-Schulz: c = 0 */
+                ns.count = 1;
+                ns.coeffs[0][0] = 1.5;
+                ns.coeffs[0][1] = -0.5;
+                ns.coeffs[0][2] = 0.0;
+                ns.steps = 8;
+            }
+            ns.precision = MUON_NS_FP32;
+            CHECK(ns_run(G, rows, cols, &ns, MUON__BF16_BEST, NULL, 0, F) == MUON_OK);
+            ns.precision = MUON_NS_BF16;
+            CHECK(ns_run(G, rows, cols, &ns, MUON__BF16_BEST, NULL, 0, E) == MUON_OK);
+            CHECK(ns_run(G, rows, cols, &ns, MUON__BF16_AMXK, NULL, 0, Am) == MUON_OK);
+            CHECK(ns_run(G, rows, cols, &ns, MUON__BF16_EMU, NULL, 0, R) == MUON_OK);
+            for (i = 0; i < cnt; i++) {
+                double de = (double)E[i] - R[i], da = (double)Am[i] - R[i], df = (double)E[i] - F[i];
+                num_e += de * de;
+                num_a += da * da;
+                num_f += df * df;
+                den += (double)R[i] * R[i];
+                exact &= muon__bf16_round(E[i]) == E[i];
+            }
+            num_e = sqrt(num_e / den);
+            num_a = sqrt(num_a / den);
+            num_f = sqrt(num_f / den);
+            CHECK_MSG(num_e <= 2.0 * num_a + 1e-6 && num_e <= 0.02, "%zux%zu kind %d: engine %.3g, generic amx %.3g from the reference",
+                      rows, cols, kd, num_e, num_a);
+            if (num_e > worst_e) worst_e = num_e;
+            if (num_a > worst_a) worst_a = num_a;
+            CHECK_MSG(num_f <= 0.178, "%zux%zu kind %d: engine %.3g from fp32", rows, cols, kd, num_f);
+            CHECK_MSG(exact, "%zux%zu kind %d: an entry is not a bf16 value", rows, cols, kd);
+            if (kd == 0) {
+                size_t gen = muon__ns_ws_generic(rows, cols, 1), eng = MUON__ALIGN + muon__xns_bytes(
+                                                                         rows < cols ? rows : cols, rows < cols ? cols : rows, 1);
+                if (gen < eng) { /* the engine does not fit: the generic path, the AMX kernel's bits */
+                    CHECK(ns_run(G, rows, cols, &ns, MUON__BF16_BEST, NULL, gen, E) == MUON_OK);
+                    CHECK_MSG(memcmp(E, Am, cnt * sizeof(float)) == 0, "%zux%zu: fallback", rows, cols);
+                    fallbacks++;
+                }
+            }
+            if (kd == 0) { /* out of range: RANGE, out untouched, as on the generic path */
+                static const double huge[1][3] = {{1e30, 0.0, 0.0}};
+                for (i = 0; i < cnt; i++) E[i] = frombits(0x7fc0beefu);
+                memcpy(Am, E, cnt * sizeof(float));
+                CHECK(ns_run(G, rows, cols, &ns, MUON__BF16_BEST, huge, 0, E) == MUON_ERR_RANGE);
+                CHECK(memcmp(E, Am, cnt * sizeof(float)) == 0);
+                CHECK(ns_run(G, rows, cols, &ns, MUON__BF16_AMXK, huge, 0, E) == MUON_ERR_RANGE);
+            }
+            free(G); free(E); free(Am); free(R); free(F);
+        }
+    printf("  AMX engine: worst distance to the reference's bits %.3g (generic AMX path %.3g); fallback on %d shapes\n",
+           worst_e, worst_a, fallbacks);
+    CHECK(fallbacks > 0);
+}
+#endif
+
 int main(void)
 {
     RUN(test_round_matches_reference);
@@ -452,5 +562,8 @@ int main(void)
     RUN(test_ns_bf16_accuracy);
     RUN(test_ns_bf16_properties);
     RUN(test_ns_bf16_config);
+#ifdef MUON__BF16_AMX
+    RUN(test_ns_bf16_engine);
+#endif
     return TEST_REPORT();
 }
