@@ -1722,14 +1722,15 @@ static void muon__amx_enter(void)
 static void muon__amx_leave(void) { _tile_release(); }
 #define MUON__GEMM_AMX_MR 32
 #define MUON__GEMM_AMX_NR 32
-/* 32 x 32 tile; kc a multiple of 32; beta 0 (C written) or 1 (C accumulated in the tiles). */
-static void muon__gemm_ukr_amx(size_t kc, const float *af, const float *bf, float *c, size_t ldc, float alpha,
-                               float beta)
+/* 32 x 32 tile; kc a multiple of 32; beta 0 (C written) or 1 (C accumulated in the tiles).
+ * With pa / pb (the engine's): per 32 k, na lines (64 B) from pa and nb from pb are prefetched
+ * into L2, spread over the loop (bunched before the call, the prefetches themselves stalled). */
+static MUON__ALWAYS_INLINE void muon__amx_tile32(size_t kc, const unsigned char *a, const unsigned char *b, float *c,
+                                                 size_t ldc, float beta, const char *pa, const char *pb, size_t na,
+                                                 size_t nb)
 {
-    const unsigned char *a = (const unsigned char *)af, *b = (const unsigned char *)bf;
     const size_t sc = ldc * sizeof(float);
-    size_t s;
-    (void)alpha;
+    size_t s, l;
     if (beta == 0.0f) {
         _tile_zero(0);
         _tile_zero(1);
@@ -1750,6 +1751,10 @@ static void muon__gemm_ukr_amx(size_t kc, const float *af, const float *bf, floa
         _tile_dpbf16ps(1, 4, 7);
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
+        for (l = 0; l < na; l++) _mm_prefetch(pa + l * 64, _MM_HINT_T1);
+        for (l = 0; l < nb; l++) _mm_prefetch(pb + l * 64, _MM_HINT_T1);
+        pa += na * 64;
+        pb += nb * 64;
         a += 2048;
         b += 2048;
     }
@@ -1757,6 +1762,12 @@ static void muon__gemm_ukr_amx(size_t kc, const float *af, const float *bf, floa
     _tile_stored(1, c + 16, sc);
     _tile_stored(2, c + 16 * ldc, sc);
     _tile_stored(3, c + 16 * ldc + 16, sc);
+}
+static void muon__gemm_ukr_amx(size_t kc, const float *af, const float *bf, float *c, size_t ldc, float alpha,
+                               float beta)
+{
+    (void)alpha;
+    muon__amx_tile32(kc, (const unsigned char *)af, (const unsigned char *)bf, c, ldc, beta, NULL, NULL, 0, 0);
 }
 #endif /* MUON__BF16_AMX */
 
@@ -3363,10 +3374,12 @@ static MUON__NOINLINE void muon__x_product(const muon__xns *e, int prod)
         MUON__OMP(omp for schedule(dynamic, 1))
         for (bidx = 0; bidx < nblk; bidx++) {
             size_t bi, bj, i0, j0, bm, bn, k0, i, j;
-            if (prod < 2) { /* lower blocks, row by row */
-                bi = 0;
-                while ((bi + 1) * (bi + 2) / 2 <= (size_t)bidx) bi++;
-                bj = (size_t)bidx - bi * (bi + 1) / 2;
+            if (prod < 2 && (size_t)bidx < nbi * (nbi - 1) / 2) { /* blocks below the diagonal, row by row */
+                bi = 1;
+                while (bi * (bi + 1) / 2 <= (size_t)bidx) bi++;
+                bj = (size_t)bidx - bi * (bi - 1) / 2;
+            } else if (prod < 2) { /* then the diagonal ones (half the work each: last, for balance) */
+                bi = bj = (size_t)bidx - nbi * (nbi - 1) / 2;
             } else {
                 bi = (size_t)bidx / nbj;
                 bj = (size_t)bidx % nbj;
@@ -3378,21 +3391,21 @@ static MUON__NOINLINE void muon__x_product(const muon__xns *e, int prod)
             for (k0 = 0; k0 < kp; k0 += kcs) {
                 size_t kc = kp - k0 < kcs ? kp - k0 : kcs, k1 = k0 + kc;
                 /* lines (64 B) of one panel's next k block, and the share of them each call
-                 * prefetches into L2: the A panel of row i over the row's calls, the B panel
-                 * of column j over the column's */
-                size_t nl = k1 < kp ? (kp - k1 < kcs ? kp - k1 : kcs) : 0, na = nl / (bn / 32), nb = nl / (bm / 32);
+                 * prefetches into L2 (per 32 k of its own): the A panel of row i over the
+                 * row's calls, the B panel of column j over the column's */
+                size_t nl = k1 < kp ? (kp - k1 < kcs ? kp - k1 : kcs) : 0, st = kc / 32;
+                int diag = prod < 2 && i0 == j0; /* a diagonal block: tiles j <= i only */
                 for (i = 0; i < bm; i += 32) {
                     const uint16_t *ap = pa + (i0 + i) * kp + k0 * 32;
+                    size_t ca = diag ? i / 32 + 1 : bn / 32, na = muon__gemm_ceil_div(nl, ca * st);
                     for (j = 0; j < bn; j += 32) {
                         const uint16_t *bp = pb + (j0 + j) * kp + k0 * 32;
-                        size_t l;
-                        if (prod < 2 && j0 + j > i0 + i) break;
-                        for (l = 0; l < na; l++)
-                            _mm_prefetch((const char *)(ap + kc * 32) + ((j / 32) * na + l) * 64, _MM_HINT_T1);
-                        for (l = 0; l < nb; l++)
-                            _mm_prefetch((const char *)(bp + kc * 32) + ((i / 32) * nb + l) * 64, _MM_HINT_T1);
-                        muon__gemm_ukr_amx(kc, (const float *)(const void *)ap, (const float *)(const void *)bp,
-                                           cb + i * bn + j, bn, 1.0f, k0 ? 1.0f : 0.0f);
+                        size_t cbn = diag ? (bm - j) / 32 : bm / 32, nb = muon__gemm_ceil_div(nl, cbn * st);
+                        size_t ib = diag ? (i - j) / 32 : i / 32;
+                        if (diag && j > i) break;
+                        muon__amx_tile32(kc, (const unsigned char *)ap, (const unsigned char *)bp, cb + i * bn + j, bn,
+                                         k0 ? 1.0f : 0.0f, (const char *)(ap + kc * 32) + (j / 32) * na * st * 64,
+                                         (const char *)(bp + kc * 32) + ib * nb * st * 64, na, nb);
                     }
                 }
             }
