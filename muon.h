@@ -229,9 +229,10 @@ typedef enum muon_ns_precision {
                          to bf16 after the normalisation and after every step, the products'
                          operands rounded to bf16 (X, A = X X^T, B = b A + c A A) and accumulated
                          in fp32, the combinations in fp32; plain iteration only (MUON_NS_GRAM:
-                         DOMAIN). Kernels: AMX, AVX512-BF16 (vdpbf16ps, where this CPU runs it
-                         faster than fp32 FMA) or, elsewhere, a bit-exact emulation on the fp32
-                         kernels; accuracy in docs/numerics.md */
+                         DOMAIN). Kernels: AMX (the whole iteration in one engine that keeps X
+                         packed in bf16), AVX512-BF16 (vdpbf16ps, where this CPU runs it faster
+                         than fp32 FMA) or, elsewhere, a bit-exact emulation on the fp32 kernels;
+                         accuracy in docs/numerics.md */
 } muon_ns_precision;
 
 /* A schedule is plain data (no pointers): step k (0-based) applies

@@ -570,6 +570,22 @@ static void ns_builtin_bf16(void *p)
         exit(3);
 }
 
+#ifdef MUON__BF16_AMX
+/* The same bf16 NS on the generic driver with the AMX kernel (the path before the engine):
+ * muon__ns_one with the view's kernel named, in the same workspace */
+static void ns_generic_amx(void *p)
+{
+    ns_ctx *c = (ns_ctx *)p;
+    muon_ns_config ns = muon_ns_preset(MUON_NS_JORDAN, 5);
+    double jt[1][3];
+    muon__ns_view v;
+    ns.precision = MUON_NS_BF16;
+    if (muon__ns_view_make(&ns, &v, jt) != MUON_OK) exit(3);
+    v.bf16_kernel = MUON__BF16_AMXK;
+    if (muon__ns_one(c->G, c->rows, c->cols, c->cols, &v, c->out, c->cols, c->ws, c->wsb) != MUON_OK) exit(3);
+}
+#endif
+
 #ifdef MUON__BF16_DP
 /* The NS product B X (m x m times m x n) in bf16 on one named kernel: vdpbf16ps (DPK) or the
  * fp32 kernel on bf16-rounded operands (EMU); c->A holds B, c->X the m x n operand, c->Y C. */
@@ -643,6 +659,19 @@ static void section_nsbf16(const int *thr, int nthr, int reps)
                 bfmt(bb, sizeof bb, "torch fp32 %s", fmt_ms(b2, sizeof b2, med[3]));
                 add_row("nsbf16", what, thr[ti], fmt_ms(o, sizeof o, med[1]), bb, med[3] / med[1], "(speed)", -1);
             }
+#ifdef MUON__BF16_AMX
+            if (strstr(kname, "amx")) { /* the AMX engine against the generic AMX path */
+                job kj[2];
+                double km[2];
+                kj[0].fn = ns_builtin_bf16; kj[0].ctx = &c; kj[0].timed = NULL;
+                kj[1].fn = ns_generic_amx; kj[1].ctx = &c; kj[1].timed = NULL;
+                measure(kj, 2, reps, km);
+                bfmt(what, sizeof what, "NS J5 %zux%zu bf16: AMX engine vs generic AMX", c.rows, c.cols);
+                bfmt(o, sizeof o, "%.0f GF/s %s", fl / km[0] * 1e-9, fmt_ms(b1, sizeof b1, km[0]));
+                bfmt(bb, sizeof bb, "%.0f GF/s %s", fl / km[1] * 1e-9, fmt_ms(b2, sizeof b2, km[1]));
+                add_row("nsbf16", what, thr[ti], o, bb, km[1] / km[0], "(speed)", -1);
+            }
+#endif
 #ifdef MUON__BF16_DP
             if (!strstr(kname, "amx")) { /* without AMX: the two bf16 kernels side by side */
                 job kj[2];
