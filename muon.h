@@ -3346,9 +3346,27 @@ static int muon__x_epilogue(const muon__xns *e, int prod, const float *cb, size_
     return 0;
 }
 
-/* Product prod (0: X X^T, 1: A A^T, 2: B X) on thread tid: C blocks, each over all of k into
- * this thread's buffer, then its tiles' epilogues. Blocks are handed out dynamically (each is
- * computed the same whichever thread takes it, so the result does not depend on the team). */
+/* Block bidx of a product: the blocks below the diagonal row by row, then the diagonal ones
+ * (half the work each: last, for balance) for the symmetric products; row-major for B X. */
+static void muon__x_block_at(int prod, size_t bidx, size_t nbi, size_t nbj, size_t *bi, size_t *bj)
+{
+    if (prod < 2 && bidx < nbi * (nbi - 1) / 2) {
+        size_t r = 1;
+        while (r * (r + 1) / 2 <= bidx) r++;
+        *bi = r;
+        *bj = bidx - r * (r - 1) / 2;
+    } else if (prod < 2) {
+        *bi = *bj = bidx - nbi * (nbi - 1) / 2;
+    } else {
+        *bi = bidx / nbj;
+        *bj = bidx % nbj;
+    }
+}
+
+/* Product prod (0: X X^T, 1: A A^T, 2: B X): C blocks, each over all of k into this thread's
+ * buffer, then its tiles' epilogues. Thread t of the team takes blocks t, t + nt, ... (each is
+ * computed the same whichever thread takes it: the result does not depend on the team), so it
+ * knows its next block and prefetches that block's first k block during its last one. */
 static MUON__NOINLINE void muon__x_product(const muon__xns *e, int prod)
 {
     const uint16_t *pa = prod == 0 ? e->pax : prod == 1 ? e->paa : e->pab;
@@ -3356,63 +3374,73 @@ static MUON__NOINLINE void muon__x_product(const muon__xns *e, int prod)
     const size_t kp = prod == 0 ? e->np : e->mp, rows = e->mp, cols = prod == 2 ? e->np : e->mp;
     const size_t nbi = muon__gemm_ceil_div(rows, MUON__XB), nbj = muon__gemm_ceil_div(cols, MUON__XB);
     const size_t nkb = muon__gemm_ceil_div(kp, MUON__XKC), kcs = muon__gemm_round_up(muon__gemm_ceil_div(kp, nkb), 32);
-    const ptrdiff_t nblk = (ptrdiff_t)(prod < 2 ? nbi * (nbi + 1) / 2 : nbi * nbj);
-    ptrdiff_t bidx;
-    (void)nbj;
+    const size_t nblk = prod < 2 ? nbi * (nbi + 1) / 2 : nbi * nbj;
     MUON__OMP(omp parallel num_threads(e->nt) if (e->nt > 1))
     {
         int tid = 0, bad = 0;
+        size_t nth = 1, bidx;
         unsigned char *mine;
         float *cb, *t, *tt;
 #ifdef _OPENMP
         tid = omp_get_thread_num();
+        nth = (size_t)omp_get_num_threads();
 #endif
         mine = e->scratch + (size_t)tid * e->per;
         cb = (float *)(void *)mine;
         t = (float *)(void *)(mine + e->cbytes);
         tt = t + 1024;
         muon__amx_enter();
-        MUON__OMP(omp for schedule(dynamic, 1))
-        for (bidx = 0; bidx < nblk; bidx++) {
-            size_t bi, bj, i0, j0, bm, bn, k0, i, j;
-            if (prod < 2 && (size_t)bidx < nbi * (nbi - 1) / 2) { /* blocks below the diagonal, row by row */
-                bi = 1;
-                while (bi * (bi + 1) / 2 <= (size_t)bidx) bi++;
-                bj = (size_t)bidx - bi * (bi - 1) / 2;
-            } else if (prod < 2) { /* then the diagonal ones (half the work each: last, for balance) */
-                bi = bj = (size_t)bidx - nbi * (nbi - 1) / 2;
-            } else {
-                bi = (size_t)bidx / nbj;
-                bj = (size_t)bidx % nbj;
-            }
+        for (bidx = (size_t)tid; bidx < nblk; bidx += nth) {
+            size_t bi, bj, i0, j0, bm, bn, k0, i, j, ni0 = 0, nj0 = 0;
+            int diag, next = bidx + nth < nblk;
+            muon__x_block_at(prod, bidx, nbi, nbj, &bi, &bj);
             i0 = bi * MUON__XB;
             j0 = bj * MUON__XB;
             bm = rows - i0 < MUON__XB ? rows - i0 : MUON__XB;
             bn = cols - j0 < MUON__XB ? cols - j0 : MUON__XB;
+            diag = prod < 2 && i0 == j0; /* a diagonal block: tiles j <= i only */
+            if (next) {
+                muon__x_block_at(prod, bidx + nth, nbi, nbj, &ni0, &nj0);
+                ni0 *= MUON__XB;
+                nj0 *= MUON__XB;
+            }
             for (k0 = 0; k0 < kp; k0 += kcs) {
-                size_t kc = kp - k0 < kcs ? kp - k0 : kcs, k1 = k0 + kc;
-                /* lines (64 B) of one panel's next k block, and the share of them each call
-                 * prefetches into L2 (per 32 k of its own): the A panel of row i over the
-                 * row's calls, the B panel of column j over the column's */
-                size_t nl = k1 < kp ? (kp - k1 < kcs ? kp - k1 : kcs) : 0, st = kc / 32;
-                int diag = prod < 2 && i0 == j0; /* a diagonal block: tiles j <= i only */
+                size_t kc = kp - k0 < kcs ? kp - k0 : kcs, k1 = k0 + kc, st = kc / 32;
+                /* lines (64 B) of one panel's next k block (past the last: the next block's
+                 * first), and the share of them each call prefetches into L2 (per 32 k of its
+                 * own): the A panel of row i over the row's calls, the B panel of column j over
+                 * the column's */
+                size_t nl = k1 < kp ? (kp - k1 < kcs ? kp - k1 : kcs) : next ? kcs : 0;
                 for (i = 0; i < bm; i += 32) {
                     const uint16_t *ap = pa + (i0 + i) * kp + k0 * 32;
-                    size_t ca = diag ? i / 32 + 1 : bn / 32, na = muon__gemm_ceil_div(nl, ca * st);
+                    const uint16_t *an = k1 < kp ? ap + kc * 32 : pa + (ni0 + i) * kp;
+                    size_t ca = diag ? i / 32 + 1 : bn / 32, na = k1 < kp || ni0 + i < rows ? muon__gemm_ceil_div(nl, ca * st) : 0;
                     for (j = 0; j < bn; j += 32) {
                         const uint16_t *bp = pb + (j0 + j) * kp + k0 * 32;
-                        size_t cbn = diag ? (bm - j) / 32 : bm / 32, nb = muon__gemm_ceil_div(nl, cbn * st);
+                        const uint16_t *bnx = k1 < kp ? bp + kc * 32 : pb + (nj0 + j) * kp;
+                        size_t cbn = diag ? (bm - j) / 32 : bm / 32;
+                        size_t nb = k1 < kp || nj0 + j < cols ? muon__gemm_ceil_div(nl, cbn * st) : 0;
                         size_t ib = diag ? (i - j) / 32 : i / 32;
                         if (diag && j > i) break;
                         muon__amx_tile32(kc, (const unsigned char *)ap, (const unsigned char *)bp, cb + i * bn + j, bn,
-                                         k0 ? 1.0f : 0.0f, (const char *)(ap + kc * 32) + (j / 32) * na * st * 64,
-                                         (const char *)(bp + kc * 32) + ib * nb * st * 64, na, nb);
+                                         k0 ? 1.0f : 0.0f, (const char *)an + (j / 32) * na * st * 64,
+                                         (const char *)bnx + ib * nb * st * 64, na, nb);
                     }
                 }
             }
             for (i = 0; i < bm; i += 32)
                 for (j = 0; j < bn; j += 32) {
-                    if (prod < 2 && j0 + j > i0 + i) break;
+                    if (diag && j > i) break;
+                    if (j + 32 < bn && !(diag && j + 32 > i)) { /* the next tile's epilogue input */
+                        size_t l;
+                        if (prod == 1)
+                            for (l = 0; l < 32 && i0 + i + l < e->m; l++)
+                                _mm_prefetch((const char *)(e->A + (i0 + i + l) * e->m + j0 + j + 32), _MM_HINT_T0);
+                        else if (prod == 2)
+                            for (l = 0; l < 32; l++)
+                                _mm_prefetch((const char *)(e->pax + (i0 + i) * e->np + (j0 + j + 32) * 32) + l * 64,
+                                             _MM_HINT_T0);
+                    }
                     bad |= muon__x_epilogue(e, prod, cb + i * bn + j, bn, i0 + i, j0 + j, t, tt);
                 }
         }
