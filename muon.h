@@ -3073,6 +3073,20 @@ MUONDEF muon_status muon_ns_choose(const double *sv, size_t n, double q, double 
     return MUON_OK;
 }
 
+#ifdef MUON__GEMM_AVX512
+/* bf16 rounding of 16 floats: muon__bf16_round's integer form, the same bits */
+static MUON__ALWAYS_INLINE __m512 muon__bf16_round16(__m512 x)
+{
+    __m512i u = _mm512_castps_si512(x);
+    __m512i r = _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
+                                                  _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1))),
+                                 _mm512_set1_epi32((int)0xffff0000u));
+    __mmask16 normal = _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
+    return _mm512_castsi512_ps(
+        _mm512_mask_blend_epi32(normal, _mm512_and_si512(u, _mm512_set1_epi32((int)0x80000000u)), r));
+}
+#endif
+
 /* X[i] = bf16(fma(a, X[i], Y[i])) for i in [i0, i1) (a = 0, Y = 0: X = bf16(X)); the AVX-512
  * form does the same integer rounding as muon__bf16_round, so every build gives the same bits. */
 static void muon__bf16_axpy(ptrdiff_t i0, ptrdiff_t i1, float a, float *X, const float *Y)
@@ -3080,17 +3094,9 @@ static void muon__bf16_axpy(ptrdiff_t i0, ptrdiff_t i1, float a, float *X, const
     ptrdiff_t i = i0;
 #ifdef MUON__GEMM_AVX512
     const __m512 va = _mm512_set1_ps(a);
-    const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1);
-    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u), expo = _mm512_set1_epi32(0x7f800000);
-    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
     for (; i + 16 <= i1; i += 16) {
         __m512 x = Y ? _mm512_fmadd_ps(va, _mm512_loadu_ps(X + i), _mm512_loadu_ps(Y + i)) : _mm512_loadu_ps(X + i);
-        __m512i u = _mm512_castps_si512(x);
-        __m512i r = _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(u, bias),
-                                                      _mm512_and_si512(_mm512_srli_epi32(u, 16), one)), hi);
-        __mmask16 normal = _mm512_test_epi32_mask(u, expo);
-        r = _mm512_mask_blend_epi32(normal, _mm512_and_si512(u, sign), r);
-        _mm512_storeu_ps(X + i, _mm512_castsi512_ps(r));
+        _mm512_storeu_ps(X + i, muon__bf16_round16(x));
     }
 #endif
     for (; i < i1; i++) X[i] = muon__bf16_round(Y ? fmaf(a, X[i], Y[i]) : X[i]);
@@ -3105,9 +3111,12 @@ static void muon__bf16_axpy(ptrdiff_t i0, ptrdiff_t i1, float a, float *X, const
  * memory and back once per k block. Here every product computes C blocks of at most
  * MUON__XB x MUON__XB in a per-thread buffer that stays in L2 across all of k, and each
  * finished 32 x 32 tile goes straight into what the next product reads:
- *   X X^T  -> A (fp32, both triangles) and A as both operands of A A^T
+ *   X X^T  -> A (fp32, the lower tiles: what the combination reads) and A as both operands of
+ *             A A^T (the mirrored tile's layouts by pair transposes of the tile's own)
  *   A A^T  -> B = fma(c, AA, b A), packed as the A operand of B X
- *   B X    -> X' = bf16(fma(a, X, B X)) in its three layouts (and fp32 after the last step).
+ *   B X    -> X' = bf16(fma(a, X, B X)) in its three layouts
+ * G comes in, scaled, straight into X's layouts; the result goes from X's A layout into out once
+ * the last product found every entry finite.
  * Layouts (uint16 bf16; m, n padded to mp, np, multiples of 32, zeros in the padding):
  *   "A operand" of an R x K matrix: panel I (32 rows) at I*32*K, [K/32][32 rows][32 k];
  *   "B operand" of a K x C matrix:  panel J (32 cols) at J*32*K, [K/2][32 cols][2 k] (VNNI);
@@ -3130,9 +3139,9 @@ typedef struct muon__xns {
     int cur, last, nt;
 } muon__xns;
 
-/* Bytes of the engine's region (everything but the fp32 X) for t threads. */
-/* Per thread: a C block (at most MUON__XB square, no larger than the products' C), then two
- * 32 x 32 fp32 tiles and a flag. */
+/* The engine's region: fp32 A, four layouts of X (two of them X as a B operand, alternating),
+ * three of m x m matrices, and per thread a C block (at most MUON__XB square, no larger than the
+ * products' C), two 32 x 32 fp32 tiles and a flag; 0 when the sizes overflow. */
 static size_t muon__xns_cbytes(size_t mp, size_t np)
 {
     return (mp < MUON__XB ? mp : MUON__XB) * (np < MUON__XB ? np : MUON__XB) * 4u;
@@ -3140,13 +3149,18 @@ static size_t muon__xns_cbytes(size_t mp, size_t np)
 static size_t muon__xns_per(size_t mp, size_t np) { return muon__xns_cbytes(mp, np) + 2u * 4096u + 64u; }
 static size_t muon__xns_bytes(size_t m, size_t n, int t)
 {
-    size_t mp = muon__gemm_round_up(m, 32), np = muon__gemm_round_up(n, 32), xl, al, tot = 0;
-    if (mp > ((size_t)-1 / 4) / np || mp > ((size_t)-1 / 8) / mp) return 0;
-    xl = muon__u_round(mp * np * 2);
-    al = muon__u_round(mp * mp * 2);
-    if (!muon__u_add(tot, muon__u_round(m * m * sizeof(float)), &tot)) return 0;
-    if (!muon__u_add(tot, 4 * xl, &tot) || !muon__u_add(tot, 3 * al, &tot)) return 0;
-    if (!muon__u_add(tot, (size_t)(t > 0 ? t : 1) * muon__xns_per(mp, np), &tot)) return 0;
+    size_t mp, np, xl, al, a32, th, tot = 0;
+    if (m > (size_t)-1 - 32 || n > (size_t)-1 - 32) return 0;
+    mp = muon__gemm_round_up(m, 32);
+    np = muon__gemm_round_up(n, 32);
+    if (!muon__u_mul(mp, np, &xl) || !muon__u_mul(xl, 2, &xl) || !(xl = muon__u_round(xl))) return 0;
+    if (!muon__u_mul(mp, mp, &al) || !muon__u_mul(al, 2, &al) || !(al = muon__u_round(al))) return 0;
+    if (!muon__u_mul(m, m, &a32) || !muon__u_mul(a32, sizeof(float), &a32) || !(a32 = muon__u_round(a32))) return 0;
+    if (!muon__u_mul(xl, 4, &xl) || !muon__u_mul(al, 3, &al)) return 0;
+    if (!muon__u_mul((size_t)(t > 0 ? t : 1), muon__xns_per(mp, np), &th)) return 0;
+    if (!muon__u_add(tot, a32, &tot) || !muon__u_add(tot, xl, &tot) || !muon__u_add(tot, al, &tot) ||
+        !muon__u_add(tot, th, &tot))
+        return 0;
     return tot;
 }
 
@@ -3165,16 +3179,6 @@ static int muon__xns_threads(int cap, size_t m, size_t n)
     return t < 1 ? 1 : t;
 }
 
-/* bf16 rounding of 16 floats (muon__bf16_round's integer form) */
-static MUON__ALWAYS_INLINE __m512 muon__x_rnd(__m512 x)
-{
-    __m512i u = _mm512_castps_si512(x);
-    __m512i r = _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
-                                                  _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1))),
-                                 _mm512_set1_epi32((int)0xffff0000u));
-    __mmask16 normal = _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
-    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(normal, _mm512_and_si512(u, _mm512_set1_epi32((int)0x80000000u)), r));
-}
 /* 32 x 32 fp32 tile t (ld lt): its rows in bf16 (A layout) to d; its row pairs interleaved in
  * bf16 (B layout, d[q][c][e] = t[2q+e][c]) to d */
 static void muon__x_rows(const float *t, size_t lt, uint16_t *d)
@@ -3330,7 +3334,7 @@ static int muon__x_epilogue(const muon__xns *e, int prod, const float *cb, size_
             for (c = 0; c < 32; c += 16) {
                 __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(
                     _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(px + r * 32 + c))), 16));
-                _mm512_storeu_ps(t + r * 32 + c, muon__x_rnd(_mm512_fmadd_ps(va, x, _mm512_loadu_ps(cb + r * ldb + c))));
+                _mm512_storeu_ps(t + r * 32 + c, muon__bf16_round16(_mm512_fmadd_ps(va, x, _mm512_loadu_ps(cb + r * ldb + c))));
             }
         muon__x_rows(t, 32, px);
         if (e->last) { /* the result: Inf or NaN anywhere (the backstop of muon__ns_one) */
