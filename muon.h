@@ -3907,6 +3907,9 @@ static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t
     muon_status s;
 
     norm = sqrt(muon__u_sumsq(G, rows, cols, ldg));
+    /* ||G||^2 in double is finite exactly when every entry is (FLT_MAX^2 = 1.2e77: no finite
+     * sum overflows), so this is the NaN/Inf check of a single matrix (nothing written yet) */
+    if (!muon__u_isfinite(norm)) return MUON_ERR_NONFINITE;
     if (norm == 0.0) { /* zero in, zero out (no 0/0) */
         for (i = 0; i < rows; i++) memset(out + i * ldo, 0, cols * sizeof(float));
         return MUON_OK;
@@ -4001,7 +4004,9 @@ MUONDEF muon_status muon_orthogonalize_batched_ws(const float *G, size_t count, 
     if (muon__u_overlap(ws, ws_bytes, G, tg * sizeof(float)) ||
         muon__u_overlap(ws, ws_bytes, out, to * sizeof(float)))
         return MUON_ERR_ALIAS;
-    for (i = 0; i < count; i++)
+    /* a batch is checked whole before any matrix is written; one matrix by its norm's pass
+     * (muon__ns_one: one read of G instead of two) */
+    for (i = 0; i < count && count > 1; i++)
         if (!muon__u_finite_matrix(G + i * stride_g, rows, cols, ldg)) return MUON_ERR_NONFINITE;
 #ifdef _OPENMP
     {

@@ -477,7 +477,7 @@ static muon_status ns_run(const float *G, size_t rows, size_t cols, const muon_n
  * AMX kernel's); a result that leaves float's range is MUON_ERR_RANGE with out untouched. */
 static void test_ns_bf16_engine(void)
 {
-    const size_t shapes[][2] = {{300, 500}, {40, 900}, {520, 270}, {64, 64}, {33, 97}, {70, 30}, {1, 40}};
+    const size_t shapes[][2] = {{300, 500}, {40, 900}, {520, 270}, {600, 700}, {64, 64}, {33, 97}, {70, 30}, {1, 40}};
     t_rng r = {61};
     size_t s, i;
     int kd, fallbacks = 0;
