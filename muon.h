@@ -972,8 +972,9 @@ MUONDEF const char *muon_status_string(muon_status s)
  * where it also targets AMX-BF16 on Linux (MUON_NO_AMX: never) */
 #if defined(MUON__GEMM_AVX512) && defined(__AVX512BF16__) && defined(__AVX512BW__)
 #define MUON__BF16_DP 1
-#if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__linux__) && defined(__x86_64__) && \
-    (defined(__GNUC__) || defined(__clang__)) && !defined(MUON_NO_AMX)
+/* (GCC spells the target macros __AMX_TILE__ / __AMX_BF16__, clang 14 __AMXTILE__ / __AMXBF16__) */
+#if (defined(__AMX_TILE__) || defined(__AMXTILE__)) && (defined(__AMX_BF16__) || defined(__AMXBF16__)) && \
+    defined(__linux__) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(MUON_NO_AMX)
 #define MUON__BF16_AMX 1
 #endif
 #endif
@@ -1752,10 +1753,9 @@ static MUON__ALWAYS_INLINE void muon__amx_tile32(size_t kc, const unsigned char 
         _tile_dpbf16ps(1, 4, 7);
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
-        for (l = 0; l < na; l++) _mm_prefetch(pa + l * 64, _MM_HINT_T1);
-        for (l = 0; l < nb; l++) _mm_prefetch(pb + l * 64, _MM_HINT_T1);
-        pa += na * 64;
-        pb += nb * 64;
+        /* (offsets, not pointer steps: the generic kernel passes NULL with na = nb = 0) */
+        for (l = 0; l < na; l++) _mm_prefetch(pa + (s * na + l) * 64, _MM_HINT_T1);
+        for (l = 0; l < nb; l++) _mm_prefetch(pb + (s * nb + l) * 64, _MM_HINT_T1);
         a += 2048;
         b += 2048;
     }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite (every tests/test_*.c) built with clang as C11 (AVX-512 where the CPU
-# has it, else AVX2; OpenMP when available) and as C++17 (AVX2), by tests/reliability.mk.
+# The whole test suite (every tests/test_*.c) built with clang as C11 (the AVX512-BF16 + AMX
+# build where the CPU has AVX512-BF16, else AVX-512 where it has it, else AVX2; OpenMP when available) and as C++17 (AVX2), by tests/reliability.mk.
 set -u
 cd "$(dirname "$0")/.."
 rel_name=clang

@@ -72,7 +72,8 @@ $(foreach c,$(REL_TWO_TU_CCS),$(foreach s,c99 c11 c++11 c++17,$(foreach l,extern
 REL_TWO_TU_BINS := $(foreach c,$(REL_TWO_TU_CCS),$(foreach s,c99 c11 c++11 c++17,$(foreach l,extern static,$(REL_B)/two_tu/$(c)-$(s)-$(l))))
 
 # ---- the whole test suite under clang ------------------------------------------------------
-REL_CLANG_c11_FL   := $(REL_CLANG) -std=c11 -O2 $(if $(HAVE_AVX512),$(SIMD512),$(SIMD2)) $(REL_CLANG_OMP)
+# (C11: the bf16 kernels' build, AMX included, where the CPU has AVX512-BF16, else AVX-512 or AVX2)
+REL_CLANG_c11_FL   := $(REL_CLANG) -std=c11 -O2 $(if $(HAVE_BF16),$(SIMD_BF16),$(if $(HAVE_AVX512),$(SIMD512),$(SIMD2))) $(REL_CLANG_OMP)
 REL_CLANG_cxx17_FL := $(REL_CLANGXX) -x c++ -std=c++17 -O2 $(SIMD2)
 define rel_clang_rule
 $(REL_B)/clang-$(1)/%: tests/%.c tests/test.h $(HEADER_DEPS)
