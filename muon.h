@@ -3183,7 +3183,7 @@ static int muon__xns_threads(int cap, size_t m, size_t n)
  * bf16 (B layout, d[q][c][e] = t[2q+e][c]) to d */
 static void muon__x_rows(const float *t, size_t lt, uint16_t *d)
 {
-    int r;
+    size_t r;
     for (r = 0; r < 32; r++)
         _mm512_storeu_si512((void *)(d + r * 32),
                             (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(t + r * lt + 16), _mm512_loadu_ps(t + r * lt)));
@@ -3192,7 +3192,7 @@ static void muon__x_pairs(const float *t, size_t lt, uint16_t *d)
 {
     const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
                                          23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-    int q, h;
+    size_t q, h;
     for (q = 0; q < 16; q++)
         for (h = 0; h < 2; h++) {
             __m512 lo = _mm512_loadu_ps(t + 2 * q * lt + 16 * h), hi = _mm512_loadu_ps(t + (2 * q + 1) * lt + 16 * h);
