@@ -1366,6 +1366,12 @@ static float muon__bf16_round(float x)
     memcpy(&x, &u, sizeof x);
     return x;
 }
+#ifdef MUON__BF16_DP
+/* the first n lanes of 16 (n >= 16: all); of a 32-wide row with n valid, half h is
+ * muon__mask16(n > 16 h ? n - 16 h : 0) */
+static __mmask16 muon__mask16(size_t n) { return (__mmask16)(n >= 16 ? 0xffffu : (1u << n) - 1u); }
+#define MUON__MASK_HALF(n, h) muon__mask16((n) > 16u * (h) ? (n) - 16u * (h) : 0u)
+#endif
 static uint16_t muon__bf16_bits(float x)
 {
     uint32_t u;
@@ -1451,8 +1457,7 @@ static MUON__NOINLINE void muon__gemm_pack_amx_a(muon_transpose t, const float *
                 memset(d, 0, 64);
             } else if (t == MUON_NO_TRANS) {
                 const float *src = M + (i0 + r) * ld + p0 + kb;
-                __mmask16 ml = (__mmask16)(kn >= 16 ? 0xffffu : (1u << kn) - 1u);
-                __mmask16 mh = (__mmask16)(kn >= 32 ? 0xffffu : kn > 16 ? (1u << (kn - 16)) - 1u : 0u);
+                __mmask16 ml = MUON__MASK_HALF(kn, 0), mh = MUON__MASK_HALF(kn, 1);
                 __m512 lo = _mm512_maskz_loadu_ps(ml, src), hi = _mm512_maskz_loadu_ps(mh, src + 16);
                 _mm512_storeu_si512((void *)d, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
             } else {
@@ -1479,7 +1484,7 @@ static MUON__NOINLINE void muon__gemm_pack_pairs_b_block(const float *M, size_t 
         int have0 = 2 * q < kc, have1 = 2 * q + 1 < kc;
         for (c = j0; c < jqend * 32; c += 16) {
             size_t nv = c < j1 ? (j1 - c < 16 ? j1 - c : 16) : 0;
-            __mmask16 mk = (__mmask16)(nv == 16 ? 0xffffu : (1u << nv) - 1u);
+            __mmask16 mk = muon__mask16(nv);
             __m512 lo = have0 ? _mm512_maskz_loadu_ps(mk, r0 + c) : _mm512_setzero_ps();
             __m512 hi = have1 ? _mm512_maskz_loadu_ps(mk, r1 + c) : _mm512_setzero_ps();
             size_t panel = (c - j0) / 32, half = ((c - j0) / 16) & 1u;
@@ -1542,8 +1547,7 @@ static MUON__NOINLINE void muon__gemm_pack_pairs_rowwise16(const float *M, size_
     size_t kk = muon__gemm_round_up(kc, kgran), kb, rg;
     for (kb = 0; kb < kk; kb += 32) {
         size_t kn = kc > kb ? (kc - kb < 32 ? kc - kb : 32) : 0, qn = kk - kb < 32 ? (kk - kb) / 2 : 16;
-        __mmask16 ml = (__mmask16)(kn >= 16 ? 0xffffu : (1u << kn) - 1u);
-        __mmask16 mh = (__mmask16)(kn > 16 ? (kn >= 32 ? 0xffffu : (1u << (kn - 16)) - 1u) : 0u);
+        __mmask16 ml = MUON__MASK_HALF(kn, 0), mh = MUON__MASK_HALF(kn, 1);
         for (rg = 0; rg < w; rg += 16) {
             /* rows past eff, and k blocks wholly past kc, are zero */
             size_t nrow = kn && rg < eff ? (eff - rg < 16 ? eff - rg : 16) : 0;
@@ -2159,9 +2163,9 @@ static int muon__gemm_overlap(const float *x, size_t xr, size_t xc, size_t ldx, 
     return xb < ye && yb < xe;
 }
 
-/* The team for a product: `cap` threads (<= 0: the OpenMP default), one when nested or below
- * MUON_GEMM_PARALLEL_MIN. */
-static int muon__gemm_threads_wanted(const muon__gemm_problem *g, int cap)
+/* The team for work of `mnk` multiply-adds: `cap` threads (<= 0: the OpenMP default), one when
+ * nested or below MUON_GEMM_PARALLEL_MIN. */
+static int muon__threads_for(double mnk, int cap)
 {
     int t = 1;
 #ifdef _OPENMP
@@ -2170,9 +2174,13 @@ static int muon__gemm_threads_wanted(const muon__gemm_problem *g, int cap)
 #else
     (void)cap;
 #endif
-    if ((double)g->m * (double)g->n * (double)g->k < MUON_GEMM_PARALLEL_MIN) t = 1;
+    if (mnk < MUON_GEMM_PARALLEL_MIN) t = 1;
     if (t < 1) t = 1;
     return t;
+}
+static int muon__gemm_threads_wanted(const muon__gemm_problem *g, int cap)
+{
+    return muon__threads_for((double)g->m * (double)g->n * (double)g->k, cap);
 }
 
 static void muon__gemm_scale_c(const muon__gemm_problem *g)
@@ -3139,45 +3147,42 @@ typedef struct muon__xns {
     int cur, last, nt;
 } muon__xns;
 
-/* The engine's region: fp32 A, four layouts of X (two of them X as a B operand, alternating),
- * three of m x m matrices, and per thread a C block (at most MUON__XB square, no larger than the
- * products' C), two 32 x 32 fp32 tiles and a flag; 0 when the sizes overflow. */
-static size_t muon__xns_cbytes(size_t mp, size_t np)
+/* The engine's region for an m x n iterate on t threads: fp32 A (sz[0] bytes), four layouts of X
+ * (sz[1] each; two of them X as a B operand, alternating), three of m x m matrices (sz[2] each),
+ * and per thread (*per bytes) a C block (*cbytes: at most MUON__XB square, no larger than the
+ * products' C), two 32 x 32 fp32 tiles and a flag. Returns the bytes (0 on overflow). */
+static MUON__ALWAYS_INLINE size_t muon__xns_sizes(size_t m, size_t n, int t, size_t sz[3], size_t *per,
+                                                   size_t *cbytes)
 {
-    return (mp < MUON__XB ? mp : MUON__XB) * (np < MUON__XB ? np : MUON__XB) * 4u;
-}
-static size_t muon__xns_per(size_t mp, size_t np) { return muon__xns_cbytes(mp, np) + 2u * 4096u + 64u; }
-static size_t muon__xns_bytes(size_t m, size_t n, int t)
-{
-    size_t mp, np, xl, al, a32, th, tot = 0;
+    size_t mp, np, th, tot = 0;
     if (m > (size_t)-1 - 32 || n > (size_t)-1 - 32) return 0;
     mp = muon__gemm_round_up(m, 32);
     np = muon__gemm_round_up(n, 32);
-    if (!muon__u_mul(mp, np, &xl) || !muon__u_mul(xl, 2, &xl) || !(xl = muon__u_round(xl))) return 0;
-    if (!muon__u_mul(mp, mp, &al) || !muon__u_mul(al, 2, &al) || !(al = muon__u_round(al))) return 0;
-    if (!muon__u_mul(m, m, &a32) || !muon__u_mul(a32, sizeof(float), &a32) || !(a32 = muon__u_round(a32))) return 0;
-    if (!muon__u_mul(xl, 4, &xl) || !muon__u_mul(al, 3, &al)) return 0;
-    if (!muon__u_mul((size_t)(t > 0 ? t : 1), muon__xns_per(mp, np), &th)) return 0;
-    if (!muon__u_add(tot, a32, &tot) || !muon__u_add(tot, xl, &tot) || !muon__u_add(tot, al, &tot) ||
-        !muon__u_add(tot, th, &tot))
+    *cbytes = (mp < MUON__XB ? mp : MUON__XB) * (np < MUON__XB ? np : MUON__XB) * 4u;
+    *per = *cbytes + 2u * 4096u + 64u;
+    if (!muon__u_mul(m, m, &sz[0]) || !muon__u_mul(sz[0], sizeof(float), &sz[0]) || !(sz[0] = muon__u_round(sz[0])))
+        return 0;
+    if (!muon__u_mul(mp, np, &sz[1]) || !muon__u_mul(sz[1], 2, &sz[1]) || !(sz[1] = muon__u_round(sz[1]))) return 0;
+    if (!muon__u_mul(mp, mp, &sz[2]) || !muon__u_mul(sz[2], 2, &sz[2]) || !(sz[2] = muon__u_round(sz[2]))) return 0;
+    if (!muon__u_mul((size_t)(t > 0 ? t : 1), *per, &th)) return 0;
+    if (!muon__u_add(tot, sz[0], &tot) || !muon__u_add(tot, sz[1], &tot) || !muon__u_add(tot, sz[1], &tot) ||
+        !muon__u_add(tot, sz[1], &tot) || !muon__u_add(tot, sz[1], &tot) || !muon__u_add(tot, sz[2], &tot) ||
+        !muon__u_add(tot, sz[2], &tot) || !muon__u_add(tot, sz[2], &tot) || !muon__u_add(tot, th, &tot))
         return 0;
     return tot;
 }
-
-/* The engine's team: the caller's cap (0: the OpenMP default), one thread when nested or below
- * the products' parallel threshold (as muon__gemm_threads_wanted) */
-static int muon__xns_threads(int cap, size_t m, size_t n)
+static MUON__NOINLINE size_t muon__xns_bytes(size_t m, size_t n, int t) /* (off the size queries' deepest path) */
 {
-    int t = 1;
-#ifdef _OPENMP
-    t = cap > 0 ? cap : omp_get_max_threads();
-    if (omp_get_active_level() >= omp_get_max_active_levels()) t = 1;
-#else
-    (void)cap;
-#endif
-    if ((double)m * (double)m * (double)n < MUON_GEMM_PARALLEL_MIN) t = 1;
-    return t < 1 ? 1 : t;
+    size_t sz[3], per, cbytes;
+    return muon__xns_sizes(m, n, t, sz, &per, &cbytes);
 }
+/* thread tid's two 32 x 32 fp32 tiles (t, t + 1024), then its flag (t + 2048) */
+static float *muon__x_tiles(const muon__xns *e, int tid)
+{
+    return (float *)(void *)(e->scratch + (size_t)tid * e->per + e->cbytes);
+}
+static int *muon__x_flag(const muon__xns *e, int tid) { return (int *)(void *)(muon__x_tiles(e, tid) + 2048); }
+
 
 /* 32 x 32 fp32 tile t (ld lt): its rows in bf16 (A layout) to d; its row pairs interleaved in
  * bf16 (B layout, d[q][c][e] = t[2q+e][c]) to d */
@@ -3231,8 +3236,7 @@ static void muon__x_pairs_to_trows(const uint16_t *pairs, uint16_t *d)
 static void muon__x_load(const float *M, size_t ld, size_t rows, size_t cols, size_t r0, size_t c0, float *t)
 {
     size_t r, nc = cols > c0 ? (cols - c0 < 32 ? cols - c0 : 32) : 0;
-    __mmask16 ml = (__mmask16)(nc >= 16 ? 0xffffu : (1u << nc) - 1u);
-    __mmask16 mh = (__mmask16)(nc >= 32 ? 0xffffu : nc > 16 ? (1u << (nc - 16)) - 1u : 0u);
+    __mmask16 ml = MUON__MASK_HALF(nc, 0), mh = MUON__MASK_HALF(nc, 1);
     for (r = 0; r < 32; r++) {
         const float *s = M + (r0 + r) * ld + c0;
         int in = r0 + r < rows;
@@ -3244,8 +3248,7 @@ static void muon__x_store(const float *t, size_t lt, float *M, size_t ld, size_t
                           size_t c0)
 {
     size_t r, nc = cols > c0 ? (cols - c0 < 32 ? cols - c0 : 32) : 0;
-    __mmask16 ml = (__mmask16)(nc >= 16 ? 0xffffu : (1u << nc) - 1u);
-    __mmask16 mh = (__mmask16)(nc >= 32 ? 0xffffu : nc > 16 ? (1u << (nc - 16)) - 1u : 0u);
+    __mmask16 ml = MUON__MASK_HALF(nc, 0), mh = MUON__MASK_HALF(nc, 1);
     for (r = 0; r < 32 && r0 + r < rows; r++) {
         float *d = M + (r0 + r) * ld + c0;
         _mm512_mask_storeu_ps(d, ml, _mm512_loadu_ps(t + r * lt));
@@ -3253,6 +3256,13 @@ static void muon__x_store(const float *t, size_t lt, float *M, size_t ld, size_t
     }
 }
 
+/* 32 x 32 fp32 tile s (ld 32) -> its transpose d (ld 32) */
+static void muon__x_tr32(const float *s, float *d)
+{
+    size_t i, j;
+    for (i = 0; i < 32; i += 8)
+        for (j = 0; j < 32; j += 8) muon__gemm_tr8x8(s + i * 32 + j, 32, d + j * 32 + i, 32);
+}
 /* Tile (r0, c0) of the normalised iterate, (float)((double)g * inv) as muon__ns_copy_in forms it:
  * from G, or from G's transposed tile (through tmp) when tall; zeros outside m x n. */
 static void muon__x_load_g(const muon__xns *e, size_t r0, size_t c0, float *t, float *tmp)
@@ -3263,8 +3273,7 @@ static void muon__x_load_g(const muon__xns *e, size_t r0, size_t c0, float *t, f
     float *d = e->tall ? tmp : t;
     for (r = 0; r < 32; r++)
         for (h = 0; h < 2; h++) {
-            size_t nv = nc > 16 * h ? (nc - 16 * h < 16 ? nc - 16 * h : 16) : 0;
-            __mmask16 k = (__mmask16)(gr0 + r < grows ? (nv == 16 ? 0xffffu : (1u << nv) - 1u) : 0u);
+            __mmask16 k = gr0 + r < grows ? MUON__MASK_HALF(nc, h) : (__mmask16)0;
             __m512i x = _mm512_castps_si512(_mm512_maskz_loadu_ps(k, e->G + (gr0 + r) * e->ldg + gc0 + 16 * h));
             __m256 lo = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtps_pd(_mm256_castsi256_ps(_mm512_castsi512_si256(x))), vi));
             __m256 hi = _mm512_cvtpd_ps(
@@ -3272,9 +3281,7 @@ static void muon__x_load_g(const muon__xns *e, size_t r0, size_t c0, float *t, f
             _mm512_storeu_si512((void *)(d + r * 32 + 16 * h),
                                 _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_castps_si256(lo)), _mm256_castps_si256(hi), 1));
         }
-    if (e->tall)
-        for (r = 0; r < 32; r += 8)
-            for (h = 0; h < 32; h += 8) muon__gemm_tr8x8(tmp + r * 32 + h, 32, t + h * 32 + r, 32);
+    if (e->tall) muon__x_tr32(tmp, t);
 }
 /* 32 x 32 fp32 tile from its A layout (bf16: exact) */
 static void muon__x_unrows(const uint16_t *px, float *t)
@@ -3330,12 +3337,11 @@ static int muon__x_epilogue(const muon__xns *e, int prod, const float *cb, size_
     { /* X' = bf16(fma(a, X, Y)), X read from its A layout (bf16: exact as fp32) */
         const __m512 va = _mm512_set1_ps(e->a);
         uint16_t *px = e->pax + r0 * np + c0 * 32;
+        muon__x_unrows(px, t);
         for (r = 0; r < 32; r++)
-            for (c = 0; c < 32; c += 16) {
-                __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(
-                    _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(px + r * 32 + c))), 16));
-                _mm512_storeu_ps(t + r * 32 + c, muon__bf16_round16(_mm512_fmadd_ps(va, x, _mm512_loadu_ps(cb + r * ldb + c))));
-            }
+            for (c = 0; c < 32; c += 16)
+                _mm512_storeu_ps(t + r * 32 + c, muon__bf16_round16(_mm512_fmadd_ps(va, _mm512_loadu_ps(t + r * 32 + c),
+                                                                                    _mm512_loadu_ps(cb + r * ldb + c))));
         muon__x_rows(t, 32, px);
         if (e->last) { /* the result: Inf or NaN anywhere (the backstop of muon__ns_one) */
             const __m512i ex = _mm512_set1_epi32(0x7F800000);
@@ -3383,15 +3389,13 @@ static MUON__NOINLINE void muon__x_product(const muon__xns *e, int prod)
     {
         int tid = 0, bad = 0;
         size_t nth = 1, bidx;
-        unsigned char *mine;
         float *cb, *t, *tt;
 #ifdef _OPENMP
         tid = omp_get_thread_num();
         nth = (size_t)omp_get_num_threads();
 #endif
-        mine = e->scratch + (size_t)tid * e->per;
-        cb = (float *)(void *)mine;
-        t = (float *)(void *)(mine + e->cbytes);
+        cb = (float *)(void *)(e->scratch + (size_t)tid * e->per);
+        t = muon__x_tiles(e, tid);
         tt = t + 1024;
         muon__amx_enter();
         for (bidx = (size_t)tid; bidx < nblk; bidx += nth) {
@@ -3449,7 +3453,7 @@ static MUON__NOINLINE void muon__x_product(const muon__xns *e, int prod)
                 }
         }
         muon__amx_leave();
-        *(int *)(void *)(tt + 1024) = bad; /* this thread's flag, after its two tiles */
+        *muon__x_flag(e, tid) = bad;
     }
 }
 
@@ -3466,11 +3470,11 @@ static MUON__NOINLINE void muon__x_io(const muon__xns *e, int out_dir)
 #ifdef _OPENMP
         tid = omp_get_thread_num();
 #endif
-        t = (float *)(void *)(e->scratch + (size_t)tid * e->per + e->cbytes);
+        t = muon__x_tiles(e, tid);
         tt = t + 1024;
         MUON__OMP(omp for schedule(static))
         for (idx = 0; idx < cnt; idx++) {
-            size_t r0 = (size_t)idx / tj * 32, c0 = (size_t)idx % tj * 32, i, j;
+            size_t r0 = (size_t)idx / tj * 32, c0 = (size_t)idx % tj * 32;
             uint16_t *px = e->pax + r0 * e->np + c0 * 32;
             if (!out_dir) {
                 muon__x_load_g(e, r0, c0, t, tt);
@@ -3485,8 +3489,7 @@ static MUON__NOINLINE void muon__x_io(const muon__xns *e, int out_dir)
                 muon__x_store(t, 32, e->out, e->ldo, e->m, e->n, r0, c0);
                 continue;
             }
-            for (i = 0; i < 32; i += 8)
-                for (j = 0; j < 32; j += 8) muon__gemm_tr8x8(t + i * 32 + j, 32, tt + j * 32 + i, 32);
+            muon__x_tr32(t, tt);
             muon__x_store(tt, 32, e->out, e->ldo, e->n, e->m, c0, r0);
         }
     }
@@ -3495,7 +3498,7 @@ static MUON__NOINLINE void muon__x_io(const muon__xns *e, int out_dir)
 static MUON__NOINLINE void muon__x_scale_a(const muon__xns *e)
 {
     size_t r0, c0, k;
-    float *t = (float *)(void *)(e->scratch + e->cbytes), *tt = t + 1024;
+    float *t = muon__x_tiles(e, 0), *tt = t + 1024;
     for (r0 = 0; r0 < e->mp; r0 += 32)
         for (c0 = 0; c0 <= r0; c0 += 32) {
             muon__x_load(e->A, e->m, e->m, e->m, r0, c0, t);
@@ -3516,7 +3519,6 @@ static MUON__NOINLINE muon_status muon__ns_bf16_amx(const muon__ns_view *ns, con
                                      double inv, float *out, size_t ldo, unsigned char *mem, int nt)
 {
     muon__xns e;
-    size_t xl, al;
     int k, tid;
     e.tall = rows > cols;
     e.m = e.tall ? cols : rows;
@@ -3526,23 +3528,23 @@ static MUON__NOINLINE muon_status muon__ns_bf16_amx(const muon__ns_view *ns, con
     e.inv = inv;
     e.out = out;
     e.ldo = ldo;
-    e.mp = muon__gemm_round_up(e.m, 32);
-    e.np = muon__gemm_round_up(e.n, 32);
-    xl = muon__u_round(e.mp * e.np * 2);
-    al = muon__u_round(e.mp * e.mp * 2);
-    e.A = (float *)(void *)mem;
-    mem += muon__u_round(e.m * e.m * sizeof(float));
-    e.pax = (uint16_t *)(void *)mem;
-    e.pbt = (uint16_t *)(void *)(mem + xl);
-    e.pbn[0] = (uint16_t *)(void *)(mem + 2 * xl);
-    e.pbn[1] = (uint16_t *)(void *)(mem + 3 * xl);
-    mem += 4 * xl;
-    e.paa = (uint16_t *)(void *)mem;
-    e.pba = (uint16_t *)(void *)(mem + al);
-    e.pab = (uint16_t *)(void *)(mem + 2 * al);
-    e.scratch = mem + 3 * al;
-    e.per = muon__xns_per(e.mp, e.np);
-    e.cbytes = muon__xns_cbytes(e.mp, e.np);
+    { /* the region as muon__xns_sizes lays it out (the caller checked its size) */
+        size_t sz[3];
+        (void)muon__xns_sizes(e.m, e.n, nt, sz, &e.per, &e.cbytes);
+        e.mp = muon__gemm_round_up(e.m, 32);
+        e.np = muon__gemm_round_up(e.n, 32);
+        e.A = (float *)(void *)mem;
+        mem += sz[0];
+        e.pax = (uint16_t *)(void *)mem;
+        e.pbt = (uint16_t *)(void *)(mem + sz[1]);
+        e.pbn[0] = (uint16_t *)(void *)(mem + 2 * sz[1]);
+        e.pbn[1] = (uint16_t *)(void *)(mem + 3 * sz[1]);
+        mem += 4 * sz[1];
+        e.paa = (uint16_t *)(void *)mem;
+        e.pba = (uint16_t *)(void *)(mem + sz[2]);
+        e.pab = (uint16_t *)(void *)(mem + 2 * sz[2]);
+        e.scratch = mem + 3 * sz[2];
+    }
     e.nt = nt;
     e.cur = 0;
     e.last = 0;
@@ -3553,8 +3555,7 @@ static MUON__NOINLINE muon_status muon__ns_bf16_amx(const muon__ns_view *ns, con
         e.b = (float)tr[1];
         e.c = (float)tr[2];
         e.last = k + 1 == ns->steps;
-        for (tid = 0; tid < nt; tid++) /* the flags the last product sets */
-            *(int *)(void *)(e.scratch + (size_t)tid * e.per + e.per - 64) = 0;
+        for (tid = 0; tid < nt; tid++) *muon__x_flag(&e, tid) = 0; /* the last product sets them */
         muon__x_product(&e, 0);
         if (e.c != 0.0f)
             muon__x_product(&e, 1);
@@ -3564,7 +3565,7 @@ static MUON__NOINLINE muon_status muon__ns_bf16_amx(const muon__ns_view *ns, con
         e.cur ^= 1;
     }
     for (tid = 0; tid < nt && ns->steps > 0; tid++)
-        if (*(int *)(void *)(e.scratch + (size_t)tid * e.per + e.per - 64)) return MUON_ERR_RANGE;
+        if (*muon__x_flag(&e, tid)) return MUON_ERR_RANGE;
     muon__x_io(&e, 1);
     return MUON_OK;
 }
@@ -3924,7 +3925,7 @@ static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t
     if (ns->precision == MUON_NS_BF16 && ns->bf16_kernel == MUON__BF16_BEST && muon__amx_ready()) {
         unsigned char *reg = base;
         size_t regb = ws_bytes - (size_t)(reg - (unsigned char *)ws_raw);
-        int t = muon__xns_threads(ns->threads, m, n);
+        int t = muon__threads_for((double)m * (double)m * (double)n, ns->threads);
         while (t > 1 && muon__xns_bytes(m, n, t) > regb) t--;
         if (muon__xns_bytes(m, n, t) != 0 && muon__xns_bytes(m, n, t) <= regb)
             return muon__ns_bf16_amx(ns, G, rows, cols, ldg, inv, out, ldo, reg, t);
