@@ -3173,7 +3173,7 @@ static MUON__ALWAYS_INLINE size_t muon__xns_sizes(size_t m, size_t n, int t, siz
 }
 static MUON__NOINLINE size_t muon__xns_bytes(size_t m, size_t n, int t) /* (off the size queries' deepest path) */
 {
-    size_t sz[3], per, cbytes;
+    size_t sz[3] = {0, 0, 0}, per, cbytes;
     return muon__xns_sizes(m, n, t, sz, &per, &cbytes);
 }
 /* thread tid's two 32 x 32 fp32 tiles (t, t + 1024), then its flag (t + 2048) */
@@ -3529,7 +3529,7 @@ static MUON__NOINLINE muon_status muon__ns_bf16_amx(const muon__ns_view *ns, con
     e.out = out;
     e.ldo = ldo;
     { /* the region as muon__xns_sizes lays it out (the caller checked its size) */
-        size_t sz[3];
+        size_t sz[3] = {0, 0, 0};
         (void)muon__xns_sizes(e.m, e.n, nt, sz, &e.per, &e.cbytes);
         e.mp = muon__gemm_round_up(e.m, 32);
         e.np = muon__gemm_round_up(e.n, 32);
