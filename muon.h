@@ -1362,6 +1362,8 @@ static float muon__bf16_round(float x)
     uint32_t r;
     memcpy(&u, &x, sizeof u);
     r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: quieted and truncated, as vcvtne2ps2bf16 does (the */
+        r = (u | 0x00400000u) & 0xffff0000u; /* carry above would turn a full payload into zero or Inf) */
     u = (u & 0x7f800000u) ? r : (u & 0x80000000u); /* zero or subnormal: signed zero */
     memcpy(&x, &u, sizeof x);
     return x;
@@ -3082,7 +3084,7 @@ MUONDEF muon_status muon_ns_choose(const double *sv, size_t n, double q, double 
 }
 
 #ifdef MUON__GEMM_AVX512
-/* bf16 rounding of 16 floats: muon__bf16_round's integer form, the same bits */
+/* bf16 rounding of 16 floats: muon__bf16_round's integer form, the same bits (NaN included) */
 static MUON__ALWAYS_INLINE __m512 muon__bf16_round16(__m512 x)
 {
     __m512i u = _mm512_castps_si512(x);
@@ -3090,6 +3092,9 @@ static MUON__ALWAYS_INLINE __m512 muon__bf16_round16(__m512 x)
                                                   _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1))),
                                  _mm512_set1_epi32((int)0xffff0000u));
     __mmask16 normal = _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    r = _mm512_mask_blend_epi32(nan, r, _mm512_and_si512(_mm512_or_si512(u, _mm512_set1_epi32(0x00400000)),
+                                                          _mm512_set1_epi32((int)0xffff0000u)));
     return _mm512_castsi512_ps(
         _mm512_mask_blend_epi32(normal, _mm512_and_si512(u, _mm512_set1_epi32((int)0x80000000u)), r));
 }

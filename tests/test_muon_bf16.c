@@ -70,7 +70,7 @@ static void test_round_matches_reference(void)
         uint32_t u = i < 300000 ? (uint32_t)(i * 14316u + 7u) : (uint32_t)t_rng_u64(&r);
         float x = frombits(u), got;
         double want;
-        if ((u & 0x7f800000u) == 0x7f800000u) continue; /* NaN/Inf: never rounded (validated) */
+        if ((u & 0x7f800000u) == 0x7f800000u) continue; /* NaN/Inf: below */
         got = muon__bf16_round(x);
         want = ref_bf16((double)x);
         if (!((double)got == want || (isinf(got) && fabs(want) > (double)FLT_MAX)) ||
@@ -78,27 +78,46 @@ static void test_round_matches_reference(void)
             bad++;
     }
     CHECK_MSG(bad == 0, "%zu patterns differ from the float64 rounding", bad);
+    /* NaN stays NaN (quieted, as vcvtne2ps2bf16 does) and Inf stays Inf, whatever the payload:
+     * a mantissa of all ones once carried into the sign bit (0x7fffffff became -0) */
+    {
+        const uint32_t nan[] = {0x7fffffffu, 0xffffffffu, 0x7fff8000u, 0x7f800001u, 0x7fc00000u, 0xffc00000u,
+                                0x7f80ffffu, 0xff80ffffu};
+        for (i = 0; i < sizeof nan / sizeof nan[0]; i++) {
+            float got = muon__bf16_round(frombits(nan[i]));
+            CHECK_MSG(isnan(got) && (tobits(got) & 0xffffu) == 0 && !signbit(got) == !(nan[i] >> 31),
+                      "NaN %08x -> %08x", (unsigned)nan[i], (unsigned)tobits(got));
+        }
+        CHECK(tobits(muon__bf16_round(frombits(0x7f800000u))) == 0x7f800000u);
+        CHECK(tobits(muon__bf16_round(frombits(0xff800000u))) == 0xff800000u);
+    }
 }
 
 #ifdef MUON__BF16_DP
-/* The hardware conversion the packers use (vcvtne2ps2bf16) gives the same bits. */
+/* The hardware conversion the packers and the AMX engine use (vcvtne2ps2bf16) gives the same
+ * bits, NaN included; and so does muon__bf16_round16 (the AVX-512 rounding of the updates). */
 static void test_round_hardware_conversion(void)
 {
-    size_t i, bad = 0;
-    float in[32];
+    size_t i, bad = 0, bad16 = 0;
+    float in[32], r16[32];
     uint16_t out[32];
     for (i = 0; i < 4000000; i += 32) {
         size_t j;
         for (j = 0; j < 32; j++) {
             uint32_t u = (uint32_t)((i + j) * 1073u + 3u);
-            if ((u & 0x7f800000u) == 0x7f800000u) u &= 0xbfffffffu; /* keep it finite */
+            if (i % 64 == 0 && j < 8) u |= 0x7f800000u; /* Inf and NaN of every payload too */
             in[j] = frombits(u);
         }
         _mm512_storeu_si512((void *)out, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(in + 16), _mm512_loadu_ps(in)));
-        for (j = 0; j < 32; j++)
+        _mm512_storeu_ps(r16, muon__bf16_round16(_mm512_loadu_ps(in)));
+        _mm512_storeu_ps(r16 + 16, muon__bf16_round16(_mm512_loadu_ps(in + 16)));
+        for (j = 0; j < 32; j++) {
             if (out[j] != muon__bf16_bits(in[j])) bad++;
+            if (tobits(r16[j]) != (uint32_t)out[j] << 16) bad16++;
+        }
     }
     CHECK_MSG(bad == 0, "%zu conversions differ", bad);
+    CHECK_MSG(bad16 == 0, "%zu AVX-512 roundings differ", bad16);
 }
 #endif
 
