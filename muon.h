@@ -3298,6 +3298,45 @@ static void muon__x_unrows(const uint16_t *px, float *t)
                 _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(px + r * 32 + c))), 16)));
 }
 
+/* One row of X' = bf16(fma(a, X, Y)): X's 32 bf16 at px, Y's 32 fp32 at y; the row in bf16 */
+static MUON__ALWAYS_INLINE __m512i muon__x_axpy_row(__m512 va, const uint16_t *px, const float *y)
+{
+    __m512i x = _mm512_loadu_si512((const void *)px);
+    __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(x)), 16));
+    __m512 hi = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(x, 1)), 16));
+    return (__m512i)_mm512_cvtne2ps_pbh(_mm512_fmadd_ps(va, hi, _mm512_loadu_ps(y + 16)),
+                                        _mm512_fmadd_ps(va, lo, _mm512_loadu_ps(y)));
+}
+/* Row i (global) of a symmetric product's tile at column c0, from s (32 fp32): X X^T's row is
+ * stored into fp32 A (its valid columns: masks ml, mh); A A^T's becomes B = fma(c, AA, b A) with
+ * A's row read there (zero past m). The row in bf16. */
+static MUON__ALWAYS_INLINE __m512i muon__x_sym_row(const muon__xns *e, int prod, const float *s, size_t i, size_t c0,
+                                                   __mmask16 ml, __mmask16 mh, __m512 vb, __m512 vc)
+{
+    __m512 lo = _mm512_loadu_ps(s), hi = _mm512_loadu_ps(s + 16);
+    if (i < e->m) {
+        float *a = e->A + i * e->m + c0;
+        if (prod == 0) {
+            _mm512_mask_storeu_ps(a, ml, lo);
+            _mm512_mask_storeu_ps(a + 16, mh, hi);
+        } else {
+            lo = _mm512_fmadd_ps(vc, lo, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(ml, a)));
+            hi = _mm512_fmadd_ps(vc, hi, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(mh, a + 16)));
+        }
+    }
+    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+/* Rows 2q and 2q + 1 of a bf16 tile (32 each) into the pairs layout's row q at d (64 values:
+ * d[c][e] = row 2q + e, column c) */
+static MUON__ALWAYS_INLINE void muon__x_zip_rows(__m512i x0, __m512i x1, uint16_t *d)
+{
+    const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
+                                        39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+    _mm512_storeu_si512((void *)d, _mm512_permutex2var_epi16(x0, lo, x1));
+    _mm512_storeu_si512((void *)(d + 32), _mm512_permutex2var_epi16(x0, hi, x1));
+}
+
 /* The finished tile (r0, c0) of a product (cb: ld ldb), into what reads it next (see above);
  * the layouts of the transposed tile by pair transposes of the ones just written (in L1). */
 static int muon__x_epilogue(const muon__xns *e, int prod, const float *cb, size_t ldb, size_t r0, size_t c0,
@@ -3308,54 +3347,56 @@ static int muon__x_epilogue(const muon__xns *e, int prod, const float *cb, size_
     if (prod < 2) { /* symmetric products: the lower tile, mirrored; diagonal tiles from their lower half */
         const float *s = cb;
         size_t ls = ldb;
-        if (r0 == c0 || prod == 1) {
+        if (r0 == c0) {
             for (r = 0; r < 32; r++)
                 for (c = 0; c < 32; c += 16) _mm512_storeu_ps(t + r * 32 + c, _mm512_loadu_ps(cb + r * ldb + c));
-            if (r0 == c0)
-                for (r = 0; r < 32; r++)
-                    for (c = r + 1; c < 32; c++) t[r * 32 + c] = t[c * 32 + r];
+            for (r = 0; r < 32; r++)
+                for (c = r + 1; c < 32; c++) t[r * 32 + c] = t[c * 32 + r];
             s = t;
             ls = 32;
         }
-        if (prod == 0) {
-            uint16_t *ra = e->paa + r0 * mp + c0 * 32, *pb = e->pba + c0 * mp + r0 * 32;
-            muon__x_store(s, ls, e->A, m, m, m, r0, c0); /* (A itself only here: the combination reads it here) */
-            muon__x_rows(s, ls, ra);
-            muon__x_pairs(s, ls, pb);
-            if (r0 != c0) {
-                muon__x_pairs_to_trows(pb, e->paa + c0 * mp + r0 * 32);
-                muon__x_rows_to_tpairs(ra, e->pba + r0 * mp + c0 * 32);
-            }
-        } else { /* B = fma(c, AA, b A), the fp32 A read where it was stored */
+        { /* two rows at a time: X X^T's into fp32 A, and either's bf16 rows into the A operand
+           * layout and their pair interleave into the B operand one (of the mirrored tile for
+           * A A^T's B: to L1, for the transpose below) */
             const __m512 vb = _mm512_set1_ps(e->b), vc = _mm512_set1_ps(e->c);
-            muon__x_load(e->A, m, m, m, r0, c0, tt);
-            for (r = 0; r < 32 * 32; r += 16)
-                _mm512_storeu_ps(t + r, _mm512_fmadd_ps(vc, _mm512_loadu_ps(t + r), _mm512_mul_ps(vb, _mm512_loadu_ps(tt + r))));
-            muon__x_rows(t, 32, e->pab + r0 * mp + c0 * 32);
+            const size_t nc = m - c0 < 32 ? m - c0 : 32; /* (c0 <= r0 < m: the padding has no tiles of its own) */
+            const __mmask16 ml = MUON__MASK_HALF(nc, 0), mh = MUON__MASK_HALF(nc, 1);
+            uint16_t *ra = (prod == 0 ? e->paa : e->pab) + r0 * mp + c0 * 32;
+            uint16_t *pb = prod == 0 ? e->pba + c0 * mp + r0 * 32 : (uint16_t *)(void *)tt;
+            for (r = 0; r < 32; r += 2) {
+                __m512i x0 = muon__x_sym_row(e, prod, s + r * ls, r0 + r, c0, ml, mh, vb, vc);
+                __m512i x1 = muon__x_sym_row(e, prod, s + (r + 1) * ls, r0 + r + 1, c0, ml, mh, vb, vc);
+                _mm512_storeu_si512((void *)(ra + r * 32), x0);
+                _mm512_storeu_si512((void *)(ra + (r + 1) * 32), x1);
+                muon__x_zip_rows(x0, x1, pb + r * 32);
+            }
             if (r0 != c0) {
-                muon__x_pairs(t, 32, (uint16_t *)(void *)tt);
-                muon__x_pairs_to_trows((const uint16_t *)(const void *)tt, e->pab + c0 * mp + r0 * 32);
+                muon__x_pairs_to_trows(pb, (prod == 0 ? e->paa : e->pab) + c0 * mp + r0 * 32);
+                if (prod == 0) muon__x_rows_to_tpairs(ra, e->pba + r0 * mp + c0 * 32);
             }
         }
         return 0;
     }
-    { /* X' = bf16(fma(a, X, Y)), X read from its A layout (bf16: exact as fp32) */
+    { /* X' = bf16(fma(a, X, Y)) two rows at a time, X's rows read from its A layout (bf16: exact
+       * as fp32); vcvtne2ps2bf16 rounds as muon__bf16_round16 does (the same bits on every
+       * non-NaN, and NaN stays NaN), then the pair interleave of the two rows for X as B operand */
         const __m512 va = _mm512_set1_ps(e->a);
-        uint16_t *px = e->pax + r0 * np + c0 * 32;
-        muon__x_unrows(px, t);
-        for (r = 0; r < 32; r++)
-            for (c = 0; c < 32; c += 16)
-                _mm512_storeu_ps(t + r * 32 + c, muon__bf16_round16(_mm512_fmadd_ps(va, _mm512_loadu_ps(t + r * 32 + c),
-                                                                                    _mm512_loadu_ps(cb + r * ldb + c))));
-        muon__x_rows(t, 32, px);
-        if (e->last) { /* the result: Inf or NaN anywhere (the backstop of muon__ns_one) */
-            const __m512i ex = _mm512_set1_epi32(0x7F800000);
-            __mmask16 bad = 0;
-            for (r = 0; r < 32 * 32; r += 16)
-                bad |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_loadu_si512((const void *)(t + r)), ex), ex);
-            return bad != 0;
+        const __m512i ex = _mm512_set1_epi16(0x7F80);
+        uint16_t *px = e->pax + r0 * np + c0 * 32, *pn = e->pbn[e->cur ^ 1] + c0 * mp + r0 * 32;
+        __mmask32 bad = 0;
+        for (r = 0; r < 32; r += 2) {
+            __m512i x0 = muon__x_axpy_row(va, px + r * 32, cb + r * ldb);
+            __m512i x1 = muon__x_axpy_row(va, px + (r + 1) * 32, cb + (r + 1) * ldb);
+            _mm512_storeu_si512((void *)(px + r * 32), x0);
+            _mm512_storeu_si512((void *)(px + (r + 1) * 32), x1);
+            if (e->last) { /* the result: Inf or NaN anywhere (the backstop of muon__ns_one) */
+                bad |= _mm512_cmpeq_epi16_mask(_mm512_and_si512(x0, ex), ex) |
+                       _mm512_cmpeq_epi16_mask(_mm512_and_si512(x1, ex), ex);
+                continue;
+            }
+            muon__x_zip_rows(x0, x1, pn + r * 32);
         }
-        muon__x_pairs(t, 32, e->pbn[e->cur ^ 1] + c0 * mp + r0 * 32);
+        if (e->last) return bad != 0;
         muon__x_rows_to_tpairs(px, e->pbt + r0 * np + c0 * 32);
     }
     return 0;
