@@ -2,7 +2,7 @@
  *
  * Run it with `make bench` (bench/bench.mk builds build/bench/bench and runs it). By hand:
  *   OPENBLAS_CORETYPE=SkylakeX build/bench/bench [--reps N] [--only LIST] [--threads LIST]
- *                                                [--no-peers] [--big-reps N] [--cpu-time]
+ *                                                [--no-peers] [--big-reps N] [--cpu-time] [--cold]
  *   LIST: comma-separated sections ns,gemm,rownorm,diam,hilbert,muon,nsbf16 (default all); threads 1,2.
  *   --big-reps N: runs of the V = 50257 diameters (default 1, at the largest thread count only:
  *   one sphere-like run is ~1e12 flops; the V = 16384 runs before it are the warm-up).
@@ -17,6 +17,8 @@
  * peers are skipped and the table says so.
  * --cpu-time: process CPU time instead of wall time (one thread, no peers): on a loaded machine
  * wall time charges a kernel for cycles the scheduler gave to other jobs.
+ * The nsbf16 section times each rep right after an untimed run of the same job, ours and the
+ * peers' alike (see g_warm); --cold times it as the other sections do.
  *
  * OpenBLAS: Debian's 0.3.21 does not recognise this CPU (Sapphire/Emerald Rapids) and falls back
  * to SSE3 kernels; the program re-executes itself with OPENBLAS_CORETYPE=SkylakeX when the
@@ -105,6 +107,12 @@ typedef struct job {
 
 #define MAX_REPS 64
 #define MAX_JOBS 16
+/* g_warm (set by a section): each timed run follows an untimed run of the same job (the peers
+ * do theirs in the server), so every job is measured in its steady state, not after whatever
+ * ran before it. Why the bf16 NS section does (bench/RESULTS.md): the first ~10-20 ms of AMX or
+ * AVX-512 work after other work or idle run slower on this machine, a fixed cost that falls on
+ * every job alike and so shrinks the ratio of the fastest; a trainer runs NS back to back. */
+static int g_warm, g_cold;
 /* One warm-up of each job, then `reps` rounds; round r starts with job r mod n. */
 static void measure(const job *jobs, int n, int reps, double *med)
 {
@@ -121,7 +129,9 @@ static void measure(const job *jobs, int n, int reps, double *med)
     for (r = 0; r < reps; r++)
         for (j = 0; j < n; j++) {
             int q = (r + j) % n;
-            double t0 = now_s();
+            double t0;
+            if (g_warm && !jobs[q].timed) jobs[q].fn(jobs[q].ctx);
+            t0 = now_s();
             if (jobs[q].timed) {
                 t[q][r] = jobs[q].timed(jobs[q].ctx);
                 continue;
@@ -263,7 +273,7 @@ static double peer_run(const char *key)
     char line[128];
     double t;
     if (!g_pto || !g_pfrom) return -1.0;
-    fprintf(g_pto, "run %s\n", key);
+    fprintf(g_pto, "%s %s\n", g_warm ? "warm" : "run", key);
     fflush(g_pto);
     if (!fgets(line, sizeof line, g_pfrom)) {
         peer_disable("peers.py died");
@@ -618,7 +628,9 @@ static void section_nsbf16(const int *thr, int nthr, int reps)
     double need = strstr(kname, "amx") ? 2.0 : have_dp ? 1.3 : -1.0;
     size_t si;
     int ti;
-    fprintf(stderr, "nsbf16: bf16 kernel %s\n", kname);
+    fprintf(stderr, "nsbf16: bf16 kernel %s; %s\n", kname,
+            g_cold ? "cold (--cold): each rep after the other jobs'" : "each rep after an untimed run of the same job");
+    g_warm = !g_cold;
     for (ti = 0; ti < nthr; ti++) {
         set_threads(thr[ti]);
         peer_open(thr[ti]);
@@ -696,6 +708,7 @@ static void section_nsbf16(const int *thr, int nthr, int reps)
         }
         peer_close();
     }
+    g_warm = 0;
 }
 
 /* ======================================================================================== */
@@ -1402,6 +1415,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[a], "--big-reps") && a + 1 < argc) big_reps = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--only") && a + 1 < argc) only = argv[++a];
         else if (!strcmp(argv[a], "--no-peers")) g_peers_on = 0;
+        else if (!strcmp(argv[a], "--cold")) g_cold = 1;
         else if (!strcmp(argv[a], "--cpu-time")) g_cpu_time = 1;
         else if (!strcmp(argv[a], "--threads") && a + 1 < argc) {
             const char *s = argv[++a];
@@ -1410,7 +1424,7 @@ int main(int argc, char **argv)
             if (has(s, "2")) thr[nthr++] = 2;
         } else {
             fprintf(stderr, "usage: %s [--reps N>=5] [--big-reps N] [--only ns,muon,gemm,rownorm,diam,hilbert] "
-                            "[--threads 1,2] [--no-peers] [--cpu-time]\n", argv[0]);
+                            "[--threads 1,2] [--no-peers] [--cpu-time] [--cold]\n", argv[0]);
             return 2;
         }
     }

@@ -9,6 +9,7 @@ bench/bench.c starts this script as a server (`--serve`, one process per thread 
 OPENBLAS_NUM_THREADS / OMP_NUM_THREADS set) and interleaves it with its own runs rep by rep, so
 the load of a shared machine falls on both alike. Protocol, one line each way:
     -> run <key>        <- T <seconds>        (the first run of a key also builds its data)
+    -> warm <key>       <- T <seconds>        (one untimed run, then the timed one)
     -> free             <- OK                 (drop all data)
     -> quit
 Keys: ns/<R>x<C>/<lib>, rownorm/<V>x<d>/<default|compat>/<lib>, diam/<V>x<d>/<lib>; lib is numpy
@@ -211,13 +212,15 @@ def serve(th):
             cache.clear()
             print("OK", flush=True)
             continue
-        if cmd[0] == "run" and len(cmd) == 2:
+        if cmd[0] in ("run", "warm") and len(cmd) == 2:
             if cmd[1] not in jobs:
                 jobs[cmd[1]] = make_job(cmd[1], th, cache)
             f = jobs[cmd[1]]
             if f is None:
                 print("NA", flush=True)
                 continue
+            if cmd[0] == "warm":
+                f()
             t0 = time.perf_counter()
             f()
             print("T %.9f" % (time.perf_counter() - t0), flush=True)
