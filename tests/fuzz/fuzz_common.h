@@ -235,7 +235,11 @@ FZ_FN void fz_snap_free(fz_snap *s)
 
 /* The step output S of a stepper (rows x cols, ld lds) against the change it claims:
  * S = W_after - (1 - lrwd) W_before to the roundings of W_after and S (and 2^-149 for
- * subnormals), for every entry whose W_before was finite; S's padding (lds > cols, between
+ * subnormals), plus a few double roundings of W_before's size (the steppers form both from
+ * terms of that size in double: where lrwd is near 1 and the update near -W, W_after and S are
+ * tiny and those roundings, 2^-53 |W_before| each, are the whole error; the check's own
+ * (1 - lrwd) W_before is exact in double, 1 - lrwd by Sterbenz), for every entry whose W_before
+ * was finite; S's padding (lds > cols, between
  * rows) still `pad`. Wb is W_before (ld ldw), Wa W_after. cautious: decay only where the update
  * -S and W agree in sign (S w <= 0), as muon_config.cautious_wd says; elsewhere S = W_after -
  * W_before. */
@@ -248,7 +252,8 @@ FZ_FN void fz_check_step(const float *S, size_t lds, const float *Wb, const floa
             double wb = Wb[i * ldw + j], wa = Wa[i * ldw + j], sv = S[i * lds + j];
             double lw = cautious && wb * sv > 0.0 ? 0.0 : lrwd;
             if (!(fabs(wb) <= FLT_MAX)) continue; /* a NaN/Inf in W stays in its own entry */
-            FZ_CHECK(fabs(sv - (wa - (wb - lw * wb))) <= ldexp(1.0, -23) * (fabs(wa) + fabs(sv)) + ldexp(1.0, -149),
+            FZ_CHECK(fabs(sv - (wa - (1.0 - lw) * wb)) <=
+                         ldexp(1.0, -23) * (fabs(wa) + fabs(sv)) + ldexp(1.0, -50) * fabs(wb) + ldexp(1.0, -149),
                      "S[%zu,%zu] = %.9g, W %.9g -> %.9g, lr wd %.3g%s", i, j, sv, wb, wa, lrwd,
                      cautious ? " (cautious)" : "");
         }
