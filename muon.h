@@ -3136,6 +3136,11 @@ static void muon__bf16_axpy(ptrdiff_t i0, ptrdiff_t i1, float a, float *X, const
  * both are what muon__gemm_ukr_amx reads, so a k block starting at k0 is at +32*k0. */
 #define MUON__XB 256u  /* C block edge (128 and 512 measured no faster) */
 #define MUON__XKC 384u /* k block, a multiple of 32 (256 and 512: no faster) */
+/* At most this many L2 prefetches per 32 k of one tile call: a diagonal block's first rows and
+ * last columns have one or two calls to spread a whole panel's next k block over (up to 32 lines
+ * per 32 k), and bunched prefetches stall the loop; the lines past the cap come on demand.
+ * (Against no cap, one thread, 3 alternating pairs an iteration: 2048^2 1.5-5 %, 768 x 3072 1-11 %.) */
+#define MUON__XPF 8u
 typedef struct muon__xns {
     size_t m, n, mp, np;
     const float *G;               /* the input (rows x cols, ld ldg; X = inv G, or inv G^T when tall) */
@@ -3469,11 +3474,13 @@ static MUON__NOINLINE void muon__x_product(const muon__xns *e, int prod)
                     const uint16_t *ap = pa + (i0 + i) * kp + k0 * 32;
                     const uint16_t *an = k1 < kp ? ap + kc * 32 : pa + (ni0 + i) * kp;
                     size_t ca = diag ? i / 32 + 1 : bn / 32, na = k1 < kp || ni0 + i < rows ? muon__gemm_ceil_div(nl, ca * st) : 0;
+                    if (na > MUON__XPF) na = MUON__XPF;
                     for (j = 0; j < bn; j += 32) {
                         const uint16_t *bp = pb + (j0 + j) * kp + k0 * 32;
                         const uint16_t *bnx = k1 < kp ? bp + kc * 32 : pb + (nj0 + j) * kp;
                         size_t cbn = diag ? (bm - j) / 32 : bm / 32;
                         size_t nb = k1 < kp || nj0 + j < cols ? muon__gemm_ceil_div(nl, cbn * st) : 0;
+                        if (nb > MUON__XPF) nb = MUON__XPF;
                         size_t ib = diag ? (i - j) / 32 : i / 32;
                         if (diag && j > i) break;
                         muon__amx_tile32(kc, (const unsigned char *)ap, (const unsigned char *)bp, cb + i * bn + j, bn,
