@@ -3194,26 +3194,28 @@ static float *muon__x_tiles(const muon__xns *e, int tid)
 static int *muon__x_flag(const muon__xns *e, int tid) { return (int *)(void *)(muon__x_tiles(e, tid) + 2048); }
 
 
-/* 32 x 32 fp32 tile t (ld lt): its rows in bf16 (A layout) to d; its row pairs interleaved in
- * bf16 (B layout, d[q][c][e] = t[2q+e][c]) to d */
-static void muon__x_rows(const float *t, size_t lt, uint16_t *d)
+/* Rows 2q and 2q + 1 of a bf16 tile (32 each) into the pairs layout's row q at d (64 values:
+ * d[c][e] = row 2q + e, column c) */
+static MUON__ALWAYS_INLINE void muon__x_zip_rows(__m512i x0, __m512i x1, uint16_t *d)
+{
+    const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
+                                        39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+    _mm512_storeu_si512((void *)d, _mm512_permutex2var_epi16(x0, lo, x1));
+    _mm512_storeu_si512((void *)(d + 32), _mm512_permutex2var_epi16(x0, hi, x1));
+}
+/* 32 x 32 fp32 tile t (ld 32) in bf16: its rows (A layout) to ra, its row pairs interleaved
+ * (B layout, pb[q][c][e] = t[2q+e][c]) to pb */
+static void muon__x_rows_pairs(const float *t, uint16_t *ra, uint16_t *pb)
 {
     size_t r;
-    for (r = 0; r < 32; r++)
-        _mm512_storeu_si512((void *)(d + r * 32),
-                            (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(t + r * lt + 16), _mm512_loadu_ps(t + r * lt)));
-}
-static void muon__x_pairs(const float *t, size_t lt, uint16_t *d)
-{
-    const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
-                                         23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-    size_t q, h;
-    for (q = 0; q < 16; q++)
-        for (h = 0; h < 2; h++) {
-            __m512 lo = _mm512_loadu_ps(t + 2 * q * lt + 16 * h), hi = _mm512_loadu_ps(t + (2 * q + 1) * lt + 16 * h);
-            _mm512_storeu_si512((void *)(d + q * 64 + 32 * h),
-                                _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(hi, lo)));
-        }
+    for (r = 0; r < 32; r += 2) {
+        __m512i x0 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(t + r * 32 + 16), _mm512_loadu_ps(t + r * 32));
+        __m512i x1 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(t + r * 32 + 48), _mm512_loadu_ps(t + r * 32 + 32));
+        _mm512_storeu_si512((void *)(ra + r * 32), x0);
+        _mm512_storeu_si512((void *)(ra + (r + 1) * 32), x1);
+        muon__x_zip_rows(x0, x1, pb + r * 32);
+    }
 }
 /* 16 x 16 transpose of 32-bit words (bf16 pairs): dst[p*ldd + r] = src[r*lds + p]
  * (MUON__T16_BODY). A pair transpose turns one layout of a bf16 tile into the other's of the
@@ -3331,17 +3333,6 @@ static MUON__ALWAYS_INLINE __m512i muon__x_sym_row(const muon__xns *e, int prod,
     }
     return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
 }
-/* Rows 2q and 2q + 1 of a bf16 tile (32 each) into the pairs layout's row q at d (64 values:
- * d[c][e] = row 2q + e, column c) */
-static MUON__ALWAYS_INLINE void muon__x_zip_rows(__m512i x0, __m512i x1, uint16_t *d)
-{
-    const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
-                                        39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
-    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
-    _mm512_storeu_si512((void *)d, _mm512_permutex2var_epi16(x0, lo, x1));
-    _mm512_storeu_si512((void *)(d + 32), _mm512_permutex2var_epi16(x0, hi, x1));
-}
-
 /* The finished tile (r0, c0) of a product (cb: ld ldb), into what reads it next (see above);
  * the layouts of the transposed tile by pair transposes of the ones just written (in L1). */
 static int muon__x_epilogue(const muon__xns *e, int prod, const float *cb, size_t ldb, size_t r0, size_t c0,
@@ -3405,6 +3396,13 @@ static int muon__x_epilogue(const muon__xns *e, int prod, const float *cb, size_
         muon__x_rows_to_tpairs(px, e->pbt + r0 * np + c0 * 32);
     }
     return 0;
+}
+
+/* L2 prefetch lines per 32 k of a tile call: nl lines over `steps` (calls x 32-k steps), at most MUON__XPF */
+static size_t muon__x_pf_lines(size_t nl, size_t steps)
+{
+    size_t l = muon__gemm_ceil_div(nl, steps);
+    return l < MUON__XPF ? l : MUON__XPF;
 }
 
 /* Block bidx of a product: the blocks below the diagonal row by row, then the diagonal ones
@@ -3473,14 +3471,12 @@ static MUON__NOINLINE void muon__x_product(const muon__xns *e, int prod)
                 for (i = 0; i < bm; i += 32) {
                     const uint16_t *ap = pa + (i0 + i) * kp + k0 * 32;
                     const uint16_t *an = k1 < kp ? ap + kc * 32 : pa + (ni0 + i) * kp;
-                    size_t ca = diag ? i / 32 + 1 : bn / 32, na = k1 < kp || ni0 + i < rows ? muon__gemm_ceil_div(nl, ca * st) : 0;
-                    if (na > MUON__XPF) na = MUON__XPF;
+                    size_t ca = diag ? i / 32 + 1 : bn / 32, na = k1 < kp || ni0 + i < rows ? muon__x_pf_lines(nl, ca * st) : 0;
                     for (j = 0; j < bn; j += 32) {
                         const uint16_t *bp = pb + (j0 + j) * kp + k0 * 32;
                         const uint16_t *bnx = k1 < kp ? bp + kc * 32 : pb + (nj0 + j) * kp;
                         size_t cbn = diag ? (bm - j) / 32 : bm / 32;
-                        size_t nb = k1 < kp || nj0 + j < cols ? muon__gemm_ceil_div(nl, cbn * st) : 0;
-                        if (nb > MUON__XPF) nb = MUON__XPF;
+                        size_t nb = k1 < kp || nj0 + j < cols ? muon__x_pf_lines(nl, cbn * st) : 0;
                         size_t ib = diag ? (i - j) / 32 : i / 32;
                         if (diag && j > i) break;
                         muon__amx_tile32(kc, (const unsigned char *)ap, (const unsigned char *)bp, cb + i * bn + j, bn,
@@ -3531,8 +3527,7 @@ static MUON__NOINLINE void muon__x_io(const muon__xns *e, int out_dir)
             uint16_t *px = e->pax + r0 * e->np + c0 * 32;
             if (!out_dir) {
                 muon__x_load_g(e, r0, c0, t, tt);
-                muon__x_rows(t, 32, px);
-                muon__x_pairs(t, 32, e->pbn[0] + c0 * e->mp + r0 * 32);
+                muon__x_rows_pairs(t, px, e->pbn[0] + c0 * e->mp + r0 * 32);
                 muon__x_rows_to_tpairs(px, e->pbt + r0 * e->np + c0 * 32);
                 continue;
             }
@@ -3556,11 +3551,8 @@ static MUON__NOINLINE void muon__x_scale_a(const muon__xns *e)
         for (c0 = 0; c0 <= r0; c0 += 32) {
             muon__x_load(e->A, e->m, e->m, e->m, r0, c0, t);
             for (k = 0; k < 1024; k++) t[k] = e->b * t[k];
-            muon__x_rows(t, 32, e->pab + r0 * e->mp + c0 * 32);
-            if (r0 != c0) {
-                muon__x_pairs(t, 32, (uint16_t *)(void *)tt);
-                muon__x_pairs_to_trows((const uint16_t *)(const void *)tt, e->pab + c0 * e->mp + r0 * 32);
-            }
+            muon__x_rows_pairs(t, e->pab + r0 * e->mp + c0 * 32, (uint16_t *)(void *)tt);
+            if (r0 != c0) muon__x_pairs_to_trows((const uint16_t *)(const void *)tt, e->pab + c0 * e->mp + r0 * 32);
         }
 }
 
