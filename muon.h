@@ -70,7 +70,7 @@
  *                            targets AMX-BF16 on Linux it does; AVX512-BF16 is used otherwise
  *                            where the CPU runs it faster than fp32 FMA, else a bit-exact
  *                            emulation on the fp32 kernel)
- *     MUON_NO_NEON_BF16      nor BFDOT on AArch64 (used where the compiler targets BF16)
+ *     MUON_NO_NEON_BF16      nor BFMMLA / BFDOT on AArch64 (used where the compiler targets BF16)
  *     MUON_NO_DEPRECATED     hide the old names renamed in 0.2.0 (CHANGELOG.md)
  *     MUON_GEMM_KC / _MC / _NC   override every kernel's cache blocks (defaults 384 / 1008 /
  *                            512, for 48 KB L1d and 2 MB L2 per core); MUON_GEMM_PARALLEL_MIN: multiply-adds below which
@@ -979,7 +979,7 @@ MUONDEF const char *muon_status_string(muon_status s)
 #endif
 #endif
 #if defined(MUON__GEMM_NEON) && defined(__ARM_FEATURE_BF16_VECTOR_ARITHMETIC) && !defined(MUON_NO_NEON_BF16)
-#define MUON__BF16_NEON 1 /* BFDOT (Armv8.6 BF16) */
+#define MUON__BF16_NEON 1 /* BFMMLA and BFDOT (Armv8.6 BF16) */
 #endif
 #define MUON__GEMM_MR_MAX 14u /* of the fp32 kernels (the bf16 ones size their own tile) */
 
@@ -993,7 +993,8 @@ typedef enum muon__gemm_pack_kind {
     MUON__PACK_F32 = 0, /* floats as given: A [p][MR], B [p][NR] */
     MUON__PACK_EMU,     /* bf16 values as floats, each k pair swapped: A [p^1][MR], B [p^1][NR] */
     MUON__PACK_DP,      /* bf16 pairs: A [p/2][MR][2], B [p/2][NR][2] (vdpbf16ps) */
-    MUON__PACK_AMX      /* A [p/32][MR][32] (tile rows), B [p/2][NR][2] (VNNI, as DP) */
+    MUON__PACK_AMX,     /* A [p/32][MR][32] (tile rows), B [p/2][NR][2] (VNNI, as DP) */
+    MUON__PACK_MMLA     /* bf16 quads: A [p/4][MR][4], B [p/4][NR][4] (BFMMLA: 2 x 4 by 4 x 2) */
 } muon__gemm_pack_kind;
 typedef struct muon__gemm_kernel {
     muon__gemm_ukr_fn fn;
@@ -1346,8 +1347,9 @@ static MUON__NOINLINE void muon__gemm_pack_b(muon_transpose tb, const float *B, 
  *                 sequential order nor one rounding per pair), so it matches the reference
  *                 within the bound tests/test_muon_bf16.c states, not bit for bit.
  *   DP 14 x 32    vdpbf16ps (AVX512-BF16): bit-identical to the reference.
- *   NEON 8 x 8    BFDOT (AArch64 with BF16): each pair summed before it is added, rounded to
- *                 odd (Arm's BFDotAdd): within the bound, as AMX.
+ *   NEON 8 x 8    BFMMLA (AArch64 with BF16; the best there), or BFDOT (named by the tests):
+ *                 each pair summed before it is added, rounded to odd (Arm's BFDotAdd; BFMMLA
+ *                 is two of them per element): within the bound, as AMX.
  *   emulation     the build's fp32 micro-kernel (AVX-512, AVX2, NEON or scalar) on packed bf16
  *                 values with each k pair swapped: as the products are exact, an FMA or a
  *                 multiply and an add round once, as vdpbf16ps does, so it is bit-identical
@@ -1409,39 +1411,40 @@ static MUON__NOINLINE void muon__gemm_pack_emu(int opa, muon_transpose t, const 
     }
 }
 
-/* DP / AMX: values of op(A) (opa) or op(B) for output index r in [0, w) and k pair q as
- * dst[(q*w + r)*2 + e] = bf16(k = 2q + e); zero past kc (padded to kgran) and past eff. */
+/* DP / AMX (g = 2) and BFMMLA (g = 4): values of op(A) (opa) or op(B) for output index r in
+ * [0, w) and k group q as dst[(q*w + r)*g + e] = bf16(k = g q + e); zero past kc (padded to
+ * kgran, a multiple of g) and past eff. */
 static MUON__NOINLINE void muon__gemm_pack_pairs(int opa, muon_transpose t, const float *M, size_t ld, size_t i0, size_t eff,
-                                  size_t p0, size_t kc, size_t w, size_t kgran, uint16_t *MUON__GEMM_RESTRICT dst)
+                                  size_t p0, size_t kc, size_t w, size_t kgran, size_t g, uint16_t *MUON__GEMM_RESTRICT dst)
 {
     size_t kk = muon__gemm_round_up(kc, kgran), q, r, e;
     int rowwise = opa ? t == MUON_NO_TRANS : t == MUON_TRANS; /* r's values contiguous in k */
     if (!rowwise) {
-        for (q = 0; q < kk / 2; q++)
-            for (e = 0; e < 2; e++) {
-                size_t p = 2 * q + e;
-                uint16_t *d = dst + q * w * 2 + e;
+        for (q = 0; q < kk / g; q++)
+            for (e = 0; e < g; e++) {
+                size_t p = g * q + e;
+                uint16_t *d = dst + q * w * g + e;
                 if (p >= kc) {
-                    for (r = 0; r < w; r++) d[2 * r] = 0;
+                    for (r = 0; r < w; r++) d[g * r] = 0;
                     continue;
                 }
                 {
                     const float *src = M + (p0 + p) * ld + i0;
-                    for (r = 0; r < eff; r++) d[2 * r] = muon__bf16_bits(src[r]);
-                    for (; r < w; r++) d[2 * r] = 0;
+                    for (r = 0; r < eff; r++) d[g * r] = muon__bf16_bits(src[r]);
+                    for (; r < w; r++) d[g * r] = 0;
                 }
             }
         return;
     }
     for (r = 0; r < w; r++) {
         const float *src = M + (i0 + r) * ld + p0;
-        uint16_t *d = dst + 2 * r;
+        uint16_t *d = dst + g * r;
         if (r >= eff) {
-            for (q = 0; q < kk; q++) d[(q / 2) * w * 2 + (q & 1u)] = 0;
+            for (q = 0; q < kk; q++) d[(q / g) * w * g + q % g] = 0;
             continue;
         }
-        for (q = 0; q < kc; q++) d[(q / 2) * w * 2 + (q & 1u)] = muon__bf16_bits(src[q]);
-        for (; q < kk; q++) d[(q / 2) * w * 2 + (q & 1u)] = 0;
+        for (q = 0; q < kc; q++) d[(q / g) * w * g + q % g] = muon__bf16_bits(src[q]);
+        for (; q < kk; q++) d[(q / g) * w * g + q % g] = 0;
     }
 }
 
@@ -1573,7 +1576,9 @@ static MUON__NOINLINE void muon__gemm_pack_a_any(const muon__gemm_kernel *kr, mu
         muon__gemm_pack_emu(1, ta, A, lda, i0, mr_eff, p0, kc, kr->mr, (float *)(void *)dst);
         return;
     case MUON__PACK_DP:
-        muon__gemm_pack_pairs(1, ta, A, lda, i0, mr_eff, p0, kc, kr->mr, kr->kgran, (uint16_t *)(void *)dst);
+    case MUON__PACK_MMLA:
+        muon__gemm_pack_pairs(1, ta, A, lda, i0, mr_eff, p0, kc, kr->mr, kr->kgran, kr->pack == MUON__PACK_DP ? 2 : 4,
+                              (uint16_t *)(void *)dst);
         return;
     case MUON__PACK_AMX:
 #ifdef MUON__BF16_AMX
@@ -1602,7 +1607,10 @@ static MUON__NOINLINE void muon__gemm_pack_b_any(const muon__gemm_kernel *kr, mu
             return;
         }
 #endif
-        muon__gemm_pack_pairs(0, tb, B, ldb, j0, nr_eff, p0, kc, kr->nr, kr->kgran, (uint16_t *)(void *)dst);
+        muon__gemm_pack_pairs(0, tb, B, ldb, j0, nr_eff, p0, kc, kr->nr, kr->kgran, 2, (uint16_t *)(void *)dst);
+        return;
+    case MUON__PACK_MMLA:
+        muon__gemm_pack_pairs(0, tb, B, ldb, j0, nr_eff, p0, kc, kr->nr, kr->kgran, 4, (uint16_t *)(void *)dst);
         return;
     case MUON__PACK_F32:
         break;
@@ -1695,6 +1703,53 @@ static void muon__gemm_ukr_neon_bf16(size_t kc, const float *af, const float *bf
         vst1q_f32(cr + 4, acc[r][1]);
     }
 }
+/* 8 x 8 tile, kc a multiple of 4, MMLA layout (A [q][8][4], B [q][8][4]): per 4 k, row pair
+ * rp's 2 x 4 block and column pair cp's (the 4 x 2 block, transposed) are one q register each,
+ * and BFMMLA adds their 2 x 2 product into acc[rp][cp] = {c(2rp, 2cp), c(2rp, 2cp + 1),
+ * c(2rp + 1, 2cp), c(2rp + 1, 2cp + 1)}: 16 instructions of 16 multiply-adds per 8 loads (BFDOT:
+ * 16 of 8 per 4). Each element is two BFDotAdds (pairs summed, then added; round to odd), the
+ * arithmetic of two BFDOTs: held to the same bound. */
+#define MUON__MM_ROW(rp)                                                                          \
+    do {                                                                                          \
+        bfloat16x8_t ar_ = vreinterpretq_bf16_u16(vld1q_u16(a + 8 * (rp)));                       \
+        acc[rp][0] = vbfmmlaq_f32(acc[rp][0], ar_, b0);                                           \
+        acc[rp][1] = vbfmmlaq_f32(acc[rp][1], ar_, b1);                                           \
+        acc[rp][2] = vbfmmlaq_f32(acc[rp][2], ar_, b2);                                           \
+        acc[rp][3] = vbfmmlaq_f32(acc[rp][3], ar_, b3);                                           \
+    } while (0)
+static void muon__gemm_ukr_neon_bfmmla(size_t kc, const float *af, const float *bf, float *c, size_t ldc, float alpha,
+                                       float beta)
+{
+    const uint16_t *a = (const uint16_t *)(const void *)af, *b = (const uint16_t *)(const void *)bf;
+    float32x4_t acc[4][4];
+    size_t q;
+    int r, h;
+    (void)alpha;
+    for (r = 0; r < 4; r++) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = vdupq_n_f32(0.0f);
+    for (q = 0; q < kc / 4; q++) {
+        bfloat16x8_t b0 = vreinterpretq_bf16_u16(vld1q_u16(b)), b1 = vreinterpretq_bf16_u16(vld1q_u16(b + 8));
+        bfloat16x8_t b2 = vreinterpretq_bf16_u16(vld1q_u16(b + 16)), b3 = vreinterpretq_bf16_u16(vld1q_u16(b + 24));
+        MUON__MM_ROW(0);
+        MUON__MM_ROW(1);
+        MUON__MM_ROW(2);
+        MUON__MM_ROW(3);
+        a += 32;
+        b += 32;
+    }
+    for (r = 0; r < 4; r++) /* rows 2r (the blocks' first halves) and 2r + 1 (second), 4 columns at a time */
+        for (h = 0; h < 2; h++) {
+            float64x2_t x = vreinterpretq_f64_f32(acc[r][2 * h]), y = vreinterpretq_f64_f32(acc[r][2 * h + 1]);
+            float32x4_t top = vreinterpretq_f32_f64(vzip1q_f64(x, y)), bot = vreinterpretq_f32_f64(vzip2q_f64(x, y));
+            float *c0 = c + (size_t)(2 * r) * ldc + 4 * h, *c1 = c0 + ldc;
+            if (beta != 0.0f) {
+                top = vaddq_f32(top, vld1q_f32(c0));
+                bot = vaddq_f32(bot, vld1q_f32(c1));
+            }
+            vst1q_f32(c0, top);
+            vst1q_f32(c1, bot);
+        }
+}
+#undef MUON__MM_ROW
 #endif /* MUON__BF16_NEON */
 
 #ifdef MUON__BF16_AMX
@@ -1779,9 +1834,16 @@ static void muon__gemm_ukr_amx(size_t kc, const float *af, const float *bf, floa
 #endif /* MUON__BF16_AMX */
 
 /* Which bf16 kernel: MUON__BF16_BEST (AMX if granted, else DP where this CPU runs it faster than
- * fp32 FMA, else the emulation on the build's fp32 kernel), or a named one for the tests (one not
- * compiled in gives the best). */
-enum { MUON__BF16_BEST = 0, MUON__BF16_REF = 1, MUON__BF16_EMU = 2, MUON__BF16_DPK = 3, MUON__BF16_AMXK = 4 };
+ * fp32 FMA, else the emulation on the build's fp32 kernel; on AArch64 with BF16, BFMMLA), or a
+ * named one for the tests (one not compiled in gives the best). */
+enum {
+    MUON__BF16_BEST = 0,
+    MUON__BF16_REF = 1,
+    MUON__BF16_EMU = 2,
+    MUON__BF16_DPK = 3,  /* vdpbf16ps; on AArch64 BFDOT */
+    MUON__BF16_AMXK = 4, /* AMX (where not compiled: the best) */
+    MUON__BF16_MMLAK = 5 /* AArch64 BFMMLA (where not compiled: the best) */
+};
 /* The bf16 kernels: the emulations pack bf16-rounded values into an fp32 kernel's layout
  * (k in swapped pairs, kgran 2); the reference one uses the scalar kernel. */
 #define MUON__GEMM_KERNEL_EMU(UKR, name) {UKR, MUON__GEMM_BLOCKS_INIT, name, MUON__PACK_EMU, 2, sizeof(float), NULL, NULL}
@@ -1797,6 +1859,9 @@ static const muon__gemm_kernel muon__gemm_k_bf16_amx = {
 static const muon__gemm_kernel muon__gemm_k_bf16_dp = {
     muon__gemm_ukr_neon_bf16, MUON__GEMM_NBF_MR, MUON__GEMM_NBF_NR, MUON__GEMM_BLOCKS_INIT, "bf16 neon bfdot 8x8",
     MUON__PACK_DP, 2, 2, NULL, NULL};
+static const muon__gemm_kernel muon__gemm_k_bf16_mmla = {
+    muon__gemm_ukr_neon_bfmmla, MUON__GEMM_NBF_MR, MUON__GEMM_NBF_NR, MUON__GEMM_BLOCKS_INIT, "bf16 neon bfmmla 8x8",
+    MUON__PACK_MMLA, 4, 2, NULL, NULL};
 #elif defined(MUON__BF16_DP)
 static const muon__gemm_kernel muon__gemm_k_bf16_dp = {
     muon__gemm_ukr_dp, MUON__GEMM_DP_MR, MUON__GEMM_DP_NR, MUON__GEMM_BLOCKS_INIT, "bf16 avx512-bf16 14x32",
@@ -1866,7 +1931,9 @@ static const muon__gemm_kernel *muon__gemm_pick_bf16_as(int which, int amx_ok)
     if (which != MUON__BF16_DPK && amx_ok) return &muon__gemm_k_bf16_amx;
 #endif
 #if defined(MUON__BF16_NEON)
-    return &muon__gemm_k_bf16_dp;
+    /* BFMMLA unless BFDOT is named (not timed here: no AArch64 core; BFMMLA does twice BFDOT's
+     * multiply-adds per instruction and is what Arm's own bf16 GEMMs build on) */
+    return which == MUON__BF16_DPK ? &muon__gemm_k_bf16_dp : &muon__gemm_k_bf16_mmla;
 #elif defined(MUON__BF16_DP)
     /* the best without AMX: vdpbf16ps where it is the faster (DPK: always, for the tests) */
     return which == MUON__BF16_DPK || muon__bf16_dp_fast() ? &muon__gemm_k_bf16_dp : &muon__gemm_k_bf16_emu;
@@ -2476,6 +2543,7 @@ static const unsigned char muon__gemm_geos[][4] = {
 #endif
 #ifdef MUON__BF16_NEON
     {MUON__GEMM_NBF_MR, MUON__GEMM_NBF_NR, 2, 2},
+    {MUON__GEMM_NBF_MR, MUON__GEMM_NBF_NR, 4, 2},
 #endif
 #ifdef MUON__BF16_AMX
     {MUON__GEMM_AMX_MR, MUON__GEMM_AMX_NR, 32, 2},

@@ -87,7 +87,7 @@ endif
 # ---- aarch64 (NEON and scalar), run under qemu-user ------------------------------------------
 REL_A64_neon_FL   := -std=c99 -O2 $(REL_CROSS_OMP)
 REL_A64_scalar_FL := -std=c99 -O2 -DRN_NO_SIMD -DMUON_NO_SIMD
-# BFDOT kernels of the bf16 Newton-Schulz (Armv8.6-A BF16; qemu-user's default CPU has it): the
+# BFMMLA and BFDOT kernels of the bf16 Newton-Schulz (Armv8.6-A BF16; qemu-user's default CPU has it): the
 # Muon tests only
 REL_A64_neonbf16_FL := -std=c99 -O2 -march=armv8.6-a+bf16 $(REL_CROSS_OMP)
 REL_A64_BF16_TESTS  := test_muon_bf16 test_muon test_muon_gemm

@@ -182,8 +182,9 @@ static void test_products_all_kernels(void)
     t_rng r = {5};
     size_t s;
     int syrk, x, y;
-    printf("  bf16 kernels: best %s, dp %s, emulation %s, reference %s\n", muon__bgemm_kernel_name(MUON__BF16_BEST),
-           muon__bgemm_kernel_name(MUON__BF16_DPK), muon__bgemm_kernel_name(MUON__BF16_EMU),
+    printf("  bf16 kernels: best %s, dp %s, mmla %s, emulation %s, reference %s\n",
+           muon__bgemm_kernel_name(MUON__BF16_BEST), muon__bgemm_kernel_name(MUON__BF16_DPK),
+           muon__bgemm_kernel_name(MUON__BF16_MMLAK), muon__bgemm_kernel_name(MUON__BF16_EMU),
            muon__bgemm_kernel_name(MUON__BF16_REF));
     for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (syrk = 0; syrk < 2; syrk++)
@@ -191,9 +192,9 @@ static void test_products_all_kernels(void)
                 for (y = 0; y < 2; y++) {
                     size_t m = shapes[s].m, n = syrk ? m : shapes[s].n, k = shapes[s].k;
                     size_t ar = x ? k : m, ac = x ? m : k, br = y ? n : k, bc = y ? k : n;
-                    float *A, *B, *C[5];
+                    float *A, *B, *C[6];
                     long double *ex;
-                    double worst[5], *sa;
+                    double worst[6], *sa;
                     int w;
                     if (syrk && y) continue;
                     A = randm(ar * ac, &r, 1.0);
@@ -201,7 +202,7 @@ static void test_products_all_kernels(void)
                     ex = (long double *)malloc(m * n * sizeof(long double));
                     sa = (double *)malloc(m * n * sizeof(double));
                     exact_sums(m, n, k, syrk, TR[x], TR[y], A, ac, B, bc, ex, sa);
-                    for (w = 1; w <= 4; w++) {
+                    for (w = 1; w <= 5; w++) {
                         size_t i;
                         C[w] = (float *)malloc(m * n * sizeof(float));
                         for (i = 0; i < m * n; i++) C[w][i] = frombits(0x7fc0beefu); /* poison */
@@ -217,6 +218,9 @@ static void test_products_all_kernels(void)
 #ifndef MUON__BF16_NEON /* vdpbf16ps (or the emulation standing in for it); BFDOT: the bound only */
                     CHECK_MSG(memcmp(C[1], C[3], m * n * sizeof(float)) == 0, "dp m %zu n %zu k %zu syrk %d", m, n, k,
                               syrk);
+#else /* BFMMLA: two BFDotAdds per element, over k in BFDOT's order: BFDOT's bits */
+                    CHECK_MSG(memcmp(C[3], C[5], m * n * sizeof(float)) == 0, "bfmmla vs bfdot m %zu n %zu k %zu syrk %d",
+                              m, n, k, syrk);
 #endif
                     if (syrk) { /* C == C^T bitwise */
                         size_t i, j;
@@ -225,7 +229,7 @@ static void test_products_all_kernels(void)
                             for (j = 0; j < i; j++) sym &= tobits(C[4][i * n + j]) == tobits(C[4][j * n + i]);
                         CHECK(sym);
                     }
-                    for (w = 1; w <= 4; w++) free(C[w]);
+                    for (w = 1; w <= 5; w++) free(C[w]);
                     free(ex);
                     free(sa);
                     free(A);
@@ -241,7 +245,7 @@ static void test_products_thread_invariant(void)
     float *A = randm(m * k, &r, 1.0), *B = randm(k * n, &r, 1.0);
     float *C1 = (float *)malloc(m * n * sizeof(float)), *C2 = (float *)malloc(m * n * sizeof(float));
     int w;
-    for (w = 0; w <= 3; w++) {
+    for (w = 0; w <= 5; w++) {
         CHECK(muon__bgemm_builtin(w, 1, 0, MUON_NO_TRANS, MUON_NO_TRANS, m, n, k, A, k, B, n, C1, n) == MUON_OK);
         CHECK(muon__bgemm_builtin(w, 3, 0, MUON_NO_TRANS, MUON_NO_TRANS, m, n, k, A, k, B, n, C2, n) == MUON_OK);
         CHECK_MSG(memcmp(C1, C2, m * n * sizeof(float)) == 0, "kernel %d: 1 vs 3 threads", w);
@@ -459,6 +463,20 @@ static void test_dp_choice(void)
 }
 #endif
 
+#ifdef MUON__BF16_NEON
+/* AArch64 with BF16: BFMMLA is the best, BFDOT only when named; neither is the emulation, and
+ * they pack differently (k in fours, in pairs) */
+static void test_neon_choice(void)
+{
+    CHECK(muon__gemm_pick_bf16(MUON__BF16_BEST) == &muon__gemm_k_bf16_mmla);
+    CHECK(muon__gemm_pick_bf16(MUON__BF16_MMLAK) == &muon__gemm_k_bf16_mmla);
+    CHECK(muon__gemm_pick_bf16(MUON__BF16_AMXK) == &muon__gemm_k_bf16_mmla);
+    CHECK(muon__gemm_pick_bf16(MUON__BF16_DPK) == &muon__gemm_k_bf16_dp);
+    CHECK(muon__gemm_k_bf16_mmla.pack == MUON__PACK_MMLA && muon__gemm_k_bf16_mmla.kgran == 4);
+    CHECK(muon__gemm_k_bf16_dp.pack == MUON__PACK_DP && muon__gemm_k_bf16_dp.kgran == 2);
+}
+#endif
+
 #ifdef MUON__BF16_AMX
 /* One NS through muon__ns_one with the bf16 kernel `which` (BEST: the AMX engine where it fits
  * in ws_bytes; 0: the full workspace) and the triples of cfg (or, with tr, those triples
@@ -575,6 +593,9 @@ int main(void)
 #ifdef MUON__BF16_DP
     RUN(test_round_hardware_conversion);
     RUN(test_dp_choice);
+#endif
+#ifdef MUON__BF16_NEON
+    RUN(test_neon_choice);
 #endif
     RUN(test_products_all_kernels);
     RUN(test_products_thread_invariant);

@@ -3,7 +3,7 @@
 # with Debian's aarch64-linux-gnu-gcc -O2 -- NEON (on by default on AArch64; OpenMP when the
 # cross toolchain has it) and scalar (-DRN_NO_SIMD -DMUON_NO_SIMD) -- and run under qemu-user,
 # so that the NEON kernels are executed, not only compiled; and the Muon tests built with
-# -march=armv8.6-a+bf16 (the BFDOT kernel of bf16 Newton-Schulz). Times are printed per binary.
+# -march=armv8.6-a+bf16 (the BFMMLA and BFDOT kernels of bf16 Newton-Schulz). Times are printed per binary.
 set -u
 cd "$(dirname "$0")/../.."
 rel_name=aarch64-qemu
@@ -20,7 +20,7 @@ for v in neon scalar; do
         rel_run_bin "$REL_B/aarch64-$v/$(basename "$src" .c)" qemu-aarch64 -L /usr/aarch64-linux-gnu
     done
 done
-# the bf16 Newton-Schulz's BFDOT kernel (-march=armv8.6-a+bf16; tests/reliability.mk's list)
+# the bf16 Newton-Schulz's BFMMLA and BFDOT kernels (-march=armv8.6-a+bf16; tests/reliability.mk's list)
 for t in test_muon_bf16 test_muon test_muon_gemm; do
     rel_run_bin "$REL_B/aarch64-neonbf16/$t" qemu-aarch64 -L /usr/aarch64-linux-gnu
 done
