@@ -1842,7 +1842,7 @@ enum {
     MUON__BF16_EMU = 2,
     MUON__BF16_DPK = 3,  /* vdpbf16ps; on AArch64 BFDOT */
     MUON__BF16_AMXK = 4, /* AMX (where not compiled: the best) */
-    MUON__BF16_MMLAK = 5 /* AArch64 BFMMLA (where not compiled: the best) */
+    MUON__BF16_MMLAK = 5 /* AArch64 BFMMLA (where not compiled: the best without AMX) */
 };
 /* The bf16 kernels: the emulations pack bf16-rounded values into an fp32 kernel's layout
  * (k in swapped pairs, kgran 2); the reference one uses the scalar kernel. */
@@ -3216,7 +3216,7 @@ typedef struct muon__xns {
     float *out;                   /* the result (as G), written once every entry is known finite */
     double inv;
     int tall;
-    float *A;                     /* fp32 A = X X^T (ld m, the lower tiles) */
+    float *A;                     /* fp32 A = X X^T, its lower 32 x 32 tiles (muon__x_atile) */
     uint16_t *pax, *pbt, *pbn[2]; /* X as A operand; X^T as B operand; X as B operand (alternating) */
     uint16_t *paa, *pba, *pab;    /* A as A operand, A as B operand (A^T = A), B as A operand */
     unsigned char *scratch;       /* per thread (per bytes apart): C block (cbytes), two 32 x 32 fp32 tiles */
@@ -3225,7 +3225,10 @@ typedef struct muon__xns {
     int cur, last, nt;
 } muon__xns;
 
-/* The engine's region for an m x n iterate on t threads: fp32 A (sz[0] bytes), four layouts of X
+/* The engine's region for an m x n iterate on t threads: fp32 A (sz[0] bytes: the lower tiles,
+ * each 4 KB contiguous, so that a tile's stores and loads stream through whole lines and pages
+ * rather than 32 rows far apart: a fifth of X X^T's time at 2048^2 went to those row stores),
+ * four layouts of X
  * (sz[1] each; two of them X as a B operand, alternating), three of m x m matrices (sz[2] each),
  * and per thread (*per bytes) a C block (*cbytes: at most MUON__XB square, no larger than the
  * products' C), two 32 x 32 fp32 tiles and a flag. Returns the bytes (0 on overflow). */
@@ -3238,7 +3241,8 @@ static MUON__ALWAYS_INLINE size_t muon__xns_sizes(size_t m, size_t n, int t, siz
     np = muon__gemm_round_up(n, 32);
     *cbytes = (mp < MUON__XB ? mp : MUON__XB) * (np < MUON__XB ? np : MUON__XB) * 4u;
     *per = *cbytes + 2u * 4096u + 64u;
-    if (!muon__u_mul(m, m, &sz[0]) || !muon__u_mul(sz[0], sizeof(float), &sz[0]) || !(sz[0] = muon__u_round(sz[0])))
+    if (!muon__u_mul(mp / 32, mp / 32 + 1, &sz[0]) || !muon__u_mul(sz[0] / 2, 4096u, &sz[0]) ||
+        !(sz[0] = muon__u_round(sz[0])))
         return 0;
     if (!muon__u_mul(mp, np, &sz[1]) || !muon__u_mul(sz[1], 2, &sz[1]) || !(sz[1] = muon__u_round(sz[1]))) return 0;
     if (!muon__u_mul(mp, mp, &sz[2]) || !muon__u_mul(sz[2], 2, &sz[2]) || !(sz[2] = muon__u_round(sz[2]))) return 0;
@@ -3382,6 +3386,12 @@ static MUON__ALWAYS_INLINE __m512i muon__x_axpy_row(__m512 va, const uint16_t *p
     return (__m512i)_mm512_cvtne2ps_pbh(_mm512_fmadd_ps(va, hi, _mm512_loadu_ps(y + 16)),
                                         _mm512_fmadd_ps(va, lo, _mm512_loadu_ps(y)));
 }
+/* fp32 A's tile (r0, c0), r0 >= c0 (multiples of 32): 32 x 32, ld 32, tiles row by row */
+static MUON__ALWAYS_INLINE float *muon__x_atile(const muon__xns *e, size_t r0, size_t c0)
+{
+    size_t R = r0 / 32;
+    return e->A + (R * (R + 1) / 2 + c0 / 32) * 1024u;
+}
 /* Row i (global) of a symmetric product's tile at column c0, from s (32 fp32): X X^T's row is
  * stored into fp32 A (its valid columns: masks ml, mh); A A^T's becomes B = fma(c, AA, b A) with
  * A's row read there (zero past m). The row in bf16. */
@@ -3390,7 +3400,7 @@ static MUON__ALWAYS_INLINE __m512i muon__x_sym_row(const muon__xns *e, int prod,
 {
     __m512 lo = _mm512_loadu_ps(s), hi = _mm512_loadu_ps(s + 16);
     if (i < e->m) {
-        float *a = e->A + i * e->m + c0;
+        float *a = muon__x_atile(e, i - i % 32, c0) + (i % 32) * 32;
         if (prod == 0) {
             _mm512_mask_storeu_ps(a, ml, lo);
             _mm512_mask_storeu_ps(a + 16, mh, hi);
@@ -3559,8 +3569,8 @@ static MUON__NOINLINE void muon__x_product(const muon__xns *e, int prod)
                     if (j + 32 < bn && !(diag && j + 32 > i)) { /* the next tile's epilogue input */
                         size_t l;
                         if (prod == 1)
-                            for (l = 0; l < 32 && i0 + i + l < e->m; l++)
-                                _mm_prefetch((const char *)(e->A + (i0 + i + l) * e->m + j0 + j + 32), _MM_HINT_T0);
+                            for (l = 0; l < 64; l++)
+                                _mm_prefetch((const char *)muon__x_atile(e, i0 + i, j0 + j + 32) + l * 64, _MM_HINT_T0);
                         else if (prod == 2)
                             for (l = 0; l < 32; l++)
                                 _mm_prefetch((const char *)(e->pax + (i0 + i) * e->np + (j0 + j + 32) * 32) + l * 64,
@@ -3616,8 +3626,9 @@ static MUON__NOINLINE void muon__x_scale_a(const muon__xns *e)
     size_t r0, c0, k;
     float *t = muon__x_tiles(e, 0), *tt = t + 1024;
     for (r0 = 0; r0 < e->mp; r0 += 32)
-        for (c0 = 0; c0 <= r0; c0 += 32) {
-            muon__x_load(e->A, e->m, e->m, e->m, r0, c0, t);
+        for (c0 = 0; c0 <= r0; c0 += 32) { /* (the tile's rows past m, and columns, were never written) */
+            muon__x_load(muon__x_atile(e, r0, c0), 32, e->m - r0 < 32 ? e->m - r0 : 32, e->m - c0 < 32 ? e->m - c0 : 32,
+                         0, 0, t);
             for (k = 0; k < 1024; k++) t[k] = e->b * t[k];
             muon__x_rows_pairs(t, e->pab + r0 * e->mp + c0 * 32, (uint16_t *)(void *)tt);
             if (r0 != c0) muon__x_pairs_to_trows((const uint16_t *)(const void *)tt, e->pab + c0 * e->mp + r0 * 32);

@@ -10,7 +10,7 @@ BENCH_ARGS ?=
 
 .PHONY: bench bench-build bench-host
 ifeq ($(HAVE_BLAS),1)
-bench-build: $(B)/bench/bench $(B)/bench/bench_noamx $(B)/bench/gemm_bench $(B)/bench/rn_profile $(B)/bench/train_bench $(B)/bench/host_threads $(B)/bench/host_threshold
+bench-build: $(B)/bench/bench $(B)/bench/bench_noamx $(B)/bench/amx_ceiling $(B)/bench/gemm_bench $(B)/bench/rn_profile $(B)/bench/train_bench $(B)/bench/host_threads $(B)/bench/host_threshold
 
 $(B)/bench/bench: bench/bench.c bench/bench_cblas_tu.c $(HEADER_DEPS) | $(B)/bench
 	$(CC) $(BENCH_FL) -o $@ bench/bench.c bench/bench_cblas_tu.c $(BLAS_LIBS) $(LDLIBS)
@@ -22,6 +22,10 @@ $(B)/bench/bench_noamx: bench/bench.c bench/bench_cblas_tu.c $(HEADER_DEPS) | $(
 
 $(B)/bench/gemm_bench: bench/gemm_bench.c muon.h | $(B)/bench
 	$(CC) $(BENCH_FL) -o $@ bench/gemm_bench.c $(BLAS_LIBS) $(LDLIBS)
+
+# the AMX engine's products against the tile unit's ceilings (one thread; where AMX is compiled)
+$(B)/bench/amx_ceiling: bench/amx_ceiling.c muon.h | $(B)/bench
+	$(CC) -std=c99 -O2 $(if $(HAVE_BF16_CC),$(SIMD_BF16),$(SIMD2)) $(WARN) -I. -o $@ bench/amx_ceiling.c $(LDLIBS)
 
 # the example trainer's step (model.c, cpu.c, libs.c built with the trainer's GPT_CFLAGS) against sgemm
 $(B)/bench/train_bench: bench/train_bench.c $(GPT_MODEL_DEPS) | $(B)/bench

@@ -497,6 +497,7 @@ static muon_status ns_run(const float *G, size_t rows, size_t cols, const muon_n
     }
     ws = malloc(full);
     CHECK(ws != NULL);
+    if (ws) memset(ws, 0xff, full); /* NaN everywhere: a read of what the NS did not write shows */
     s = muon__ns_one(G, rows, cols, cols, &v, out, cols, ws, ws_bytes ? ws_bytes : full);
     free(ws);
     return s;
