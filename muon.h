@@ -3635,6 +3635,28 @@ static MUON__NOINLINE void muon__x_scale_a(const muon__xns *e)
         }
 }
 
+/* e's arrays in the region mem (muon__xns_bytes(e->m, e->n, nt) bytes, cache-line aligned: the
+ * caller checked its size), laid out as muon__xns_sizes counts them; e->m, e->n set */
+static void muon__xns_place(muon__xns *e, unsigned char *mem, int nt)
+{
+    size_t sz[3] = {0, 0, 0};
+    (void)muon__xns_sizes(e->m, e->n, nt, sz, &e->per, &e->cbytes);
+    e->mp = muon__gemm_round_up(e->m, 32);
+    e->np = muon__gemm_round_up(e->n, 32);
+    e->A = (float *)(void *)mem;
+    mem += sz[0];
+    e->pax = (uint16_t *)(void *)mem;
+    e->pbt = (uint16_t *)(void *)(mem + sz[1]);
+    e->pbn[0] = (uint16_t *)(void *)(mem + 2 * sz[1]);
+    e->pbn[1] = (uint16_t *)(void *)(mem + 3 * sz[1]);
+    mem += 4 * sz[1];
+    e->paa = (uint16_t *)(void *)mem;
+    e->pba = (uint16_t *)(void *)(mem + sz[2]);
+    e->pab = (uint16_t *)(void *)(mem + 2 * sz[2]);
+    e->scratch = mem + 3 * sz[2];
+    e->nt = nt;
+}
+
 /* The engine's bf16 NS of G (rows x cols, ld ldg; normalised by inv) into out (ld ldo), in the
  * region mem of muon__xns_bytes(m, n, nt) bytes (cache-line aligned), on nt threads. G may be
  * out: it is read in full before anything is written. MUON_ERR_RANGE (out untouched) where the
@@ -3652,23 +3674,7 @@ static MUON__NOINLINE muon_status muon__ns_bf16_amx(const muon__ns_view *ns, con
     e.inv = inv;
     e.out = out;
     e.ldo = ldo;
-    { /* the region as muon__xns_sizes lays it out (the caller checked its size) */
-        size_t sz[3] = {0, 0, 0};
-        (void)muon__xns_sizes(e.m, e.n, nt, sz, &e.per, &e.cbytes);
-        e.mp = muon__gemm_round_up(e.m, 32);
-        e.np = muon__gemm_round_up(e.n, 32);
-        e.A = (float *)(void *)mem;
-        mem += sz[0];
-        e.pax = (uint16_t *)(void *)mem;
-        e.pbt = (uint16_t *)(void *)(mem + sz[1]);
-        e.pbn[0] = (uint16_t *)(void *)(mem + 2 * sz[1]);
-        e.pbn[1] = (uint16_t *)(void *)(mem + 3 * sz[1]);
-        mem += 4 * sz[1];
-        e.paa = (uint16_t *)(void *)mem;
-        e.pba = (uint16_t *)(void *)(mem + sz[2]);
-        e.pab = (uint16_t *)(void *)(mem + 2 * sz[2]);
-        e.scratch = mem + 3 * sz[2];
-    }
+    muon__xns_place(&e, mem, nt);
     e.nt = nt;
     e.cur = 0;
     e.last = 0;

@@ -246,9 +246,9 @@ static void part2(int rounds)
            rounds);
     for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const size_t m = shapes[s][0], n = shapes[s][1];
-        size_t bytes = muon__xns_bytes(m, n, 1), sz[3] = {0, 0, 0}, i;
+        size_t bytes = muon__xns_bytes(m, n, 1), i;
         void *rm, *rg;
-        unsigned char *mem = (unsigned char *)alloc64(bytes, &rm), *p = mem;
+        unsigned char *mem = (unsigned char *)alloc64(bytes, &rm);
         float *G = (float *)alloc64(m * n * sizeof(float), &rg);
         double *t = (double *)malloc(3 * (size_t)rounds * sizeof(double)), fl[3], med[3];
         muon__xns e;
@@ -263,21 +263,7 @@ static void part2(int rounds)
         e.inv = 1.0 / (0.29 * sqrt((double)m * (double)n));
         e.out = G;
         e.ldo = n;
-        (void)muon__xns_sizes(m, n, 1, sz, &e.per, &e.cbytes);
-        e.mp = muon__gemm_round_up(m, 32);
-        e.np = muon__gemm_round_up(n, 32);
-        e.A = (float *)(void *)p;
-        p += sz[0];
-        e.pax = (uint16_t *)(void *)p;
-        e.pbt = (uint16_t *)(void *)(p + sz[1]);
-        e.pbn[0] = (uint16_t *)(void *)(p + 2 * sz[1]);
-        e.pbn[1] = (uint16_t *)(void *)(p + 3 * sz[1]);
-        p += 4 * sz[1];
-        e.paa = (uint16_t *)(void *)p;
-        e.pba = (uint16_t *)(void *)(p + sz[2]);
-        e.pab = (uint16_t *)(void *)(p + 2 * sz[2]);
-        e.scratch = p + 3 * sz[2];
-        e.nt = 1;
+        muon__xns_place(&e, mem, 1);
         muon__x_io(&e, 0);
         e.a = 3.4445f; /* the Jordan triple */
         e.b = -4.7750f;
