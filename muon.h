@@ -1417,10 +1417,11 @@ static MUON__NOINLINE void muon__gemm_pack_emu(int opa, muon_transpose t, const 
 static MUON__NOINLINE void muon__gemm_pack_pairs(int opa, muon_transpose t, const float *M, size_t ld, size_t i0, size_t eff,
                                   size_t p0, size_t kc, size_t w, size_t kgran, size_t g, uint16_t *MUON__GEMM_RESTRICT dst)
 {
+    const size_t lg = g == 4 ? 2 : 1; /* (shifts: this is the packers' inner loop) */
     size_t kk = muon__gemm_round_up(kc, kgran), q, r, e;
     int rowwise = opa ? t == MUON_NO_TRANS : t == MUON_TRANS; /* r's values contiguous in k */
     if (!rowwise) {
-        for (q = 0; q < kk / g; q++)
+        for (q = 0; q < kk >> lg; q++)
             for (e = 0; e < g; e++) {
                 size_t p = g * q + e;
                 uint16_t *d = dst + q * w * g + e;
@@ -1440,11 +1441,11 @@ static MUON__NOINLINE void muon__gemm_pack_pairs(int opa, muon_transpose t, cons
         const float *src = M + (i0 + r) * ld + p0;
         uint16_t *d = dst + g * r;
         if (r >= eff) {
-            for (q = 0; q < kk; q++) d[(q / g) * w * g + q % g] = 0;
+            for (q = 0; q < kk; q++) d[((q >> lg) * w << lg) + (q & (g - 1))] = 0;
             continue;
         }
-        for (q = 0; q < kc; q++) d[(q / g) * w * g + q % g] = muon__bf16_bits(src[q]);
-        for (; q < kk; q++) d[(q / g) * w * g + q % g] = 0;
+        for (q = 0; q < kc; q++) d[((q >> lg) * w << lg) + (q & (g - 1))] = muon__bf16_bits(src[q]);
+        for (; q < kk; q++) d[((q >> lg) * w << lg) + (q & (g - 1))] = 0;
     }
 }
 
@@ -2523,8 +2524,8 @@ static muon_status muon__bgemm_ws_t(int threads, int which, int syrk, muon_trans
     return muon__gemm_run_ws(&g, which, ws, ws_bytes, threads > 0 ? muon__gemm_threads_wanted(&g, threads) : 0);
 }
 /* The geometries {mr, nr, kgran, esz} a Newton-Schulz product can run on: the build's fp32
- * kernel, then the bf16 ones (emulation, vdpbf16ps, AMX, as compiled), then the bf16 scalar
- * reference (the tests' path only). Sizes are queried from this table, not from kernel structs,
+ * kernel, then the bf16 ones (emulation, vdpbf16ps, BFDOT and BFMMLA, AMX, as compiled), then
+ * the bf16 scalar reference (the tests' path only). Sizes are queried from this table, not from kernel structs,
  * to keep the size queries' stack small. */
 #if defined(MUON__GEMM_AVX512)
 #define MUON__GEMM_BUILD_GEO MUON__GEMM_AVX512_MR, MUON__GEMM_AVX512_NR
@@ -3226,8 +3227,8 @@ typedef struct muon__xns {
 } muon__xns;
 
 /* The engine's region for an m x n iterate on t threads: fp32 A (sz[0] bytes: the lower tiles,
- * each 4 KB contiguous, so that a tile's stores and loads stream through whole lines and pages
- * rather than 32 rows far apart: a fifth of X X^T's time at 2048^2 went to those row stores),
+ * each 4 KB contiguous, so that a tile's stores and loads run through consecutive lines rather
+ * than 32 rows 4m bytes apart; about half of m^2 floats for large m),
  * four layouts of X
  * (sz[1] each; two of them X as a B operand, alternating), three of m x m matrices (sz[2] each),
  * and per thread (*per bytes) a C block (*cbytes: at most MUON__XB square, no larger than the
@@ -3568,8 +3569,8 @@ static MUON__NOINLINE void muon__x_product(const muon__xns *e, int prod)
                     if (diag && j > i) break;
                     if (j + 32 < bn && !(diag && j + 32 > i)) { /* the next tile's epilogue input */
                         size_t l;
-                        if (prod == 1)
-                            for (l = 0; l < 64; l++)
+                        if (prod == 1) /* (its rows below m: two lines each) */
+                            for (l = 0; l < 64 && i0 + i + l / 2 < e->m; l++)
                                 _mm_prefetch((const char *)muon__x_atile(e, i0 + i, j0 + j + 32) + l * 64, _MM_HINT_T0);
                         else if (prod == 2)
                             for (l = 0; l < 32; l++)
@@ -3675,7 +3676,6 @@ static MUON__NOINLINE muon_status muon__ns_bf16_amx(const muon__ns_view *ns, con
     e.out = out;
     e.ldo = ldo;
     muon__xns_place(&e, mem, nt);
-    e.nt = nt;
     e.cur = 0;
     e.last = 0;
     muon__x_io(&e, 0);

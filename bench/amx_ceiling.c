@@ -6,7 +6,7 @@
  *
  * Part 1, the tile loop alone: 256 x 256 C blocks computed by the engine's own 32 x 32 tile call
  * (muon__amx_tile32: 2 x 2 tiles, A panel reused across a block row), row tile by row tile, the
- * C block in a 256 KB buffer, in four regimes, each the median of `rounds` timings:
+ * C block in a 256 KB buffer, in these regimes, each the median of `rounds` timings:
  *   hot       one k block of 384, the A and B blocks in L2 (the same block again and again)
  *   l2        k 768 in two k blocks, everything in L2: C goes through its buffer per k block
  *   stream    k 2048 in k blocks of 352 (the engine's split), 4 C blocks each with its own A and
@@ -15,6 +15,8 @@
  *   3x2       hot and stream again with a 48 x 32 call (3 x 2 tiles: six C tiles, the A tile
  *             reloaded from L1 for each, a B tile from L2 read once per three dot products: a
  *             third less L2 traffic than 2 x 2)
+ *   4x1, 5x1  the same with 64 x 16 and 80 x 16 calls (four or five C tiles down one column
+ *             tile, the A tiles through two registers in turn: a B tile per 4 or 5 products)
  * Part 2, the engine itself: one Newton-Schulz iteration's three products (X X^T, A A^T, B X) on
  * the bench's NS shapes, each the median of `rounds`, as TF/s of the flops each performs.
  * Not a test: a probe of this machine (bench/RESULTS.md quotes it with the CPU).
@@ -26,8 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_time.h"
-
 #ifndef MUON__BF16_AMX
 int main(void)
 {
@@ -35,6 +35,7 @@ int main(void)
     return 0;
 }
 #else
+#include "bench_time.h"
 
 static double median_of(double *v, int n)
 {
@@ -131,7 +132,7 @@ static void tile_r16(int R, size_t kc, const unsigned char *const *ar, const uns
 }
 
 /* nblk C blocks of BM x 256 (BM 256, 240 for 3 x 2 and 5 x 1), each over k = kt in k blocks of kcs, from
- * its own A rows and B columns (or all from block 0: `same`), in the engine's operand layouts
+ * its own A rows and B columns, in the engine's operand layouts
  * (A: panel of 32 rows at +32*kt per panel, [kt/32][32][32]; B: panel of 32 columns, VNNI pairs).
  * pf: prefetch the next k block into L2 from inside the calls (2 x 2: the engine's spread, each
  * panel over the calls that read it; 3 x 2: all lines evenly over the k block's calls). */

@@ -23,10 +23,6 @@ $(B)/bench/bench_noamx: bench/bench.c bench/bench_cblas_tu.c $(HEADER_DEPS) | $(
 $(B)/bench/gemm_bench: bench/gemm_bench.c muon.h | $(B)/bench
 	$(CC) $(BENCH_FL) -o $@ bench/gemm_bench.c $(BLAS_LIBS) $(LDLIBS)
 
-# the AMX engine's products against the tile unit's ceilings (one thread; where AMX is compiled)
-$(B)/bench/amx_ceiling: bench/amx_ceiling.c muon.h | $(B)/bench
-	$(CC) -std=c99 -O2 $(if $(HAVE_BF16_CC),$(SIMD_BF16),$(SIMD2)) $(WARN) -I. -o $@ bench/amx_ceiling.c $(LDLIBS)
-
 # the example trainer's step (model.c, cpu.c, libs.c built with the trainer's GPT_CFLAGS) against sgemm
 $(B)/bench/train_bench: bench/train_bench.c $(GPT_MODEL_DEPS) | $(B)/bench
 	$(CC) $(GPT_CFLAGS) $(BLAS_CFLAGS) -o $@ bench/train_bench.c $(GPT_MODEL_SRCS) $(BLAS_LIBS) $(LDLIBS)
@@ -55,6 +51,10 @@ else
 bench-build bench:
 	@echo "bench: skipped (needs a CBLAS: OpenBLAS found by pkg-config)"
 endif
+
+# the AMX engine's products against the tile unit's ceilings (one thread; where AMX is compiled; needs no BLAS)
+$(B)/bench/amx_ceiling: bench/amx_ceiling.c muon.h | $(B)/bench
+	$(CC) -std=c99 -O2 $(if $(HAVE_BF16_CC),$(SIMD_BF16),$(SIMD2)) $(WARN) -I. -o $@ bench/amx_ceiling.c $(LDLIBS)
 
 $(B)/bench:
 	@mkdir -p $@

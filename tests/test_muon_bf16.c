@@ -10,8 +10,8 @@
  *     values; the bound is the one PyTorch's bf16 NS (the reference implementation, torch 2.15)
  *     meets on the same matrices (docs/numerics.md, "bf16 Newton-Schulz").
  * Every variant runs these: scalar (reference kernel), AVX2 / AVX-512 / NEON (emulation on the
- * fp32 kernels), bf16 (AVX512-BF16 and AMX, where the CPU has them), aarch64-neonbf16 (BFDOT,
- * Armv8.6-A BF16, under qemu). */
+ * fp32 kernels), bf16 (AVX512-BF16 and AMX, where the CPU has them), aarch64-neonbf16 (BFMMLA
+ * and BFDOT, Armv8.6-A BF16, under qemu). */
 #define MUON_IMPLEMENTATION
 #include "muon.h"
 #include "test.h"
