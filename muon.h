@@ -1567,6 +1567,9 @@ static MUON__NOINLINE void muon__gemm_pack_pairs_rowwise16(const float *M, size_
 #undef MUON__T16_ST
 #endif
 
+/* k values per group of a bf16 pack kind that muon__gemm_pack_pairs writes (MMLA 4, else 2) */
+static size_t muon__gemm_pack_group(const muon__gemm_kernel *kr) { return kr->pack == MUON__PACK_MMLA ? 4 : 2; }
+
 /* (frames of their own: the packers stay off the stack path of the micro-kernel call) */
 static MUON__NOINLINE void muon__gemm_pack_a_any(const muon__gemm_kernel *kr, muon_transpose ta, const float *A,
                                                  size_t lda, size_t i0, size_t mr_eff, size_t p0, size_t kc,
@@ -1578,7 +1581,7 @@ static MUON__NOINLINE void muon__gemm_pack_a_any(const muon__gemm_kernel *kr, mu
         return;
     case MUON__PACK_DP:
     case MUON__PACK_MMLA:
-        muon__gemm_pack_pairs(1, ta, A, lda, i0, mr_eff, p0, kc, kr->mr, kr->kgran, kr->pack == MUON__PACK_DP ? 2 : 4,
+        muon__gemm_pack_pairs(1, ta, A, lda, i0, mr_eff, p0, kc, kr->mr, kr->kgran, muon__gemm_pack_group(kr),
                               (uint16_t *)(void *)dst);
         return;
     case MUON__PACK_AMX:
@@ -1602,16 +1605,15 @@ static MUON__NOINLINE void muon__gemm_pack_b_any(const muon__gemm_kernel *kr, mu
         return;
     case MUON__PACK_DP:
     case MUON__PACK_AMX:
+    case MUON__PACK_MMLA:
 #ifdef MUON__BF16_DP /* (op(B) = B with NR 32: the driver packs whole blocks, pack_pairs_b_block) */
-        if (tb == MUON_TRANS && kr->nr % 16 == 0) {
+        if (tb == MUON_TRANS && kr->nr % 16 == 0 && muon__gemm_pack_group(kr) == 2) {
             muon__gemm_pack_pairs_rowwise16(B, ldb, j0, nr_eff, p0, kc, kr->nr, kr->kgran, (uint16_t *)(void *)dst);
             return;
         }
 #endif
-        muon__gemm_pack_pairs(0, tb, B, ldb, j0, nr_eff, p0, kc, kr->nr, kr->kgran, 2, (uint16_t *)(void *)dst);
-        return;
-    case MUON__PACK_MMLA:
-        muon__gemm_pack_pairs(0, tb, B, ldb, j0, nr_eff, p0, kc, kr->nr, kr->kgran, 4, (uint16_t *)(void *)dst);
+        muon__gemm_pack_pairs(0, tb, B, ldb, j0, nr_eff, p0, kc, kr->nr, kr->kgran, muon__gemm_pack_group(kr),
+                              (uint16_t *)(void *)dst);
         return;
     case MUON__PACK_F32:
         break;
@@ -2525,8 +2527,8 @@ static muon_status muon__bgemm_ws_t(int threads, int which, int syrk, muon_trans
 }
 /* The geometries {mr, nr, kgran, esz} a Newton-Schulz product can run on: the build's fp32
  * kernel, then the bf16 ones (emulation, vdpbf16ps, BFDOT and BFMMLA, AMX, as compiled), then
- * the bf16 scalar reference (the tests' path only). Sizes are queried from this table, not from kernel structs,
- * to keep the size queries' stack small. */
+ * the bf16 scalar reference (the tests' path only). Sizes are queried from this table, not from
+ * kernel structs, to keep the size queries' stack small. */
 #if defined(MUON__GEMM_AVX512)
 #define MUON__GEMM_BUILD_GEO MUON__GEMM_AVX512_MR, MUON__GEMM_AVX512_NR
 #elif defined(MUON__GEMM_AVX2)
@@ -3228,9 +3230,7 @@ typedef struct muon__xns {
 
 /* The engine's region for an m x n iterate on t threads: fp32 A (sz[0] bytes: the lower tiles,
  * each 4 KB contiguous, so that a tile's stores and loads run through consecutive lines rather
- * than 32 rows 4m bytes apart; about half of m^2 floats for large m),
- * four layouts of X
- * (sz[1] each; two of them X as a B operand, alternating), three of m x m matrices (sz[2] each),
+ * than 32 rows 4m bytes apart; about half of m^2 floats for large m), four layouts of X (sz[1] each; two of them X as a B operand, alternating), three of m x m matrices (sz[2] each),
  * and per thread (*per bytes) a C block (*cbytes: at most MUON__XB square, no larger than the
  * products' C), two 32 x 32 fp32 tiles and a flag. Returns the bytes (0 on overflow). */
 static MUON__ALWAYS_INLINE size_t muon__xns_sizes(size_t m, size_t n, int t, size_t sz[3], size_t *per,
