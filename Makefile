@@ -60,7 +60,8 @@ SIMD_BF16    := -mavx512f -mavx512bw -mavx512vl -mavx512bf16 -mamx-tile -mamx-bf
 V_bf16_CC    := $(CC)
 V_bf16_FL    := -std=c99 -O2 $(SIMD_BF16) $(OMP)
 BF16_TESTS   := test_muon_bf16 test_muon test_muon_gemm test_hostile_muon test_edges_muon
-# the bf16 suite again under ASan/UBSan (the AMX engine's packing and tile loads)
+# the bf16 suite again under ASan/UBSan (the AMX engine's packing and tile loads), and the GEMM
+# suite with the AVX-512 kernels (the asan variant is AVX2)
 V_bf16asan_CC := $(CC)
 V_bf16asan_FL := -std=c99 $(SAN_FLAGS) $(SIMD_BF16) $(OMP)
 HAVE_BF16_CC := $(shell echo 'int main(void){return 0;}' | $(CC) -mavx512bf16 -mamx-tile -mamx-bf16 -x c - -o /dev/null 2>/dev/null && echo 1)
@@ -69,6 +70,12 @@ HAVE_BF16_CC := $(shell echo 'int main(void){return 0;}' | $(CC) -mavx512bf16 -m
 V_rnfloat_CC := $(CC)
 V_rnfloat_FL := -std=c99 -O2 -DRN_FLOAT_ARITH $(OMP)
 RNFLOAT_TESTS := test_rownorm test_edges_rownorm test_rownorm_shard test_rownorm_float
+
+# the GEMM suite with small cache blocks (many row blocks, k blocks and column chunks on small
+# matrices; SSYRK's panels read in place meet every block edge), AVX-512 where the CPU has it
+V_smallblk_CC := $(CC)
+V_smallblk_FL := -std=c99 -O2 $(if $(HAVE_AVX512),$(SIMD512),$(SIMD2)) $(OMP) -DMUON_GEMM_MC=70 -DMUON_GEMM_KC=37 -DMUON_GEMM_NC=96
+SMALLBLK_TESTS := test_muon_gemm
 
 VARIANTS := scalar avx2 cxx asan
 ifeq ($(ARCH),x86_64)
@@ -91,13 +98,17 @@ $(foreach v,$(VARIANTS),$(eval $(call variant_rule,$(v))))
 TEST_BINS := $(foreach v,$(VARIANTS),$(addprefix $(B)/$(v)/,$(TEST_NAMES)))
 RUN_BINS  := $(foreach v,$(RUN_VARIANTS),$(addprefix $(B)/$(v)/,$(TEST_NAMES)))
 $(eval $(call variant_rule,rnfloat))
+$(eval $(call variant_rule,smallblk))
+SMALLBLK_BINS := $(addprefix $(B)/smallblk/,$(SMALLBLK_TESTS))
+TEST_BINS += $(SMALLBLK_BINS)
+RUN_BINS  += $(SMALLBLK_BINS)
 RNFLOAT_BINS := $(addprefix $(B)/rnfloat/,$(RNFLOAT_TESTS))
 TEST_BINS += $(RNFLOAT_BINS)
 RUN_BINS  += $(RNFLOAT_BINS)
 ifeq ($(ARCH)$(HAVE_BF16_CC),x86_641)
 $(eval $(call variant_rule,bf16))
 $(eval $(call variant_rule,bf16asan))
-BF16_BINS := $(addprefix $(B)/bf16/,$(BF16_TESTS)) $(B)/bf16asan/test_muon_bf16
+BF16_BINS := $(addprefix $(B)/bf16/,$(BF16_TESTS)) $(B)/bf16asan/test_muon_bf16 $(B)/bf16asan/test_muon_gemm
 TEST_BINS += $(BF16_BINS)
 RUN_BINS  += $(if $(HAVE_BF16),$(BF16_BINS))
 endif

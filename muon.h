@@ -886,7 +886,9 @@ MUONDEF const char *muon_status_string(muon_status s)
  *   NEON       8 x  8: 16 q accumulators + 2 B + 2 A (lane-indexed vfmaq_laneq_f32), AArch64.
  *   scalar     4 x  8: plain C, compiled always (the reference; MUON_NO_SIMD selects it).
  * Packing turns all four transposes into one layout; the two strided cases (op(A) = A,
- * op(B) = B^T) go through 8 x 8 AVX transposes on x86.
+ * op(B) = B^T) go through 8 x 8 AVX transposes on x86 (16 x 16 with AVX-512 where the panel is a
+ * multiple of 16 wide). SSYRK with the AVX-512 kernel packs its operand once and reads the A
+ * micro-panels in place (muon__gemm_syrk_direct).
  */
 
 /* Kernel selection: compile-time, from the compiler's target macros. */
@@ -1040,20 +1042,21 @@ static void muon__gemm_ukr_scalar(size_t kc, const float *MUON__GEMM_RESTRICT a,
 #ifdef MUON__GEMM_AVX512
 #define MUON__GEMM_AVX512_MR 14
 #define MUON__GEMM_AVX512_NR 32
-/* One k step for row r: broadcast a[r], FMA into both accumulators of that row. */
-#define MUON__Z_ROW(r)                                                                       \
+/* One k step for row r: broadcast row r's value AR(r), FMA into both accumulators of that row. */
+#define MUON__Z_ROW(r, AR)                                                                   \
     do {                                                                                     \
-        __m512 ar_ = _mm512_set1_ps(a[r]);                                                   \
+        __m512 ar_ = _mm512_set1_ps(AR(r));                                                  \
         c##r##0 = _mm512_fmadd_ps(ar_, b0, c##r##0);                                         \
         c##r##1 = _mm512_fmadd_ps(ar_, b1, c##r##1);                                         \
     } while (0)
-#define MUON__Z_STEP()                                                                       \
+#define MUON__Z_STEP(AR, ADV)                                                                \
     do {                                                                                     \
         __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);                        \
-        MUON__Z_ROW(0); MUON__Z_ROW(1); MUON__Z_ROW(2); MUON__Z_ROW(3); MUON__Z_ROW(4);      \
-        MUON__Z_ROW(5); MUON__Z_ROW(6); MUON__Z_ROW(7); MUON__Z_ROW(8); MUON__Z_ROW(9);      \
-        MUON__Z_ROW(10); MUON__Z_ROW(11); MUON__Z_ROW(12); MUON__Z_ROW(13);                  \
-        a += MUON__GEMM_AVX512_MR;                                                           \
+        MUON__Z_ROW(0, AR); MUON__Z_ROW(1, AR); MUON__Z_ROW(2, AR); MUON__Z_ROW(3, AR);      \
+        MUON__Z_ROW(4, AR); MUON__Z_ROW(5, AR); MUON__Z_ROW(6, AR); MUON__Z_ROW(7, AR);      \
+        MUON__Z_ROW(8, AR); MUON__Z_ROW(9, AR); MUON__Z_ROW(10, AR); MUON__Z_ROW(11, AR);    \
+        MUON__Z_ROW(12, AR); MUON__Z_ROW(13, AR);                                            \
+        ADV;                                                                                 \
         b += MUON__GEMM_AVX512_NR;                                                           \
     } while (0)
 #define MUON__Z_STORE(r)                                                                     \
@@ -1072,36 +1075,84 @@ static void muon__gemm_ukr_scalar(size_t kc, const float *MUON__GEMM_RESTRICT a,
                                                        _mm512_mul_ps(vb, _mm512_loadu_ps(cr_ + 16)))); \
         }                                                                                    \
     } while (0)
+/* a k step with B's line 8 steps ahead prefetched */
+#define MUON__Z_PSTEP(AR, ADV)                                                               \
+    do {                                                                                     \
+        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX512_NR), _MM_HINT_T0);             \
+        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX512_NR + 16), _MM_HINT_T0);        \
+        MUON__Z_STEP(AR, ADV);                                                               \
+    } while (0)
+/* The kernel's body: A's row r at k step p is AR(r) after p ADVs; B [kc][32] packed. */
+#define MUON__Z_BODY(AR, ADV)                                                                \
+    {                                                                                        \
+        __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00; \
+        __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00; \
+        __m512 c70 = c00, c71 = c00, c80 = c00, c81 = c00, c90 = c00, c91 = c00, c100 = c00, c101 = c00; \
+        __m512 c110 = c00, c111 = c00, c120 = c00, c121 = c00, c130 = c00, c131 = c00;      \
+        __m512 va, vb;                                                                       \
+        size_t p;                                                                            \
+        for (p = 0; p + 4 <= kc; p += 4) {                                                   \
+            MUON__Z_PSTEP(AR, ADV); MUON__Z_PSTEP(AR, ADV);                                 \
+            MUON__Z_PSTEP(AR, ADV); MUON__Z_PSTEP(AR, ADV);                                 \
+        }                                                                                    \
+        for (; p < kc; p++) MUON__Z_STEP(AR, ADV);                                           \
+        va = _mm512_set1_ps(alpha);                                                          \
+        vb = _mm512_set1_ps(beta);                                                           \
+        MUON__Z_STORE(0); MUON__Z_STORE(1); MUON__Z_STORE(2); MUON__Z_STORE(3); MUON__Z_STORE(4); \
+        MUON__Z_STORE(5); MUON__Z_STORE(6); MUON__Z_STORE(7); MUON__Z_STORE(8); MUON__Z_STORE(9); \
+        MUON__Z_STORE(10); MUON__Z_STORE(11); MUON__Z_STORE(12); MUON__Z_STORE(13);          \
+    }
+#define MUON__Z_A(r) a[r]
 static void muon__gemm_ukr_avx512(size_t kc, const float *a, const float *b, float *c, size_t ldc,
                                   float alpha, float beta)
+MUON__Z_BODY(MUON__Z_A, a += MUON__GEMM_AVX512_MR)
+
+/* SSYRK's A read in place from its packed B panels ([kc][32] each, muon__gemm_syrk_direct): row r
+ * of the micro-panel is a[r] while r < N0, then a1[r - N0] (the next panel), both 32 floats a
+ * k step. N0 is a compile-time constant: one instance per value the 14-row grid meets (a row
+ * start ii, a multiple of 14, sits at lane ii % 32: 0, 2, ..., 30; the panel holds 32 - lane of
+ * its 14 rows: all of them, or 2, 4, ..., 12). */
+#define MUON__Z_ADV2 (a += MUON__GEMM_AVX512_NR, a1 += MUON__GEMM_AVX512_NR)
+#define MUON__Z_SPLIT(r, N0) ((r) < (N0) ? a[(r)] : a1[(r) - (N0)])
+#define MUON__Z_S2(r) MUON__Z_SPLIT(r, 2)
+#define MUON__Z_S4(r) MUON__Z_SPLIT(r, 4)
+#define MUON__Z_S6(r) MUON__Z_SPLIT(r, 6)
+#define MUON__Z_S8(r) MUON__Z_SPLIT(r, 8)
+#define MUON__Z_S10(r) MUON__Z_SPLIT(r, 10)
+#define MUON__Z_S12(r) MUON__Z_SPLIT(r, 12)
+#define MUON__Z_SKERNEL(name, AR)                                                             \
+    static void name(size_t kc, const float *a, const float *a1, const float *b, float *c, size_t ldc, \
+                     float alpha, float beta) MUON__Z_BODY(AR, MUON__Z_ADV2)
+MUON__Z_SKERNEL(muon__gemm_ukr_avx512_s14, MUON__Z_A)
+MUON__Z_SKERNEL(muon__gemm_ukr_avx512_s2, MUON__Z_S2)
+MUON__Z_SKERNEL(muon__gemm_ukr_avx512_s4, MUON__Z_S4)
+MUON__Z_SKERNEL(muon__gemm_ukr_avx512_s6, MUON__Z_S6)
+MUON__Z_SKERNEL(muon__gemm_ukr_avx512_s8, MUON__Z_S8)
+MUON__Z_SKERNEL(muon__gemm_ukr_avx512_s10, MUON__Z_S10)
+MUON__Z_SKERNEL(muon__gemm_ukr_avx512_s12, MUON__Z_S12)
+typedef void (*muon__gemm_ukr2_fn)(size_t kc, const float *a, const float *a1, const float *b, float *c,
+                                   size_t ldc, float alpha, float beta);
+/* the instance for a micro-panel whose first n0 rows are in its first panel (n0 >= 14: all) */
+static muon__gemm_ukr2_fn muon__gemm_ukr_avx512_split(size_t n0)
 {
-    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-    __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00;
-    __m512 c70 = c00, c71 = c00, c80 = c00, c81 = c00, c90 = c00, c91 = c00, c100 = c00, c101 = c00;
-    __m512 c110 = c00, c111 = c00, c120 = c00, c121 = c00, c130 = c00, c131 = c00;
-    __m512 va, vb;
-    size_t p;
-    for (p = 0; p + 4 <= kc; p += 4) {
-        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX512_NR), _MM_HINT_T0);
-        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX512_NR + 16), _MM_HINT_T0);
-        MUON__Z_STEP();
-        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX512_NR), _MM_HINT_T0);
-        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX512_NR + 16), _MM_HINT_T0);
-        MUON__Z_STEP();
-        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX512_NR), _MM_HINT_T0);
-        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX512_NR + 16), _MM_HINT_T0);
-        MUON__Z_STEP();
-        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX512_NR), _MM_HINT_T0);
-        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX512_NR + 16), _MM_HINT_T0);
-        MUON__Z_STEP();
-    }
-    for (; p < kc; p++) MUON__Z_STEP();
-    va = _mm512_set1_ps(alpha);
-    vb = _mm512_set1_ps(beta);
-    MUON__Z_STORE(0); MUON__Z_STORE(1); MUON__Z_STORE(2); MUON__Z_STORE(3); MUON__Z_STORE(4);
-    MUON__Z_STORE(5); MUON__Z_STORE(6); MUON__Z_STORE(7); MUON__Z_STORE(8); MUON__Z_STORE(9);
-    MUON__Z_STORE(10); MUON__Z_STORE(11); MUON__Z_STORE(12); MUON__Z_STORE(13);
+    static const muon__gemm_ukr2_fn by_half[7] = {muon__gemm_ukr_avx512_s14, muon__gemm_ukr_avx512_s2,
+                                                  muon__gemm_ukr_avx512_s4,  muon__gemm_ukr_avx512_s6,
+                                                  muon__gemm_ukr_avx512_s8,  muon__gemm_ukr_avx512_s10,
+                                                  muon__gemm_ukr_avx512_s12};
+    return n0 >= MUON__GEMM_AVX512_MR ? by_half[0] : n0 % 2 == 0 && n0 > 0 ? by_half[n0 / 2] : NULL;
 }
+#undef MUON__Z_SKERNEL
+#undef MUON__Z_S2
+#undef MUON__Z_S4
+#undef MUON__Z_S6
+#undef MUON__Z_S8
+#undef MUON__Z_S10
+#undef MUON__Z_S12
+#undef MUON__Z_SPLIT
+#undef MUON__Z_ADV2
+#undef MUON__Z_A
+#undef MUON__Z_BODY
+#undef MUON__Z_PSTEP
 #undef MUON__Z_ROW
 #undef MUON__Z_STEP
 #undef MUON__Z_STORE
@@ -1272,12 +1323,66 @@ static void muon__gemm_tr8x8(const float *src, size_t ld, float *dst, size_t wid
 #define MUON__GEMM_HAVE_TR8 1
 #endif
 
+#ifdef MUON__GEMM_AVX512
+/* 16 x 16 transpose of 32-bit words (floats, or bf16 pairs) held in x0..x15, in named registers (as arrays
+ * the three stages took 3 KB of stack): 32-bit unpacks, 64-bit unpacks, then 128-bit lane
+ * shuffles; output row q (column q of the input) goes to the user's MUON__T16_ST(q, v). */
+#define MUON__T16_S1(i, j) __m512i a##i = _mm512_unpacklo_epi32(x##i, x##j), a##j = _mm512_unpackhi_epi32(x##i, x##j)
+#define MUON__T16_S2(i, i1, i2, i3) /* a i..i+3 -> 64-bit interleaves */                                 \
+    __m512i b##i = _mm512_unpacklo_epi64(a##i, a##i2), b##i1 = _mm512_unpackhi_epi64(a##i, a##i2),       \
+            b##i2 = _mm512_unpacklo_epi64(a##i1, a##i3), b##i3 = _mm512_unpackhi_epi64(a##i1, a##i3)
+#define MUON__T16_S3(c, c4, c8, c12) /* b lane L holds column 4L + c of rows 4i..4i+3 */                 \
+    do {                                                                                                 \
+        __m512i u0 = _mm512_shuffle_i32x4(b##c, b##c4, 0x88), u1 = _mm512_shuffle_i32x4(b##c, b##c4, 0xDD); \
+        __m512i v0 = _mm512_shuffle_i32x4(b##c8, b##c12, 0x88);                                          \
+        __m512i v1 = _mm512_shuffle_i32x4(b##c8, b##c12, 0xDD);                                          \
+        MUON__T16_ST(c, _mm512_shuffle_i32x4(u0, v0, 0x88));                                             \
+        MUON__T16_ST(c8, _mm512_shuffle_i32x4(u0, v0, 0xDD));                                            \
+        MUON__T16_ST(c4, _mm512_shuffle_i32x4(u1, v1, 0x88));                                            \
+        MUON__T16_ST(c12, _mm512_shuffle_i32x4(u1, v1, 0xDD));                                           \
+    } while (0)
+/* x0..x15 declared by the user's LD(i) */
+#define MUON__T16_LOAD(LD)                                                                               \
+    LD(0); LD(1); LD(2); LD(3); LD(4); LD(5); LD(6); LD(7);                                              \
+    LD(8); LD(9); LD(10); LD(11); LD(12); LD(13); LD(14); LD(15)
+#define MUON__T16_BODY()                                                                                 \
+    do {                                                                                                 \
+        MUON__T16_S1(0, 1); MUON__T16_S1(2, 3); MUON__T16_S1(4, 5); MUON__T16_S1(6, 7);                  \
+        MUON__T16_S1(8, 9); MUON__T16_S1(10, 11); MUON__T16_S1(12, 13); MUON__T16_S1(14, 15);            \
+        {                                                                                                \
+            MUON__T16_S2(0, 1, 2, 3); MUON__T16_S2(4, 5, 6, 7);                                          \
+            MUON__T16_S2(8, 9, 10, 11); MUON__T16_S2(12, 13, 14, 15);                                    \
+            MUON__T16_S3(0, 4, 8, 12);                                                                   \
+            MUON__T16_S3(1, 5, 9, 13);                                                                   \
+            MUON__T16_S3(2, 6, 10, 14);                                                                  \
+            MUON__T16_S3(3, 7, 11, 15);                                                                  \
+        }                                                                                                \
+    } while (0)
+
+/* 16 rows x 16 values (each row's whole cache line when aligned) -> 16 vectors of 16 rows each,
+ * stored at dst + c*width (c = 0..15) */
+#define MUON__TF_LD(i) __m512i x##i = _mm512_castps_si512(_mm512_loadu_ps(src + (size_t)(i) * ld))
+#define MUON__T16_ST(q, v) _mm512_storeu_ps(dst + (size_t)(q) * width, _mm512_castsi512_ps(v))
+static void muon__gemm_tr16x16(const float *src, size_t ld, float *dst, size_t width)
+{
+    MUON__T16_LOAD(MUON__TF_LD);
+    MUON__T16_BODY();
+}
+#undef MUON__TF_LD
+#undef MUON__T16_ST
+#endif
+
 static MUON__ALWAYS_INLINE void muon__gemm_pack_rows_tr(const float *src, size_t ld, size_t rows_eff, size_t kc, size_t width,
                                     float *MUON__GEMM_RESTRICT dst)
 {
     size_t p = 0, r;
 #ifdef MUON__GEMM_HAVE_TR8
     if (rows_eff == width && width >= 8) {
+#ifdef MUON__GEMM_AVX512
+        if (width % 16 == 0) /* 16 x 16 blocks: whole cache lines of the rows, half the shuffles */
+            for (; p + 16 <= kc; p += 16)
+                for (r = 0; r < width; r += 16) muon__gemm_tr16x16(src + r * ld + p, ld, dst + p * width + r, width);
+#endif
         /* row groups of 8; the last group may overlap the previous one (same values rewritten) */
         for (; p + 8 <= kc; p += 8) {
             for (r = 0; r + 8 <= width; r += 8) muon__gemm_tr8x8(src + r * ld + p, ld, dst + p * width + r, width);
@@ -1499,41 +1604,6 @@ static MUON__NOINLINE void muon__gemm_pack_pairs_b_block(const float *M, size_t 
         }
     }
 }
-
-/* 16 x 16 transpose of 32-bit words (bf16 pairs) held in x0..x15, in named registers (as arrays
- * the three stages took 3 KB of stack): 32-bit unpacks, 64-bit unpacks, then 128-bit lane
- * shuffles; output row q (column q of the input) goes to the user's MUON__T16_ST(q, v). */
-#define MUON__T16_S1(i, j) __m512i a##i = _mm512_unpacklo_epi32(x##i, x##j), a##j = _mm512_unpackhi_epi32(x##i, x##j)
-#define MUON__T16_S2(i, i1, i2, i3) /* a i..i+3 -> 64-bit interleaves */                                 \
-    __m512i b##i = _mm512_unpacklo_epi64(a##i, a##i2), b##i1 = _mm512_unpackhi_epi64(a##i, a##i2),       \
-            b##i2 = _mm512_unpacklo_epi64(a##i1, a##i3), b##i3 = _mm512_unpackhi_epi64(a##i1, a##i3)
-#define MUON__T16_S3(c, c4, c8, c12) /* b lane L holds column 4L + c of rows 4i..4i+3 */                 \
-    do {                                                                                                 \
-        __m512i u0 = _mm512_shuffle_i32x4(b##c, b##c4, 0x88), u1 = _mm512_shuffle_i32x4(b##c, b##c4, 0xDD); \
-        __m512i v0 = _mm512_shuffle_i32x4(b##c8, b##c12, 0x88);                                          \
-        __m512i v1 = _mm512_shuffle_i32x4(b##c8, b##c12, 0xDD);                                          \
-        MUON__T16_ST(c, _mm512_shuffle_i32x4(u0, v0, 0x88));                                             \
-        MUON__T16_ST(c8, _mm512_shuffle_i32x4(u0, v0, 0xDD));                                            \
-        MUON__T16_ST(c4, _mm512_shuffle_i32x4(u1, v1, 0x88));                                            \
-        MUON__T16_ST(c12, _mm512_shuffle_i32x4(u1, v1, 0xDD));                                           \
-    } while (0)
-/* x0..x15 declared by the user's LD(i) */
-#define MUON__T16_LOAD(LD)                                                                               \
-    LD(0); LD(1); LD(2); LD(3); LD(4); LD(5); LD(6); LD(7);                                              \
-    LD(8); LD(9); LD(10); LD(11); LD(12); LD(13); LD(14); LD(15)
-#define MUON__T16_BODY()                                                                                 \
-    do {                                                                                                 \
-        MUON__T16_S1(0, 1); MUON__T16_S1(2, 3); MUON__T16_S1(4, 5); MUON__T16_S1(6, 7);                  \
-        MUON__T16_S1(8, 9); MUON__T16_S1(10, 11); MUON__T16_S1(12, 13); MUON__T16_S1(14, 15);            \
-        {                                                                                                \
-            MUON__T16_S2(0, 1, 2, 3); MUON__T16_S2(4, 5, 6, 7);                                          \
-            MUON__T16_S2(8, 9, 10, 11); MUON__T16_S2(12, 13, 14, 15);                                    \
-            MUON__T16_S3(0, 4, 8, 12);                                                                   \
-            MUON__T16_S3(1, 5, 9, 13);                                                                   \
-            MUON__T16_S3(2, 6, 10, 14);                                                                  \
-            MUON__T16_S3(3, 7, 11, 15);                                                                  \
-        }                                                                                                \
-    } while (0)
 
 /* Pairs where each output index r reads a contiguous run of k (op(A) = A, op(B) = B^T), w a
  * multiple of 16: 16 rows x 32 k converted (16 pairs each), transposed (MUON__T16_BODY), stored
@@ -1991,6 +2061,7 @@ typedef struct muon__gemm_blocks {
     size_t mc, kc, nc; /* mc: multiple of mr; nc: multiple of nr */
     size_t kgran, esz; /* the kernel's: a packed k block holds round_up(kc, kgran) values */
     size_t tile;       /* the kernel's edge tile, MR x NR floats */
+    size_t arows;      /* rows of the A region: mc, or up to 2 NR more (SSYRK's panels of its rows) */
 } muon__gemm_blocks;
 
 /* The blocks of kernel geometry mr x nr (k granule kgran, esz bytes a packed value) under the
@@ -2010,6 +2081,9 @@ static muon__gemm_blocks muon__gemm_blocking_geo(size_t mr, size_t nr, size_t kg
     bl.kgran = kgran;
     bl.esz = esz;
     bl.tile = mr * nr;
+    /* SSYRK's panels of a row block's rows span at most mc + 2 NR rows, and no more than op(A) */
+    bl.arows = muon__gemm_round_up(m, nr) < bl.mc + 2 * nr ? muon__gemm_round_up(m, nr) : bl.mc + 2 * nr;
+    if (bl.arows < bl.mc) bl.arows = bl.mc;
     return bl;
 }
 static muon__gemm_blocks muon__gemm_blocking(const muon__gemm_kernel *kr, size_t m, size_t n, size_t k)
@@ -2020,7 +2094,7 @@ static muon__gemm_blocks muon__gemm_blocking(const muon__gemm_kernel *kr, size_t
 /* Packing space per thread: its own A panel (mc x kc) and B block (kc x nc), cache-line aligned. */
 static size_t muon__gemm_bytes_a(const muon__gemm_blocks *bl)
 {
-    return muon__gemm_round_up(bl->mc * muon__gemm_round_up(bl->kc, bl->kgran) * bl->esz, MUON__GEMM_ALIGN);
+    return muon__gemm_round_up(bl->arows * muon__gemm_round_up(bl->kc, bl->kgran) * bl->esz, MUON__GEMM_ALIGN);
 }
 static size_t muon__gemm_bytes_b(const muon__gemm_blocks *bl)
 {
@@ -2143,6 +2217,61 @@ static void muon__gemm_macro(const muon__gemm_problem *g, const muon__gemm_kerne
     }
 }
 
+#ifdef MUON__GEMM_AVX512
+/* SSYRK with the AVX-512 kernel, for row block [i0, i0 + mc) and k block [p0, p0 + kc): both
+ * operands are the same rows of op(A), so each k block is packed once, as B panels ([kc][32]).
+ * The panels of the block's own rows (global panels [qr0, npb)) go to the A region (arows: mc + 2
+ * NR rows hold them), where the split instances of the kernel read each A micro-panel in place
+ * (muon__gemm_ukr_avx512_split); the columns left of them are packed a chunk at a time into the
+ * B region, as for a GEMM. The same values in the same k order as packing A from X: the same
+ * bits. (Rows past op(A)'s end read some packed values; their C rows are never stored.) */
+static MUON__ALWAYS_INLINE void muon__gemm_syrk_tiles(const muon__gemm_problem *g, const float *ra, size_t qr0, size_t npb,
+                                  const float *bp, size_t jq, size_t jqend, size_t i0, size_t npa, size_t kc,
+                                  float beta, float *tile)
+{
+    const size_t mr = MUON__GEMM_AVX512_MR, nr = MUON__GEMM_AVX512_NR, ps = nr * kc;
+    size_t ir, q;
+    for (ir = 0; ir < npa; ir++) {
+        size_t ii = i0 + ir * mr, mre = g->m - ii < mr ? g->m - ii : mr, pa = ii / nr, n0 = nr - ii % nr;
+        const float *a = ra + (pa - qr0) * ps + ii % nr, *a1 = n0 < mr && pa + 1 < npb ? ra + (pa + 1 - qr0) * ps : a;
+        muon__gemm_ukr2_fn fn = muon__gemm_ukr_avx512_split(n0); /* (n0 is even: ii is a multiple of 14) */
+        for (q = jq; q < jqend; q++) {
+            size_t jj = q * nr, nre = g->n - jj < nr ? g->n - jj : nr;
+            const float *bq = bp + (q - jq) * ps;
+            float *cp = g->C + ii * g->ldc + jj;
+            if (jj > ii + mre - 1) break; /* this tile and later: above */
+            if (mre == mr && nre == nr && jj + nr - 1 <= ii) {
+                fn(kc, a, a1, bq, cp, g->ldc, g->alpha, beta);
+            } else {
+                fn(kc, a, a1, bq, tile, nr, 1.0f, 0.0f);
+                muon__gemm_store_partial(tile, nr, cp, g->ldc, mre, nre, g->alpha, beta, (ptrdiff_t)ii - (ptrdiff_t)jj);
+            }
+        }
+    }
+}
+static MUON__ALWAYS_INLINE void muon__gemm_syrk_direct(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
+                                   const muon__gemm_blocks *bl, size_t i0, size_t mc, size_t p0, size_t kc,
+                                   float beta, unsigned char *apack, unsigned char *bpack, float *tile)
+{
+    const size_t nr = MUON__GEMM_AVX512_NR, ncp = bl->nc / nr, ps = nr * kc;
+    const size_t qr0 = i0 / nr, npb = muon__gemm_ceil_div(i0 + mc, nr), npa = muon__gemm_ceil_div(mc, kr->mr);
+    float *ra = (float *)(void *)apack, *bp = (float *)(void *)bpack;
+    size_t q, jq, jqend;
+    for (q = qr0; q < npb; q++)
+        muon__gemm_pack_b(g->tb, g->B, g->ldb, q * nr, g->n - q * nr < nr ? g->n - q * nr : nr, p0, kc, nr,
+                          ra + (q - qr0) * ps);
+    for (jq = 0; jq < qr0; jq = jqend) { /* the columns left of the block's rows */
+        jqend = jq + ncp < qr0 ? jq + ncp : qr0;
+        for (q = jq; q < jqend; q++) muon__gemm_pack_b(g->tb, g->B, g->ldb, q * nr, nr, p0, kc, nr, bp + (q - jq) * ps);
+        muon__gemm_syrk_tiles(g, ra, qr0, npb, bp, jq, jqend, i0, npa, kc, beta, tile);
+    }
+    for (jq = qr0; jq < npb; jq = jqend) { /* the block's own columns, read from the A region */
+        jqend = jq + ncp < npb ? jq + ncp : npb;
+        muon__gemm_syrk_tiles(g, ra, qr0, npb, ra + (jq - qr0) * ps, jq, jqend, i0, npa, kc, beta, tile);
+    }
+}
+#endif
+
 /* One thread's share: rows [r0, r1) x column panels [q0, q1) of C, all of k: the blocked
  * loops (BLIS loops 5, 4, 3: MC row blocks, KC k blocks, NC column blocks) with their packing,
  * around the macro-kernel. No sharing, no barrier: it packs its own A panels and B blocks. */
@@ -2163,6 +2292,12 @@ static void muon__gemm_part(const muon__gemm_problem *g, const muon__gemm_kernel
             size_t kc = g->k - p0 < bl->kc ? g->k - p0 : bl->kc, qa, jq;
             size_t pstride = muon__gemm_round_up(kc, kr->kgran) * kr->esz; /* bytes per packed row */
             float beta = p0 == 0 ? g->beta : 1.0f;
+#ifdef MUON__GEMM_AVX512
+            if (g->syrk && kr->fn == muon__gemm_ukr_avx512 && kr->pack == MUON__PACK_F32) { /* (not bf16 EMU) */
+                muon__gemm_syrk_direct(g, kr, bl, i0, mc, p0, kc, beta, apack, bpack, tile);
+                continue;
+            }
+#endif
             for (qa = 0; qa < npa; qa++) {
                 size_t ii = i0 + qa * mr;
                 muon__gemm_pack_a_any(kr, g->ta, g->A, g->lda, ii, g->m - ii < mr ? g->m - ii : mr, p0, kc,
@@ -2456,7 +2591,7 @@ static muon_status muon__gemm_cblas(const muon__gemm_problem *g)
 /* Per-thread packing space (and edge tile) for the largest blocks kernel kr can use. */
 static size_t muon__gemm_ws_bound(const muon__gemm_kernel *kr)
 {
-    size_t mc = kr->mc + MUON__GEMM_MR_MAX, nc = kr->nc + MUON__GEMM_NR_MAX;
+    size_t mc = kr->mc + MUON__GEMM_MR_MAX + 2 * MUON__GEMM_NR_MAX, nc = kr->nc + MUON__GEMM_NR_MAX;
     return muon__gemm_round_up(mc * kr->kc * sizeof(float), MUON__GEMM_ALIGN) +
            muon__gemm_round_up(nc * kr->kc * sizeof(float), MUON__GEMM_ALIGN) + MUON__GEMM_BYTES_T;
 }

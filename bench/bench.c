@@ -817,6 +817,45 @@ static void gemm_blas(void *p)
                     (int)g->k, g->B, (int)g->n, 0.0f, g->C, (int)g->n);
 }
 
+/* SSYRK's rate against SGEMM's on the same X (issue 17: symmetric products at the SGEMM rate):
+ * X X^T (m(m+1)n flops, the lower triangle) and B X (2 m^2 n), both built-in, alternating. */
+static void section_syrk_rate(int thr, int reps)
+{
+    static const size_t shapes[][2] = {{768, 768}, {768, 3072}, {1024, 4096}, {2048, 2048}};
+    size_t si;
+    for (si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        gemm_ctx s, g;
+        job jobs[2];
+        double med[2], rs, rg;
+        char what[48], o[32], bb[48];
+        const size_t m = shapes[si][0], n = shapes[si][1];
+        memset(&s, 0, sizeof s);
+        s.syrk = 1; s.n = m; s.k = n;
+        s.A = falloc(m * n);
+        fill_normal((float *)s.A, m * n, 1.0);
+        s.C = falloc(m * m);
+        s.wsb = muon_gemm_workspace_size(2);
+        s.ws = malloc(s.wsb);
+        g = s;
+        g.syrk = 0; g.m = m; g.n = n; g.k = m;
+        g.A = falloc(m * m);
+        fill_normal((float *)g.A, m * m, 1.0);
+        g.B = s.A;
+        g.C = falloc(m * n);
+        memset(jobs, 0, sizeof jobs);
+        jobs[0].fn = gemm_muon; jobs[0].ctx = &s;
+        jobs[1].fn = gemm_muon; jobs[1].ctx = &g;
+        measure(jobs, 2, reps, med);
+        rs = (double)m * (double)(m + 1) * (double)n / med[0] * 1e-9;
+        rg = 2.0 * (double)m * (double)m * (double)n / med[1] * 1e-9;
+        bfmt(what, sizeof what, "ssyrk rate / sgemm rate, X %zux%zu", m, n);
+        bfmt(o, sizeof o, "ssyrk %.1f GF/s", rs);
+        bfmt(bb, sizeof bb, "sgemm B.X %.1f GF/s", rg);
+        add_row("gemm", what, thr, o, bb, rs / rg, "speed>=1.0", rs / rg >= 1.0);
+        free((void *)s.A); free(s.C); free(s.ws); free((void *)g.A); free(g.C);
+    }
+}
+
 static void section_gemm(const int *thr, int nthr, int reps)
 {
     static const struct {
@@ -864,6 +903,7 @@ static void section_gemm(const int *thr, int nthr, int reps)
             add_row("gemm", shapes[si].what, thr[ti], o, bb, med[1] / med[0], "speed>=0.6", med[1] / med[0] >= 0.6);
             free((void *)g.A); free((void *)g.B); free(g.C); free(g.ws);
         }
+        section_syrk_rate(thr[ti], reps);
     }
 }
 

@@ -246,6 +246,38 @@ static void test_syrk(void)
     syrk_case(MUON_NO_TRANS, 1030, 5, 1.0f, 0.0f, 0, &r); /* crosses MC */
 }
 
+/* SSYRK's lower triangle is the GEMM op(A) op(A)^T's, bit for bit (alpha 1, beta 0: the same
+ * kernel, the same k order; SSYRK reads its A micro-panels where it packed X's rows as B panels,
+ * in place, at every lane offset the 14-row grid meets on 32-row panels), and its upper one the
+ * mirror. Sizes meet partial panels, micro-panels past n, several column chunks and row blocks
+ * (and, in the smallblk build, many of each); 1 to 3 threads split the rows. */
+static void test_syrk_matches_gemm(void)
+{
+    static const size_t cases[][2] = {{128, 37}, {129, 400}, {150, 75}, {222, 5}, {300, 400},
+                                      {470, 390}, {1030, 5}, {1030, 41}};
+    t_rng r = {11};
+    size_t i, a, b;
+    int x, t;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (x = 0; x < 2; x++) {
+            size_t n = cases[i][0], k = cases[i][1], bad = 0, asym = 0;
+            tmat A = op_storage(TR[x], n, k, 1, &r);
+            float *S = (float *)malloc(n * n * sizeof(float)), *G = (float *)malloc(n * n * sizeof(float));
+            CHECK(muon__sgemm_builtin(0, 1, TR[x], TR[1 - x], n, n, k, 1.0f, A.v, A.ld, A.v, A.ld, 0.0f, G, n) == MUON_OK);
+            for (t = 1; t <= 3; t++) {
+                CHECK(muon__ssyrk_builtin(0, t, TR[x], n, k, 1.0f, A.v, A.ld, 0.0f, S, n) == MUON_OK);
+                for (a = 0; a < n; a++)
+                    for (b = 0; b <= a; b++) {
+                        bad += memcmp(&S[a * n + b], &G[a * n + b], sizeof(float)) != 0;
+                        asym += memcmp(&S[a * n + b], &S[b * n + a], sizeof(float)) != 0;
+                    }
+            }
+            CHECK_MSG(bad == 0 && asym == 0, "ssyrk %c n=%zu k=%zu: %zu elements differ from the gemm, %zu asymmetric",
+                      x ? 'T' : 'N', n, k, bad, asym);
+            free(A.v); free(S); free(G);
+        }
+}
+
 /* Every error: the right status and C byte-for-byte untouched. */
 static void test_errors_leave_c_untouched(void)
 {
@@ -447,6 +479,7 @@ int main(void)
     RUN(test_gemm_alpha_zero);
     RUN(test_gemm_by_hand);
     RUN(test_syrk);
+    RUN(test_syrk_matches_gemm);
     RUN(test_errors_leave_c_untouched);
     RUN(test_ws_fewer_threads);
     RUN(test_allocation_policy);
