@@ -2066,8 +2066,9 @@ typedef struct muon__gemm_blocks {
 
 /* The blocks of kernel geometry mr x nr (k granule kgran, esz bytes a packed value) under the
  * cache bounds mcb, kcb, ncb (the kernel's, or the build's defaults for a size query). */
-static muon__gemm_blocks muon__gemm_blocking_geo(size_t mr, size_t nr, size_t kgran, size_t esz, size_t mcb,
-                                                 size_t kcb, size_t ncb, size_t m, size_t n, size_t k)
+static MUON__ALWAYS_INLINE muon__gemm_blocks muon__gemm_blocking_geo(size_t mr, size_t nr, size_t kgran, size_t esz,
+                                                                    size_t mcb, size_t kcb, size_t ncb, size_t m,
+                                                                    size_t n, size_t k)
 {
     muon__gemm_blocks bl;
     size_t mcmax = mcb / mr * mr, ncmax = ncb / nr * nr, kcmax = kcb, nb;
