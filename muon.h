@@ -887,8 +887,8 @@ MUONDEF const char *muon_status_string(muon_status s)
  *   scalar     4 x  8: plain C, compiled always (the reference; MUON_NO_SIMD selects it).
  * Packing turns all four transposes into one layout; the two strided cases (op(A) = A,
  * op(B) = B^T) go through 8 x 8 AVX transposes on x86 (16 x 16 with AVX-512 where the panel is a
- * multiple of 16 wide). SSYRK with the AVX-512 kernel packs its operand once and reads the A
- * micro-panels in place (muon__gemm_syrk_direct).
+ * multiple of 16 wide). SSYRK with the AVX-512 or AVX2 kernel packs its operand once and reads
+ * the A micro-panels in place (muon__gemm_syrk_direct).
  */
 
 /* Kernel selection: compile-time, from the compiler's target macros. */
@@ -989,6 +989,9 @@ MUONDEF const char *muon_status_string(muon_status s)
  * (beta == 0: C not read). a, b: packed micro-panels; always a full tile. */
 typedef void (*muon__gemm_ukr_fn)(size_t kc, const float *a, const float *b, float *c, size_t ldc,
                                   float alpha, float beta);
+/* SSYRK's kernels that read A in place from B panels: rows from a, then from a1 (the next panel) */
+typedef void (*muon__gemm_ukr2_fn)(size_t kc, const float *a, const float *a1, const float *b, float *c,
+                                   size_t ldc, float alpha, float beta);
 /* How a kernel's operands are packed (the bf16 kinds round op(A) and op(B) to bf16 as they
  * pack them; see "bf16 products" below). */
 typedef enum muon__gemm_pack_kind {
@@ -1130,8 +1133,6 @@ MUON__Z_SKERNEL(muon__gemm_ukr_avx512_s6, MUON__Z_S6)
 MUON__Z_SKERNEL(muon__gemm_ukr_avx512_s8, MUON__Z_S8)
 MUON__Z_SKERNEL(muon__gemm_ukr_avx512_s10, MUON__Z_S10)
 MUON__Z_SKERNEL(muon__gemm_ukr_avx512_s12, MUON__Z_S12)
-typedef void (*muon__gemm_ukr2_fn)(size_t kc, const float *a, const float *a1, const float *b, float *c,
-                                   size_t ldc, float alpha, float beta);
 /* the instance for a micro-panel whose first n0 rows are in its first panel (n0 >= 14: all) */
 static muon__gemm_ukr2_fn muon__gemm_ukr_avx512_split(size_t n0)
 {
@@ -1161,18 +1162,18 @@ static muon__gemm_ukr2_fn muon__gemm_ukr_avx512_split(size_t n0)
 #ifdef MUON__GEMM_AVX2
 #define MUON__GEMM_AVX2_MR 6
 #define MUON__GEMM_AVX2_NR 16
-#define MUON__Y_ROW(r)                                                                       \
+#define MUON__Y_ROW(r, AR)                                                                   \
     do {                                                                                     \
-        __m256 ar_ = _mm256_broadcast_ss(a + (r));                                           \
+        __m256 ar_ = _mm256_set1_ps(AR(r));                                                  \
         c##r##0 = _mm256_fmadd_ps(ar_, b0, c##r##0);                                         \
         c##r##1 = _mm256_fmadd_ps(ar_, b1, c##r##1);                                         \
     } while (0)
-#define MUON__Y_STEP()                                                                       \
+#define MUON__Y_STEP(AR, ADV)                                                                \
     do {                                                                                     \
         __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);                         \
-        MUON__Y_ROW(0); MUON__Y_ROW(1); MUON__Y_ROW(2);                                      \
-        MUON__Y_ROW(3); MUON__Y_ROW(4); MUON__Y_ROW(5);                                      \
-        a += MUON__GEMM_AVX2_MR;                                                             \
+        MUON__Y_ROW(0, AR); MUON__Y_ROW(1, AR); MUON__Y_ROW(2, AR);                          \
+        MUON__Y_ROW(3, AR); MUON__Y_ROW(4, AR); MUON__Y_ROW(5, AR);                          \
+        ADV;                                                                                 \
         b += MUON__GEMM_AVX2_NR;                                                             \
     } while (0)
 #define MUON__Y_STORE(r)                                                                     \
@@ -1191,27 +1192,57 @@ static muon__gemm_ukr2_fn muon__gemm_ukr_avx512_split(size_t n0)
                                                       _mm256_mul_ps(vb, _mm256_loadu_ps(cr_ + 8)))); \
         }                                                                                    \
     } while (0)
+/* The kernel's body: A's row r at k step p is AR(r) after p ADVs; B [kc][16] packed. */
+#define MUON__Y_BODY(AR, ADV)                                                                \
+    {                                                                                        \
+        __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00; \
+        __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;            \
+        __m256 va, vb;                                                                       \
+        size_t p;                                                                            \
+        for (p = 0; p + 4 <= kc; p += 4) {                                                   \
+            _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX2_NR), _MM_HINT_T0);           \
+            MUON__Y_STEP(AR, ADV);                                                           \
+            MUON__Y_STEP(AR, ADV);                                                           \
+            _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX2_NR), _MM_HINT_T0);           \
+            MUON__Y_STEP(AR, ADV);                                                           \
+            MUON__Y_STEP(AR, ADV);                                                           \
+        }                                                                                    \
+        for (; p < kc; p++) MUON__Y_STEP(AR, ADV);                                           \
+        va = _mm256_set1_ps(alpha);                                                          \
+        vb = _mm256_set1_ps(beta);                                                           \
+        MUON__Y_STORE(0); MUON__Y_STORE(1); MUON__Y_STORE(2);                                \
+        MUON__Y_STORE(3); MUON__Y_STORE(4); MUON__Y_STORE(5);                                \
+    }
+#define MUON__Y_A(r) a[r]
 static void muon__gemm_ukr_avx2(size_t kc, const float *a, const float *b, float *c, size_t ldc,
                                 float alpha, float beta)
+MUON__Y_BODY(MUON__Y_A, a += MUON__GEMM_AVX2_MR)
+
+/* SSYRK's A read in place (muon__gemm_syrk_direct), as for AVX-512: a 6-row grid on 16-row
+ * panels meets lanes 0, 2, ..., 14, so a micro-panel has all 6 rows in its panel, or 4 or 2. */
+#define MUON__Y_ADV2 (a += MUON__GEMM_AVX2_NR, a1 += MUON__GEMM_AVX2_NR)
+#define MUON__Y_S2(r) ((r) < 2 ? a[(r)] : a1[(r) - 2])
+#define MUON__Y_S4(r) ((r) < 4 ? a[(r)] : a1[(r) - 4])
+#define MUON__Y_SKERNEL(name, AR)                                                             \
+    static void name(size_t kc, const float *a, const float *a1, const float *b, float *c, size_t ldc, \
+                     float alpha, float beta) MUON__Y_BODY(AR, MUON__Y_ADV2)
+MUON__Y_SKERNEL(muon__gemm_ukr_avx2_s6, MUON__Y_A)
+MUON__Y_SKERNEL(muon__gemm_ukr_avx2_s2, MUON__Y_S2)
+MUON__Y_SKERNEL(muon__gemm_ukr_avx2_s4, MUON__Y_S4)
+/* the instance for a micro-panel whose first n0 rows are in its first panel (n0 >= 6: all) */
+static muon__gemm_ukr2_fn muon__gemm_ukr_avx2_split(size_t n0)
 {
-    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-    __m256 va, vb;
-    size_t p;
-    for (p = 0; p + 4 <= kc; p += 4) {
-        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX2_NR), _MM_HINT_T0);
-        MUON__Y_STEP();
-        MUON__Y_STEP();
-        _mm_prefetch((const char *)(b + 8 * MUON__GEMM_AVX2_NR), _MM_HINT_T0);
-        MUON__Y_STEP();
-        MUON__Y_STEP();
-    }
-    for (; p < kc; p++) MUON__Y_STEP();
-    va = _mm256_set1_ps(alpha);
-    vb = _mm256_set1_ps(beta);
-    MUON__Y_STORE(0); MUON__Y_STORE(1); MUON__Y_STORE(2);
-    MUON__Y_STORE(3); MUON__Y_STORE(4); MUON__Y_STORE(5);
+    return n0 >= MUON__GEMM_AVX2_MR ? muon__gemm_ukr_avx2_s6
+           : n0 == 4                ? muon__gemm_ukr_avx2_s4
+           : n0 == 2                ? muon__gemm_ukr_avx2_s2
+                                    : NULL;
 }
+#undef MUON__Y_SKERNEL
+#undef MUON__Y_S2
+#undef MUON__Y_S4
+#undef MUON__Y_ADV2
+#undef MUON__Y_A
+#undef MUON__Y_BODY
 #undef MUON__Y_ROW
 #undef MUON__Y_STEP
 #undef MUON__Y_STORE
@@ -2218,24 +2249,37 @@ static void muon__gemm_macro(const muon__gemm_problem *g, const muon__gemm_kerne
     }
 }
 
-#ifdef MUON__GEMM_AVX512
-/* SSYRK with the AVX-512 kernel, for row block [i0, i0 + mc) and k block [p0, p0 + kc): both
- * operands are the same rows of op(A), so each k block is packed once, as B panels ([kc][32]).
+/* SSYRK with the build's AVX-512 or AVX2 kernel (MR x NR: 14 x 32, 6 x 16) */
+#if defined(MUON__GEMM_AVX512)
+#define MUON__SYRK_MR MUON__GEMM_AVX512_MR
+#define MUON__SYRK_NR MUON__GEMM_AVX512_NR
+#define MUON__SYRK_UKR muon__gemm_ukr_avx512
+#define MUON__SYRK_SPLIT muon__gemm_ukr_avx512_split
+#elif defined(MUON__GEMM_AVX2)
+#define MUON__SYRK_MR MUON__GEMM_AVX2_MR
+#define MUON__SYRK_NR MUON__GEMM_AVX2_NR
+#define MUON__SYRK_UKR muon__gemm_ukr_avx2
+#define MUON__SYRK_SPLIT muon__gemm_ukr_avx2_split
+#endif
+#ifdef MUON__SYRK_UKR
+/* For row block [i0, i0 + mc) and k block [p0, p0 + kc): both operands are the same rows of
+ * op(A), so each k block is packed once, as B panels ([kc][NR]).
  * The panels of the block's own rows (global panels [qr0, npb)) go to the A region (arows: mc + 2
  * NR rows hold them), where the split instances of the kernel read each A micro-panel in place
- * (muon__gemm_ukr_avx512_split); the columns left of them are packed a chunk at a time into the
- * B region, as for a GEMM. The same values in the same k order as packing A from X: the same
+ * (MUON__SYRK_SPLIT); the columns left of them are packed a chunk at a time into the B region,
+ * as for a GEMM. The same values in the same k order as packing A from X: the same
  * bits. (Rows past op(A)'s end read some packed values; their C rows are never stored.) */
-static MUON__ALWAYS_INLINE void muon__gemm_syrk_tiles(const muon__gemm_problem *g, const float *ra, size_t qr0, size_t npb,
-                                  const float *bp, size_t jq, size_t jqend, size_t i0, size_t npa, size_t kc,
-                                  float beta, float *tile)
+static MUON__ALWAYS_INLINE void muon__gemm_syrk_tiles(const muon__gemm_problem *g, const float *ra, size_t qr0,
+                                                   size_t npb, const float *bp, size_t jq, size_t jqend, size_t i0,
+                                                   size_t npa, size_t kc, float beta, float *tile)
 {
-    const size_t mr = MUON__GEMM_AVX512_MR, nr = MUON__GEMM_AVX512_NR, ps = nr * kc;
+    const size_t mr = MUON__SYRK_MR, nr = MUON__SYRK_NR, ps = nr * kc;
     size_t ir, q;
     for (ir = 0; ir < npa; ir++) {
         size_t ii = i0 + ir * mr, mre = g->m - ii < mr ? g->m - ii : mr, pa = ii / nr, n0 = nr - ii % nr;
-        const float *a = ra + (pa - qr0) * ps + ii % nr, *a1 = n0 < mr && pa + 1 < npb ? ra + (pa + 1 - qr0) * ps : a;
-        muon__gemm_ukr2_fn fn = muon__gemm_ukr_avx512_split(n0); /* (n0 is even: ii is a multiple of 14) */
+        const float *a = ra + (pa - qr0) * ps + ii % nr;
+        const float *a1 = n0 < mr && pa + 1 < npb ? ra + (pa + 1 - qr0) * ps : a; /* the next panel */
+        muon__gemm_ukr2_fn fn = MUON__SYRK_SPLIT(n0); /* (n0 is even: MR and NR are) */
         for (q = jq; q < jqend; q++) {
             size_t jj = q * nr, nre = g->n - jj < nr ? g->n - jj : nr;
             const float *bq = bp + (q - jq) * ps;
@@ -2251,10 +2295,11 @@ static MUON__ALWAYS_INLINE void muon__gemm_syrk_tiles(const muon__gemm_problem *
     }
 }
 static MUON__ALWAYS_INLINE void muon__gemm_syrk_direct(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
-                                   const muon__gemm_blocks *bl, size_t i0, size_t mc, size_t p0, size_t kc,
-                                   float beta, unsigned char *apack, unsigned char *bpack, float *tile)
+                                                    const muon__gemm_blocks *bl, size_t i0, size_t mc, size_t p0,
+                                                    size_t kc, float beta, unsigned char *apack,
+                                                    unsigned char *bpack, float *tile)
 {
-    const size_t nr = MUON__GEMM_AVX512_NR, ncp = bl->nc / nr, ps = nr * kc;
+    const size_t nr = MUON__SYRK_NR, ncp = bl->nc / nr, ps = nr * kc;
     const size_t qr0 = i0 / nr, npb = muon__gemm_ceil_div(i0 + mc, nr), npa = muon__gemm_ceil_div(mc, kr->mr);
     float *ra = (float *)(void *)apack, *bp = (float *)(void *)bpack;
     size_t q, jq, jqend;
@@ -2293,8 +2338,8 @@ static void muon__gemm_part(const muon__gemm_problem *g, const muon__gemm_kernel
             size_t kc = g->k - p0 < bl->kc ? g->k - p0 : bl->kc, qa, jq;
             size_t pstride = muon__gemm_round_up(kc, kr->kgran) * kr->esz; /* bytes per packed row */
             float beta = p0 == 0 ? g->beta : 1.0f;
-#ifdef MUON__GEMM_AVX512
-            if (g->syrk && kr->fn == muon__gemm_ukr_avx512 && kr->pack == MUON__PACK_F32) { /* (not bf16 EMU) */
+#ifdef MUON__SYRK_UKR
+            if (g->syrk && kr->fn == MUON__SYRK_UKR && kr->pack == MUON__PACK_F32) { /* (not bf16 EMU) */
                 muon__gemm_syrk_direct(g, kr, bl, i0, mc, p0, kc, beta, apack, bpack, tile);
                 continue;
             }
