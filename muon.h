@@ -887,8 +887,8 @@ MUONDEF const char *muon_status_string(muon_status s)
  *   scalar     4 x  8: plain C, compiled always (the reference; MUON_NO_SIMD selects it).
  * Packing turns all four transposes into one layout; the two strided cases (op(A) = A,
  * op(B) = B^T) go through 8 x 8 AVX transposes on x86 (16 x 16 with AVX-512 where the panel is a
- * multiple of 16 wide). SSYRK with the AVX-512 or AVX2 kernel packs its operand once and reads
- * the A micro-panels in place (muon__gemm_syrk_direct).
+ * multiple of 16 wide). SSYRK with the AVX-512, AVX2 or NEON kernel packs its operand once and
+ * reads the A micro-panels in place (muon__gemm_syrk_direct).
  */
 
 /* Kernel selection: compile-time, from the compiler's target macros. */
@@ -2249,7 +2249,7 @@ static void muon__gemm_macro(const muon__gemm_problem *g, const muon__gemm_kerne
     }
 }
 
-/* SSYRK with the build's AVX-512 or AVX2 kernel (MR x NR: 14 x 32, 6 x 16) */
+/* SSYRK with the build's AVX-512, AVX2 or NEON kernel (MR x NR: 14 x 32, 6 x 16, 8 x 8) */
 #if defined(MUON__GEMM_AVX512)
 #define MUON__SYRK_MR MUON__GEMM_AVX512_MR
 #define MUON__SYRK_NR MUON__GEMM_AVX512_NR
@@ -2260,6 +2260,23 @@ static void muon__gemm_macro(const muon__gemm_problem *g, const muon__gemm_kerne
 #define MUON__SYRK_NR MUON__GEMM_AVX2_NR
 #define MUON__SYRK_UKR muon__gemm_ukr_avx2
 #define MUON__SYRK_SPLIT muon__gemm_ukr_avx2_split
+#elif defined(MUON__GEMM_NEON)
+/* NEON 8 x 8: A micro-panels and B panels have the same [kc][8] layout and grid, so an A
+ * micro-panel is its rows' B panel: the kernel itself, a1 unused */
+static void muon__gemm_ukr_neon_s8(size_t kc, const float *a, const float *a1, const float *b, float *c, size_t ldc,
+                                   float alpha, float beta)
+{
+    (void)a1;
+    muon__gemm_ukr_neon(kc, a, b, c, ldc, alpha, beta);
+}
+static muon__gemm_ukr2_fn muon__gemm_ukr_neon_split(size_t n0)
+{
+    return n0 >= MUON__GEMM_NEON_MR ? muon__gemm_ukr_neon_s8 : NULL;
+}
+#define MUON__SYRK_MR MUON__GEMM_NEON_MR
+#define MUON__SYRK_NR MUON__GEMM_NEON_NR
+#define MUON__SYRK_UKR muon__gemm_ukr_neon
+#define MUON__SYRK_SPLIT muon__gemm_ukr_neon_split
 #endif
 #ifdef MUON__SYRK_UKR
 /* For row block [i0, i0 + mc) and k block [p0, p0 + kc): both operands are the same rows of
