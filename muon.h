@@ -1351,6 +1351,17 @@ static void muon__gemm_tr8x8(const float *src, size_t ld, float *dst, size_t wid
     _mm256_storeu_ps(dst + 6 * width, _mm256_permute2f128_ps(s2, s6, 0x31));
     _mm256_storeu_ps(dst + 7 * width, _mm256_permute2f128_ps(s3, s7, 0x31));
 }
+/* 4 rows x 4 values -> 4 vectors of 4 rows each, at dst + c*width (the AVX2 kernel's 6-row A) */
+static void muon__gemm_tr4x4(const float *src, size_t ld, float *dst, size_t width)
+{
+    __m128 r0 = _mm_loadu_ps(src), r1 = _mm_loadu_ps(src + ld), r2 = _mm_loadu_ps(src + 2 * ld);
+    __m128 r3 = _mm_loadu_ps(src + 3 * ld);
+    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    _mm_storeu_ps(dst, r0);
+    _mm_storeu_ps(dst + width, r1);
+    _mm_storeu_ps(dst + 2 * width, r2);
+    _mm_storeu_ps(dst + 3 * width, r3);
+}
 #define MUON__GEMM_HAVE_TR8 1
 #endif
 
@@ -1418,6 +1429,11 @@ static MUON__ALWAYS_INLINE void muon__gemm_pack_rows_tr(const float *src, size_t
         for (; p + 8 <= kc; p += 8) {
             for (r = 0; r + 8 <= width; r += 8) muon__gemm_tr8x8(src + r * ld + p, ld, dst + p * width + r, width);
             if (r < width) muon__gemm_tr8x8(src + (width - 8) * ld + p, ld, dst + p * width + width - 8, width);
+        }
+    } else if (rows_eff == width && width >= 4) { /* 4 x 4 blocks, the last group overlapping */
+        for (; p + 4 <= kc; p += 4) {
+            for (r = 0; r + 4 <= width; r += 4) muon__gemm_tr4x4(src + r * ld + p, ld, dst + p * width + r, width);
+            if (r < width) muon__gemm_tr4x4(src + (width - 4) * ld + p, ld, dst + p * width + width - 4, width);
         }
     }
 #endif
