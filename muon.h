@@ -187,6 +187,13 @@ MUONDEF muon_status muon_sgemm_ws(muon_transpose ta, muon_transpose tb, size_t m
 MUONDEF muon_status muon_ssyrk_ws(muon_transpose ta, size_t n, size_t k, float alpha, const float *A,
                                   size_t lda, float beta, float *C, size_t ldc, void *ws, size_t ws_bytes);
 
+/* The team the library's parallel regions use now for a region that could use `threads`
+ * (<= 0: the OpenMP default): `threads`, or 1 while its recent team regions were held up by
+ * other work on the machine (members waiting for a core; docs/embedding.md, "Shared
+ * machines"), or 1 inside an active parallel region or without OpenMP. For a host's own
+ * regions (num_threads(muon_team(0))), so that they share that decision; thread-safe. */
+MUONDEF int muon_team(int threads);
+
 /* ---- Newton-Schulz schedules (SPEC 2.1) ------------------------------------------------ */
 #define MUON_NS_MAX_TRIPLES 32
 #define MUON_NS_MAX_STEPS 1000
@@ -2404,6 +2411,90 @@ static void muon__gemm_part(const muon__gemm_problem *g, const muon__gemm_kernel
     if (kr->leave) kr->leave();
 }
 
+/* ---- threads on a shared machine ----------------------------------------------------------
+ * A team region ends when its slowest member does. On a machine with other work (a second
+ * experiment beside this one, a test suite, busy processes) a member may wait a scheduler time
+ * slice (milliseconds) to run, and under OpenMP's default wait policy the members that arrived
+ * spin meanwhile, taking the cores the late one needs: a step of many short regions then runs
+ * 2-100x slower than on one thread (issue 40, bench/host_share.c). So the library watches its
+ * own team regions: the products' regions record when their last member started and their first
+ * finished; a region that lost more than a quarter of its time (and 0.3 ms) that way says the
+ * machine is short of cores, and the library's regions then run on their calling thread for a
+ * while (20 ms, doubling while the next team region is held up again, at most 1 s), then try the
+ * team again. Nothing of the host's is changed (no omp_set_*, no environment); results do not
+ * depend on the team (every product and pass computes each element the same on any thread), so
+ * only the speed changes. The state is two doubles per process, read and written with OpenMP
+ * atomics (a host may step from several threads). It needs OpenMP 3.1 (min/max reductions,
+ * atomic read/write); older runtimes (MSVC's /openmp, 2.0) keep the team always.
+ * muon_team() gives a host's own regions the same answer. */
+#if defined(_OPENMP) && _OPENMP >= 201107
+#define MUON__GATE 1
+#define MUON__GATE_LOST_FRAC 0.25 /* lost share of a region's time that marks the team held up */
+#define MUON__GATE_LOST_MIN 3e-4  /* ... and at least this many seconds (a futex wake-up is ~0.1 ms) */
+#define MUON__GATE_SOLO_MIN 0.02  /* the first one-thread period (s) */
+#define MUON__GATE_SOLO_MAX 1.0   /* the longest */
+static double muon__gate_until; /* omp_get_wtime() before which regions run on one thread */
+static double muon__gate_span;  /* length of the last one-thread period (0: the team is on time) */
+
+/* The team for a region that wants nt threads: nt, or 1 during a one-thread period. */
+static int muon__gate(int nt)
+{
+    double until;
+    if (nt <= 1) return nt;
+    MUON__OMP(omp atomic read)
+    until = muon__gate_until;
+    return until > 0.0 && omp_get_wtime() < until ? 1 : nt;
+}
+
+/* After a team region that the calling thread forked at t0, whose members started by `last_in`
+ * (the latest start) and began to wait from `first_out` (the earliest finish). */
+static void muon__gate_note(double t0, double last_in, double first_out)
+{
+    double t1 = omp_get_wtime(), lost = (last_in - t0) + (t1 - first_out), span;
+    MUON__OMP(omp atomic read)
+    span = muon__gate_span;
+    if (lost > MUON__GATE_LOST_MIN && lost > MUON__GATE_LOST_FRAC * (t1 - t0)) {
+        span = span < MUON__GATE_SOLO_MIN ? MUON__GATE_SOLO_MIN : span * 2.0;
+        if (span > MUON__GATE_SOLO_MAX) span = MUON__GATE_SOLO_MAX;
+        MUON__OMP(omp atomic write)
+        muon__gate_span = span;
+        MUON__OMP(omp atomic write)
+        muon__gate_until = t1 + span;
+    } else if (span > 0.0) {
+        MUON__OMP(omp atomic write)
+        muon__gate_span = 0.0;
+    }
+}
+/* A watched region: MUON__GATE_VARS declares the forking function's locals (the fork time, the
+ * latest start, the earliest finish, the team size), MUON__GATE_CLAUSES reduces them, each
+ * member calls MUON__GATE_IN() first and MUON__GATE_OUT() last, and MUON__GATE_NOTE() after the
+ * region judges it (a region that ran on one thread says nothing). */
+#define MUON__GATE_VARS double gate_t0 = omp_get_wtime(), gate_in = gate_t0, gate_out = 1e300; int gate_n = 0
+#define MUON__GATE_CLAUSES reduction(max : gate_in) reduction(min : gate_out) reduction(+ : gate_n)
+#define MUON__GATE_IN() (gate_in = omp_get_wtime(), gate_n = 1)
+#define MUON__GATE_OUT() (gate_out = omp_get_wtime())
+#define MUON__GATE_NOTE() (gate_n > 1 ? muon__gate_note(gate_t0, gate_in, gate_out) : (void)0)
+#else
+#define MUON__GATE_VARS int gate_unused = 0
+#define MUON__GATE_CLAUSES
+#define MUON__GATE_IN() ((void)0)
+#define MUON__GATE_OUT() ((void)0)
+#define MUON__GATE_NOTE() ((void)gate_unused)
+static int muon__gate(int nt) { return nt; }
+#endif
+
+MUONDEF int muon_team(int threads)
+{
+#ifdef _OPENMP
+    if (threads <= 0) threads = omp_get_max_threads();
+    if (omp_get_active_level() >= omp_get_max_active_levels()) return 1;
+    return muon__gate(threads < 1 ? 1 : threads);
+#else
+    (void)threads;
+    return muon__gate(1);
+#endif
+}
+
 static MUON__ALWAYS_INLINE void muon__gemm_drive(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
                              const muon__gemm_blocks *bl, unsigned char *ws, int nthreads)
 {
@@ -2413,18 +2504,24 @@ static MUON__ALWAYS_INLINE void muon__gemm_drive(const muon__gemm_problem *g, co
                         (float *)(void *)(ws + ba + bb));
         return;
     }
-    MUON__OMP(omp parallel num_threads(nthreads))
     {
-        int tid = 0, nt = 1;
-        size_t r0, r1, q0, q1;
-        unsigned char *mine;
+        MUON__GATE_VARS;
+        MUON__OMP(omp parallel num_threads(nthreads) MUON__GATE_CLAUSES)
+        {
+            int tid = 0, nt = 1;
+            size_t r0, r1, q0, q1;
+            unsigned char *mine;
+            MUON__GATE_IN();
 #ifdef _OPENMP
-        tid = omp_get_thread_num();
-        nt = omp_get_num_threads();
+            tid = omp_get_thread_num();
+            nt = omp_get_num_threads();
 #endif
-        mine = ws + (size_t)tid * per;
-        muon__gemm_thread_part(g, kr, tid, nt, &r0, &r1, &q0, &q1);
-        muon__gemm_part(g, kr, bl, r0, r1, q0, q1, mine, mine + ba, (float *)(void *)(mine + ba + bb));
+            mine = ws + (size_t)tid * per;
+            muon__gemm_thread_part(g, kr, tid, nt, &r0, &r1, &q0, &q1);
+            muon__gemm_part(g, kr, bl, r0, r1, q0, q1, mine, mine + ba, (float *)(void *)(mine + ba + bb));
+            MUON__GATE_OUT();
+        }
+        MUON__GATE_NOTE();
     }
 }
 
@@ -2462,7 +2559,7 @@ static int muon__threads_for(double mnk, int cap)
 #endif
     if (mnk < MUON_GEMM_PARALLEL_MIN) t = 1;
     if (t < 1) t = 1;
-    return t;
+    return muon__gate(t);
 }
 static int muon__gemm_threads_wanted(const muon__gemm_problem *g, int cap)
 {
@@ -2850,7 +2947,7 @@ MUONDEF muon_status muon_ssyrk(muon_transpose ta, size_t n, size_t k, float alph
 #define MUON__PAR_MIN 65536.0 /* elements below which an elementwise pass stays on one thread */
 /* the clauses of a step's elementwise region: its team size nt (muon_config.threads), one
  * thread below MUON__PAR_MIN elements (the macro is expanded inside the pragma) */
-#define MUON__PAR(nt, work) num_threads(nt) if ((nt) > 1 && (double)(work) >= MUON__PAR_MIN)
+#define MUON__PAR(nt, work) num_threads(nt) if ((nt) > 1 && (double)(work) >= MUON__PAR_MIN && muon__gate(nt) > 1)
 
 /* finiteness from the exponent bits: stays correct under -ffast-math */
 static int muon__u_isfinite(double x)
@@ -3727,7 +3824,7 @@ static MUON__NOINLINE void muon__x_product(const muon__xns *e, int prod)
     const size_t nbi = muon__gemm_ceil_div(rows, MUON__XB), nbj = muon__gemm_ceil_div(cols, MUON__XB);
     const size_t nkb = muon__gemm_ceil_div(kp, MUON__XKC), kcs = muon__gemm_round_up(muon__gemm_ceil_div(kp, nkb), 32);
     const size_t nblk = prod < 2 ? nbi * (nbi + 1) / 2 : nbi * nbj;
-    MUON__OMP(omp parallel num_threads(e->nt) if (e->nt > 1))
+    MUON__OMP(omp parallel num_threads(e->nt) if (e->nt > 1 && muon__gate(e->nt) > 1))
     {
         int tid = 0, bad = 0;
         size_t nth = 1, bidx;
@@ -3805,7 +3902,7 @@ static MUON__NOINLINE void muon__x_io(const muon__xns *e, int out_dir)
 {
     const size_t tj = e->np / 32;
     ptrdiff_t idx, cnt = (ptrdiff_t)(e->mp / 32 * tj);
-    MUON__OMP(omp parallel num_threads(e->nt) if (e->nt > 1))
+    MUON__OMP(omp parallel num_threads(e->nt) if (e->nt > 1 && muon__gate(e->nt) > 1))
     {
         int tid = 0;
         float *t, *tt;
@@ -4359,7 +4456,7 @@ MUONDEF muon_status muon_orthogonalize_batched_ws(const float *G, size_t count, 
         if (lanes > 1) { /* small matrices: one matrix per thread, one workspace slice each */
             size_t one = muon__ns_ws_bytes(rows, cols, 1);
             int worst = (int)MUON_OK, nl = (int)lanes;
-            MUON__OMP(omp parallel for num_threads(nl) schedule(static))
+            MUON__OMP(omp parallel for num_threads(muon__gate(nl)) schedule(static))
             for (i = 0; i < count; i++) {
                 unsigned char *slice = (unsigned char *)ws + (size_t)omp_get_thread_num() * one;
                 muon_status si = muon__ns_one(G + i * stride_g, rows, cols, ldg, &c, out + i * stride_o, ldo,
@@ -4632,7 +4729,7 @@ static MUON__NOINLINE void muon__cap_remove(float *D, size_t rows, size_t cols, 
                              double c)
 {
     size_t i;
-    MUON__OMP(omp parallel for schedule(static) if ((double)rows * (double)cols >= MUON__PAR_MIN))
+    MUON__OMP(omp parallel for schedule(static) if ((double)rows * (double)cols >= MUON__PAR_MIN && muon__gate(2) > 1))
     for (i = 0; i < rows; i++) {
         float *d = D + i * ldd;
         double cu = c * u[i];
@@ -5133,7 +5230,7 @@ static MUON__NOINLINE muon_status muon__ns_blocks_lanes(float *U, size_t cols, c
     muon__ns_view v = *view;
     (void)lanes; /* without OpenMP (then never called) */
     v.threads = 1;
-    MUON__OMP(omp parallel for num_threads((int)lanes) schedule(dynamic, 1))
+    MUON__OMP(omp parallel for num_threads(muon__gate((int)lanes)) schedule(dynamic, 1))
     for (b = 0; b < nb; b++) {
         size_t rl, cl, lane = 0;
         float *blk = muon__block_at(U, cols, rp, cp, b, &rl, &cl);
@@ -5600,7 +5697,7 @@ static muon_status muon__layers(muon_layer *layers, size_t count, int threads, v
             layers[prev].status = muon__layer_run(layers + prev, ws, ws_bytes);
     } else {
         int done = 0;
-        MUON__OMP(omp parallel num_threads((int)lanes))
+        MUON__OMP(omp parallel num_threads(muon__gate((int)lanes)))
         {
             void *slice = NULL;
             size_t mine, tid = 0;
@@ -6364,7 +6461,7 @@ MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_confi
      * error nothing is written */
     {
         int bad_in = 0, bad_out = 0;
-        MUON__OMP(omp parallel for schedule(static) reduction(|:bad_in, bad_out) if ((double)n >= MUON__PAR_MIN))
+        MUON__OMP(omp parallel for schedule(static) reduction(|:bad_in, bad_out) if ((double)n >= MUON__PAR_MIN && muon__gate(2) > 1))
         for (i = 0; i < n; i++) {
             float pn, mn, vn;
             double sn;
@@ -6377,7 +6474,7 @@ MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_confi
         if (bad_in) return MUON_ERR_NONFINITE;
         if (bad_out) return MUON_ERR_RANGE;
     }
-    MUON__OMP(omp parallel for schedule(static) if ((double)n >= MUON__PAR_MIN))
+    MUON__OMP(omp parallel for schedule(static) if ((double)n >= MUON__PAR_MIN && muon__gate(2) > 1))
     for (i = 0; i < n; i++) {
         double sn;
         param[i] = muon__adamw_one(param[i], grad[i], st->m[i], st->v[i], b1, b2, lr, lrwd, eps, bc1, bc2, &st->m[i],

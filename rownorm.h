@@ -1858,6 +1858,74 @@ RN__FN size_t rn__team(void)
     return 1;
 #endif
 }
+/* ---- threads on a shared machine ----------------------------------------------------------
+ * A team region ends when its slowest member does. On a machine with other work (a second
+ * experiment, a test suite, busy processes) a member may wait a scheduler time slice to run,
+ * and under OpenMP's default wait policy the members that arrived spin meanwhile, taking the
+ * cores the late one needs (issue 40, bench/host_share.c). So the library watches its team
+ * regions (the RowNorm sweep, the diameter's tile scan, the RMS tiles): each notes when its last
+ * member started and its first finished; a region that lost more than a quarter of its time
+ * (and 0.3 ms) that way says the machine is short of cores, and the library's regions then run
+ * on the calling thread for a while (20 ms, doubling while the next team region is held up
+ * again, at most 1 s), then try the team again. Nothing of the host's is changed; results do not
+ * depend on the team (the passes are per row chunk, the scans' tie rule is thread-free), so only
+ * the speed changes. Elementwise passes below RN__PAR_MIN elements stay on one thread. The
+ * state is two doubles per process, read and written with OpenMP atomics; it needs OpenMP 3.1
+ * (older runtimes keep the team always). muon.h does the same for its regions (muon_team). */
+#define RN__PAR_MIN 65536.0 /* elements below which a RowNorm pass stays on one thread */
+#if defined(_OPENMP) && _OPENMP >= 201107
+#define RN__GATE_LOST_FRAC 0.25
+#define RN__GATE_LOST_MIN 3e-4
+#define RN__GATE_SOLO_MIN 0.02
+#define RN__GATE_SOLO_MAX 1.0
+static double rn__gate_until; /* omp_get_wtime() before which regions run on one thread */
+static double rn__gate_span;  /* length of the last one-thread period (0: the team is on time) */
+
+/* The team for a region that wants nt threads: nt, or 1 during a one-thread period. */
+RN__FN size_t rn__gate(size_t nt)
+{
+    double until;
+    if (nt <= 1) return nt;
+    RN__OMP(omp atomic read)
+    until = rn__gate_until;
+    return until > 0.0 && omp_get_wtime() < until ? 1 : nt;
+}
+
+/* After a team region forked at t0 whose members started by last_in and began to wait from
+ * first_out. */
+RN__FN void rn__gate_note(double t0, double last_in, double first_out)
+{
+    double t1 = omp_get_wtime(), lost = (last_in - t0) + (t1 - first_out), span;
+    RN__OMP(omp atomic read)
+    span = rn__gate_span;
+    if (lost > RN__GATE_LOST_MIN && lost > RN__GATE_LOST_FRAC * (t1 - t0)) {
+        span = span < RN__GATE_SOLO_MIN ? RN__GATE_SOLO_MIN : span * 2.0;
+        if (span > RN__GATE_SOLO_MAX) span = RN__GATE_SOLO_MAX;
+        RN__OMP(omp atomic write)
+        rn__gate_span = span;
+        RN__OMP(omp atomic write)
+        rn__gate_until = t1 + span;
+    } else if (span > 0.0) {
+        RN__OMP(omp atomic write)
+        rn__gate_span = 0.0;
+    }
+}
+#define RN__GATE_VARS double gate_t0 = omp_get_wtime(), gate_in = gate_t0, gate_out = 1e300; int gate_n = 0
+#define RN__GATE_CLAUSES reduction(max : gate_in) reduction(min : gate_out) reduction(+ : gate_n)
+#define RN__GATE_IN() (gate_in = omp_get_wtime(), gate_n = 1)
+#define RN__GATE_OUT() (gate_out = omp_get_wtime())
+#define RN__GATE_NOTE() (gate_n > 1 ? rn__gate_note(gate_t0, gate_in, gate_out) : (void)0)
+#else
+#define RN__GATE_VARS int gate_unused = 0
+#define RN__GATE_CLAUSES
+#define RN__GATE_IN() ((void)0)
+#define RN__GATE_OUT() ((void)0)
+#define RN__GATE_NOTE() ((void)gate_unused)
+RN__FN size_t rn__gate(size_t nt) { return nt; }
+#endif
+/* a pass over `work` elements on the team? */
+#define RN__PAR(work) if ((double)(work) >= RN__PAR_MIN && rn__gate(rn__team()) > 1)
+
 RN__FN size_t rn__diam_tiles_bytes(size_t nt)
 {
     return rn__add(rn__mul(rn__mul(nt, RN__TILE_FLOATS), sizeof(float)), 64);
@@ -1989,22 +2057,28 @@ RN__FN void rn__diam_scan(const rn__diam_ctx *ctx, char *cur, char *end, rn__bes
     RN_ASSERT(tiles);
     /* each thread keeps its own best (sound: it is a lower bound of D); the tie rule makes the
      * combined result independent of the thread count */
-    RN__OMP(omp parallel num_threads((int)nt))
     {
-        rn__best mine = *best;
-        rn__diam_stats cnt;
-        float *C = tiles;
-#ifdef _OPENMP
-        C += (size_t)omp_get_thread_num() * RN__TILE_FLOATS;
-#endif
-        cnt.tiles = 0; cnt.verified = 0;
-        RN__OMP(omp for schedule(dynamic, 1))
-        for (pl = 0; pl < nbl; pl++) rn__diam_row(ctx, (size_t)pl, &mine, &cnt, C);
-        RN__OMP(omp critical(rn__diam_best))
+        RN__GATE_VARS;
+        RN__OMP(omp parallel num_threads((int)nt) if (rn__gate(nt) > 1) RN__GATE_CLAUSES)
         {
-            rn__best_offer(best, mine.d2, mine.i, mine.j);
-            if (stats) { stats->tiles += cnt.tiles; stats->verified += cnt.verified; }
+            rn__best mine = *best;
+            rn__diam_stats cnt;
+            float *C = tiles;
+            RN__GATE_IN();
+#ifdef _OPENMP
+            C += (size_t)omp_get_thread_num() * RN__TILE_FLOATS;
+#endif
+            cnt.tiles = 0; cnt.verified = 0;
+            RN__OMP(omp for schedule(dynamic, 1) nowait)
+            for (pl = 0; pl < nbl; pl++) rn__diam_row(ctx, (size_t)pl, &mine, &cnt, C);
+            RN__GATE_OUT();
+            RN__OMP(omp critical(rn__diam_best))
+            {
+                rn__best_offer(best, mine.d2, mine.i, mine.j);
+                if (stats) { stats->tiles += cnt.tiles; stats->verified += cnt.verified; }
+            }
         }
+        RN__GATE_NOTE();
     }
 }
 
@@ -2420,12 +2494,14 @@ RN__FN void rn__rms_range(const float *S, size_t rows, size_t cols, size_t lds,
     if (sums) for (k = 0; k < cols; k++) mu[k] = sums[k] / sums[cols];
     else rn__col_mean(S, rows, cols, lds, mu);
     for (l = 0; l < tokens; l++) { tmax[l] = -HUGE_VAL; tmin[l] = HUGE_VAL; }
-    RN__OMP(omp parallel num_threads((int)nt))
+    RN__GATE_VARS; /* (C99: a declaration here, so that its clock starts at the fork) */
+    RN__OMP(omp parallel num_threads((int)nt) if (rn__gate(nt) > 1) RN__GATE_CLAUSES)
     {
         char *mine = team; /* the thread's tile and max/min, from the workspace */
         float *C;
         double *lmax, *lmin;
         size_t g, j; /* private to the thread */
+        RN__GATE_IN();
 #ifdef _OPENMP
         mine += (size_t)omp_get_thread_num() * RN__RMS_THREAD_BYTES;
 #endif
@@ -2475,7 +2551,9 @@ RN__FN void rn__rms_range(const float *S, size_t rows, size_t cols, size_t lds,
                 if (lmin[j] < tmin[j]) tmin[j] = lmin[j];
             }
         }
+        RN__GATE_OUT();
     }
+    RN__GATE_NOTE();
     /* undo the token scale and restore the common shift: s_i . h = (s_i - mu) . h + mu . h */
     for (l = 0; l < tokens; l++) {
         const float *h = H + l * ldh;
@@ -2899,13 +2977,20 @@ RN__FN void rn__sweep_chunk(const rn__sweep *w, size_t r0, size_t r1, double *ac
 RN__FN void rn__sweep_all(const rn__sweep *w, size_t rows, size_t nch, double *part1, double *part2)
 {
     long c, nc = (long)nch;
-    RN__OMP(omp parallel for schedule(static))
-    for (c = 0; c < nc; c++) {
-        size_t r0 = (size_t)c * RN__CHUNK_ROWS;
-        size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;
-        rn__sweep_chunk(w, r0, r1, part1 ? part1 + (size_t)c * w->cols : NULL,
-                        part2 ? part2 + (size_t)c * w->cols : NULL);
+    RN__GATE_VARS;
+    RN__OMP(omp parallel RN__PAR((double)rows * (double)w->cols) RN__GATE_CLAUSES)
+    {
+        RN__GATE_IN();
+        RN__OMP(omp for schedule(static) nowait)
+        for (c = 0; c < nc; c++) {
+            size_t r0 = (size_t)c * RN__CHUNK_ROWS;
+            size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;
+            rn__sweep_chunk(w, r0, r1, part1 ? part1 + (size_t)c * w->cols : NULL,
+                            part2 ? part2 + (size_t)c * w->cols : NULL);
+        }
+        RN__GATE_OUT();
     }
+    RN__GATE_NOTE();
 }
 
 /* The read-only pre-pass over G: finiteness (unless skipped) and, when `part` is given, the
@@ -2915,7 +3000,7 @@ RN__FN int rn__gpass(const float *G, size_t ldg, size_t rows, size_t cols, size_
 {
     long c, nc = (long)nch;
     int bad = 0;
-    RN__OMP(omp parallel for schedule(static) reduction(| : bad))
+    RN__OMP(omp parallel for schedule(static) reduction(| : bad) RN__PAR((double)rows * (double)cols))
     for (c = 0; c < nc; c++) {
         size_t r0 = (size_t)c * RN__CHUNK_ROWS, r, k;
         size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;
@@ -3110,7 +3195,7 @@ RN__FN size_t rn__gpass_count(const float *G, size_t ldg, size_t rows, size_t co
 {
     long c, nc = (long)nch;
     size_t bad = 0;
-    RN__OMP(omp parallel for schedule(static) reduction(+ : bad))
+    RN__OMP(omp parallel for schedule(static) reduction(+ : bad) RN__PAR((double)rows * (double)cols))
     for (c = 0; c < nc; c++) {
         size_t r0 = (size_t)c * RN__CHUNK_ROWS, r, k;
         size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;

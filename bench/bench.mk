@@ -1,7 +1,9 @@
 # bench/bench.mk - benchmarks (programs, not tests; included by the Makefile, adds nothing to `make test`)
 #   make bench                    build and run the suite: one table (14 min on the shared 2-core machine, bench/RESULTS.md)
 #   make bench BENCH_ARGS='--only ns,gemm --threads 1'   a part of it (see bench/bench.c)
-#   make bench-host               muon.h in a host program: OpenMP wait policy x 1/2 threads x idle/competing
+#   make bench-host               the libraries on a shared machine: default threading vs one thread, alone,
+#                                 two copies side by side, beside busy loops (host_share), then muon.h's
+#                                 wait policy x 1/2 threads x idle/competing tables (host_threads)
 # -O3: the ceiling kernels and the plain baselines are auto-vectorised (GCC 12 does not at -O2).
 # Needs OpenBLAS (the ceilings are its cblas_sgemm); the Python peers run when python3 + numpy exist.
 
@@ -10,7 +12,7 @@ BENCH_ARGS ?=
 
 .PHONY: bench bench-build bench-host
 ifeq ($(HAVE_BLAS),1)
-bench-build: $(B)/bench/bench $(B)/bench/bench_noamx $(B)/bench/amx_ceiling $(B)/bench/gemm_bench $(B)/bench/rn_profile $(B)/bench/train_bench $(B)/bench/host_threads $(B)/bench/host_threshold
+bench-build: $(B)/bench/bench $(B)/bench/bench_noamx $(B)/bench/amx_ceiling $(B)/bench/gemm_bench $(B)/bench/rn_profile $(B)/bench/train_bench $(B)/bench/host_threads $(B)/bench/host_threshold $(B)/bench/host_share
 
 $(B)/bench/bench: bench/bench.c bench/bench_cblas_tu.c $(HEADER_DEPS) | $(B)/bench
 	$(CC) $(BENCH_FL) -o $@ bench/bench.c bench/bench_cblas_tu.c $(BLAS_LIBS) $(LDLIBS)
@@ -34,8 +36,15 @@ $(B)/bench/host_threads: bench/host_threads.c muon.h | $(B)/bench
 $(B)/bench/host_threshold: bench/host_threads.c muon.h | $(B)/bench
 	$(CC) -std=c99 -O2 $(SIMD2) $(OMP) $(WARN) -DHOST_THRESHOLD -DMUON_GEMM_PARALLEL_MIN=1.0 -I. -o $@ bench/host_threads.c $(LDLIBS)
 
-bench-host: $(B)/bench/host_threads $(B)/bench/host_threshold
+# the default threading on a shared machine (issue 40): llm.c's and GPT-2-small's layers, the
+# RowNorm step and diameter, the demo's per-run training; default / one thread under each load
+$(B)/bench/host_share: bench/host_share.c $(HEADER_DEPS) | $(B)/bench
+	$(CC) -std=c99 -O2 $(SIMD2) $(OMP) $(WARN) -I. -o $@ bench/host_share.c $(LDLIBS)
+
+bench-host: $(B)/bench/host_share $(B)/bench/host_threads $(B)/bench/host_threshold $(GPT_TRAIN) $(GPT_PREPARE)
 	@echo "machine: $$(lscpu | sed -n 's/^Model name: *//p'), $$(nproc) CPUs; load $$(cut -d' ' -f1-3 /proc/loadavg)"
+	@test -f $(GPT_B)/data/val.bin || $(GPT_PREPARE) --out $(GPT_B)/data
+	$(B)/bench/host_share --train $(GPT_TRAIN) --data $(GPT_B)/data
 	$(B)/bench/host_threads
 	$(B)/bench/host_threshold
 

@@ -37,6 +37,7 @@
 #define MAXR 64
 
 #include "bench_time.h"
+#include "bench_proc.h"
 
 /* One configuration, in this process: prints "median max" in ms of a round of 16 steps, as 16
  * muon_step calls (layers 0) or one muon_step_layers call (layers 1). */
@@ -127,15 +128,6 @@ static int run_config(const char *self, const char *policy, int threads, int lay
     return sscanf(buf, "%lf %lf", med, mx) == 2 ? 0 : 1;
 }
 
-static pid_t spinner(void)
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        volatile unsigned long x = 0;
-        for (;;) x++;
-    }
-    return pid;
-}
 
 #ifdef HOST_THRESHOLD
 /* The threshold build (build/bench/host_threshold, -DMUON_GEMM_PARALLEL_MIN=1: every product on

@@ -28,6 +28,13 @@
 #define GPT_OMP(x) _Pragma(#x)
 static int thread_id(void) { return omp_get_thread_num(); }
 static int max_threads(void) { return omp_get_max_threads(); }
+/* The team of one of this file's loops over `work` elements (the attention's: multiply-adds),
+ * wanting `threads` (0: all): one thread below GPT_PAR_MIN (the fork and join outweigh the work,
+ * and on a busy machine a region can wait a scheduler time slice for its slowest member), else
+ * muon_team's answer, which is one thread while muon.h's own regions find the machine short of
+ * cores (docs/embedding.md, "Shared machines"). */
+#define GPT_PAR_MIN 65536.0
+static int team(double work, int threads) { return work < GPT_PAR_MIN ? 1 : muon_team(threads); }
 #else
 #define GPT_OMP(x)
 static int thread_id(void) { return 0; }
@@ -84,7 +91,7 @@ void gpt_rmsnorm_forward(float *y, size_t ldy, float *rstd, const float *x, size
                          size_t n_groups, size_t group_dim)
 {
     size_t row;
-    GPT_OMP(omp parallel for schedule(static))
+    GPT_OMP(omp parallel for schedule(static) num_threads(team((double)n * (double)(n_groups * group_dim), 0)))
     for (row = 0; row < n; row++) {
         size_t g, j;
         for (g = 0; g < n_groups; g++) {
@@ -105,7 +112,7 @@ void gpt_rmsnorm_backward(float *dx, size_t lddx, const float *dy, size_t lddy, 
                           size_t group_dim, int accumulate)
 {
     size_t row;
-    GPT_OMP(omp parallel for schedule(static))
+    GPT_OMP(omp parallel for schedule(static) num_threads(team((double)n * (double)(n_groups * group_dim), 0)))
     for (row = 0; row < n; row++) {
         size_t g, j;
         for (g = 0; g < n_groups; g++) {
@@ -142,7 +149,7 @@ void gpt_rope(float *out, size_t ldo, const float *in, size_t ldi, int n_seq, in
     long row, n = (long)n_seq * t;
     int half = head_dim / 2;
     float sign = inverse ? -1.0f : 1.0f; /* the inverse rotates by -angle */
-    GPT_OMP(omp parallel for schedule(static))
+    GPT_OMP(omp parallel for schedule(static) num_threads(team((double)n * n_heads * head_dim, 0)))
     for (row = 0; row < n; row++) {
         const float *c = cos_table + (size_t)(row % t) * half;
         const float *s = sin_table + (size_t)(row % t) * half;
@@ -167,7 +174,7 @@ void gpt_attention_forward(float *out, size_t ldo, float *att, const float *q, s
     int use_ws = ws && ws->mem, threads = use_ws ? ws->threads : max_threads();
     long bh, n_bh = (long)n_seq * n_heads;
     (void)threads; /* used only by the OpenMP clause */
-    GPT_OMP(omp parallel for schedule(static) num_threads(threads))
+    GPT_OMP(omp parallel for schedule(static) num_threads(team(2.0 * (double)n_bh * t * t * head_dim, threads)))
     for (bh = 0; bh < n_bh; bh++) {
         size_t s = (size_t)(bh / n_heads), h = (size_t)(bh % n_heads), tt = (size_t)t;
         size_t hd = (size_t)head_dim, row0 = s * tt, i, j;
@@ -204,7 +211,7 @@ void gpt_attention_backward(float *dq, size_t lddq, float *dk, size_t lddk, floa
     int use_ws = ws && ws->mem, threads = use_ws ? ws->threads : max_threads();
     long bh, n_bh = (long)n_seq * n_heads;
     (void)threads; /* used only by the OpenMP clause */
-    GPT_OMP(omp parallel for schedule(static) num_threads(threads))
+    GPT_OMP(omp parallel for schedule(static) num_threads(team(2.0 * (double)n_bh * t * t * head_dim, threads)))
     for (bh = 0; bh < n_bh; bh++) {
         size_t s = (size_t)(bh / n_heads), h = (size_t)(bh % n_heads), tt = (size_t)t;
         size_t hd = (size_t)head_dim, row0 = s * tt, i, j;
@@ -239,7 +246,7 @@ void gpt_attention_backward(float *dq, size_t lddq, float *dk, size_t lddk, floa
 void gpt_swiglu_forward(float *h, const float *gu, size_t n, size_t f)
 {
     size_t row;
-    GPT_OMP(omp parallel for schedule(static))
+    GPT_OMP(omp parallel for schedule(static) num_threads(team((double)n * (double)f, 0)))
     for (row = 0; row < n; row++) {
         const float *gate = gu + row * 2 * f, *up = gate + f;
         float *hr = h + row * f;
@@ -251,7 +258,7 @@ void gpt_swiglu_forward(float *h, const float *gu, size_t n, size_t f)
 void gpt_swiglu_backward(float *dgu, const float *dh, const float *gu, size_t n, size_t f)
 {
     size_t row;
-    GPT_OMP(omp parallel for schedule(static))
+    GPT_OMP(omp parallel for schedule(static) num_threads(team((double)n * (double)f, 0)))
     for (row = 0; row < n; row++) {
         const float *gate = gu + row * 2 * f, *up = gate + f, *dhr = dh + row * f;
         float *dgate = dgu + row * 2 * f, *dup = dgate + f;
@@ -288,7 +295,7 @@ void gpt_linear_backward(float *dx, float *dw, const float *dy, const float *x, 
 void gpt_crossentropy_forward(float *losses, float *probs, const int *targets, size_t n, size_t v)
 {
     size_t row;
-    GPT_OMP(omp parallel for schedule(static))
+    GPT_OMP(omp parallel for schedule(static) num_threads(team((double)n * (double)v, 0)))
     for (row = 0; row < n; row++) {
         float *p = probs + row * v, mx = p[0], target_logit = p[targets[row]], inv;
         double sum = 0.0;
@@ -308,7 +315,7 @@ void gpt_crossentropy_backward(float *dlogits, const float *probs, const int *ta
                                size_t v, float dloss)
 {
     size_t row;
-    GPT_OMP(omp parallel for schedule(static))
+    GPT_OMP(omp parallel for schedule(static) num_threads(team((double)n * (double)v, 0)))
     for (row = 0; row < n; row++) {
         const float *p = probs + row * v;
         float *g = dlogits + row * v, p_target = p[targets[row]]; /* read before g overwrites p */

@@ -1,0 +1,216 @@
+/* test_team.c - the libraries' threads on a shared machine (issue 40): the rule that sends their
+ * regions to one thread while their teams are held up by other work, and the results' independence
+ * of it. Both headers' implementations are in this file, so the tests reach their private state
+ * (muon__gate_*, rn__gate_*) to drive the rule with chosen times instead of a loaded machine. */
+#define MUON_IMPLEMENTATION
+#include "muon.h"
+#define ROWNORM_IMPLEMENTATION
+#include "rownorm.h"
+#include "test.h"
+
+static void fill(float *x, size_t n, double scale, unsigned seed)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = (float)(scale * ((double)(seed >> 8) / 8388608.0 - 1.0));
+    }
+}
+
+#if defined(_OPENMP) && _OPENMP >= 201107
+/* force a header's gate: closed (one thread) for the next `secs`, or open (secs <= 0) */
+static void muon_gate_force(double secs)
+{
+    muon__gate_until = secs > 0.0 ? omp_get_wtime() + secs : 0.0;
+    muon__gate_span = secs > 0.0 ? secs : 0.0;
+}
+static void rn_gate_force(double secs)
+{
+    rn__gate_until = secs > 0.0 ? omp_get_wtime() + secs : 0.0;
+    rn__gate_span = secs > 0.0 ? secs : 0.0;
+}
+
+/* the rule, driven with chosen times: (fork t0, latest start, earliest finish) */
+static void test_gate_rule(void)
+{
+    double now, t0;
+    int saved = omp_get_max_threads(), k;
+    omp_set_num_threads(2);
+    muon_gate_force(0.0);
+    CHECK(muon_team(0) == 2 && muon_team(2) == 2 && muon_team(1) == 1);
+    /* a 10 ms region whose last member started 8 ms late: held up -> 20 ms on one thread */
+    now = omp_get_wtime();
+    t0 = now - 0.010;
+    muon__gate_note(t0, t0 + 0.008, now);
+    CHECK(muon_team(0) == 1 && muon_team(2) == 1);
+    CHECK(muon__gate_span == MUON__GATE_SOLO_MIN);
+    CHECK(muon__gate_until > now + 0.5 * MUON__GATE_SOLO_MIN && muon__gate_until < now + 2.0 * MUON__GATE_SOLO_MIN);
+    /* held up again (the next try): the period doubles, up to the cap */
+    for (k = 0; k < 12; k++) {
+        now = omp_get_wtime();
+        t0 = now - 0.010;
+        muon__gate_note(t0, t0, now - 0.004); /* a member finished 4 ms before the join: 40 % lost */
+    }
+    CHECK(muon__gate_span == MUON__GATE_SOLO_MAX);
+    now = omp_get_wtime();
+    t0 = now - 0.010;
+    muon__gate_note(t0, t0, now - 0.004);
+    CHECK(muon__gate_span == MUON__GATE_SOLO_MAX);
+    /* a region on time clears the doubling (the current period runs out as set) */
+    muon__gate_note(t0, t0 + 1e-6, now - 1e-6);
+    CHECK(muon__gate_span == 0.0 && muon_team(2) == 1);
+    muon__gate_until = omp_get_wtime() - 1e-3; /* the period over */
+    CHECK(muon_team(2) == 2);
+    /* not held up: 0.2 ms lost of 0.4 ms (under the 0.3 ms floor: a futex wake-up), 1 ms of 10 ms
+     * (under a quarter) */
+    now = omp_get_wtime();
+    muon__gate_note(now - 4e-4, now - 2e-4, now);
+    CHECK(muon_team(2) == 2);
+    now = omp_get_wtime();
+    muon__gate_note(now - 0.010, now - 0.0095, now - 0.0005);
+    CHECK(muon_team(2) == 2 && muon__gate_span == 0.0);
+    /* inside an active region the team is one (no nested teams) */
+    {
+        int inner = 0;
+        MUON__OMP(omp parallel num_threads(2) reduction(max : inner))
+        inner = muon_team(0);
+        CHECK(inner == 1);
+    }
+    /* rownorm.h's rule is the same */
+    rn_gate_force(0.0);
+    CHECK(rn__gate(2) == 2);
+    now = omp_get_wtime();
+    rn__gate_note(now - 0.010, now - 0.002, now);
+    CHECK(rn__gate(2) == 1 && rn__gate_span == RN__GATE_SOLO_MIN);
+    rn__gate_note(now - 0.010, now - 0.010, now);
+    CHECK(rn__gate_span == 0.0);
+    now = omp_get_wtime();
+    rn__gate_note(now - 4e-4, now - 2e-4, now);
+    CHECK(rn__gate_span == 0.0);
+    rn_gate_force(0.0);
+    muon_gate_force(0.0);
+    omp_set_num_threads(saved);
+}
+
+/* A region that runs on one thread (the gate closed, or below the threshold) judges nothing: the
+ * doubling survives it, so a busy machine is not retried every 20 ms. */
+static void test_gate_one_thread_silent(void)
+{
+    const size_t n = 512;
+    float *A = (float *)malloc(n * n * sizeof(float)), *C = (float *)malloc(n * n * sizeof(float));
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(2);
+    fill(A, n * n, 1.0, 5u);
+    muon_gate_force(0.5); /* closed, span 0.5 */
+    CHECK(muon_sgemm(MUON_NO_TRANS, MUON_TRANS, n, n, n, 1.0f, A, n, A, n, 0.0f, C, n) == MUON_OK);
+    CHECK(muon__gate_span == 0.5);
+    rn_gate_force(0.5);
+    {
+        rn_rownorm_state st;
+        rn_rownorm_config cfg = rn_rownorm_default();
+        CHECK(rn_rownorm_init(&st, n, n) == RN_OK);
+        CHECK(rn_rownorm_step(&st, &cfg, C, n, A, n, NULL, 0) == RN_OK);
+        rn_rownorm_free(&st);
+    }
+    CHECK(rn__gate_span == 0.5);
+    muon_gate_force(0.0);
+    rn_gate_force(0.0);
+    omp_set_num_threads(saved);
+    free(A);
+    free(C);
+}
+#endif
+
+/* The same bits whether the regions run on the team or on one thread (the gate open or closed):
+ * muon_step, muown_step, the products, the RowNorm step, the exact diameter and the RMS. */
+static void test_gate_same_bits(void)
+{
+    const size_t r = 384, c = 512, n = r * c, V = 1024, d = 256, tokens = 96;
+    float *W0 = (float *)malloc(n * sizeof(float)), *G = (float *)malloc(n * sizeof(float));
+    float *W[2], *M[2], *U0 = (float *)malloc(V * d * sizeof(float)), *GU = (float *)malloc(V * d * sizeof(float));
+    float *U[2], *S[2], *H = (float *)malloc(tokens * d * sizeof(float));
+    double D[2], rms[2];
+    size_t ia[2], ib[2];
+    int pass, k, saved = 1;
+#ifdef _OPENMP
+    saved = omp_get_max_threads();
+    omp_set_num_threads(2);
+#endif
+    fill(W0, n, 0.05, 11u);
+    fill(G, n, 1.0, 12u);
+    fill(U0, V * d, 0.05, 13u);
+    fill(GU, V * d, 1.0, 14u);
+    fill(H, tokens * d, 2.0, 15u);
+    for (pass = 0; pass < 2; pass++) {
+        muon_state st;
+        muown_state ow;
+        muon_config cfg = muon_default();
+        muown_config ocfg = muown_default();
+        rn_rownorm_state rs;
+        rn_rownorm_config rc = rn_rownorm_default();
+#if defined(_OPENMP) && _OPENMP >= 201107
+        muon_gate_force(pass ? 100.0 : 0.0);
+        rn_gate_force(pass ? 100.0 : 0.0);
+        CHECK(muon_team(2) == (pass ? 1 : 2));
+#endif
+        W[pass] = (float *)malloc(n * sizeof(float));
+        M[pass] = (float *)malloc(n * sizeof(float));
+        U[pass] = (float *)malloc(V * d * sizeof(float));
+        S[pass] = (float *)malloc(V * d * sizeof(float));
+        memcpy(W[pass], W0, n * sizeof(float));
+        memcpy(M[pass], W0, n * sizeof(float));
+        memcpy(U[pass], U0, V * d * sizeof(float));
+        CHECK(muon_init(&st, r, c) == MUON_OK);
+        for (k = 0; k < 2; k++) CHECK(muon_step(&st, &cfg, W[pass], c, G, c, NULL, 0) == MUON_OK);
+        muon_free(&st);
+        CHECK(muown_init(&ow, M[pass], r, c, c) == MUON_OK);
+        CHECK(muown_step(&ow, &ocfg, M[pass], c, G, c, NULL, 0) == MUON_OK);
+        muown_free(&ow);
+        CHECK(rn_rownorm_init(&rs, V, d) == RN_OK);
+        for (k = 0; k < 2; k++) CHECK(rn_rownorm_step(&rs, &rc, U[pass], d, GU, d, S[pass], d) == RN_OK);
+        rn_rownorm_free(&rs);
+        CHECK(rn_row_diameter(S[pass], V, d, d, &D[pass], &ia[pass], &ib[pass]) == RN_OK);
+        CHECK(rn_hilbert_rms(S[pass], V, d, d, H, tokens, d, &rms[pass]) == RN_OK);
+    }
+    CHECK(memcmp(W[0], W[1], n * sizeof(float)) == 0);
+    CHECK(memcmp(M[0], M[1], n * sizeof(float)) == 0);
+    CHECK(memcmp(U[0], U[1], V * d * sizeof(float)) == 0 && memcmp(S[0], S[1], V * d * sizeof(float)) == 0);
+    CHECK(D[0] == D[1] && ia[0] == ia[1] && ib[0] == ib[1] && D[0] > 0.0);
+    { /* and it is the diameter: float64 over every pair */
+        double best = 0.0;
+        size_t i, j, q;
+        for (i = 0; i < V; i++)
+            for (j = i + 1; j < V; j++) {
+                double s2 = 0.0;
+                for (q = 0; q < d; q++) {
+                    double e = (double)S[0][i * d + q] - (double)S[0][j * d + q];
+                    s2 += e * e;
+                }
+                if (s2 > best) best = s2;
+            }
+        CHECK_NEAR(D[0], sqrt(best), 0.0, 1e-6);
+    }
+    CHECK(rms[0] == rms[1] && rms[0] > 0.0);
+#if defined(_OPENMP) && _OPENMP >= 201107
+    muon_gate_force(0.0);
+    rn_gate_force(0.0);
+#endif
+#ifdef _OPENMP
+    omp_set_num_threads(saved);
+#else
+    CHECK(muon_team(0) == 1 && muon_team(4) == 1); /* no OpenMP: one thread */
+    (void)saved;
+#endif
+    for (pass = 0; pass < 2; pass++) free(W[pass]), free(M[pass]), free(U[pass]), free(S[pass]);
+    free(W0), free(G), free(U0), free(GU), free(H);
+}
+
+int main(void)
+{
+#if defined(_OPENMP) && _OPENMP >= 201107
+    RUN(test_gate_rule);
+    RUN(test_gate_one_thread_silent);
+#endif
+    RUN(test_gate_same_bits);
+    return TEST_REPORT();
+}
