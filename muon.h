@@ -2852,13 +2852,43 @@ MUONDEF muon_status muon_ssyrk(muon_transpose ta, size_t n, size_t k, float alph
  * thread below MUON__PAR_MIN elements (the macro is expanded inside the pragma) */
 #define MUON__PAR(nt, work) num_threads(nt) if ((nt) > 1 && (double)(work) >= MUON__PAR_MIN)
 
-/* finiteness from the exponent bits: stays correct under -ffast-math */
+/* Finiteness from the bits (memcpy into an integer): stays correct under -ffast-math, which
+ * lets the compiler assume no NaN/Inf and fold x != x, isfinite(), fabsf(x) <= FLT_MAX and the
+ * NaN outcome of !(a <= b) away. Every NaN/Inf test of this file goes through these; a
+ * comparison is used only on a value these have shown not NaN. */
 static int muon__u_isfinite(double x)
 {
     uint64_t b;
     memcpy(&b, &x, sizeof b);
     return (b & 0x7FF0000000000000ULL) != 0x7FF0000000000000ULL;
 }
+/* |x| as bits (unsigned order = order of |x|; Inf 0x7F800000, NaN above) */
+static uint32_t muon__u_absbits(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    return b & 0x7FFFFFFFu;
+}
+static int muon__u_isfinitef(float x) { return muon__u_absbits(x) < 0x7F800000u; }
+/* |x| <= FLT_MAX (x fits a float, NaN does not): unsigned order of |x|'s bits */
+static int muon__u_fits_float(double x)
+{
+    const double fmax = (double)FLT_MAX;
+    uint64_t b, m;
+    memcpy(&b, &x, sizeof b);
+    memcpy(&m, &fmax, sizeof m);
+    return (b & 0x7FFFFFFFFFFFFFFFULL) <= m;
+}
+static int muon__u_isnan(double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    return (b & 0x7FFFFFFFFFFFFFFFULL) > 0x7FF0000000000000ULL;
+}
+/* x <= bound, false for NaN (bound not NaN) */
+static int muon__u_le(double x, double bound) { return !muon__u_isnan(x) && x <= bound; }
+/* 0 <= x < 1 (a decay rate), false for NaN */
+static int muon__u_rate(double x) { return muon__u_isfinite(x) && x >= 0.0 && x < 1.0; }
 
 /* a*b without overflow, else 0 (callers treat 0 as "does not fit") */
 static int muon__u_mul(size_t a, size_t b, size_t *out)
@@ -3170,7 +3200,7 @@ static int muon__ns_bounded(const muon__ns_view *c)
 {
     double s = 1.0 / c->safety, qprod = 1.0, pm, qm;
     int k, seg = 0, restart = c->gram_restart > 0 ? c->gram_restart : 2;
-    if (!(s <= MUON__NS_BOUND)) return 0;
+    if (!muon__u_le(s, MUON__NS_BOUND)) return 0;
     for (k = 0; k < c->steps; k++) {
         if (c->method == MUON_NS_GRAM && seg == restart) {
             qprod = 1.0;
@@ -3180,8 +3210,8 @@ static int muon__ns_bounded(const muon__ns_view *c)
         muon__ns_pbound(muon__ns_triple(c, k), s * (c->precision == MUON_NS_BF16 ? 1.0 + 1.0 / 128.0 : 1.0 + 1.0 / 256.0),
                         &pm, &qm);
         qprod *= qm;
-        if (!(s * s <= MUON__NS_BOUND) || !(qm * qm <= MUON__NS_BOUND) || !(pm <= MUON__NS_BOUND) ||
-            (c->method == MUON_NS_GRAM && !(qprod <= MUON__NS_BOUND)))
+        if (!muon__u_le(s * s, MUON__NS_BOUND) || !muon__u_le(qm * qm, MUON__NS_BOUND) || !muon__u_le(pm, MUON__NS_BOUND) ||
+            (c->method == MUON_NS_GRAM && !muon__u_le(qprod, MUON__NS_BOUND)))
             return 0;
         s = pm;
         seg++;
@@ -3302,7 +3332,7 @@ MUONDEF muon_status muon_sv_quantile(const double *sv, size_t n, double q, doubl
     double h, frac, a, b;
     if (!sv || !out) return MUON_ERR_NULL;
     if (n == 0) return MUON_ERR_SIZE;
-    if (!(q >= 0.0 && q <= 1.0)) return MUON_ERR_DOMAIN;
+    if (!muon__u_le(q, 1.0) || q < 0.0) return MUON_ERR_DOMAIN;
     for (i = 0; i < n; i++) {
         if (!muon__u_isfinite(sv[i])) return MUON_ERR_DOMAIN;
         if (i > 0 && sv[i] > sv[i - 1]) return MUON_ERR_DOMAIN;
@@ -4760,7 +4790,8 @@ MUONDEF muon_config muon_default(void)
 /* The domain of (lr, weight_decay) shared by every step (MUON_LR_MAX). */
 static int muon__lr_wd_ok(double lr, double wd)
 {
-    return lr >= 0.0 && lr <= MUON_LR_MAX && wd >= 0.0 && wd <= DBL_MAX && lr * wd <= 1.0;
+    return muon__u_isfinite(lr) && muon__u_isfinite(wd) && lr >= 0.0 && lr <= MUON_LR_MAX && wd >= 0.0 &&
+           lr * wd <= 1.0; /* finite lr, wd: lr wd is not NaN (an overflow is Inf, > 1) */
 }
 
 /* A step counter that can take one more step (from a checkpoint it may be anything). */
@@ -4775,7 +4806,7 @@ static MUON__NOINLINE muon_status muon__config_check(const muon_config *in)
     double jt[1][3];
     muon__ns_view v;
     if (!muon__lr_wd_ok(in->lr, in->weight_decay)) return MUON_ERR_DOMAIN;
-    if (!(in->momentum >= 0.0 && in->momentum < 1.0)) return MUON_ERR_DOMAIN;
+    if (!muon__u_rate(in->momentum)) return MUON_ERR_DOMAIN;
     if (in->momentum_form != MUON_MOMENTUM_EMA && in->momentum_form != MUON_MOMENTUM_SUM) return MUON_ERR_DOMAIN;
     if (in->scale != MUON_SCALE_ORIGINAL && in->scale != MUON_SCALE_MATCH_ADAMW &&
         in->scale != MUON_SCALE_SPECTRAL && in->scale != MUON_SCALE_NONE)
@@ -4786,7 +4817,7 @@ static MUON__NOINLINE muon_status muon__config_check(const muon_config *in)
     if ((in->row_sizes != NULL) != (in->row_blocks != 0) || (in->col_sizes != NULL) != (in->col_blocks != 0))
         return MUON_ERR_DOMAIN; /* a sizes array without its count, or a count without sizes */
     if ((in->row_sizes && in->split_rows > 1) || (in->col_sizes && in->split_cols > 1)) return MUON_ERR_DOMAIN;
-    if (!(in->normuon_beta2 >= 0.0 && in->normuon_beta2 < 1.0)) return MUON_ERR_DOMAIN;
+    if (!muon__u_rate(in->normuon_beta2)) return MUON_ERR_DOMAIN;
     if (!muon__u_isfinite(in->normuon_eps) || in->normuon_eps < 0.0) return MUON_ERR_DOMAIN;
     if (in->threads < 0) return MUON_ERR_DOMAIN;
     return muon__ns_view_make(&in->ns, &v, jt);
@@ -5082,12 +5113,15 @@ static MUON__NOINLINE muon_status muon__mom_fill(const float *B, const float *G,
         const float *b = B + i * cols, *g = G + i * ldg;
         float *u = U + i * cols;
         size_t j;
-        float nb, nbmax = 0.0f;
+        float nb;
+        uint32_t nbmax = 0; /* max |nb| as bits: Inf and NaN are the largest */
         for (j = 0; j < cols; j++) {
+            uint32_t nbb;
             u[j] = muon__mom_dir(b[j], g[j], c->momentum, c->nesterov, c->momentum_form, &nb);
-            nbmax = fabsf(nb) > nbmax ? fabsf(nb) : nbmax; /* NaN compares false: caught below */
+            nbb = muon__u_absbits(nb);
+            nbmax = nbb > nbmax ? nbb : nbmax;
         }
-        bad |= !(nbmax <= FLT_MAX) || !muon__u_finite_matrix(u, 1, cols, cols);
+        bad |= nbmax >= 0x7F800000u || !muon__u_finite_matrix(u, 1, cols, cols);
         badb |= !muon__u_finite_matrix(b, 1, cols, cols);
     }
     if (badb) return MUON_ERR_NONFINITE;
@@ -5213,7 +5247,7 @@ static MUON__NOINLINE muon_status muon__blocks_scale(float *U, size_t cols, cons
     for (bi = 0; bi < rp->k; bi++) {
         size_t rl = muon__split_len(rp, bi), rend = r0 + rl;
         for (bj = 0; bj < cp->k; bj++) /* every factor representable before anything is scaled */
-            if (!(fabs(c->lr * muon__shape_scale(c, rl, muon__split_len(cp, bj))) <= (double)FLT_MAX))
+            if (!muon__u_fits_float(c->lr * muon__shape_scale(c, rl, muon__split_len(cp, bj))))
                 return MUON_ERR_RANGE;
         MUON__OMP(omp parallel for schedule(static) reduction(|:bad) MUON__PAR(c->threads, (double)rl * (double)cols))
         for (i = r0; i < rend; i++) {
@@ -5263,13 +5297,11 @@ static MUON__NOINLINE int muon__step_fits(const float *W, size_t ldw, const floa
         const float *w = W + i * ldw, *d = U + i * cols;
         size_t j;
         for (j = 0; j < cols; j++) {
-            if (!(fabsf(w[j]) <= FLT_MAX)) continue;
+            if (!muon__u_isfinitef(w[j])) continue;
             if (capped) /* cautious: the mask is not known before the cap, |w| bounds both */
-                bad |= !(fabs((double)w[j] * (cautious ? 1.0 : 1.0 - lrwd)) + fabs((double)d[j]) + fro <=
-                         (double)FLT_MAX);
+                bad |= !muon__u_fits_float(fabs((double)w[j] * (cautious ? 1.0 : 1.0 - lrwd)) + fabs((double)d[j]) + fro);
             else
-                bad |= !(fabsf(muon__step_new_w(w[j], d[j], muon__decay_for(lrwd, cautious, w[j], d[j]))) <=
-                         FLT_MAX);
+                bad |= !muon__u_isfinitef(muon__step_new_w(w[j], d[j], muon__decay_for(lrwd, cautious, w[j], d[j])));
         }
     }
     return !bad;
@@ -5326,7 +5358,7 @@ static MUON__NOINLINE muon_status muon__state_check(const muon_state *st, const 
     if (s != MUON_OK) return s;
     if (c->normuon)
         for (i = 0; i < rows; i++)
-            if (!(st->row_v[i] >= 0.0 && st->row_v[i] <= DBL_MAX)) return MUON_ERR_NONFINITE;
+            if (!muon__u_isfinite(st->row_v[i]) || st->row_v[i] < 0.0) return MUON_ERR_NONFINITE;
     if (!muon__step_count_ok(st->step)) return MUON_ERR_DOMAIN;
     /* the cap reads W (power iteration): NaN/Inf there would enter the stored pair */
     if (c->cap != MUON_CAP_OFF && !muon__u_finite_matrix(W, rows, cols, ldw)) return MUON_ERR_NONFINITE;
@@ -6006,7 +6038,7 @@ static muon_status muon__muown_check(const muown_config *in)
         in->magnitude != MUOWN_MAG_SGD && in->magnitude != MUOWN_MAG_LION)
         return MUON_ERR_DOMAIN;
     if (!muon__u_isfinite(in->mag_lr) || in->mag_lr < 0.0) return MUON_ERR_DOMAIN;
-    if (!(in->mag_beta1 >= 0.0 && in->mag_beta1 < 1.0) || !(in->mag_beta2 >= 0.0 && in->mag_beta2 < 1.0))
+    if (!muon__u_rate(in->mag_beta1) || !muon__u_rate(in->mag_beta2))
         return MUON_ERR_DOMAIN;
     if (!muon__u_isfinite(in->mag_eps) || in->mag_eps < 0.0) return MUON_ERR_DOMAIN;
     return MUON_OK;
@@ -6069,7 +6101,7 @@ static MUON__NOINLINE muon_status muon__muown_pass1(const muown_state *st, const
         bad |= !muon__u_finite_matrix(u, 1, cols, cols) || !muon__u_finite_matrix(b, 1, cols, cols);
         for (j = 0; j < cols; j++) {
             u[j] = muon__mom_dir(b[j], u[j], c->momentum, c->nesterov, c->momentum_form, &nb);
-            bad |= !(fabsf(nb) <= FLT_MAX);
+            bad |= !muon__u_isfinitef(nb);
         }
         bad |= !muon__u_finite_matrix(u, 1, cols, cols) || !muon__u_isfinite(gg[i]);
     }
@@ -6138,11 +6170,11 @@ static MUON__NOINLINE muon_status muon__muown_end(muown_state *st, const muown_c
         size_t j;
         for (j = 0; j < cols; j++) {
             double vn = st->vnorm[i] * ((double)w[j] * us) + (double)d[j];
-            bad |= !(fabs(vn) <= (double)FLT_MAX);
+            bad |= !muon__u_fits_float(vn);
             wmax = fabs((double)w[j]) > wmax ? fabs((double)w[j]) : wmax;
         }
         /* |W_new| <= |g_new| (1 + 2^-23) + lr lambda |W| (v_new / ||v_new|| has unit rows) */
-        bad |= !(fabs(gn) * (1.0 + 1.0 / 8388608.0) + lrwd * wmax <= (double)FLT_MAX);
+        bad |= !muon__u_fits_float(fabs(gn) * (1.0 + 1.0 / 8388608.0) + lrwd * wmax);
     }
     if (bad) return MUON_ERR_RANGE;
     /* commit row by row (rows are independent) */
@@ -6249,7 +6281,7 @@ MUONDEF muon_status muon_adamw_config_resolve(const muon_adamw_config *in, muon_
     if (!in || !out) return MUON_ERR_NULL;
     r = *in;
     if (!muon__lr_wd_ok(in->lr, in->weight_decay)) return MUON_ERR_DOMAIN;
-    if (!(in->beta1 >= 0.0 && in->beta1 < 1.0) || !(in->beta2 >= 0.0 && in->beta2 < 1.0)) return MUON_ERR_DOMAIN;
+    if (!muon__u_rate(in->beta1) || !muon__u_rate(in->beta2)) return MUON_ERR_DOMAIN;
     if (!muon__u_isfinite(in->eps) || in->eps < 0.0) return MUON_ERR_DOMAIN;
     if (r.eps == 0.0) r.eps = 1e-8;
     *out = r;
@@ -6368,11 +6400,11 @@ MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_confi
         for (i = 0; i < n; i++) {
             float pn, mn, vn;
             double sn;
-            bad_in |= !(fabsf(grad[i]) <= FLT_MAX) | !(fabsf(st->m[i]) <= FLT_MAX) | !(fabsf(st->v[i]) <= FLT_MAX);
+            bad_in |= !muon__u_isfinitef(grad[i]) | !muon__u_isfinitef(st->m[i]) | !muon__u_isfinitef(st->v[i]);
             pn = muon__adamw_one(param[i], grad[i], st->m[i], st->v[i], b1, b2, lr, lrwd, eps, bc1, bc2, &mn, &vn,
                                  &sn);
-            bad_out |= (fabsf(param[i]) <= FLT_MAX) & !(fabsf(pn) <= FLT_MAX);
-            bad_out |= !(fabs(sn) <= (double)FLT_MAX); /* the step itself must fit a float */
+            bad_out |= muon__u_isfinitef(param[i]) & !muon__u_isfinitef(pn);
+            bad_out |= !muon__u_fits_float(sn); /* the step itself must fit a float */
         }
         if (bad_in) return MUON_ERR_NONFINITE;
         if (bad_out) return MUON_ERR_RANGE;
@@ -6397,7 +6429,7 @@ MUONDEF muon_status muon_clip_grad_norm(float **grads, const size_t *sizes, size
     if (count == 0) return MUON_ERR_SIZE;
     for (k = 0; k < count; k++)
         if (sizes[k] && !grads[k]) return MUON_ERR_NULL;
-    if (!(max_norm > 0.0)) return MUON_ERR_DOMAIN;
+    if (muon__u_isnan(max_norm) || !(max_norm > 0.0)) return MUON_ERR_DOMAIN;
     for (k = 0; k < count; k++) { /* a tensor listed twice would be scaled twice */
         size_t j;
         if (sizes[k] > (size_t)-1 / sizeof(float)) return MUON_ERR_SIZE;

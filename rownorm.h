@@ -781,6 +781,34 @@ RN__FN int rn__all_finite_scalar(const float *x, size_t n)
     return m < 0x7f800000u;
 }
 
+/* One value finite / NaN, from the exponent bits. -ffast-math (-ffinite-math-only) lets the
+ * compiler assume no NaN or Inf, and it folds x != x, x - x == 0, isfinite() and comparisons
+ * with FLT_MAX / DBL_MAX / HUGE_VAL away; integer tests on the bits hold under any flags. A
+ * double is tested on its high word (no 64-bit constants: C++98). */
+RN__FN int rn__finite_f(float x)
+{
+    unsigned int u;
+    memcpy(&u, &x, sizeof u);
+    return (u & 0x7f800000u) != 0x7f800000u;
+}
+RN__FN uint32_t rn__d_hi(double x, uint32_t *lo)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    *lo = (uint32_t)u;
+    return (uint32_t)(u >> 32);
+}
+RN__FN int rn__finite_d(double x)
+{
+    uint32_t lo, hi = rn__d_hi(x, &lo);
+    return (hi & 0x7ff00000u) != 0x7ff00000u;
+}
+RN__FN int rn__nan_d(double x)
+{
+    uint32_t lo, hi = rn__d_hi(x, &lo) & 0x7fffffffu;
+    return hi > 0x7ff00000u || (hi == 0x7ff00000u && lo != 0u);
+}
+
 /* sum_k (x_k - mu_k)^2 in double; mu may be NULL (then 0). */
 RN__FN double rn__sumsq_fd_scalar(const float *x, const double *mu, size_t n)
 {
@@ -1507,7 +1535,7 @@ RN__FN void rn__pack_zero(size_t k, float *P, size_t r)
  * has norms in [1, 2), so float32 products of such panels neither overflow nor underflow. */
 RN__FN int rn__exp2_of(double x)
 {
-    return (x > 0.0 && x <= DBL_MAX) ? ilogb(x) : 0;
+    return (rn__finite_d(x) && x > 0.0) ? ilogb(x) : 0;
 }
 
 /* Matrix finite check, row by row (columns past cols never read). */
@@ -1550,12 +1578,12 @@ RN__FN void rn__col_mean(const float *A, size_t rows, size_t cols, size_t ld, do
     for (k = 0; k < cols; k++) mu[k] /= (double)rows;
 }
 
-/* All n doubles finite. */
+/* All n doubles finite (from the bits: see rn__finite_d). */
 RN__FN int rn__dfinite(const double *x, size_t n)
 {
     size_t k;
     for (k = 0; k < n; k++)
-        if (!(x[k] - x[k] == 0.0)) return 0;
+        if (!rn__finite_d(x[k])) return 0;
     return 1;
 }
 
@@ -1600,7 +1628,7 @@ RNDEF rn_status rn_hilbert_probs(const float *p, const float *q, size_t n, doubl
 
 RNDEF double rn_tv_bound(double hilbert_distance)
 {
-    if (!(hilbert_distance >= 0.0)) return (double)NAN;
+    if (rn__nan_d(hilbert_distance) || hilbert_distance < 0.0) return (double)NAN;
     return tanh(0.25 * hilbert_distance);
 }
 
@@ -1802,7 +1830,7 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__di
             }
             if ((sqrt(s2) + A->brad[2 * p] + B->brad[2 * q] + up * 2.0 * Rf + c->dabs) * (1.0 + 1e-12) < LB * sc) continue;
         }
-        if (M == HUGE_VAL) {
+        if (!rn__finite_d(M)) { /* M = HUGE_VAL (bits: -ffast-math folds M == HUGE_VAL) */
             /* no usable float32 error bound: every pair of the tile is verified in double */
             for (a = 0; a < pm; a++) {
                 size_t bend = diag ? a : qm;
@@ -1820,7 +1848,7 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__di
                 if (e > emax) { emax = e; bi = a; bj = b; }
             }
         }
-        if (emax == -HUGE_VAL) continue;
+        if (!rn__finite_d(emax)) continue; /* still -HUGE_VAL: no pair in the tile */
         LBs = LB * sc;
         thr = LBs * LBs * (1.0 - 1e-12) - M - 1e-300;
         if (emax < thr) continue;
@@ -1971,7 +1999,7 @@ RN__FN void rn__diam_bound(rn__diam_ctx *ctx, size_t cols, double sc, double Rf)
         + (6.0 * ((double)cols + 16.0) + 32.0 * sqrt((double)cols) + 64.0) * tau;
     /* cols ~ 2^22 and beyond (no useful float bound) or scaled data that float32 cannot hold
      * (not expected: the packed values are below 2 in magnitude): verify without tiles */
-    if (!(gk < 0.25) || !(M <= DBL_MAX)) M = HUGE_VAL;
+    if (!(gk < 0.25) || !rn__finite_d(M)) M = HUGE_VAL;
     ctx->cols = cols; ctx->M = M; ctx->up = up; ctx->Rf = Rf; ctx->sc = sc;
     ctx->dabs = 2.0 * sqrt((double)cols) * tau;
 }
@@ -2159,7 +2187,7 @@ RNDEF rn_diameter_best rn_diameter_best_none(void)
 RN__FN int rn__db_pair(const rn_diameter_best *x) { return x->i != x->j; }
 RN__FN int rn__db_valid(const rn_diameter_best *x)
 {
-    return !rn__db_pair(x) || (x->i < x->j && x->dist2 >= 0.0 && x->dist2 <= DBL_MAX);
+    return !rn__db_pair(x) || (x->i < x->j && rn__finite_d(x->dist2) && x->dist2 >= 0.0);
 }
 
 RNDEF void rn_diameter_best_merge(rn_diameter_best *acc, const rn_diameter_best *x)
@@ -2301,7 +2329,7 @@ RNDEF rn_status rn_worst_hidden_state(const float *S, size_t rows, size_t cols, 
     size_t k;
     if (!S || !h) return RN_ERR_NULL;
     if (!rn__extent(rows, cols, ld)) return RN_ERR_SIZE;
-    if (i >= rows || j >= rows || !(radius >= 0.0) || radius > (double)FLT_MAX) return RN_ERR_DOMAIN;
+    if (i >= rows || j >= rows || !rn__finite_d(radius) || radius < 0.0 || radius > (double)FLT_MAX) return RN_ERR_DOMAIN;
     if (rn__overlap(h, cols * sizeof(float), S, rn__extent(rows, cols, ld) * sizeof(float))) return RN_ERR_ALIAS;
     if (!rn__all_finite(S + i * ld, cols) || !rn__all_finite(S + j * ld, cols)) return RN_ERR_NONFINITE;
     n2 = rn__sumsq_ff(S + i * ld, S + j * ld, cols);
@@ -2543,7 +2571,8 @@ RN__FN rn_status rn__rms_partial(const float *S, size_t rows, size_t cols, size_
             return RN_ERR_ALIAS;
     }
     if (sums) {
-        if (!(sums[cols] >= (double)rows && sums[cols] <= 9007199254740992.0 && sums[cols] == floor(sums[cols])))
+        if (!rn__finite_d(sums[cols]) ||
+            !(sums[cols] >= (double)rows && sums[cols] <= 9007199254740992.0 && sums[cols] == floor(sums[cols])))
             return RN_ERR_DOMAIN;
         if (!rn__dfinite(sums, cols)) return RN_ERR_NONFINITE;
     }
@@ -2591,7 +2620,7 @@ RNDEF rn_status rn_hilbert_rms_from_range(const double *tok_max, const double *t
     if (tokens == 0) return RN_ERR_SIZE;
     for (l = 0; l < tokens; l++) {
         double d = tok_max[l] - tok_min[l];
-        if (d != d || d == HUGE_VAL || d == -HUGE_VAL) return RN_ERR_NONFINITE;
+        if (!rn__finite_d(d)) return RN_ERR_NONFINITE;
         if (d < 0.0) return RN_ERR_DOMAIN;
         s += d * d;
     }
@@ -2647,7 +2676,7 @@ RNDEF rn_status rn_projected_rownorm_ws(const float *A, size_t rows, size_t cols
     if (!ea || !eo) return RN_ERR_SIZE;
     need = rn_projected_rownorm_workspace_size(cols);
     if (need == 0 || ws_bytes < need) return RN_ERR_SIZE;
-    if (!(eps >= 0.0f) || !(eps <= FLT_MAX)) return RN_ERR_DOMAIN;
+    if (!rn__finite_f(eps) || eps < 0.0f) return RN_ERR_DOMAIN;
     if (!(out == A && ldo == lda) && rn__overlap(A, ea * sizeof(float), out, eo * sizeof(float)))
         return RN_ERR_ALIAS;
     if (rn__overlap(ws, ws_bytes, A, ea * sizeof(float)) || rn__overlap(ws, ws_bytes, out, eo * sizeof(float)))
@@ -2948,8 +2977,9 @@ RN__FN int rn__cfg_ok(const rn_rownorm_config *cfg)
     /* lr <= RN_LR_MAX keeps |S| <= 2 lr a finite float; lr wd <= 1 keeps the decay factor
      * 1 - lr wd in [0, 1] (it neither flips the sign of W nor grows it); an overflowing lr wd
      * is Inf and fails that test */
-    return (lr >= 0.0 && lr <= RN_LR_MAX) && (beta >= 0.0 && beta < 1.0) && (eps >= 0.0 && eps <= DBL_MAX) &&
-           (wd >= 0.0 && wd <= DBL_MAX) && (lr * wd <= 1.0) && !(cfg->flags & ~31u);
+    if (!rn__finite_d(lr) || !rn__finite_d(beta) || !rn__finite_d(eps) || !rn__finite_d(wd)) return 0;
+    return (lr >= 0.0 && lr <= RN_LR_MAX) && (beta >= 0.0 && beta < 1.0) && eps >= 0.0 && wd >= 0.0 &&
+           (lr * wd <= 1.0) && !(cfg->flags & ~31u);
 }
 
 /* A flags word with what RN_REFERENCE_COMPAT implies spelled out (no centring). */
@@ -3208,8 +3238,8 @@ RNDEF rn_status rn_rownorm_shard_middle(rn_rownorm_state *st, const float *G, si
         rn__overlap(count, sizeof *count, recv, n1 * sizeof(double)))
         return RN_ERR_ALIAS;
     R = recv[1];
-    if (!(R >= (double)rows && R <= 9007199254740992.0 && R == floor(R))) return RN_ERR_DOMAIN;
-    if (!(recv[0] == 0.0) || (check && cin && !rn__dfinite(recv + 2, 2 * cols))) {
+    if (!rn__finite_d(R) || !(R >= (double)rows && R <= 9007199254740992.0 && R == floor(R))) return RN_ERR_DOMAIN;
+    if (!rn__finite_d(recv[0]) || recv[0] != 0.0 || (check && cin && !rn__dfinite(recv + 2, 2 * cols))) {
         /* some rank's G has a NaN/Inf: every rank abandons the step. begin changed nothing but
          * the shard fields (rn__part was re-zeroed), so the state is now as before begin */
         rn__shard_clear(st);
@@ -3742,7 +3772,7 @@ static RN__NOINLINE void rn__ex_certify(rn__ex_ws *w, double eta, double *lo, do
     D = rn__ex_diam(sf, V, d);
     f = D > 0.0 ? eta / D : 1.0;
     for (;;) {
-        if (!(D <= 1.79769313486231570815e308) || !(u <= 1.79769313486231570815e308)) {
+        if (!rn__finite_d(D) || !rn__finite_d(u)) {
             *lo = *hi = *diam = HUGE_VAL; /* overflow: the caller maps it to RN_ERR_DOMAIN */
             return;
         }
@@ -3864,8 +3894,8 @@ static rn_status rn__ex_validate(const float *G, size_t V, size_t d, size_t ldg,
     if (!rn_exact_step_workspace_size(V, d)) return RN_ERR_SIZE;
     /* a subnormal eta is refused: the normalised problem's scale-back (S = eta S') loses
      * the relative precision that the certificate D(S) <= eta needs */
-    if (!(eta >= DBL_MIN) || !(eta <= 1.79769313486231570815e308)) return RN_ERR_DOMAIN;
-    if (!(rel_tol > 0.0) || !(rel_tol < 1.0)) return RN_ERR_DOMAIN;
+    if (!rn__finite_d(eta) || !(eta >= DBL_MIN)) return RN_ERR_DOMAIN;
+    if (!rn__finite_d(rel_tol) || !(rel_tol > 0.0) || !(rel_tol < 1.0)) return RN_ERR_DOMAIN;
     if (rn__ex_overlap(G, *gb, S, *sb) || rn__ex_overlap(G, *gb, flow, *fb) ||
         rn__ex_overlap(S, *sb, flow, *fb) || rn__ex_overlap(G, *gb, res, sizeof(*res)) ||
         rn__ex_overlap(S, *sb, res, sizeof(*res)) || rn__ex_overlap(flow, *fb, res, sizeof(*res)))
@@ -3873,7 +3903,7 @@ static rn_status rn__ex_validate(const float *G, size_t V, size_t d, size_t ldg,
     for (i = 0; i < V; i++)
         for (c = 0; c < d; c++) {
             float v = G[i * ldg + c];
-            if (!(v - v == 0.0f)) return RN_ERR_NONFINITE;
+            if (!rn__finite_f(v)) return RN_ERR_NONFINITE;
         }
     return RN_OK;
 }
@@ -3913,7 +3943,7 @@ RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_
     }
     for (i = 0; i < V; i++) sumn += rn__ex_norm(w.gc + i * d, d);
     sigma = 0.5 * sumn;
-    if (!(sumn <= 1.79769313486231570815e308) || !(eta * sumn <= 1e300)) return RN_ERR_DOMAIN;
+    if (!rn__finite_d(sumn) || !rn__finite_d(eta * sumn) || !(eta * sumn <= 1e300)) return RN_ERR_DOMAIN;
     memset(w.p, 0, V * d * sizeof(double));
     memset(w.w, 0, (P ? P : 1) * sizeof(double));
     memset(w.x, 0, V * w.kmax * sizeof(double));
@@ -4014,7 +4044,7 @@ RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_
     }
 
     rn__ex_certify(&w, eta, &lo, &hi, &D, NULL, 0);
-    if (!(hi - hi == 0.0) || !(lo - lo == 0.0)) return RN_ERR_DOMAIN;
+    if (!rn__finite_d(hi) || !rn__finite_d(lo)) return RN_ERR_DOMAIN;
     if (!(hi - lo <= rel_tol * hi) && !(hi == 0.0 && lo == 0.0)) return RN_ERR_NOCONVERGE;
     if (flow) rn__ex_certify(&w, eta, &lo, &hi, &D, flow, ldf);
     if (S)
