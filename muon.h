@@ -813,6 +813,15 @@ MUONDEF muon_status muon_clip_grad_norm(float **grads, const size_t *sizes, size
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+/* the null pointer constant of the implementation: nullptr in C++11 and later (no
+ * -Wzero-as-null-pointer-constant from clang++, which flags NULL; an add_subdirectory consumer
+ * includes these headers with -I, not -isystem), NULL in C and C++98 (and MSVC without
+ * /Zc:__cplusplus, which reports 199711L) */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define MUON__NULL nullptr
+#else
+#define MUON__NULL NULL
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -1140,7 +1149,7 @@ static muon__gemm_ukr2_fn muon__gemm_ukr_avx512_split(size_t n0)
                                                   muon__gemm_ukr_avx512_s4,  muon__gemm_ukr_avx512_s6,
                                                   muon__gemm_ukr_avx512_s8,  muon__gemm_ukr_avx512_s10,
                                                   muon__gemm_ukr_avx512_s12};
-    return n0 >= MUON__GEMM_AVX512_MR ? by_half[0] : n0 % 2 == 0 && n0 > 0 ? by_half[n0 / 2] : NULL;
+    return n0 >= MUON__GEMM_AVX512_MR ? by_half[0] : n0 % 2 == 0 && n0 > 0 ? by_half[n0 / 2] : MUON__NULL;
 }
 #undef MUON__Z_SKERNEL
 #undef MUON__Z_S2
@@ -1235,7 +1244,7 @@ static muon__gemm_ukr2_fn muon__gemm_ukr_avx2_split(size_t n0)
     return n0 >= MUON__GEMM_AVX2_MR ? muon__gemm_ukr_avx2_s6
            : n0 == 4                ? muon__gemm_ukr_avx2_s4
            : n0 == 2                ? muon__gemm_ukr_avx2_s2
-                                    : NULL;
+                                    : MUON__NULL;
 }
 #undef MUON__Y_SKERNEL
 #undef MUON__Y_S2
@@ -1312,7 +1321,7 @@ static void muon__gemm_ukr_neon(size_t kc, const float *a, const float *b, float
 #endif
 #define MUON__GEMM_S_UKR muon__gemm_ukr_scalar, MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR
 /* UKR: fn, mr, nr as one macro argument list (MUON__GEMM_B_UKR, MUON__GEMM_S_UKR) */
-#define MUON__GEMM_KERNEL_F32(UKR, name) {UKR, MUON__GEMM_BLOCKS_INIT, name, MUON__PACK_F32, 1, sizeof(float), NULL, NULL}
+#define MUON__GEMM_KERNEL_F32(UKR, name) {UKR, MUON__GEMM_BLOCKS_INIT, name, MUON__PACK_F32, 1, sizeof(float), MUON__NULL, MUON__NULL}
 static const muon__gemm_kernel muon__gemm_k_scalar = MUON__GEMM_KERNEL_F32(MUON__GEMM_S_UKR, "scalar 4x8");
 static const muon__gemm_kernel muon__gemm_k_build = MUON__GEMM_KERNEL_F32(MUON__GEMM_B_UKR, MUON__GEMM_B_NAME);
 
@@ -1949,7 +1958,7 @@ static void muon__gemm_ukr_amx(size_t kc, const float *af, const float *bf, floa
                                float beta)
 {
     (void)alpha;
-    muon__amx_tile32(kc, (const unsigned char *)af, (const unsigned char *)bf, c, ldc, beta, NULL, NULL, 0, 0);
+    muon__amx_tile32(kc, (const unsigned char *)af, (const unsigned char *)bf, c, ldc, beta, MUON__NULL, MUON__NULL, 0, 0);
 }
 #endif /* MUON__BF16_AMX */
 
@@ -1966,7 +1975,7 @@ enum {
 };
 /* The bf16 kernels: the emulations pack bf16-rounded values into an fp32 kernel's layout
  * (k in swapped pairs, kgran 2); the reference one uses the scalar kernel. */
-#define MUON__GEMM_KERNEL_EMU(UKR, name) {UKR, MUON__GEMM_BLOCKS_INIT, name, MUON__PACK_EMU, 2, sizeof(float), NULL, NULL}
+#define MUON__GEMM_KERNEL_EMU(UKR, name) {UKR, MUON__GEMM_BLOCKS_INIT, name, MUON__PACK_EMU, 2, sizeof(float), MUON__NULL, MUON__NULL}
 static const muon__gemm_kernel muon__gemm_k_bf16_ref =
     MUON__GEMM_KERNEL_EMU(MUON__GEMM_S_UKR, "bf16 reference (scalar 4x8)");
 static const muon__gemm_kernel muon__gemm_k_bf16_emu = MUON__GEMM_KERNEL_EMU(MUON__GEMM_B_UKR, "bf16 emulation");
@@ -1978,14 +1987,14 @@ static const muon__gemm_kernel muon__gemm_k_bf16_amx = {
 #if defined(MUON__BF16_NEON)
 static const muon__gemm_kernel muon__gemm_k_bf16_dp = {
     muon__gemm_ukr_neon_bf16, MUON__GEMM_NBF_MR, MUON__GEMM_NBF_NR, MUON__GEMM_BLOCKS_INIT, "bf16 neon bfdot 8x8",
-    MUON__PACK_DP, 2, 2, NULL, NULL};
+    MUON__PACK_DP, 2, 2, MUON__NULL, MUON__NULL};
 static const muon__gemm_kernel muon__gemm_k_bf16_mmla = {
     muon__gemm_ukr_neon_bfmmla, MUON__GEMM_NBF_MR, MUON__GEMM_NBF_NR, MUON__GEMM_BLOCKS_INIT, "bf16 neon bfmmla 8x8",
-    MUON__PACK_MMLA, 4, 2, NULL, NULL};
+    MUON__PACK_MMLA, 4, 2, MUON__NULL, MUON__NULL};
 #elif defined(MUON__BF16_DP)
 static const muon__gemm_kernel muon__gemm_k_bf16_dp = {
     muon__gemm_ukr_dp, MUON__GEMM_DP_MR, MUON__GEMM_DP_NR, MUON__GEMM_BLOCKS_INIT, "bf16 avx512-bf16 14x32",
-    MUON__PACK_DP, 2, 2, NULL, NULL};
+    MUON__PACK_DP, 2, 2, MUON__NULL, MUON__NULL};
 #endif
 
 #ifdef MUON__BF16_DP
@@ -2287,7 +2296,7 @@ static void muon__gemm_ukr_neon_s8(size_t kc, const float *a, const float *a1, c
 }
 static muon__gemm_ukr2_fn muon__gemm_ukr_neon_split(size_t n0)
 {
-    return n0 >= MUON__GEMM_NEON_MR ? muon__gemm_ukr_neon_s8 : NULL;
+    return n0 >= MUON__GEMM_NEON_MR ? muon__gemm_ukr_neon_s8 : MUON__NULL;
 }
 #define MUON__SYRK_MR MUON__GEMM_NEON_MR
 #define MUON__SYRK_NR MUON__GEMM_NEON_NR
@@ -2619,7 +2628,7 @@ static MUON__GEMM_UNUSED muon_status muon__sgemm_builtin(int scalar, int threads
                                                          size_t ldc)
 {
     muon__gemm_problem g = muon__gemm_make(0, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-    muon_status st = muon__gemm_check(&g, NULL, 0);
+    muon_status st = muon__gemm_check(&g, MUON__NULL, 0);
     return st != MUON_OK ? st : muon__gemm_run(&g, scalar, threads);
 }
 
@@ -2628,7 +2637,7 @@ static MUON__GEMM_UNUSED muon_status muon__ssyrk_builtin(int scalar, int threads
                                                          float beta, float *C, size_t ldc)
 {
     muon__gemm_problem g = muon__gemm_make_syrk(ta, n, k, alpha, A, lda, beta, C, ldc);
-    muon_status st = muon__gemm_check(&g, NULL, 0);
+    muon_status st = muon__gemm_check(&g, MUON__NULL, 0);
     return st != MUON_OK ? st : muon__gemm_run(&g, scalar, threads);
 }
 
@@ -2794,7 +2803,7 @@ static MUON__GEMM_UNUSED muon_status muon__bgemm_builtin(int which, int threads,
 {
     muon__gemm_problem g = syrk ? muon__gemm_make_syrk(ta, n, k, 1.0f, A, lda, 0.0f, C, ldc)
                                 : muon__gemm_make(0, ta, tb, m, n, k, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
-    muon_status st = muon__gemm_check(&g, NULL, 0);
+    muon_status st = muon__gemm_check(&g, MUON__NULL, 0);
     size_t need;
     void *mem;
     int t = threads > 0 ? threads : 1;
@@ -2829,7 +2838,7 @@ MUONDEF muon_status muon_sgemm(muon_transpose ta, muon_transpose tb, size_t m, s
                                float beta, float *C, size_t ldc)
 {
     muon__gemm_problem g = muon__gemm_make(0, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-    muon_status st = muon__gemm_check(&g, NULL, 0);
+    muon_status st = muon__gemm_check(&g, MUON__NULL, 0);
     if (st != MUON_OK) return st;
     return MUON__GEMM_EXEC(&g);
 }
@@ -2838,7 +2847,7 @@ MUONDEF muon_status muon_ssyrk(muon_transpose ta, size_t n, size_t k, float alph
                                size_t lda, float beta, float *C, size_t ldc)
 {
     muon__gemm_problem g = muon__gemm_make_syrk(ta, n, k, alpha, A, lda, beta, C, ldc);
-    muon_status st = muon__gemm_check(&g, NULL, 0);
+    muon_status st = muon__gemm_check(&g, MUON__NULL, 0);
     if (st != MUON_OK) return st;
     return MUON__GEMM_EXEC(&g);
 }
@@ -4160,7 +4169,7 @@ static muon_status muon__ns_bf16(const muon__ns_view *ns, size_t m, size_t n, fl
     muon_status s;
     (void)nt;
     MUON__OMP(omp parallel for schedule(static) MUON__PAR(nt, mn))
-    for (i = 0; i < mn; i += 4096) muon__bf16_axpy(i, i + 4096 < mn ? i + 4096 : mn, 0.0f, X, NULL);
+    for (i = 0; i < mn; i += 4096) muon__bf16_axpy(i, i + 4096 < mn ? i + 4096 : mn, 0.0f, X, MUON__NULL);
     for (k = 0; k < ns->steps; k++) {
         const double *t = muon__ns_triple(ns, k);
         const float a = (float)t[0], b = (float)t[1], c = (float)t[2];
@@ -4814,7 +4823,7 @@ static MUON__NOINLINE muon_status muon__config_check(const muon_config *in)
     if (!muon__u_isfinite(in->scale_coeff) || in->scale_coeff < 0.0) return MUON_ERR_DOMAIN;
     if (in->cap != MUON_CAP_OFF && in->cap != MUON_CAP_GROWTH && in->cap != MUON_CAP_ALWAYS) return MUON_ERR_DOMAIN;
     if (in->cap_iters < 0 || in->cap_iters > 100) return MUON_ERR_DOMAIN;
-    if ((in->row_sizes != NULL) != (in->row_blocks != 0) || (in->col_sizes != NULL) != (in->col_blocks != 0))
+    if ((in->row_sizes != MUON__NULL) != (in->row_blocks != 0) || (in->col_sizes != MUON__NULL) != (in->col_blocks != 0))
         return MUON_ERR_DOMAIN; /* a sizes array without its count, or a count without sizes */
     if ((in->row_sizes && in->split_rows > 1) || (in->col_sizes && in->split_cols > 1)) return MUON_ERR_DOMAIN;
     if (!muon__u_rate(in->normuon_beta2)) return MUON_ERR_DOMAIN;
@@ -5438,7 +5447,7 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
     muon_status s;
     unsigned char *base;
     float *U;
-    double *vnew = NULL;
+    double *vnew = MUON__NULL;
     size_t nsoff;
     int threads = 1;
     muon__split rp, cp;
@@ -5605,14 +5614,14 @@ static muon_status muon__layers(muon_layer *layers, size_t count, int threads, v
     double total;
     int team;
     muon_status s;
-    unsigned char *base = NULL;
+    unsigned char *base = MUON__NULL;
     if (!layers) return MUON_ERR_NULL;
     if (count == 0) return MUON_ERR_SIZE;
     if (threads < 0) {
         for (i = 0; i < count; i++) layers[i].status = MUON_ERR_DOMAIN;
         return MUON_ERR_DOMAIN;
     }
-    if ((s = muon__layers_check(layers, count, ws == NULL, ws, ws_bytes, &need, &total)) != MUON_OK) return s;
+    if ((s = muon__layers_check(layers, count, ws == MUON__NULL, ws, ws_bytes, &need, &total)) != MUON_OK) return s;
     team = muon__layers_team(threads);
     /* the costliest layers, alone on the whole team */
     for (i = 0; i < count; i++)
@@ -5634,7 +5643,7 @@ static muon_status muon__layers(muon_layer *layers, size_t count, int threads, v
         int done = 0;
         MUON__OMP(omp parallel num_threads((int)lanes))
         {
-            void *slice = NULL;
+            void *slice = MUON__NULL;
             size_t mine, tid = 0;
 #ifdef _OPENMP
             tid = (size_t)omp_get_thread_num();
@@ -5659,7 +5668,7 @@ static muon_status muon__layers(muon_layer *layers, size_t count, int threads, v
 
 MUONDEF muon_status muon_step_layers(muon_layer *layers, size_t count, int threads)
 {
-    return muon__layers(layers, count, threads, NULL, 0);
+    return muon__layers(layers, count, threads, MUON__NULL, 0);
 }
 
 MUONDEF muon_status muon_step_layers_ws(muon_layer *layers, size_t count, int threads, void *ws, size_t ws_bytes)
@@ -5835,7 +5844,7 @@ MUONDEF muon_status muon_assign_owners(const size_t *rows, const size_t *cols, s
     size_t need;
     void *mem;
     muon_status s;
-    if ((s = muon__assign_check(rows, cols, count, nranks, owner, load, NULL, 0)) != MUON_OK) return s;
+    if ((s = muon__assign_check(rows, cols, count, nranks, owner, load, MUON__NULL, 0)) != MUON_OK) return s;
     need = muon__assign_ws_bytes(count, nranks);
     if (need <= sizeof stack_buf) {
         muon__assign_run(rows, cols, count, nranks, owner, load, muon__u_align_ptr(stack_buf));
@@ -6181,7 +6190,7 @@ static MUON__NOINLINE muon_status muon__muown_end(muown_state *st, const muown_c
     MUON__OMP(omp parallel for schedule(static) MUON__PAR(c.threads, (double)rows * (double)cols))
     for (i = 0; i < rows; i++) {
         float *w = W + i * ldw, *d = U + i * cols, *b = st->momentum + i * cols;
-        float *so = step_out ? step_out + i * lds : NULL;
+        float *so = step_out ? step_out + i * lds : MUON__NULL;
         const float *gr = G + i * ldg;
         double us, f, gi = gg[i], nv = 0.0, gn = st->g[i], scale;
         size_t j;
@@ -6330,7 +6339,7 @@ MUONDEF muon_status muon_adamw_init_ws(muon_adamw_state *st, size_t size, void *
     if (!st || !mem) return MUON_ERR_NULL;
     if (!need || mem_bytes < need) return MUON_ERR_SIZE;
     off = (sizeof(float) - (size_t)((uintptr_t)mem % sizeof(float))) % sizeof(float);
-    muon__adamw_attach(st, size, (float *)(void *)((unsigned char *)mem + off), NULL);
+    muon__adamw_attach(st, size, (float *)(void *)((unsigned char *)mem + off), MUON__NULL);
     return MUON_OK;
 }
 
@@ -6400,10 +6409,12 @@ MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_confi
         for (i = 0; i < n; i++) {
             float pn, mn, vn;
             double sn;
-            bad_in |= !muon__u_isfinitef(grad[i]) | !muon__u_isfinitef(st->m[i]) | !muon__u_isfinitef(st->v[i]);
+            bad_in |= !muon__u_isfinitef(grad[i]);
+            bad_in |= !muon__u_isfinitef(st->m[i]);
+            bad_in |= !muon__u_isfinitef(st->v[i]);
             pn = muon__adamw_one(param[i], grad[i], st->m[i], st->v[i], b1, b2, lr, lrwd, eps, bc1, bc2, &mn, &vn,
                                  &sn);
-            bad_out |= muon__u_isfinitef(param[i]) & !muon__u_isfinitef(pn);
+            if (muon__u_isfinitef(param[i])) bad_out |= !muon__u_isfinitef(pn);
             bad_out |= !muon__u_fits_float(sn); /* the step itself must fit a float */
         }
         if (bad_in) return MUON_ERR_NONFINITE;

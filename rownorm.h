@@ -40,7 +40,7 @@
  *     rn_rownorm_state st;
  *     rn_rownorm_config cfg = rn_rownorm_default();   // lr 3.2e-3, beta 0.95, eps 1e-8
  *     rn_rownorm_init(&st, V, d);                     // momentum B = 0, t = 0
- *     for (...) rn_rownorm_step(&st, &cfg, U, d, G, d, NULL, 0);
+ *     for (...) rn_rownorm_step(&st, &cfg, U, d, G, d, RN__NULL, 0);
  *     double D; size_t i, j;
  *     rn_row_diameter(S, V, d, d, &D, &i, &j);       // exact D(S) and a maximising pair
  *     rn_rownorm_free(&st);
@@ -638,6 +638,15 @@ RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t l
 #include <float.h>
 #include <limits.h>
 #include <stdint.h>
+/* the null pointer constant of the implementation: nullptr in C++11 and later (no
+ * -Wzero-as-null-pointer-constant from clang++, which flags NULL; an add_subdirectory consumer
+ * includes these headers with -I, not -isystem), NULL in C and C++98 (and MSVC without
+ * /Zc:__cplusplus, which reports 199711L) */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define RN__NULL nullptr
+#else
+#define RN__NULL NULL
+#endif
 
 #if defined(RN_MALLOC) && defined(RN_FREE)
 #elif !defined(RN_MALLOC) && !defined(RN_FREE)
@@ -749,7 +758,7 @@ RN__FN void *rn__carve(char **cursor, char *end, size_t bytes)
 {
     size_t addr = (size_t)*cursor;
     char *p = *cursor + (rn__align_up(addr, 64) - addr);
-    if (p > end || (size_t)(end - p) < bytes) return NULL;
+    if (p > end || (size_t)(end - p) < bytes) return RN__NULL;
     *cursor = p + bytes;
     return p;
 }
@@ -1104,7 +1113,7 @@ RN__FN double rn__sumsq_fd(const float *x, const double *mu, size_t n)
         s1 = rn__vd_fma(hi, hi, s1);
     }
     if (k > n) k = n;
-    return rn__vd_hsum(rn__vd_add(s0, s1)) + rn__sumsq_fd_scalar(x + k, mu ? mu + k : NULL, n - k);
+    return rn__vd_hsum(rn__vd_add(s0, s1)) + rn__sumsq_fd_scalar(x + k, mu ? mu + k : RN__NULL, n - k);
 }
 RN__FN double rn__sumsq_ff(const float *x, const float *y, size_t n)
 {
@@ -1322,7 +1331,7 @@ RN__FN double rn__row_ema_sq(float *b, const float *g, size_t n, float beta, flo
         m = fabsf(v) > m ? fabsf(v) : m;
         s[k & 3] = fmaf(v, v, s[k & 3]);
     }
-    if (!RN__F_SQ_OK(m)) return rn__sumsq_fd_scalar(b, NULL, n);
+    if (!RN__F_SQ_OK(m)) return rn__sumsq_fd_scalar(b, RN__NULL, n);
     return (double)((s[0] + s[1]) + (s[2] + s[3]));
 }
 RN__FN double rn__row_ema_stats(float *b, const float *g, size_t n, float beta, float omb, const double *mu,
@@ -2222,7 +2231,7 @@ RNDEF rn_status rn_row_diameter_pair_ws(const float *A, size_t rows_a, size_t ld
     char *cur, *end;
     double *mu;
     rn__best bb;
-    rn__diam_stats *stats = NULL;
+    rn__diam_stats *stats = RN__NULL;
     if (!A || !ws || !best) return RN_ERR_NULL;
     ea = rn__extent(rows_a, cols, lda);
     if (!ea) return RN_ERR_SIZE;
@@ -2302,7 +2311,7 @@ RNDEF rn_status rn_row_diameter_ws(const float *S, size_t rows, size_t cols, siz
                                    void *ws, size_t ws_bytes,
                                    double *diameter, size_t *oi, size_t *oj)
 {
-    return rn__row_diameter_core(S, rows, cols, ld, ws, ws_bytes, diameter, oi, oj, NULL);
+    return rn__row_diameter_core(S, rows, cols, ld, ws, ws_bytes, diameter, oi, oj, RN__NULL);
 }
 
 RNDEF rn_status rn_row_diameter(const float *S, size_t rows, size_t cols, size_t ld,
@@ -2370,7 +2379,7 @@ RNDEF size_t rn_hilbert_rms_workspace_size(size_t cols, size_t tokens)
 /* e_l of a token row h_l: ilogb ||h_l|| (0 for h_l = 0), the same value at packing and at the end. */
 RN__FN int rn__rms_token_exp(const float *h, size_t cols)
 {
-    return rn__exp2_of(sqrt(rn__sumsq_fd(h, NULL, cols)));
+    return rn__exp2_of(sqrt(rn__sumsq_fd(h, RN__NULL, cols)));
 }
 
 /* Pack vocabulary block `bl` (rows bl*64 ..) centred by mu, scaled by 2^-f (f = ilogb of its
@@ -2465,7 +2474,7 @@ RN__FN void rn__rms_range(const float *S, size_t rows, size_t cols, size_t lds,
         for (tl = 0; tl < ntl; tl++) {
             size_t t = (size_t)tl;
             float *P = Hp + (t / RN__BS) * cols * RN__BS;
-            if (t < tokens) rn__pack_row(H + t * ldh, NULL, ldexp(1.0, -rn__rms_token_exp(H + t * ldh, cols)), cols, P, t % RN__BS);
+            if (t < tokens) rn__pack_row(H + t * ldh, RN__NULL, ldexp(1.0, -rn__rms_token_exp(H + t * ldh, cols)), cols, P, t % RN__BS);
             else rn__pack_zero(cols, P, t % RN__BS);
         }
         for (g = 0; g < ngroups; g++) {
@@ -2586,7 +2595,7 @@ RNDEF rn_status rn_hilbert_rms_partial_ws(const float *S, size_t rows, size_t co
                                           void *ws, size_t ws_bytes,
                                           double *tok_max, double *tok_min)
 {
-    return rn__rms_partial(S, rows, cols, lds, NULL, H, tokens, ldh, ws, ws_bytes, tok_max, tok_min);
+    return rn__rms_partial(S, rows, cols, lds, RN__NULL, H, tokens, ldh, ws, ws_bytes, tok_max, tok_min);
 }
 
 RNDEF rn_status rn_hilbert_rms_center_sums(const float *S, size_t rows, size_t cols, size_t lds, double *sums)
@@ -2647,7 +2656,7 @@ RNDEF rn_status rn_hilbert_rms(const float *S, size_t rows, size_t cols, size_t 
     rn__rms_carve(mem, need, cols, tokens, &Hp, &Sp, &bsc, &mu, &team, &nt);
     tmax = (double *)(void *)(mem + need);
     tmin = (double *)(void *)(mem + need + tb);
-    rn__rms_range(S, rows, cols, lds, H, tokens, ldh, Hp, Sp, bsc, NULL, mu, tmax, tmin, team, nt);
+    rn__rms_range(S, rows, cols, lds, H, tokens, ldh, Hp, Sp, bsc, RN__NULL, mu, tmax, tmin, team, nt);
     st = rn_hilbert_rms_from_range(tmax, tmin, tokens, rms);
     RN_FREE(mem);
     return st;
@@ -2875,7 +2884,7 @@ RN__FN void rn__sweep_chunk(const rn__sweep *w, size_t r0, size_t r1, double *ac
             }
             a = w->neglr * inv;
             wr = w->W + r * w->ldw;
-            so = w->so ? w->so + r * w->lds : NULL;
+            so = w->so ? w->so + r * w->lds : RN__NULL;
             if (a == 0.0 || (fabs(a) >= 1e-29 && fabs(a) <= 1e29)) {
                 rn__row_axpby(b, (float)a, w->decay, wr, so, n);
             } else {
@@ -2897,14 +2906,14 @@ RN__FN void rn__sweep_chunk(const rn__sweep *w, size_t r0, size_t r1, double *ac
     for (r = r0; r < r1; r++) {
         float *b = w->B + r * n;
         double inv;
-        if (w->upd && !w->norm) rn__row_ema(b, w->G + r * w->ldg, n, w->beta, w->omb, w->colsum ? acc1 : NULL);
+        if (w->upd && !w->norm) rn__row_ema(b, w->G + r * w->ldg, n, w->beta, w->omb, w->colsum ? acc1 : RN__NULL);
         if (w->norm) {
             double nr;
             int on_centre = w->upd && w->atc && rn__row_at_centre(b, w->G + r * w->ldg, n, w->beta, w->omb, w->mu);
             if (w->upd && w->colsum) /* update, column sums and centred norm in one visit */
                 nr = rn__row_ema_stats(b, w->G + r * w->ldg, n, w->beta, w->omb, w->mu, acc1);
             else {
-                if (w->upd) rn__row_ema(b, w->G + r * w->ldg, n, w->beta, w->omb, w->colsum ? acc1 : NULL);
+                if (w->upd) rn__row_ema(b, w->G + r * w->ldg, n, w->beta, w->omb, w->colsum ? acc1 : RN__NULL);
                 nr = rn__csumsq(b, w->mu, n);
             }
             if (on_centre) nr = 0.0; /* b - mu is the EMA's float rounding only */
@@ -2919,7 +2928,7 @@ RN__FN void rn__sweep_chunk(const rn__sweep *w, size_t r0, size_t r1, double *ac
         }
         if (w->write)
             rn__row_write(b, w->mu, inv, w->nu, w->neglr, w->decay, w->W + r * w->ldw,
-                          w->so ? w->so + r * w->lds : NULL, n);
+                          w->so ? w->so + r * w->lds : RN__NULL, n);
     }
     if (w->colsum) rn__ff_widen(acc1, n); /* RN_FLOAT_ARITH: the chunk's float pairs to doubles */
     if (w->nuacc) rn__ff_widen(acc2, n);
@@ -2932,8 +2941,8 @@ RN__FN void rn__sweep_all(const rn__sweep *w, size_t rows, size_t nch, double *p
     for (c = 0; c < nc; c++) {
         size_t r0 = (size_t)c * RN__CHUNK_ROWS;
         size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;
-        rn__sweep_chunk(w, r0, r1, part1 ? part1 + (size_t)c * w->cols : NULL,
-                        part2 ? part2 + (size_t)c * w->cols : NULL);
+        rn__sweep_chunk(w, r0, r1, part1 ? part1 + (size_t)c * w->cols : RN__NULL,
+                        part2 ? part2 + (size_t)c * w->cols : RN__NULL);
     }
 }
 
@@ -2948,7 +2957,7 @@ RN__FN int rn__gpass(const float *G, size_t ldg, size_t rows, size_t cols, size_
     for (c = 0; c < nc; c++) {
         size_t r0 = (size_t)c * RN__CHUNK_ROWS, r, k;
         size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;
-        double *acc = part ? part + (size_t)c * cols : NULL;
+        double *acc = part ? part + (size_t)c * cols : RN__NULL;
         if (acc) for (k = 0; k < cols; k++) acc[k] = 0.0;
         for (r = r0; r < r1; r++) {
             const float *g = G + r * ldg;
@@ -3055,7 +3064,7 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
      * steps (zeroed at init and at the end of every step that used it), so a rejected step
      * restores it by zeroing: the whole state block is then byte-identical to before the call
      * (without an extra read of G to validate it first). */
-    if ((check || cin) && !rn__gpass(G, ldg, rows, cols, nch, check, cin ? st->rn__part : NULL)) {
+    if ((check || cin) && !rn__gpass(G, ldg, rows, cols, nch, check, cin ? st->rn__part : RN__NULL)) {
         if (cin) memset(st->rn__part, 0, nch * cols * sizeof(double));
         return RN_ERR_NONFINITE;
     }
@@ -3075,7 +3084,7 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
     if (!cin && !cout) {
         /* no projections: G and B read once, B and W written once (5 array passes) */
         sw.plain = 1;
-        rn__sweep_all(&sw, rows, nch, NULL, NULL);
+        rn__sweep_all(&sw, rows, nch, RN__NULL, RN__NULL);
         st->rn__meanb_ok = 0; /* the mean of B was not tracked */
         st->t += 1;
         rn__shard_clear(st); /* a pending sharded begin is discarded */
@@ -3103,7 +3112,7 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
         rn__combine(st->rn__part2, nch, cols, rows, st->rn__nu);
         /* sweep B: the write */
         sw.upd = 0; sw.colsum = 0; sw.norm = 0; sw.nuacc = 0; sw.write = 1;
-        rn__sweep_all(&sw, rows, nch, NULL, NULL);
+        rn__sweep_all(&sw, rows, nch, RN__NULL, RN__NULL);
     }
     st->t += 1;
     rn__shard_clear(st);
@@ -3144,7 +3153,7 @@ RN__FN size_t rn__gpass_count(const float *G, size_t ldg, size_t rows, size_t co
     for (c = 0; c < nc; c++) {
         size_t r0 = (size_t)c * RN__CHUNK_ROWS, r, k;
         size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;
-        double *acc = part ? part + (size_t)c * cols : NULL;
+        double *acc = part ? part + (size_t)c * cols : RN__NULL;
         if (acc) for (k = 0; k < cols; k++) acc[k] = 0.0;
         for (r = r0; r < r1; r++) {
             const float *g = G + r * ldg;
@@ -3181,10 +3190,10 @@ RNDEF rn_status rn_rownorm_shard_begin(rn_rownorm_state *st, const rn_rownorm_co
         rn__overlap(send, nx * sizeof(double), st->rn__mem, nb) || rn__overlap(count, sizeof *count, send, nx * sizeof(double)) ||
         rn__overlap(count, sizeof *count, st->rn__mem, nb))
         return RN_ERR_ALIAS;
-    rn__flag_modes(cfg->flags, &cin, NULL, &check);
+    rn__flag_modes(cfg->flags, &cin, RN__NULL, &check);
     n = cin ? 2 + 2 * cols : 2;
     /* rn__part is zero between steps: it holds the per-chunk sums of G for a moment */
-    if (check || cin) bad = rn__gpass_count(G, ldg, rows, cols, nch, check, cin ? st->rn__part : NULL);
+    if (check || cin) bad = rn__gpass_count(G, ldg, rows, cols, nch, check, cin ? st->rn__part : RN__NULL);
     if (cin) {
         rn__chunk_sum(st->rn__part, nch, cols, send + 2);
         memset(st->rn__part, 0, nch * cols * sizeof(double));
@@ -3249,7 +3258,7 @@ RNDEF rn_status rn_rownorm_shard_middle(rn_rownorm_state *st, const float *G, si
     sw.G = G; sw.ldg = ldg;
     if (!cin && !cout) {
         sw.plain = 2; /* the update and 1/(||b|| + eps); the write waits for finish */
-        rn__sweep_all(&sw, rows, nch, NULL, NULL);
+        rn__sweep_all(&sw, rows, nch, RN__NULL, RN__NULL);
         st->rn__meanb_ok = 0;
         *count = 0;
     } else {
@@ -3308,7 +3317,7 @@ RNDEF rn_status rn_rownorm_shard_finish(rn_rownorm_state *st, float *W, size_t l
         else memset(st->rn__nu, 0, cols * sizeof(double));
         sw.write = 1;
     }
-    rn__sweep_all(&sw, rows, nch, NULL, NULL);
+    rn__sweep_all(&sw, rows, nch, RN__NULL, RN__NULL);
     st->t += 1;
     rn__shard_clear(st);
     return RN_OK;
@@ -3882,7 +3891,7 @@ static rn_status rn__ex_validate(const float *G, size_t V, size_t d, size_t ldg,
     if (!G || !res) return RN_ERR_NULL;
     if (!V || !d || V > RN_EXACT_MAX_ROWS || ldg < d) return RN_ERR_SIZE;
     P = V * (V - 1) / 2;
-    if (!P) flow = NULL;
+    if (!P) flow = RN__NULL;
     if (S && lds < d) return RN_ERR_SIZE;
     if (flow && ldf < d) return RN_ERR_SIZE;
     if (!rn__ex_muladd(V - 1, ldg, d, gb) || !rn__ex_muladd(*gb, sizeof(float), 0, gb))
@@ -3923,7 +3932,7 @@ RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_
     if (!ws) return RN_ERR_NULL;
     if (ws_bytes < rn_exact_step_workspace_size(V, d)) return RN_ERR_SIZE;
     P = V * (V - 1) / 2;
-    if (!P) flow = NULL;
+    if (!P) flow = RN__NULL;
     if (rn__ex_overlap(ws, ws_bytes, G, gb) || rn__ex_overlap(ws, ws_bytes, S, sb) ||
         rn__ex_overlap(ws, ws_bytes, flow, fb) || rn__ex_overlap(ws, ws_bytes, res, sizeof(*res)))
         return RN_ERR_ALIAS;
@@ -4013,7 +4022,7 @@ RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_
             if (!(dec2 >= 0.0)) break;
             if (dec2 < 1e-3) {
                 rn__ex_positions(&w, t, sigma);
-                rn__ex_certify(&w, eta, &lo, &hi, &D, NULL, 0);
+                rn__ex_certify(&w, eta, &lo, &hi, &D, RN__NULL, 0);
                 gap = (hi - lo) / hi;
                 if (hi - lo <= rel_tol * hi) { done = 1; break; }
                 /* close, or at the end of a round: re-fit the multipliers (O(m^2 k + m^3/3),
@@ -4021,7 +4030,7 @@ RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_
                 if (gap < 10.0 * rel_tol || ((double)P <= 10.0 * rel_tol * t &&
                                                (dec2 <= 1e-10 || round_steps >= 40))) {
                     rn__ex_refine(&w, sigma);
-                    rn__ex_certify(&w, eta, &lo, &hi, &D, NULL, 0);
+                    rn__ex_certify(&w, eta, &lo, &hi, &D, RN__NULL, 0);
                     gap = (hi - lo) / hi;
                     if (hi - lo <= rel_tol * hi) { done = 1; break; }
                 }
@@ -4043,7 +4052,7 @@ RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_
         if (!done) return RN_ERR_NOCONVERGE;
     }
 
-    rn__ex_certify(&w, eta, &lo, &hi, &D, NULL, 0);
+    rn__ex_certify(&w, eta, &lo, &hi, &D, RN__NULL, 0);
     if (!rn__finite_d(hi) || !rn__finite_d(lo)) return RN_ERR_DOMAIN;
     if (!(hi - lo <= rel_tol * hi) && !(hi == 0.0 && lo == 0.0)) return RN_ERR_NOCONVERGE;
     if (flow) rn__ex_certify(&w, eta, &lo, &hi, &D, flow, ldf);
