@@ -77,6 +77,13 @@ V_smallblk_CC := $(CC)
 V_smallblk_FL := -std=c99 -O2 $(if $(HAVE_AVX512),$(SIMD512),$(SIMD2)) $(OMP) -DMUON_GEMM_MC=70 -DMUON_GEMM_KC=37 -DMUON_GEMM_NC=96
 SMALLBLK_TESTS := test_muon_gemm
 
+# llm.c's flags (-Ofast = -O3 -ffast-math: no NaN/Inf assumed, reassociation, contraction,
+# reciprocal approximations): the input checks must still hold (they test exponent bits), so the
+# hostile-input and edge suites run here, with the rownorm suites whose checks are not bit-exact
+V_fastmath_CC := $(CC)
+V_fastmath_FL := -std=c99 -Ofast -march=native $(OMP)
+FASTMATH_TESTS := test_hostile_muon test_edges_muon test_edges_rownorm
+
 VARIANTS := scalar avx2 cxx asan
 ifeq ($(ARCH),x86_64)
 VARIANTS += avx512
@@ -105,6 +112,10 @@ RUN_BINS  += $(SMALLBLK_BINS)
 RNFLOAT_BINS := $(addprefix $(B)/rnfloat/,$(RNFLOAT_TESTS))
 TEST_BINS += $(RNFLOAT_BINS)
 RUN_BINS  += $(RNFLOAT_BINS)
+$(eval $(call variant_rule,fastmath))
+FASTMATH_BINS := $(addprefix $(B)/fastmath/,$(FASTMATH_TESTS))
+TEST_BINS += $(FASTMATH_BINS)
+RUN_BINS  += $(FASTMATH_BINS)
 ifeq ($(ARCH)$(HAVE_BF16_CC),x86_641)
 $(eval $(call variant_rule,bf16))
 $(eval $(call variant_rule,bf16asan))

@@ -820,6 +820,15 @@ MUONDEF muon_status muon_clip_grad_norm(float **grads, const size_t *sizes, size
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+/* the null pointer constant of the implementation: nullptr in C++11 and later (no
+ * -Wzero-as-null-pointer-constant from clang++, which flags NULL; an add_subdirectory consumer
+ * includes these headers with -I, not -isystem), NULL in C and C++98 (and MSVC without
+ * /Zc:__cplusplus, which reports 199711L) */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define MUON__NULL nullptr
+#else
+#define MUON__NULL NULL
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -1147,7 +1156,7 @@ static muon__gemm_ukr2_fn muon__gemm_ukr_avx512_split(size_t n0)
                                                   muon__gemm_ukr_avx512_s4,  muon__gemm_ukr_avx512_s6,
                                                   muon__gemm_ukr_avx512_s8,  muon__gemm_ukr_avx512_s10,
                                                   muon__gemm_ukr_avx512_s12};
-    return n0 >= MUON__GEMM_AVX512_MR ? by_half[0] : n0 % 2 == 0 && n0 > 0 ? by_half[n0 / 2] : NULL;
+    return n0 >= MUON__GEMM_AVX512_MR ? by_half[0] : n0 % 2 == 0 && n0 > 0 ? by_half[n0 / 2] : MUON__NULL;
 }
 #undef MUON__Z_SKERNEL
 #undef MUON__Z_S2
@@ -1242,7 +1251,7 @@ static muon__gemm_ukr2_fn muon__gemm_ukr_avx2_split(size_t n0)
     return n0 >= MUON__GEMM_AVX2_MR ? muon__gemm_ukr_avx2_s6
            : n0 == 4                ? muon__gemm_ukr_avx2_s4
            : n0 == 2                ? muon__gemm_ukr_avx2_s2
-                                    : NULL;
+                                    : MUON__NULL;
 }
 #undef MUON__Y_SKERNEL
 #undef MUON__Y_S2
@@ -1319,7 +1328,7 @@ static void muon__gemm_ukr_neon(size_t kc, const float *a, const float *b, float
 #endif
 #define MUON__GEMM_S_UKR muon__gemm_ukr_scalar, MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR
 /* UKR: fn, mr, nr as one macro argument list (MUON__GEMM_B_UKR, MUON__GEMM_S_UKR) */
-#define MUON__GEMM_KERNEL_F32(UKR, name) {UKR, MUON__GEMM_BLOCKS_INIT, name, MUON__PACK_F32, 1, sizeof(float), NULL, NULL}
+#define MUON__GEMM_KERNEL_F32(UKR, name) {UKR, MUON__GEMM_BLOCKS_INIT, name, MUON__PACK_F32, 1, sizeof(float), MUON__NULL, MUON__NULL}
 static const muon__gemm_kernel muon__gemm_k_scalar = MUON__GEMM_KERNEL_F32(MUON__GEMM_S_UKR, "scalar 4x8");
 static const muon__gemm_kernel muon__gemm_k_build = MUON__GEMM_KERNEL_F32(MUON__GEMM_B_UKR, MUON__GEMM_B_NAME);
 
@@ -1956,7 +1965,7 @@ static void muon__gemm_ukr_amx(size_t kc, const float *af, const float *bf, floa
                                float beta)
 {
     (void)alpha;
-    muon__amx_tile32(kc, (const unsigned char *)af, (const unsigned char *)bf, c, ldc, beta, NULL, NULL, 0, 0);
+    muon__amx_tile32(kc, (const unsigned char *)af, (const unsigned char *)bf, c, ldc, beta, MUON__NULL, MUON__NULL, 0, 0);
 }
 #endif /* MUON__BF16_AMX */
 
@@ -1973,7 +1982,7 @@ enum {
 };
 /* The bf16 kernels: the emulations pack bf16-rounded values into an fp32 kernel's layout
  * (k in swapped pairs, kgran 2); the reference one uses the scalar kernel. */
-#define MUON__GEMM_KERNEL_EMU(UKR, name) {UKR, MUON__GEMM_BLOCKS_INIT, name, MUON__PACK_EMU, 2, sizeof(float), NULL, NULL}
+#define MUON__GEMM_KERNEL_EMU(UKR, name) {UKR, MUON__GEMM_BLOCKS_INIT, name, MUON__PACK_EMU, 2, sizeof(float), MUON__NULL, MUON__NULL}
 static const muon__gemm_kernel muon__gemm_k_bf16_ref =
     MUON__GEMM_KERNEL_EMU(MUON__GEMM_S_UKR, "bf16 reference (scalar 4x8)");
 static const muon__gemm_kernel muon__gemm_k_bf16_emu = MUON__GEMM_KERNEL_EMU(MUON__GEMM_B_UKR, "bf16 emulation");
@@ -1985,14 +1994,14 @@ static const muon__gemm_kernel muon__gemm_k_bf16_amx = {
 #if defined(MUON__BF16_NEON)
 static const muon__gemm_kernel muon__gemm_k_bf16_dp = {
     muon__gemm_ukr_neon_bf16, MUON__GEMM_NBF_MR, MUON__GEMM_NBF_NR, MUON__GEMM_BLOCKS_INIT, "bf16 neon bfdot 8x8",
-    MUON__PACK_DP, 2, 2, NULL, NULL};
+    MUON__PACK_DP, 2, 2, MUON__NULL, MUON__NULL};
 static const muon__gemm_kernel muon__gemm_k_bf16_mmla = {
     muon__gemm_ukr_neon_bfmmla, MUON__GEMM_NBF_MR, MUON__GEMM_NBF_NR, MUON__GEMM_BLOCKS_INIT, "bf16 neon bfmmla 8x8",
-    MUON__PACK_MMLA, 4, 2, NULL, NULL};
+    MUON__PACK_MMLA, 4, 2, MUON__NULL, MUON__NULL};
 #elif defined(MUON__BF16_DP)
 static const muon__gemm_kernel muon__gemm_k_bf16_dp = {
     muon__gemm_ukr_dp, MUON__GEMM_DP_MR, MUON__GEMM_DP_NR, MUON__GEMM_BLOCKS_INIT, "bf16 avx512-bf16 14x32",
-    MUON__PACK_DP, 2, 2, NULL, NULL};
+    MUON__PACK_DP, 2, 2, MUON__NULL, MUON__NULL};
 #endif
 
 #ifdef MUON__BF16_DP
@@ -2294,7 +2303,7 @@ static void muon__gemm_ukr_neon_s8(size_t kc, const float *a, const float *a1, c
 }
 static muon__gemm_ukr2_fn muon__gemm_ukr_neon_split(size_t n0)
 {
-    return n0 >= MUON__GEMM_NEON_MR ? muon__gemm_ukr_neon_s8 : NULL;
+    return n0 >= MUON__GEMM_NEON_MR ? muon__gemm_ukr_neon_s8 : MUON__NULL;
 }
 #define MUON__SYRK_MR MUON__GEMM_NEON_MR
 #define MUON__SYRK_NR MUON__GEMM_NEON_NR
@@ -2716,7 +2725,7 @@ static MUON__GEMM_UNUSED muon_status muon__sgemm_builtin(int scalar, int threads
                                                          size_t ldc)
 {
     muon__gemm_problem g = muon__gemm_make(0, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-    muon_status st = muon__gemm_check(&g, NULL, 0);
+    muon_status st = muon__gemm_check(&g, MUON__NULL, 0);
     return st != MUON_OK ? st : muon__gemm_run(&g, scalar, threads);
 }
 
@@ -2725,7 +2734,7 @@ static MUON__GEMM_UNUSED muon_status muon__ssyrk_builtin(int scalar, int threads
                                                          float beta, float *C, size_t ldc)
 {
     muon__gemm_problem g = muon__gemm_make_syrk(ta, n, k, alpha, A, lda, beta, C, ldc);
-    muon_status st = muon__gemm_check(&g, NULL, 0);
+    muon_status st = muon__gemm_check(&g, MUON__NULL, 0);
     return st != MUON_OK ? st : muon__gemm_run(&g, scalar, threads);
 }
 
@@ -2891,7 +2900,7 @@ static MUON__GEMM_UNUSED muon_status muon__bgemm_builtin(int which, int threads,
 {
     muon__gemm_problem g = syrk ? muon__gemm_make_syrk(ta, n, k, 1.0f, A, lda, 0.0f, C, ldc)
                                 : muon__gemm_make(0, ta, tb, m, n, k, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
-    muon_status st = muon__gemm_check(&g, NULL, 0);
+    muon_status st = muon__gemm_check(&g, MUON__NULL, 0);
     size_t need;
     void *mem;
     int t = threads > 0 ? threads : 1;
@@ -2926,7 +2935,7 @@ MUONDEF muon_status muon_sgemm(muon_transpose ta, muon_transpose tb, size_t m, s
                                float beta, float *C, size_t ldc)
 {
     muon__gemm_problem g = muon__gemm_make(0, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-    muon_status st = muon__gemm_check(&g, NULL, 0);
+    muon_status st = muon__gemm_check(&g, MUON__NULL, 0);
     if (st != MUON_OK) return st;
     return MUON__GEMM_EXEC(&g);
 }
@@ -2935,7 +2944,7 @@ MUONDEF muon_status muon_ssyrk(muon_transpose ta, size_t n, size_t k, float alph
                                size_t lda, float beta, float *C, size_t ldc)
 {
     muon__gemm_problem g = muon__gemm_make_syrk(ta, n, k, alpha, A, lda, beta, C, ldc);
-    muon_status st = muon__gemm_check(&g, NULL, 0);
+    muon_status st = muon__gemm_check(&g, MUON__NULL, 0);
     if (st != MUON_OK) return st;
     return MUON__GEMM_EXEC(&g);
 }
@@ -2949,13 +2958,43 @@ MUONDEF muon_status muon_ssyrk(muon_transpose ta, size_t n, size_t k, float alph
  * thread below MUON__PAR_MIN elements (the macro is expanded inside the pragma) */
 #define MUON__PAR(nt, work) num_threads(nt) if ((nt) > 1 && (double)(work) >= MUON__PAR_MIN && muon__gate(nt) > 1)
 
-/* finiteness from the exponent bits: stays correct under -ffast-math */
+/* Finiteness from the bits (memcpy into an integer): stays correct under -ffast-math, which
+ * lets the compiler assume no NaN/Inf and fold x != x, isfinite(), fabsf(x) <= FLT_MAX and the
+ * NaN outcome of !(a <= b) away. Every NaN/Inf test of this file goes through these; a
+ * comparison is used only on a value these have shown not NaN. */
 static int muon__u_isfinite(double x)
 {
     uint64_t b;
     memcpy(&b, &x, sizeof b);
     return (b & 0x7FF0000000000000ULL) != 0x7FF0000000000000ULL;
 }
+/* |x| as bits (unsigned order = order of |x|; Inf 0x7F800000, NaN above) */
+static uint32_t muon__u_absbits(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    return b & 0x7FFFFFFFu;
+}
+static int muon__u_isfinitef(float x) { return muon__u_absbits(x) < 0x7F800000u; }
+/* |x| <= FLT_MAX (x fits a float, NaN does not): unsigned order of |x|'s bits */
+static int muon__u_fits_float(double x)
+{
+    const double fmax = (double)FLT_MAX;
+    uint64_t b, m;
+    memcpy(&b, &x, sizeof b);
+    memcpy(&m, &fmax, sizeof m);
+    return (b & 0x7FFFFFFFFFFFFFFFULL) <= m;
+}
+static int muon__u_isnan(double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    return (b & 0x7FFFFFFFFFFFFFFFULL) > 0x7FF0000000000000ULL;
+}
+/* x <= bound, false for NaN (bound not NaN) */
+static int muon__u_le(double x, double bound) { return !muon__u_isnan(x) && x <= bound; }
+/* 0 <= x < 1 (a decay rate), false for NaN */
+static int muon__u_rate(double x) { return muon__u_isfinite(x) && x >= 0.0 && x < 1.0; }
 
 /* a*b without overflow, else 0 (callers treat 0 as "does not fit") */
 static int muon__u_mul(size_t a, size_t b, size_t *out)
@@ -3267,7 +3306,7 @@ static int muon__ns_bounded(const muon__ns_view *c)
 {
     double s = 1.0 / c->safety, qprod = 1.0, pm, qm;
     int k, seg = 0, restart = c->gram_restart > 0 ? c->gram_restart : 2;
-    if (!(s <= MUON__NS_BOUND)) return 0;
+    if (!muon__u_le(s, MUON__NS_BOUND)) return 0;
     for (k = 0; k < c->steps; k++) {
         if (c->method == MUON_NS_GRAM && seg == restart) {
             qprod = 1.0;
@@ -3277,8 +3316,8 @@ static int muon__ns_bounded(const muon__ns_view *c)
         muon__ns_pbound(muon__ns_triple(c, k), s * (c->precision == MUON_NS_BF16 ? 1.0 + 1.0 / 128.0 : 1.0 + 1.0 / 256.0),
                         &pm, &qm);
         qprod *= qm;
-        if (!(s * s <= MUON__NS_BOUND) || !(qm * qm <= MUON__NS_BOUND) || !(pm <= MUON__NS_BOUND) ||
-            (c->method == MUON_NS_GRAM && !(qprod <= MUON__NS_BOUND)))
+        if (!muon__u_le(s * s, MUON__NS_BOUND) || !muon__u_le(qm * qm, MUON__NS_BOUND) || !muon__u_le(pm, MUON__NS_BOUND) ||
+            (c->method == MUON_NS_GRAM && !muon__u_le(qprod, MUON__NS_BOUND)))
             return 0;
         s = pm;
         seg++;
@@ -3399,7 +3438,7 @@ MUONDEF muon_status muon_sv_quantile(const double *sv, size_t n, double q, doubl
     double h, frac, a, b;
     if (!sv || !out) return MUON_ERR_NULL;
     if (n == 0) return MUON_ERR_SIZE;
-    if (!(q >= 0.0 && q <= 1.0)) return MUON_ERR_DOMAIN;
+    if (!muon__u_le(q, 1.0) || q < 0.0) return MUON_ERR_DOMAIN;
     for (i = 0; i < n; i++) {
         if (!muon__u_isfinite(sv[i])) return MUON_ERR_DOMAIN;
         if (i > 0 && sv[i] > sv[i - 1]) return MUON_ERR_DOMAIN;
@@ -4227,7 +4266,7 @@ static muon_status muon__ns_bf16(const muon__ns_view *ns, size_t m, size_t n, fl
     muon_status s;
     (void)nt;
     MUON__OMP(omp parallel for schedule(static) MUON__PAR(nt, mn))
-    for (i = 0; i < mn; i += 4096) muon__bf16_axpy(i, i + 4096 < mn ? i + 4096 : mn, 0.0f, X, NULL);
+    for (i = 0; i < mn; i += 4096) muon__bf16_axpy(i, i + 4096 < mn ? i + 4096 : mn, 0.0f, X, MUON__NULL);
     for (k = 0; k < ns->steps; k++) {
         const double *t = muon__ns_triple(ns, k);
         const float a = (float)t[0], b = (float)t[1], c = (float)t[2];
@@ -4857,7 +4896,8 @@ MUONDEF muon_config muon_default(void)
 /* The domain of (lr, weight_decay) shared by every step (MUON_LR_MAX). */
 static int muon__lr_wd_ok(double lr, double wd)
 {
-    return lr >= 0.0 && lr <= MUON_LR_MAX && wd >= 0.0 && wd <= DBL_MAX && lr * wd <= 1.0;
+    return muon__u_isfinite(lr) && muon__u_isfinite(wd) && lr >= 0.0 && lr <= MUON_LR_MAX && wd >= 0.0 &&
+           lr * wd <= 1.0; /* finite lr, wd: lr wd is not NaN (an overflow is Inf, > 1) */
 }
 
 /* A step counter that can take one more step (from a checkpoint it may be anything). */
@@ -4872,7 +4912,7 @@ static MUON__NOINLINE muon_status muon__config_check(const muon_config *in)
     double jt[1][3];
     muon__ns_view v;
     if (!muon__lr_wd_ok(in->lr, in->weight_decay)) return MUON_ERR_DOMAIN;
-    if (!(in->momentum >= 0.0 && in->momentum < 1.0)) return MUON_ERR_DOMAIN;
+    if (!muon__u_rate(in->momentum)) return MUON_ERR_DOMAIN;
     if (in->momentum_form != MUON_MOMENTUM_EMA && in->momentum_form != MUON_MOMENTUM_SUM) return MUON_ERR_DOMAIN;
     if (in->scale != MUON_SCALE_ORIGINAL && in->scale != MUON_SCALE_MATCH_ADAMW &&
         in->scale != MUON_SCALE_SPECTRAL && in->scale != MUON_SCALE_NONE)
@@ -4880,10 +4920,10 @@ static MUON__NOINLINE muon_status muon__config_check(const muon_config *in)
     if (!muon__u_isfinite(in->scale_coeff) || in->scale_coeff < 0.0) return MUON_ERR_DOMAIN;
     if (in->cap != MUON_CAP_OFF && in->cap != MUON_CAP_GROWTH && in->cap != MUON_CAP_ALWAYS) return MUON_ERR_DOMAIN;
     if (in->cap_iters < 0 || in->cap_iters > 100) return MUON_ERR_DOMAIN;
-    if ((in->row_sizes != NULL) != (in->row_blocks != 0) || (in->col_sizes != NULL) != (in->col_blocks != 0))
+    if ((in->row_sizes != MUON__NULL) != (in->row_blocks != 0) || (in->col_sizes != MUON__NULL) != (in->col_blocks != 0))
         return MUON_ERR_DOMAIN; /* a sizes array without its count, or a count without sizes */
     if ((in->row_sizes && in->split_rows > 1) || (in->col_sizes && in->split_cols > 1)) return MUON_ERR_DOMAIN;
-    if (!(in->normuon_beta2 >= 0.0 && in->normuon_beta2 < 1.0)) return MUON_ERR_DOMAIN;
+    if (!muon__u_rate(in->normuon_beta2)) return MUON_ERR_DOMAIN;
     if (!muon__u_isfinite(in->normuon_eps) || in->normuon_eps < 0.0) return MUON_ERR_DOMAIN;
     if (in->threads < 0) return MUON_ERR_DOMAIN;
     return muon__ns_view_make(&in->ns, &v, jt);
@@ -5179,12 +5219,15 @@ static MUON__NOINLINE muon_status muon__mom_fill(const float *B, const float *G,
         const float *b = B + i * cols, *g = G + i * ldg;
         float *u = U + i * cols;
         size_t j;
-        float nb, nbmax = 0.0f;
+        float nb;
+        uint32_t nbmax = 0; /* max |nb| as bits: Inf and NaN are the largest */
         for (j = 0; j < cols; j++) {
+            uint32_t nbb;
             u[j] = muon__mom_dir(b[j], g[j], c->momentum, c->nesterov, c->momentum_form, &nb);
-            nbmax = fabsf(nb) > nbmax ? fabsf(nb) : nbmax; /* NaN compares false: caught below */
+            nbb = muon__u_absbits(nb);
+            nbmax = nbb > nbmax ? nbb : nbmax;
         }
-        bad |= !(nbmax <= FLT_MAX) || !muon__u_finite_matrix(u, 1, cols, cols);
+        bad |= nbmax >= 0x7F800000u || !muon__u_finite_matrix(u, 1, cols, cols);
         badb |= !muon__u_finite_matrix(b, 1, cols, cols);
     }
     if (badb) return MUON_ERR_NONFINITE;
@@ -5310,7 +5353,7 @@ static MUON__NOINLINE muon_status muon__blocks_scale(float *U, size_t cols, cons
     for (bi = 0; bi < rp->k; bi++) {
         size_t rl = muon__split_len(rp, bi), rend = r0 + rl;
         for (bj = 0; bj < cp->k; bj++) /* every factor representable before anything is scaled */
-            if (!(fabs(c->lr * muon__shape_scale(c, rl, muon__split_len(cp, bj))) <= (double)FLT_MAX))
+            if (!muon__u_fits_float(c->lr * muon__shape_scale(c, rl, muon__split_len(cp, bj))))
                 return MUON_ERR_RANGE;
         MUON__OMP(omp parallel for schedule(static) reduction(|:bad) MUON__PAR(c->threads, (double)rl * (double)cols))
         for (i = r0; i < rend; i++) {
@@ -5360,13 +5403,11 @@ static MUON__NOINLINE int muon__step_fits(const float *W, size_t ldw, const floa
         const float *w = W + i * ldw, *d = U + i * cols;
         size_t j;
         for (j = 0; j < cols; j++) {
-            if (!(fabsf(w[j]) <= FLT_MAX)) continue;
+            if (!muon__u_isfinitef(w[j])) continue;
             if (capped) /* cautious: the mask is not known before the cap, |w| bounds both */
-                bad |= !(fabs((double)w[j] * (cautious ? 1.0 : 1.0 - lrwd)) + fabs((double)d[j]) + fro <=
-                         (double)FLT_MAX);
+                bad |= !muon__u_fits_float(fabs((double)w[j] * (cautious ? 1.0 : 1.0 - lrwd)) + fabs((double)d[j]) + fro);
             else
-                bad |= !(fabsf(muon__step_new_w(w[j], d[j], muon__decay_for(lrwd, cautious, w[j], d[j]))) <=
-                         FLT_MAX);
+                bad |= !muon__u_isfinitef(muon__step_new_w(w[j], d[j], muon__decay_for(lrwd, cautious, w[j], d[j])));
         }
     }
     return !bad;
@@ -5423,7 +5464,7 @@ static MUON__NOINLINE muon_status muon__state_check(const muon_state *st, const 
     if (s != MUON_OK) return s;
     if (c->normuon)
         for (i = 0; i < rows; i++)
-            if (!(st->row_v[i] >= 0.0 && st->row_v[i] <= DBL_MAX)) return MUON_ERR_NONFINITE;
+            if (!muon__u_isfinite(st->row_v[i]) || st->row_v[i] < 0.0) return MUON_ERR_NONFINITE;
     if (!muon__step_count_ok(st->step)) return MUON_ERR_DOMAIN;
     /* the cap reads W (power iteration): NaN/Inf there would enter the stored pair */
     if (c->cap != MUON_CAP_OFF && !muon__u_finite_matrix(W, rows, cols, ldw)) return MUON_ERR_NONFINITE;
@@ -5503,7 +5544,7 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
     muon_status s;
     unsigned char *base;
     float *U;
-    double *vnew = NULL;
+    double *vnew = MUON__NULL;
     size_t nsoff;
     int threads = 1;
     muon__split rp, cp;
@@ -5670,14 +5711,14 @@ static muon_status muon__layers(muon_layer *layers, size_t count, int threads, v
     double total;
     int team;
     muon_status s;
-    unsigned char *base = NULL;
+    unsigned char *base = MUON__NULL;
     if (!layers) return MUON_ERR_NULL;
     if (count == 0) return MUON_ERR_SIZE;
     if (threads < 0) {
         for (i = 0; i < count; i++) layers[i].status = MUON_ERR_DOMAIN;
         return MUON_ERR_DOMAIN;
     }
-    if ((s = muon__layers_check(layers, count, ws == NULL, ws, ws_bytes, &need, &total)) != MUON_OK) return s;
+    if ((s = muon__layers_check(layers, count, ws == MUON__NULL, ws, ws_bytes, &need, &total)) != MUON_OK) return s;
     team = muon__layers_team(threads);
     /* the costliest layers, alone on the whole team */
     for (i = 0; i < count; i++)
@@ -5699,7 +5740,7 @@ static muon_status muon__layers(muon_layer *layers, size_t count, int threads, v
         int done = 0;
         MUON__OMP(omp parallel num_threads(muon__gate((int)lanes)))
         {
-            void *slice = NULL;
+            void *slice = MUON__NULL;
             size_t mine, tid = 0;
 #ifdef _OPENMP
             tid = (size_t)omp_get_thread_num();
@@ -5724,7 +5765,7 @@ static muon_status muon__layers(muon_layer *layers, size_t count, int threads, v
 
 MUONDEF muon_status muon_step_layers(muon_layer *layers, size_t count, int threads)
 {
-    return muon__layers(layers, count, threads, NULL, 0);
+    return muon__layers(layers, count, threads, MUON__NULL, 0);
 }
 
 MUONDEF muon_status muon_step_layers_ws(muon_layer *layers, size_t count, int threads, void *ws, size_t ws_bytes)
@@ -5900,7 +5941,7 @@ MUONDEF muon_status muon_assign_owners(const size_t *rows, const size_t *cols, s
     size_t need;
     void *mem;
     muon_status s;
-    if ((s = muon__assign_check(rows, cols, count, nranks, owner, load, NULL, 0)) != MUON_OK) return s;
+    if ((s = muon__assign_check(rows, cols, count, nranks, owner, load, MUON__NULL, 0)) != MUON_OK) return s;
     need = muon__assign_ws_bytes(count, nranks);
     if (need <= sizeof stack_buf) {
         muon__assign_run(rows, cols, count, nranks, owner, load, muon__u_align_ptr(stack_buf));
@@ -6103,7 +6144,7 @@ static muon_status muon__muown_check(const muown_config *in)
         in->magnitude != MUOWN_MAG_SGD && in->magnitude != MUOWN_MAG_LION)
         return MUON_ERR_DOMAIN;
     if (!muon__u_isfinite(in->mag_lr) || in->mag_lr < 0.0) return MUON_ERR_DOMAIN;
-    if (!(in->mag_beta1 >= 0.0 && in->mag_beta1 < 1.0) || !(in->mag_beta2 >= 0.0 && in->mag_beta2 < 1.0))
+    if (!muon__u_rate(in->mag_beta1) || !muon__u_rate(in->mag_beta2))
         return MUON_ERR_DOMAIN;
     if (!muon__u_isfinite(in->mag_eps) || in->mag_eps < 0.0) return MUON_ERR_DOMAIN;
     return MUON_OK;
@@ -6166,7 +6207,7 @@ static MUON__NOINLINE muon_status muon__muown_pass1(const muown_state *st, const
         bad |= !muon__u_finite_matrix(u, 1, cols, cols) || !muon__u_finite_matrix(b, 1, cols, cols);
         for (j = 0; j < cols; j++) {
             u[j] = muon__mom_dir(b[j], u[j], c->momentum, c->nesterov, c->momentum_form, &nb);
-            bad |= !(fabsf(nb) <= FLT_MAX);
+            bad |= !muon__u_isfinitef(nb);
         }
         bad |= !muon__u_finite_matrix(u, 1, cols, cols) || !muon__u_isfinite(gg[i]);
     }
@@ -6235,18 +6276,18 @@ static MUON__NOINLINE muon_status muon__muown_end(muown_state *st, const muown_c
         size_t j;
         for (j = 0; j < cols; j++) {
             double vn = st->vnorm[i] * ((double)w[j] * us) + (double)d[j];
-            bad |= !(fabs(vn) <= (double)FLT_MAX);
+            bad |= !muon__u_fits_float(vn);
             wmax = fabs((double)w[j]) > wmax ? fabs((double)w[j]) : wmax;
         }
         /* |W_new| <= |g_new| (1 + 2^-23) + lr lambda |W| (v_new / ||v_new|| has unit rows) */
-        bad |= !(fabs(gn) * (1.0 + 1.0 / 8388608.0) + lrwd * wmax <= (double)FLT_MAX);
+        bad |= !muon__u_fits_float(fabs(gn) * (1.0 + 1.0 / 8388608.0) + lrwd * wmax);
     }
     if (bad) return MUON_ERR_RANGE;
     /* commit row by row (rows are independent) */
     MUON__OMP(omp parallel for schedule(static) MUON__PAR(c.threads, (double)rows * (double)cols))
     for (i = 0; i < rows; i++) {
         float *w = W + i * ldw, *d = U + i * cols, *b = st->momentum + i * cols;
-        float *so = step_out ? step_out + i * lds : NULL;
+        float *so = step_out ? step_out + i * lds : MUON__NULL;
         const float *gr = G + i * ldg;
         double us, f, gi = gg[i], nv = 0.0, gn = st->g[i], scale;
         size_t j;
@@ -6346,7 +6387,7 @@ MUONDEF muon_status muon_adamw_config_resolve(const muon_adamw_config *in, muon_
     if (!in || !out) return MUON_ERR_NULL;
     r = *in;
     if (!muon__lr_wd_ok(in->lr, in->weight_decay)) return MUON_ERR_DOMAIN;
-    if (!(in->beta1 >= 0.0 && in->beta1 < 1.0) || !(in->beta2 >= 0.0 && in->beta2 < 1.0)) return MUON_ERR_DOMAIN;
+    if (!muon__u_rate(in->beta1) || !muon__u_rate(in->beta2)) return MUON_ERR_DOMAIN;
     if (!muon__u_isfinite(in->eps) || in->eps < 0.0) return MUON_ERR_DOMAIN;
     if (r.eps == 0.0) r.eps = 1e-8;
     *out = r;
@@ -6395,7 +6436,7 @@ MUONDEF muon_status muon_adamw_init_ws(muon_adamw_state *st, size_t size, void *
     if (!st || !mem) return MUON_ERR_NULL;
     if (!need || mem_bytes < need) return MUON_ERR_SIZE;
     off = (sizeof(float) - (size_t)((uintptr_t)mem % sizeof(float))) % sizeof(float);
-    muon__adamw_attach(st, size, (float *)(void *)((unsigned char *)mem + off), NULL);
+    muon__adamw_attach(st, size, (float *)(void *)((unsigned char *)mem + off), MUON__NULL);
     return MUON_OK;
 }
 
@@ -6465,11 +6506,13 @@ MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_confi
         for (i = 0; i < n; i++) {
             float pn, mn, vn;
             double sn;
-            bad_in |= !(fabsf(grad[i]) <= FLT_MAX) | !(fabsf(st->m[i]) <= FLT_MAX) | !(fabsf(st->v[i]) <= FLT_MAX);
+            bad_in |= !muon__u_isfinitef(grad[i]);
+            bad_in |= !muon__u_isfinitef(st->m[i]);
+            bad_in |= !muon__u_isfinitef(st->v[i]);
             pn = muon__adamw_one(param[i], grad[i], st->m[i], st->v[i], b1, b2, lr, lrwd, eps, bc1, bc2, &mn, &vn,
                                  &sn);
-            bad_out |= (fabsf(param[i]) <= FLT_MAX) & !(fabsf(pn) <= FLT_MAX);
-            bad_out |= !(fabs(sn) <= (double)FLT_MAX); /* the step itself must fit a float */
+            if (muon__u_isfinitef(param[i])) bad_out |= !muon__u_isfinitef(pn);
+            bad_out |= !muon__u_fits_float(sn); /* the step itself must fit a float */
         }
         if (bad_in) return MUON_ERR_NONFINITE;
         if (bad_out) return MUON_ERR_RANGE;
@@ -6494,7 +6537,7 @@ MUONDEF muon_status muon_clip_grad_norm(float **grads, const size_t *sizes, size
     if (count == 0) return MUON_ERR_SIZE;
     for (k = 0; k < count; k++)
         if (sizes[k] && !grads[k]) return MUON_ERR_NULL;
-    if (!(max_norm > 0.0)) return MUON_ERR_DOMAIN;
+    if (muon__u_isnan(max_norm) || !(max_norm > 0.0)) return MUON_ERR_DOMAIN;
     for (k = 0; k < count; k++) { /* a tensor listed twice would be scaled twice */
         size_t j;
         if (sizes[k] > (size_t)-1 / sizeof(float)) return MUON_ERR_SIZE;

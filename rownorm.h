@@ -40,7 +40,7 @@
  *     rn_rownorm_state st;
  *     rn_rownorm_config cfg = rn_rownorm_default();   // lr 3.2e-3, beta 0.95, eps 1e-8
  *     rn_rownorm_init(&st, V, d);                     // momentum B = 0, t = 0
- *     for (...) rn_rownorm_step(&st, &cfg, U, d, G, d, NULL, 0);
+ *     for (...) rn_rownorm_step(&st, &cfg, U, d, G, d, RN__NULL, 0);
  *     double D; size_t i, j;
  *     rn_row_diameter(S, V, d, d, &D, &i, &j);       // exact D(S) and a maximising pair
  *     rn_rownorm_free(&st);
@@ -638,6 +638,15 @@ RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t l
 #include <float.h>
 #include <limits.h>
 #include <stdint.h>
+/* the null pointer constant of the implementation: nullptr in C++11 and later (no
+ * -Wzero-as-null-pointer-constant from clang++, which flags NULL; an add_subdirectory consumer
+ * includes these headers with -I, not -isystem), NULL in C and C++98 (and MSVC without
+ * /Zc:__cplusplus, which reports 199711L) */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define RN__NULL nullptr
+#else
+#define RN__NULL NULL
+#endif
 
 #if defined(RN_MALLOC) && defined(RN_FREE)
 #elif !defined(RN_MALLOC) && !defined(RN_FREE)
@@ -749,7 +758,7 @@ RN__FN void *rn__carve(char **cursor, char *end, size_t bytes)
 {
     size_t addr = (size_t)*cursor;
     char *p = *cursor + (rn__align_up(addr, 64) - addr);
-    if (p > end || (size_t)(end - p) < bytes) return NULL;
+    if (p > end || (size_t)(end - p) < bytes) return RN__NULL;
     *cursor = p + bytes;
     return p;
 }
@@ -779,6 +788,34 @@ RN__FN int rn__all_finite_scalar(const float *x, size_t n)
         m = u > m ? u : m;
     }
     return m < 0x7f800000u;
+}
+
+/* One value finite / NaN, from the exponent bits. -ffast-math (-ffinite-math-only) lets the
+ * compiler assume no NaN or Inf, and it folds x != x, x - x == 0, isfinite() and comparisons
+ * with FLT_MAX / DBL_MAX / HUGE_VAL away; integer tests on the bits hold under any flags. A
+ * double is tested on its high word (no 64-bit constants: C++98). */
+RN__FN int rn__finite_f(float x)
+{
+    unsigned int u;
+    memcpy(&u, &x, sizeof u);
+    return (u & 0x7f800000u) != 0x7f800000u;
+}
+RN__FN uint32_t rn__d_hi(double x, uint32_t *lo)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    *lo = (uint32_t)u;
+    return (uint32_t)(u >> 32);
+}
+RN__FN int rn__finite_d(double x)
+{
+    uint32_t lo, hi = rn__d_hi(x, &lo);
+    return (hi & 0x7ff00000u) != 0x7ff00000u;
+}
+RN__FN int rn__nan_d(double x)
+{
+    uint32_t lo, hi = rn__d_hi(x, &lo) & 0x7fffffffu;
+    return hi > 0x7ff00000u || (hi == 0x7ff00000u && lo != 0u);
 }
 
 /* sum_k (x_k - mu_k)^2 in double; mu may be NULL (then 0). */
@@ -1076,7 +1113,7 @@ RN__FN double rn__sumsq_fd(const float *x, const double *mu, size_t n)
         s1 = rn__vd_fma(hi, hi, s1);
     }
     if (k > n) k = n;
-    return rn__vd_hsum(rn__vd_add(s0, s1)) + rn__sumsq_fd_scalar(x + k, mu ? mu + k : NULL, n - k);
+    return rn__vd_hsum(rn__vd_add(s0, s1)) + rn__sumsq_fd_scalar(x + k, mu ? mu + k : RN__NULL, n - k);
 }
 RN__FN double rn__sumsq_ff(const float *x, const float *y, size_t n)
 {
@@ -1294,7 +1331,7 @@ RN__FN double rn__row_ema_sq(float *b, const float *g, size_t n, float beta, flo
         m = fabsf(v) > m ? fabsf(v) : m;
         s[k & 3] = fmaf(v, v, s[k & 3]);
     }
-    if (!RN__F_SQ_OK(m)) return rn__sumsq_fd_scalar(b, NULL, n);
+    if (!RN__F_SQ_OK(m)) return rn__sumsq_fd_scalar(b, RN__NULL, n);
     return (double)((s[0] + s[1]) + (s[2] + s[3]));
 }
 RN__FN double rn__row_ema_stats(float *b, const float *g, size_t n, float beta, float omb, const double *mu,
@@ -1507,7 +1544,7 @@ RN__FN void rn__pack_zero(size_t k, float *P, size_t r)
  * has norms in [1, 2), so float32 products of such panels neither overflow nor underflow. */
 RN__FN int rn__exp2_of(double x)
 {
-    return (x > 0.0 && x <= DBL_MAX) ? ilogb(x) : 0;
+    return (rn__finite_d(x) && x > 0.0) ? ilogb(x) : 0;
 }
 
 /* Matrix finite check, row by row (columns past cols never read). */
@@ -1550,12 +1587,12 @@ RN__FN void rn__col_mean(const float *A, size_t rows, size_t cols, size_t ld, do
     for (k = 0; k < cols; k++) mu[k] /= (double)rows;
 }
 
-/* All n doubles finite. */
+/* All n doubles finite (from the bits: see rn__finite_d). */
 RN__FN int rn__dfinite(const double *x, size_t n)
 {
     size_t k;
     for (k = 0; k < n; k++)
-        if (!(x[k] - x[k] == 0.0)) return 0;
+        if (!rn__finite_d(x[k])) return 0;
     return 1;
 }
 
@@ -1600,7 +1637,7 @@ RNDEF rn_status rn_hilbert_probs(const float *p, const float *q, size_t n, doubl
 
 RNDEF double rn_tv_bound(double hilbert_distance)
 {
-    if (!(hilbert_distance >= 0.0)) return (double)NAN;
+    if (rn__nan_d(hilbert_distance) || hilbert_distance < 0.0) return (double)NAN;
     return tanh(0.25 * hilbert_distance);
 }
 
@@ -1802,7 +1839,7 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__di
             }
             if ((sqrt(s2) + A->brad[2 * p] + B->brad[2 * q] + up * 2.0 * Rf + c->dabs) * (1.0 + 1e-12) < LB * sc) continue;
         }
-        if (M == HUGE_VAL) {
+        if (!rn__finite_d(M)) { /* M = HUGE_VAL (bits: -ffast-math folds M == HUGE_VAL) */
             /* no usable float32 error bound: every pair of the tile is verified in double */
             for (a = 0; a < pm; a++) {
                 size_t bend = diag ? a : qm;
@@ -1820,7 +1857,7 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__di
                 if (e > emax) { emax = e; bi = a; bj = b; }
             }
         }
-        if (emax == -HUGE_VAL) continue;
+        if (!rn__finite_d(emax)) continue; /* still -HUGE_VAL: no pair in the tile */
         LBs = LB * sc;
         thr = LBs * LBs * (1.0 - 1e-12) - M - 1e-300;
         if (emax < thr) continue;
@@ -2039,7 +2076,7 @@ RN__FN void rn__diam_bound(rn__diam_ctx *ctx, size_t cols, double sc, double Rf)
         + (6.0 * ((double)cols + 16.0) + 32.0 * sqrt((double)cols) + 64.0) * tau;
     /* cols ~ 2^22 and beyond (no useful float bound) or scaled data that float32 cannot hold
      * (not expected: the packed values are below 2 in magnitude): verify without tiles */
-    if (!(gk < 0.25) || !(M <= DBL_MAX)) M = HUGE_VAL;
+    if (!(gk < 0.25) || !rn__finite_d(M)) M = HUGE_VAL;
     ctx->cols = cols; ctx->M = M; ctx->up = up; ctx->Rf = Rf; ctx->sc = sc;
     ctx->dabs = 2.0 * sqrt((double)cols) * tau;
 }
@@ -2233,7 +2270,7 @@ RNDEF rn_diameter_best rn_diameter_best_none(void)
 RN__FN int rn__db_pair(const rn_diameter_best *x) { return x->i != x->j; }
 RN__FN int rn__db_valid(const rn_diameter_best *x)
 {
-    return !rn__db_pair(x) || (x->i < x->j && x->dist2 >= 0.0 && x->dist2 <= DBL_MAX);
+    return !rn__db_pair(x) || (x->i < x->j && rn__finite_d(x->dist2) && x->dist2 >= 0.0);
 }
 
 RNDEF void rn_diameter_best_merge(rn_diameter_best *acc, const rn_diameter_best *x)
@@ -2268,7 +2305,7 @@ RNDEF rn_status rn_row_diameter_pair_ws(const float *A, size_t rows_a, size_t ld
     char *cur, *end;
     double *mu;
     rn__best bb;
-    rn__diam_stats *stats = NULL;
+    rn__diam_stats *stats = RN__NULL;
     if (!A || !ws || !best) return RN_ERR_NULL;
     ea = rn__extent(rows_a, cols, lda);
     if (!ea) return RN_ERR_SIZE;
@@ -2348,7 +2385,7 @@ RNDEF rn_status rn_row_diameter_ws(const float *S, size_t rows, size_t cols, siz
                                    void *ws, size_t ws_bytes,
                                    double *diameter, size_t *oi, size_t *oj)
 {
-    return rn__row_diameter_core(S, rows, cols, ld, ws, ws_bytes, diameter, oi, oj, NULL);
+    return rn__row_diameter_core(S, rows, cols, ld, ws, ws_bytes, diameter, oi, oj, RN__NULL);
 }
 
 RNDEF rn_status rn_row_diameter(const float *S, size_t rows, size_t cols, size_t ld,
@@ -2375,7 +2412,7 @@ RNDEF rn_status rn_worst_hidden_state(const float *S, size_t rows, size_t cols, 
     size_t k;
     if (!S || !h) return RN_ERR_NULL;
     if (!rn__extent(rows, cols, ld)) return RN_ERR_SIZE;
-    if (i >= rows || j >= rows || !(radius >= 0.0) || radius > (double)FLT_MAX) return RN_ERR_DOMAIN;
+    if (i >= rows || j >= rows || !rn__finite_d(radius) || radius < 0.0 || radius > (double)FLT_MAX) return RN_ERR_DOMAIN;
     if (rn__overlap(h, cols * sizeof(float), S, rn__extent(rows, cols, ld) * sizeof(float))) return RN_ERR_ALIAS;
     if (!rn__all_finite(S + i * ld, cols) || !rn__all_finite(S + j * ld, cols)) return RN_ERR_NONFINITE;
     n2 = rn__sumsq_ff(S + i * ld, S + j * ld, cols);
@@ -2416,7 +2453,7 @@ RNDEF size_t rn_hilbert_rms_workspace_size(size_t cols, size_t tokens)
 /* e_l of a token row h_l: ilogb ||h_l|| (0 for h_l = 0), the same value at packing and at the end. */
 RN__FN int rn__rms_token_exp(const float *h, size_t cols)
 {
-    return rn__exp2_of(sqrt(rn__sumsq_fd(h, NULL, cols)));
+    return rn__exp2_of(sqrt(rn__sumsq_fd(h, RN__NULL, cols)));
 }
 
 /* Pack vocabulary block `bl` (rows bl*64 ..) centred by mu, scaled by 2^-f (f = ilogb of its
@@ -2513,7 +2550,7 @@ RN__FN void rn__rms_range(const float *S, size_t rows, size_t cols, size_t lds,
         for (tl = 0; tl < ntl; tl++) {
             size_t t = (size_t)tl;
             float *P = Hp + (t / RN__BS) * cols * RN__BS;
-            if (t < tokens) rn__pack_row(H + t * ldh, NULL, ldexp(1.0, -rn__rms_token_exp(H + t * ldh, cols)), cols, P, t % RN__BS);
+            if (t < tokens) rn__pack_row(H + t * ldh, RN__NULL, ldexp(1.0, -rn__rms_token_exp(H + t * ldh, cols)), cols, P, t % RN__BS);
             else rn__pack_zero(cols, P, t % RN__BS);
         }
         for (g = 0; g < ngroups; g++) {
@@ -2621,7 +2658,8 @@ RN__FN rn_status rn__rms_partial(const float *S, size_t rows, size_t cols, size_
             return RN_ERR_ALIAS;
     }
     if (sums) {
-        if (!(sums[cols] >= (double)rows && sums[cols] <= 9007199254740992.0 && sums[cols] == floor(sums[cols])))
+        if (!rn__finite_d(sums[cols]) ||
+            !(sums[cols] >= (double)rows && sums[cols] <= 9007199254740992.0 && sums[cols] == floor(sums[cols])))
             return RN_ERR_DOMAIN;
         if (!rn__dfinite(sums, cols)) return RN_ERR_NONFINITE;
     }
@@ -2635,7 +2673,7 @@ RNDEF rn_status rn_hilbert_rms_partial_ws(const float *S, size_t rows, size_t co
                                           void *ws, size_t ws_bytes,
                                           double *tok_max, double *tok_min)
 {
-    return rn__rms_partial(S, rows, cols, lds, NULL, H, tokens, ldh, ws, ws_bytes, tok_max, tok_min);
+    return rn__rms_partial(S, rows, cols, lds, RN__NULL, H, tokens, ldh, ws, ws_bytes, tok_max, tok_min);
 }
 
 RNDEF rn_status rn_hilbert_rms_center_sums(const float *S, size_t rows, size_t cols, size_t lds, double *sums)
@@ -2669,7 +2707,7 @@ RNDEF rn_status rn_hilbert_rms_from_range(const double *tok_max, const double *t
     if (tokens == 0) return RN_ERR_SIZE;
     for (l = 0; l < tokens; l++) {
         double d = tok_max[l] - tok_min[l];
-        if (d != d || d == HUGE_VAL || d == -HUGE_VAL) return RN_ERR_NONFINITE;
+        if (!rn__finite_d(d)) return RN_ERR_NONFINITE;
         if (d < 0.0) return RN_ERR_DOMAIN;
         s += d * d;
     }
@@ -2696,7 +2734,7 @@ RNDEF rn_status rn_hilbert_rms(const float *S, size_t rows, size_t cols, size_t 
     rn__rms_carve(mem, need, cols, tokens, &Hp, &Sp, &bsc, &mu, &team, &nt);
     tmax = (double *)(void *)(mem + need);
     tmin = (double *)(void *)(mem + need + tb);
-    rn__rms_range(S, rows, cols, lds, H, tokens, ldh, Hp, Sp, bsc, NULL, mu, tmax, tmin, team, nt);
+    rn__rms_range(S, rows, cols, lds, H, tokens, ldh, Hp, Sp, bsc, RN__NULL, mu, tmax, tmin, team, nt);
     st = rn_hilbert_rms_from_range(tmax, tmin, tokens, rms);
     RN_FREE(mem);
     return st;
@@ -2725,7 +2763,7 @@ RNDEF rn_status rn_projected_rownorm_ws(const float *A, size_t rows, size_t cols
     if (!ea || !eo) return RN_ERR_SIZE;
     need = rn_projected_rownorm_workspace_size(cols);
     if (need == 0 || ws_bytes < need) return RN_ERR_SIZE;
-    if (!(eps >= 0.0f) || !(eps <= FLT_MAX)) return RN_ERR_DOMAIN;
+    if (!rn__finite_f(eps) || eps < 0.0f) return RN_ERR_DOMAIN;
     if (!(out == A && ldo == lda) && rn__overlap(A, ea * sizeof(float), out, eo * sizeof(float)))
         return RN_ERR_ALIAS;
     if (rn__overlap(ws, ws_bytes, A, ea * sizeof(float)) || rn__overlap(ws, ws_bytes, out, eo * sizeof(float)))
@@ -2924,7 +2962,7 @@ RN__FN void rn__sweep_chunk(const rn__sweep *w, size_t r0, size_t r1, double *ac
             }
             a = w->neglr * inv;
             wr = w->W + r * w->ldw;
-            so = w->so ? w->so + r * w->lds : NULL;
+            so = w->so ? w->so + r * w->lds : RN__NULL;
             if (a == 0.0 || (fabs(a) >= 1e-29 && fabs(a) <= 1e29)) {
                 rn__row_axpby(b, (float)a, w->decay, wr, so, n);
             } else {
@@ -2946,14 +2984,14 @@ RN__FN void rn__sweep_chunk(const rn__sweep *w, size_t r0, size_t r1, double *ac
     for (r = r0; r < r1; r++) {
         float *b = w->B + r * n;
         double inv;
-        if (w->upd && !w->norm) rn__row_ema(b, w->G + r * w->ldg, n, w->beta, w->omb, w->colsum ? acc1 : NULL);
+        if (w->upd && !w->norm) rn__row_ema(b, w->G + r * w->ldg, n, w->beta, w->omb, w->colsum ? acc1 : RN__NULL);
         if (w->norm) {
             double nr;
             int on_centre = w->upd && w->atc && rn__row_at_centre(b, w->G + r * w->ldg, n, w->beta, w->omb, w->mu);
             if (w->upd && w->colsum) /* update, column sums and centred norm in one visit */
                 nr = rn__row_ema_stats(b, w->G + r * w->ldg, n, w->beta, w->omb, w->mu, acc1);
             else {
-                if (w->upd) rn__row_ema(b, w->G + r * w->ldg, n, w->beta, w->omb, w->colsum ? acc1 : NULL);
+                if (w->upd) rn__row_ema(b, w->G + r * w->ldg, n, w->beta, w->omb, w->colsum ? acc1 : RN__NULL);
                 nr = rn__csumsq(b, w->mu, n);
             }
             if (on_centre) nr = 0.0; /* b - mu is the EMA's float rounding only */
@@ -2968,7 +3006,7 @@ RN__FN void rn__sweep_chunk(const rn__sweep *w, size_t r0, size_t r1, double *ac
         }
         if (w->write)
             rn__row_write(b, w->mu, inv, w->nu, w->neglr, w->decay, w->W + r * w->ldw,
-                          w->so ? w->so + r * w->lds : NULL, n);
+                          w->so ? w->so + r * w->lds : RN__NULL, n);
     }
     if (w->colsum) rn__ff_widen(acc1, n); /* RN_FLOAT_ARITH: the chunk's float pairs to doubles */
     if (w->nuacc) rn__ff_widen(acc2, n);
@@ -2985,8 +3023,8 @@ RN__FN void rn__sweep_all(const rn__sweep *w, size_t rows, size_t nch, double *p
         for (c = 0; c < nc; c++) {
             size_t r0 = (size_t)c * RN__CHUNK_ROWS;
             size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;
-            rn__sweep_chunk(w, r0, r1, part1 ? part1 + (size_t)c * w->cols : NULL,
-                            part2 ? part2 + (size_t)c * w->cols : NULL);
+            rn__sweep_chunk(w, r0, r1, part1 ? part1 + (size_t)c * w->cols : RN__NULL,
+                            part2 ? part2 + (size_t)c * w->cols : RN__NULL);
         }
         RN__GATE_OUT();
     }
@@ -3004,7 +3042,7 @@ RN__FN int rn__gpass(const float *G, size_t ldg, size_t rows, size_t cols, size_
     for (c = 0; c < nc; c++) {
         size_t r0 = (size_t)c * RN__CHUNK_ROWS, r, k;
         size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;
-        double *acc = part ? part + (size_t)c * cols : NULL;
+        double *acc = part ? part + (size_t)c * cols : RN__NULL;
         if (acc) for (k = 0; k < cols; k++) acc[k] = 0.0;
         for (r = r0; r < r1; r++) {
             const float *g = G + r * ldg;
@@ -3033,8 +3071,9 @@ RN__FN int rn__cfg_ok(const rn_rownorm_config *cfg)
     /* lr <= RN_LR_MAX keeps |S| <= 2 lr a finite float; lr wd <= 1 keeps the decay factor
      * 1 - lr wd in [0, 1] (it neither flips the sign of W nor grows it); an overflowing lr wd
      * is Inf and fails that test */
-    return (lr >= 0.0 && lr <= RN_LR_MAX) && (beta >= 0.0 && beta < 1.0) && (eps >= 0.0 && eps <= DBL_MAX) &&
-           (wd >= 0.0 && wd <= DBL_MAX) && (lr * wd <= 1.0) && !(cfg->flags & ~31u);
+    if (!rn__finite_d(lr) || !rn__finite_d(beta) || !rn__finite_d(eps) || !rn__finite_d(wd)) return 0;
+    return (lr >= 0.0 && lr <= RN_LR_MAX) && (beta >= 0.0 && beta < 1.0) && eps >= 0.0 && wd >= 0.0 &&
+           (lr * wd <= 1.0) && !(cfg->flags & ~31u);
 }
 
 /* A flags word with what RN_REFERENCE_COMPAT implies spelled out (no centring). */
@@ -3110,7 +3149,7 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
      * steps (zeroed at init and at the end of every step that used it), so a rejected step
      * restores it by zeroing: the whole state block is then byte-identical to before the call
      * (without an extra read of G to validate it first). */
-    if ((check || cin) && !rn__gpass(G, ldg, rows, cols, nch, check, cin ? st->rn__part : NULL)) {
+    if ((check || cin) && !rn__gpass(G, ldg, rows, cols, nch, check, cin ? st->rn__part : RN__NULL)) {
         if (cin) memset(st->rn__part, 0, nch * cols * sizeof(double));
         return RN_ERR_NONFINITE;
     }
@@ -3130,7 +3169,7 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
     if (!cin && !cout) {
         /* no projections: G and B read once, B and W written once (5 array passes) */
         sw.plain = 1;
-        rn__sweep_all(&sw, rows, nch, NULL, NULL);
+        rn__sweep_all(&sw, rows, nch, RN__NULL, RN__NULL);
         st->rn__meanb_ok = 0; /* the mean of B was not tracked */
         st->t += 1;
         rn__shard_clear(st); /* a pending sharded begin is discarded */
@@ -3158,7 +3197,7 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
         rn__combine(st->rn__part2, nch, cols, rows, st->rn__nu);
         /* sweep B: the write */
         sw.upd = 0; sw.colsum = 0; sw.norm = 0; sw.nuacc = 0; sw.write = 1;
-        rn__sweep_all(&sw, rows, nch, NULL, NULL);
+        rn__sweep_all(&sw, rows, nch, RN__NULL, RN__NULL);
     }
     st->t += 1;
     rn__shard_clear(st);
@@ -3199,7 +3238,7 @@ RN__FN size_t rn__gpass_count(const float *G, size_t ldg, size_t rows, size_t co
     for (c = 0; c < nc; c++) {
         size_t r0 = (size_t)c * RN__CHUNK_ROWS, r, k;
         size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;
-        double *acc = part ? part + (size_t)c * cols : NULL;
+        double *acc = part ? part + (size_t)c * cols : RN__NULL;
         if (acc) for (k = 0; k < cols; k++) acc[k] = 0.0;
         for (r = r0; r < r1; r++) {
             const float *g = G + r * ldg;
@@ -3236,10 +3275,10 @@ RNDEF rn_status rn_rownorm_shard_begin(rn_rownorm_state *st, const rn_rownorm_co
         rn__overlap(send, nx * sizeof(double), st->rn__mem, nb) || rn__overlap(count, sizeof *count, send, nx * sizeof(double)) ||
         rn__overlap(count, sizeof *count, st->rn__mem, nb))
         return RN_ERR_ALIAS;
-    rn__flag_modes(cfg->flags, &cin, NULL, &check);
+    rn__flag_modes(cfg->flags, &cin, RN__NULL, &check);
     n = cin ? 2 + 2 * cols : 2;
     /* rn__part is zero between steps: it holds the per-chunk sums of G for a moment */
-    if (check || cin) bad = rn__gpass_count(G, ldg, rows, cols, nch, check, cin ? st->rn__part : NULL);
+    if (check || cin) bad = rn__gpass_count(G, ldg, rows, cols, nch, check, cin ? st->rn__part : RN__NULL);
     if (cin) {
         rn__chunk_sum(st->rn__part, nch, cols, send + 2);
         memset(st->rn__part, 0, nch * cols * sizeof(double));
@@ -3293,8 +3332,8 @@ RNDEF rn_status rn_rownorm_shard_middle(rn_rownorm_state *st, const float *G, si
         rn__overlap(count, sizeof *count, recv, n1 * sizeof(double)))
         return RN_ERR_ALIAS;
     R = recv[1];
-    if (!(R >= (double)rows && R <= 9007199254740992.0 && R == floor(R))) return RN_ERR_DOMAIN;
-    if (!(recv[0] == 0.0) || (check && cin && !rn__dfinite(recv + 2, 2 * cols))) {
+    if (!rn__finite_d(R) || !(R >= (double)rows && R <= 9007199254740992.0 && R == floor(R))) return RN_ERR_DOMAIN;
+    if (!rn__finite_d(recv[0]) || recv[0] != 0.0 || (check && cin && !rn__dfinite(recv + 2, 2 * cols))) {
         /* some rank's G has a NaN/Inf: every rank abandons the step. begin changed nothing but
          * the shard fields (rn__part was re-zeroed), so the state is now as before begin */
         rn__shard_clear(st);
@@ -3304,7 +3343,7 @@ RNDEF rn_status rn_rownorm_shard_middle(rn_rownorm_state *st, const float *G, si
     sw.G = G; sw.ldg = ldg;
     if (!cin && !cout) {
         sw.plain = 2; /* the update and 1/(||b|| + eps); the write waits for finish */
-        rn__sweep_all(&sw, rows, nch, NULL, NULL);
+        rn__sweep_all(&sw, rows, nch, RN__NULL, RN__NULL);
         st->rn__meanb_ok = 0;
         *count = 0;
     } else {
@@ -3363,7 +3402,7 @@ RNDEF rn_status rn_rownorm_shard_finish(rn_rownorm_state *st, float *W, size_t l
         else memset(st->rn__nu, 0, cols * sizeof(double));
         sw.write = 1;
     }
-    rn__sweep_all(&sw, rows, nch, NULL, NULL);
+    rn__sweep_all(&sw, rows, nch, RN__NULL, RN__NULL);
     st->t += 1;
     rn__shard_clear(st);
     return RN_OK;
@@ -3827,7 +3866,7 @@ static RN__NOINLINE void rn__ex_certify(rn__ex_ws *w, double eta, double *lo, do
     D = rn__ex_diam(sf, V, d);
     f = D > 0.0 ? eta / D : 1.0;
     for (;;) {
-        if (!(D <= 1.79769313486231570815e308) || !(u <= 1.79769313486231570815e308)) {
+        if (!rn__finite_d(D) || !rn__finite_d(u)) {
             *lo = *hi = *diam = HUGE_VAL; /* overflow: the caller maps it to RN_ERR_DOMAIN */
             return;
         }
@@ -3937,7 +3976,7 @@ static rn_status rn__ex_validate(const float *G, size_t V, size_t d, size_t ldg,
     if (!G || !res) return RN_ERR_NULL;
     if (!V || !d || V > RN_EXACT_MAX_ROWS || ldg < d) return RN_ERR_SIZE;
     P = V * (V - 1) / 2;
-    if (!P) flow = NULL;
+    if (!P) flow = RN__NULL;
     if (S && lds < d) return RN_ERR_SIZE;
     if (flow && ldf < d) return RN_ERR_SIZE;
     if (!rn__ex_muladd(V - 1, ldg, d, gb) || !rn__ex_muladd(*gb, sizeof(float), 0, gb))
@@ -3949,8 +3988,8 @@ static rn_status rn__ex_validate(const float *G, size_t V, size_t d, size_t ldg,
     if (!rn_exact_step_workspace_size(V, d)) return RN_ERR_SIZE;
     /* a subnormal eta is refused: the normalised problem's scale-back (S = eta S') loses
      * the relative precision that the certificate D(S) <= eta needs */
-    if (!(eta >= DBL_MIN) || !(eta <= 1.79769313486231570815e308)) return RN_ERR_DOMAIN;
-    if (!(rel_tol > 0.0) || !(rel_tol < 1.0)) return RN_ERR_DOMAIN;
+    if (!rn__finite_d(eta) || !(eta >= DBL_MIN)) return RN_ERR_DOMAIN;
+    if (!rn__finite_d(rel_tol) || !(rel_tol > 0.0) || !(rel_tol < 1.0)) return RN_ERR_DOMAIN;
     if (rn__ex_overlap(G, *gb, S, *sb) || rn__ex_overlap(G, *gb, flow, *fb) ||
         rn__ex_overlap(S, *sb, flow, *fb) || rn__ex_overlap(G, *gb, res, sizeof(*res)) ||
         rn__ex_overlap(S, *sb, res, sizeof(*res)) || rn__ex_overlap(flow, *fb, res, sizeof(*res)))
@@ -3958,7 +3997,7 @@ static rn_status rn__ex_validate(const float *G, size_t V, size_t d, size_t ldg,
     for (i = 0; i < V; i++)
         for (c = 0; c < d; c++) {
             float v = G[i * ldg + c];
-            if (!(v - v == 0.0f)) return RN_ERR_NONFINITE;
+            if (!rn__finite_f(v)) return RN_ERR_NONFINITE;
         }
     return RN_OK;
 }
@@ -3978,7 +4017,7 @@ RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_
     if (!ws) return RN_ERR_NULL;
     if (ws_bytes < rn_exact_step_workspace_size(V, d)) return RN_ERR_SIZE;
     P = V * (V - 1) / 2;
-    if (!P) flow = NULL;
+    if (!P) flow = RN__NULL;
     if (rn__ex_overlap(ws, ws_bytes, G, gb) || rn__ex_overlap(ws, ws_bytes, S, sb) ||
         rn__ex_overlap(ws, ws_bytes, flow, fb) || rn__ex_overlap(ws, ws_bytes, res, sizeof(*res)))
         return RN_ERR_ALIAS;
@@ -3998,7 +4037,7 @@ RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_
     }
     for (i = 0; i < V; i++) sumn += rn__ex_norm(w.gc + i * d, d);
     sigma = 0.5 * sumn;
-    if (!(sumn <= 1.79769313486231570815e308) || !(eta * sumn <= 1e300)) return RN_ERR_DOMAIN;
+    if (!rn__finite_d(sumn) || !rn__finite_d(eta * sumn) || !(eta * sumn <= 1e300)) return RN_ERR_DOMAIN;
     memset(w.p, 0, V * d * sizeof(double));
     memset(w.w, 0, (P ? P : 1) * sizeof(double));
     memset(w.x, 0, V * w.kmax * sizeof(double));
@@ -4068,7 +4107,7 @@ RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_
             if (!(dec2 >= 0.0)) break;
             if (dec2 < 1e-3) {
                 rn__ex_positions(&w, t, sigma);
-                rn__ex_certify(&w, eta, &lo, &hi, &D, NULL, 0);
+                rn__ex_certify(&w, eta, &lo, &hi, &D, RN__NULL, 0);
                 gap = (hi - lo) / hi;
                 if (hi - lo <= rel_tol * hi) { done = 1; break; }
                 /* close, or at the end of a round: re-fit the multipliers (O(m^2 k + m^3/3),
@@ -4076,7 +4115,7 @@ RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_
                 if (gap < 10.0 * rel_tol || ((double)P <= 10.0 * rel_tol * t &&
                                                (dec2 <= 1e-10 || round_steps >= 40))) {
                     rn__ex_refine(&w, sigma);
-                    rn__ex_certify(&w, eta, &lo, &hi, &D, NULL, 0);
+                    rn__ex_certify(&w, eta, &lo, &hi, &D, RN__NULL, 0);
                     gap = (hi - lo) / hi;
                     if (hi - lo <= rel_tol * hi) { done = 1; break; }
                 }
@@ -4098,8 +4137,8 @@ RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_
         if (!done) return RN_ERR_NOCONVERGE;
     }
 
-    rn__ex_certify(&w, eta, &lo, &hi, &D, NULL, 0);
-    if (!(hi - hi == 0.0) || !(lo - lo == 0.0)) return RN_ERR_DOMAIN;
+    rn__ex_certify(&w, eta, &lo, &hi, &D, RN__NULL, 0);
+    if (!rn__finite_d(hi) || !rn__finite_d(lo)) return RN_ERR_DOMAIN;
     if (!(hi - lo <= rel_tol * hi) && !(hi == 0.0 && lo == 0.0)) return RN_ERR_NOCONVERGE;
     if (flow) rn__ex_certify(&w, eta, &lo, &hi, &D, flow, ldf);
     if (S)

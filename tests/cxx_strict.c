@@ -1,7 +1,8 @@
 /* cxx_strict.c - both implementations compiled as C++20 the way a game engine builds its code:
- * -fno-exceptions -fno-rtti -Wall -Wextra -Wpedantic -Wconversion -Wold-style-cast -Wcast-qual
- * -Wdouble-promotion -Werror, with g++ and clang++ (tests/reliability.mk; tests/rel_cxx_strict.sh
- * checks the objects). The implementations silence -Wold-style-cast for themselves only
+ * -fno-exceptions -fno-rtti -Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wold-style-cast
+ * -Wcast-qual -Wdouble-promotion -Wzero-as-null-pointer-constant -Werror, with g++ and clang++, the
+ * headers by -I as add_subdirectory gives them (tests/reliability.mk; tests/rel_cxx_strict.sh checks
+ * the objects). The implementations silence -Wold-style-cast for themselves only
  * (push/pop), so the declarations and this file stay under the full set. */
 #define ROWNORM_IMPLEMENTATION
 #include "rownorm.h"

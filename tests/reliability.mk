@@ -120,10 +120,14 @@ REL_WIN_BINS := $(REL_B)/win/windows_h_c.o $(REL_B)/win/windows_h_cxx.o $(addpre
 endif
 
 # ---- the implementations under a C++ engine's warning set ------------------------------------
+# The headers come in with -I, as CMake's add_subdirectory route gives them (find_package's
+# imported target gives -isystem, which hides every warning of the headers: not tested here).
 REL_STRICT_FL := -x c++ -std=c++20 -fno-exceptions -fno-rtti -Wall -Wextra -Wpedantic -Wshadow -Wconversion \
-                 -Wold-style-cast -Wcast-qual -Wdouble-promotion -Werror -O2 -I.
+                 -Wsign-conversion -Wold-style-cast -Wcast-qual -Wdouble-promotion -Wzero-as-null-pointer-constant \
+                 -Werror -O2 -I.
 REL_STRICT_simd   := $(SIMD2)
 REL_STRICT_scalar := -DRN_NO_SIMD -DMUON_NO_SIMD
+REL_STRICT_native := -march=native
 REL_STRICT_bf16   := -mavx512f -mavx512bw -mavx512vl -mavx512bf16 -mamx-tile -mamx-bf16 $(SIMD2)
 define rel_strict_rule
 $(REL_B)/cxx_strict/$(1)-$(2).o: tests/cxx_strict.c $(HEADER_DEPS)
@@ -131,12 +135,12 @@ $(REL_B)/cxx_strict/$(1)-$(2).o: tests/cxx_strict.c $(HEADER_DEPS)
 endef
 REL_STRICT_BINS :=
 ifneq ($(REL_HAVE_GCC),)
-$(foreach m,simd scalar bf16,$(eval $(call rel_strict_rule,gcc,$(m),$(REL_GXX))))
-REL_STRICT_BINS += $(REL_B)/cxx_strict/gcc-simd.o $(REL_B)/cxx_strict/gcc-scalar.o $(REL_B)/cxx_strict/gcc-bf16.o
+$(foreach m,simd scalar native bf16,$(eval $(call rel_strict_rule,gcc,$(m),$(REL_GXX))))
+REL_STRICT_BINS += $(foreach m,simd scalar native bf16,$(REL_B)/cxx_strict/gcc-$(m).o)
 endif
 ifneq ($(REL_HAVE_CLANG),)
-$(foreach m,simd scalar bf16,$(eval $(call rel_strict_rule,clang,$(m),$(REL_CLANGXX))))
-REL_STRICT_BINS += $(REL_B)/cxx_strict/clang-simd.o $(REL_B)/cxx_strict/clang-scalar.o $(REL_B)/cxx_strict/clang-bf16.o
+$(foreach m,simd scalar native bf16,$(eval $(call rel_strict_rule,clang,$(m),$(REL_CLANGXX))))
+REL_STRICT_BINS += $(foreach m,simd scalar native bf16,$(REL_B)/cxx_strict/clang-$(m).o)
 endif
 
 # ---- libFuzzer targets -------------------------------------------------------------------

@@ -56,7 +56,7 @@ static int all_finite(const float *A, size_t rows, size_t cols, size_t ld)
     size_t i, j;
     for (i = 0; i < rows; i++)
         for (j = 0; j < cols; j++)
-            if (!(fabsf(A[i * ld + j]) <= FLT_MAX)) return 0;
+            if (!t_finite(A[i * ld + j])) return 0;
     return 1;
 }
 
@@ -88,6 +88,14 @@ static int padding_intact(const float *A, size_t rows, size_t cols, size_t ld)
             if (bits != NAN_POISON_BITS) return 0;
         }
     return 1;
+}
+
+/* the FPU flushes subnormals (FTZ/DAZ, set at startup by -Ofast / -ffast-math's crtfastmath.o) */
+static int subnormals_flushed(void)
+{
+    volatile float t = 1e-41f;
+    float r = t * 2.0f;
+    return r == 0.0f;
 }
 
 static double frob(const float *A, size_t rows, size_t cols, size_t ld)
@@ -190,7 +198,9 @@ static void test_ns_huge_tiny_default_eps(void)
         muon_ns_config ns = jordan_eps0();
         CHECK(muon_orthogonalize(G, r, c, c, &ns, O, c) == MUON_OK);
         CHECK(all_finite(O, r, c, c));
-        CHECK(frob(O, r, c, c) > 0.1);
+        /* -Ofast links crtfastmath.o, which sets flush-to-zero / denormals-are-zero for the
+         * whole process: the subnormal G then reads as 0, and zero in is zero out */
+        CHECK(frob(O, r, c, c) > 0.1 || (subnormals_flushed() && frob(O, r, c, c) == 0.0));
     }
     free(G);
     free(O);

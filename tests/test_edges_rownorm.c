@@ -53,7 +53,7 @@ static int finite_all(const float *A, size_t rows, size_t cols, size_t ld)
     size_t i, j;
     for (i = 0; i < rows; i++)
         for (j = 0; j < cols; j++)
-            if (!(fabsf(A[i * ld + j]) <= FLT_MAX)) return 0;
+            if (!t_finite(A[i * ld + j])) return 0;
     return 1;
 }
 
@@ -145,6 +145,14 @@ static void test_projection_scaled(void)
     free(Os);
 }
 
+/* the FPU flushes subnormals (FTZ/DAZ, set at startup by -Ofast / -ffast-math's crtfastmath.o) */
+static int subnormals_flushed(void)
+{
+    volatile float t = 1e-41f;
+    float r = t * 2.0f;
+    return r == 0.0f;
+}
+
 /* Hilbert distance from logits far from 0 and from tiny probabilities; the RMS of a head
  * scaled by 1e+-30 scales with it. */
 static void test_hilbert_scaled(void)
@@ -154,8 +162,12 @@ static void test_hilbert_scaled(void)
     double d = -1.0;
     CHECK(rn_hilbert_logits(z0, z1, 5, &d) == RN_OK);
     CHECK_NEAR(d, (double)z1[0] - (double)z0[0] + 2.0, 0.0, 1e-12);
-    CHECK(rn_hilbert_probs(p, q, 3, &d) == RN_OK);
-    CHECK_NEAR(d, log((double)q[0] / (double)p[0]), 1e-12, 1e-9);
+    if (subnormals_flushed()) { /* -Ofast's crtfastmath.o: the subnormal p[0] reads as 0 */
+        CHECK(rn_hilbert_probs(p, q, 3, &d) == RN_ERR_DOMAIN);
+    } else {
+        CHECK(rn_hilbert_probs(p, q, 3, &d) == RN_OK);
+        CHECK_NEAR(d, log((double)q[0] / (double)p[0]), 1e-12, 1e-9);
+    }
     {
         const size_t r = 30, c = 8, tokens = 20;
         float *S = ealloc(r * c), *Ss = ealloc(r * c), *H = ealloc(tokens * c);
@@ -227,7 +239,7 @@ static void test_vectors(void)
     for (li = 0; li < 3; li++) {
         size_t len = lens[li], k;
         float *v = ealloc(len), *O = ealloc(len), *W = ealloc(len), *S = ealloc(len);
-        double D = -1.0, mx = -1e300, mn = 1e300, lo, hi;
+        double D = -1.0, mx = -1e300, mn = 1e300, lo = 1.0, hi = -1.0; /* unwritten: fails */
         size_t i = 99, j = 99;
         rn_rownorm_state st;
         rn_rownorm_config cfg = rn_rownorm_default();
@@ -392,6 +404,7 @@ static void test_equal_rows_zero_step(void)
                 rn_rownorm_config cfg = rn_rownorm_default();
                 size_t i;
                 int t, zero = 1;
+                double max_s = 0.0;
                 cfg.flags = flags;
                 if (e == 1) cfg.eps = 0.0;
                 if (e == 2) { cfg.beta = 0.5; cfg.lr = 0.37; }
@@ -405,10 +418,25 @@ static void test_equal_rows_zero_step(void)
                         rn_rownorm_sync(&st);
                     }
                     CHECK(rn_rownorm_step(&st, &cfg, W, c, G, c, S, c) == RN_OK);
-                    for (i = 0; i < n; i++) zero &= S[i] == 0.0f;
+                    for (i = 0; i < n; i++) {
+                        zero &= S[i] == 0.0f;
+                        if (!t_finite(S[i])) max_s = 1e300; /* bits: NaN/Inf under -ffast-math too */
+                        else if (fabs((double)S[i]) > max_s) max_s = fabs((double)S[i]);
+                    }
                 }
+#if defined(__FAST_MATH__)
+                /* -ffast-math: the exact zero rests on exact double rounding of the centre, which
+                 * the fast-math build does not keep (docs/numerics.md); with the outer projection
+                 * the step stays at the rounding level, without it (RN_NO_CENTER_OUT) the rounding
+                 * is normalised to a unit row again (S ~ 0.5 lr): not checked here */
+                if (!(flags & RN_NO_CENTER_OUT)) CHECK_MSG(max_s <= 1e-12 * cfg.lr, "%zu x %zu flags %u case %d: step %g",
+                                                           r, c, flags, e, max_s);
+                else CHECK_MSG(max_s <= 2.0 * cfg.lr, "%zu x %zu flags %u case %d: step %g", r, c, flags, e, max_s);
+                (void)zero;
+#else
                 CHECK_MSG(zero && memcmp(W, W0, n * sizeof(float)) == 0, "%zu x %zu flags %u case %d: step not zero",
                           r, c, flags, e);
+#endif
                 rn_rownorm_free(&st);
             }
         }
@@ -648,6 +676,45 @@ static void test_determinism_threads(void)
     re_free(&ref);
 }
 
+/* NaN / Inf arguments refused from the bits (issue 40: -ffast-math folds d != d, d == HUGE_VAL,
+ * x - x == 0 and x <= DBL_MAX; the fastmath variant runs this) */
+static void test_nonfinite_scalars(void)
+{
+    float S[4 * 3], h[3], O[4 * 3];
+    double tmax[2] = {1.0, 2.0}, tmin[2] = {0.0, 1.0}, rms = -1.0;
+    unsigned char ws[4096];
+    rn_rownorm_state st;
+    rn_rownorm_config cfg = rn_rownorm_default(), bad;
+    float W[4 * 3], G[4 * 3];
+    size_t i;
+    int k;
+    fill(S, 4, 3, 3, 1.0, 90);
+    fill(G, 4, 3, 3, 1.0, 91);
+    fill(W, 4, 3, 3, 1.0, 92);
+    for (k = 0; k < 3; k++) {
+        double x = k == 0 ? (double)NAN : k == 1 ? (double)INFINITY : -(double)INFINITY;
+        tmax[1] = x;
+        CHECK(rn_hilbert_rms_from_range(tmax, tmin, 2, &rms) == RN_ERR_NONFINITE);
+        CHECK(rn_worst_hidden_state(S, 4, 3, 3, 0, 1, x, h) == RN_ERR_DOMAIN);
+        CHECK(rn_projected_rownorm_ws(S, 4, 3, 3, (float)x, O, 3, ws, sizeof ws) == RN_ERR_DOMAIN);
+        CHECK(rn_rownorm_init(&st, 4, 3) == RN_OK);
+        bad = cfg; bad.lr = x;
+        CHECK(rn_rownorm_step(&st, &bad, W, 3, G, 3, NULL, 0) == RN_ERR_DOMAIN);
+        bad = cfg; bad.beta = x;
+        CHECK(rn_rownorm_step(&st, &bad, W, 3, G, 3, NULL, 0) == RN_ERR_DOMAIN);
+        bad = cfg; bad.eps = x;
+        CHECK(rn_rownorm_step(&st, &bad, W, 3, G, 3, NULL, 0) == RN_ERR_DOMAIN);
+        bad = cfg; bad.weight_decay = x;
+        CHECK(rn_rownorm_step(&st, &bad, W, 3, G, 3, NULL, 0) == RN_ERR_DOMAIN);
+        CHECK(st.t == 0);
+        rn_rownorm_free(&st);
+    }
+    tmax[1] = 2.0;
+    CHECK(rn_hilbert_rms_from_range(tmax, tmin, 2, &rms) == RN_OK && rms == 1.0);
+    CHECK(t_isnan(rn_tv_bound((double)NAN)));
+    for (i = 0; i < 12; i++) CHECK(t_finite(W[i]));
+}
+
 int main(void)
 {
     RUN(test_diameter_scaled);
@@ -661,5 +728,6 @@ int main(void)
     RUN(test_equal_rows_zero_step);
     RUN(test_ring_huge);
     RUN(test_step_param_domain);
+    RUN(test_nonfinite_scalars);
     return TEST_REPORT();
 }
