@@ -129,18 +129,20 @@ REL_STRICT_simd   := $(SIMD2)
 REL_STRICT_scalar := -DRN_NO_SIMD -DMUON_NO_SIMD
 REL_STRICT_native := -march=native
 REL_STRICT_bf16   := -mavx512f -mavx512bw -mavx512vl -mavx512bf16 -mamx-tile -mamx-bf16 $(SIMD2)
+# with OpenMP: the parallel regions, their clauses and the shared-machine rule (muon_team)
+REL_STRICT_omp    := $(SIMD2) -fopenmp
 define rel_strict_rule
 $(REL_B)/cxx_strict/$(1)-$(2).o: tests/cxx_strict.c $(HEADER_DEPS)
 	$$(call rel_try,$(3) $(REL_STRICT_FL) $(REL_STRICT_$(2)) -c $$< -o $$@)
 endef
 REL_STRICT_BINS :=
 ifneq ($(REL_HAVE_GCC),)
-$(foreach m,simd scalar native bf16,$(eval $(call rel_strict_rule,gcc,$(m),$(REL_GXX))))
-REL_STRICT_BINS += $(foreach m,simd scalar native bf16,$(REL_B)/cxx_strict/gcc-$(m).o)
+$(foreach m,simd scalar native bf16 omp,$(eval $(call rel_strict_rule,gcc,$(m),$(REL_GXX))))
+REL_STRICT_BINS += $(foreach m,simd scalar native bf16 omp,$(REL_B)/cxx_strict/gcc-$(m).o)
 endif
 ifneq ($(REL_HAVE_CLANG),)
-$(foreach m,simd scalar native bf16,$(eval $(call rel_strict_rule,clang,$(m),$(REL_CLANGXX))))
-REL_STRICT_BINS += $(foreach m,simd scalar native bf16,$(REL_B)/cxx_strict/clang-$(m).o)
+$(foreach m,simd scalar native bf16 omp,$(eval $(call rel_strict_rule,clang,$(m),$(REL_CLANGXX))))
+REL_STRICT_BINS += $(foreach m,simd scalar native bf16 omp,$(REL_B)/cxx_strict/clang-$(m).o)
 endif
 
 # ---- libFuzzer targets -------------------------------------------------------------------
