@@ -2442,8 +2442,9 @@ static void muon__gemm_part(const muon__gemm_problem *g, const muon__gemm_kernel
 #define MUON__GATE_LOST_MIN 3e-4  /* ... and at least this many seconds (a futex wake-up is ~0.1 ms) */
 #define MUON__GATE_SOLO_MIN 0.02  /* the first one-thread period (s) */
 #define MUON__GATE_SOLO_MAX 1.0   /* the longest */
+#define MUON__GATE_RETRY 0.1      /* held up within (span + this) after a period ended: the next doubles */
 static double muon__gate_until; /* omp_get_wtime() before which regions run on one thread */
-static double muon__gate_span;  /* length of the last one-thread period (0: the team is on time) */
+static double muon__gate_span;  /* length of the last one-thread period */
 
 /* The team for a region that wants nt threads: nt, or 1 during a one-thread period. */
 static int muon__gate(int nt)
@@ -2463,15 +2464,18 @@ static void muon__gate_note(double t0, double last_in, double first_out)
     MUON__OMP(omp atomic read)
     span = muon__gate_span;
     if (lost > MUON__GATE_LOST_MIN && lost > MUON__GATE_LOST_FRAC * (t1 - t0)) {
-        span = span < MUON__GATE_SOLO_MIN ? MUON__GATE_SOLO_MIN : span * 2.0;
-        if (span > MUON__GATE_SOLO_MAX) span = MUON__GATE_SOLO_MAX;
+        double until;
+        MUON__OMP(omp atomic read)
+        until = muon__gate_until;
+        /* held up again soon after the last period ended: twice as long; else the shortest */
+        if (until > 0.0 && t1 - until < span + MUON__GATE_RETRY)
+            span = 2.0 * span > MUON__GATE_SOLO_MAX ? MUON__GATE_SOLO_MAX : 2.0 * span;
+        else
+            span = MUON__GATE_SOLO_MIN;
         MUON__OMP(omp atomic write)
         muon__gate_span = span;
         MUON__OMP(omp atomic write)
         muon__gate_until = t1 + span;
-    } else if (span > 0.0) {
-        MUON__OMP(omp atomic write)
-        muon__gate_span = 0.0;
     }
 }
 /* A watched region: MUON__GATE_VARS declares the forking function's locals (the fork time, the

@@ -1915,8 +1915,9 @@ RN__FN size_t rn__team(void)
 #define RN__GATE_LOST_MIN 3e-4
 #define RN__GATE_SOLO_MIN 0.02
 #define RN__GATE_SOLO_MAX 1.0
+#define RN__GATE_RETRY 0.1 /* held up within (span + this) after a period ended: the next doubles */
 static double rn__gate_until; /* omp_get_wtime() before which regions run on one thread */
-static double rn__gate_span;  /* length of the last one-thread period (0: the team is on time) */
+static double rn__gate_span;  /* length of the last one-thread period */
 
 /* The team for a region that wants nt threads: nt, or 1 during a one-thread period. */
 RN__FN size_t rn__gate(size_t nt)
@@ -1936,15 +1937,18 @@ RN__FN void rn__gate_note(double t0, double last_in, double first_out)
     RN__OMP(omp atomic read)
     span = rn__gate_span;
     if (lost > RN__GATE_LOST_MIN && lost > RN__GATE_LOST_FRAC * (t1 - t0)) {
-        span = span < RN__GATE_SOLO_MIN ? RN__GATE_SOLO_MIN : span * 2.0;
-        if (span > RN__GATE_SOLO_MAX) span = RN__GATE_SOLO_MAX;
+        double until;
+        RN__OMP(omp atomic read)
+        until = rn__gate_until;
+        /* held up again soon after the last period ended: twice as long; else the shortest */
+        if (until > 0.0 && t1 - until < span + RN__GATE_RETRY)
+            span = 2.0 * span > RN__GATE_SOLO_MAX ? RN__GATE_SOLO_MAX : 2.0 * span;
+        else
+            span = RN__GATE_SOLO_MIN;
         RN__OMP(omp atomic write)
         rn__gate_span = span;
         RN__OMP(omp atomic write)
         rn__gate_until = t1 + span;
-    } else if (span > 0.0) {
-        RN__OMP(omp atomic write)
-        rn__gate_span = 0.0;
     }
 }
 #define RN__GATE_VARS double gate_t0 = omp_get_wtime(), gate_in = gate_t0, gate_out = 1e300; int gate_n = 0

@@ -56,10 +56,21 @@ static void test_gate_rule(void)
     t0 = now - 0.010;
     muon__gate_note(t0, t0, now - 0.004);
     CHECK(muon__gate_span == MUON__GATE_SOLO_MAX);
-    /* a region on time clears the doubling (the current period runs out as set) */
+    /* a region on time changes nothing; the period runs out as set */
     muon__gate_note(t0, t0 + 1e-6, now - 1e-6);
-    CHECK(muon__gate_span == 0.0 && muon_team(2) == 1);
+    CHECK(muon__gate_span == MUON__GATE_SOLO_MAX && muon_team(2) == 1);
     muon__gate_until = omp_get_wtime() - 1e-3; /* the period over */
+    CHECK(muon_team(2) == 2);
+    /* held up again right after it (the next try): still the longest */
+    now = omp_get_wtime();
+    muon__gate_note(now - 0.010, now - 0.005, now);
+    CHECK(muon__gate_span == MUON__GATE_SOLO_MAX && muon_team(2) == 1);
+    /* held up long after the last period ended (a passing hiccup on a quiet machine): the shortest */
+    muon__gate_until = omp_get_wtime() - (MUON__GATE_SOLO_MAX + MUON__GATE_RETRY + 0.01);
+    now = omp_get_wtime();
+    muon__gate_note(now - 0.010, now - 0.005, now);
+    CHECK(muon__gate_span == MUON__GATE_SOLO_MIN && muon_team(2) == 1);
+    muon__gate_until = omp_get_wtime() - 1e-3;
     CHECK(muon_team(2) == 2);
     /* not held up: 0.2 ms lost of 0.4 ms (under the 0.3 ms floor: a futex wake-up), 1 ms of 10 ms
      * (under a quarter) */
@@ -68,7 +79,7 @@ static void test_gate_rule(void)
     CHECK(muon_team(2) == 2);
     now = omp_get_wtime();
     muon__gate_note(now - 0.010, now - 0.0095, now - 0.0005);
-    CHECK(muon_team(2) == 2 && muon__gate_span == 0.0);
+    CHECK(muon_team(2) == 2 && muon__gate_span == MUON__GATE_SOLO_MIN);
     /* inside an active region the team is one (no nested teams) */
     {
         int inner = 0;
@@ -82,11 +93,17 @@ static void test_gate_rule(void)
     now = omp_get_wtime();
     rn__gate_note(now - 0.010, now - 0.002, now);
     CHECK(rn__gate(2) == 1 && rn__gate_span == RN__GATE_SOLO_MIN);
-    rn__gate_note(now - 0.010, now - 0.010, now);
-    CHECK(rn__gate_span == 0.0);
+    now = omp_get_wtime();
+    rn__gate_note(now - 0.010, now - 0.005, now);
+    CHECK(rn__gate_span == 2.0 * RN__GATE_SOLO_MIN);
+    rn__gate_until = omp_get_wtime() - 1e-3;
     now = omp_get_wtime();
     rn__gate_note(now - 4e-4, now - 2e-4, now);
-    CHECK(rn__gate_span == 0.0);
+    CHECK(rn__gate_span == 2.0 * RN__GATE_SOLO_MIN && rn__gate(2) == 2);
+    rn__gate_until = omp_get_wtime() - 10.0;
+    now = omp_get_wtime();
+    rn__gate_note(now - 0.010, now - 0.002, now);
+    CHECK(rn__gate_span == RN__GATE_SOLO_MIN);
     rn_gate_force(0.0);
     muon_gate_force(0.0);
     omp_set_num_threads(saved);
