@@ -1,4 +1,4 @@
-/* muon.h - v0.2.0 - the Muon family of optimizers in one header (C99 / C++)
+/* muon.h - v0.3.0 - the Muon family of optimizers in one header (C99 / C++)
  *
  * Newton-Schulz orthogonalisation (any coefficient schedule), the Muon step, Muown (row
  * magnitudes as their own variable), a spectral cap (reconstructed from a paper's abstract),
@@ -28,7 +28,6 @@
  *     AdamW and clipping (SPEC 2.6)         muon_adamw_config (+ _default, _resolve),
  *                                           muon_adamw_init (+ _ws, _workspace_size),
  *                                           muon_adamw_step, muon_adamw_free, muon_clip_grad_norm
- *     Deprecated names                      (macros for the names renamed in 0.2.0)
  *   Implementation (#ifdef MUON_IMPLEMENTATION), in the same order
  *     preamble; SGEMM / SSYRK (micro-kernels per ISA, packing, driver with the blocked loops
  *     and the macro-kernel, entry points); schedules; Newton-Schulz; exact singular values;
@@ -71,7 +70,7 @@
  *                            where the CPU runs it faster than fp32 FMA, else a bit-exact
  *                            emulation on the fp32 kernel)
  *     MUON_NO_NEON_BF16      nor BFMMLA / BFDOT on AArch64 (used where the compiler targets BF16)
- *     MUON_NO_DEPRECATED     hide the old names renamed in 0.2.0 (CHANGELOG.md)
+ *     MUON_NO_DEPRECATED     hide deprecated names (none in 0.3.0: 0.2.0's old names were removed)
  *     MUON_GEMM_KC / _MC / _NC   override every kernel's cache blocks (defaults 384 / 1008 /
  *                            512, for 48 KB L1d and 2 MB L2 per core); MUON_GEMM_PARALLEL_MIN: multiply-adds below which
  *                            a product stays on one thread; MUON_GEMM_STACK_BYTES: stack buffer
@@ -114,7 +113,7 @@
 #include <stddef.h>
 
 #define MUON_VERSION_MAJOR 0
-#define MUON_VERSION_MINOR 2
+#define MUON_VERSION_MINOR 3
 #define MUON_VERSION_PATCH 0
 
 #ifndef MUONDEF
@@ -770,18 +769,6 @@ MUONDEF void muon_adamw_free(muon_adamw_state *st);
  * counted and scaled twice; empty tensors overlap nothing), NONFINITE (nothing is scaled). */
 MUONDEF muon_status muon_clip_grad_norm(float **grads, const size_t *sizes, size_t count, double max_norm,
                                         double *total_norm_out);
-
-/* ---- Deprecated names -------------------------------------------------------------------
- * Renamed in 0.2.0 so that every x pairs with x_ws and x_workspace_size (CHANGELOG.md); the
- * old names remain as macros until 0.3.0. Define MUON_NO_DEPRECATED to hide them. */
-#ifndef MUON_NO_DEPRECATED
-#define muon_ns_workspace_size muon_orthogonalize_workspace_size
-#define muon_ns_batched_workspace_size muon_orthogonalize_batched_workspace_size
-#define muon_sv_workspace_size muon_singular_values_workspace_size
-#define muon_workspace_size muon_step_workspace_size
-#define muown_workspace_size muown_step_workspace_size
-#define muon_assign_workspace_size muon_assign_owners_workspace_size
-#endif
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-/* rownorm.h - v0.2.0 - geometry of the language-model head: Hilbert distances, exact row
+/* rownorm.h - v0.3.0 - geometry of the language-model head: Hilbert distances, exact row
  * diameter, Hilbert RMS, projected RowNorm and the RowNorm head optimizer (SPEC.md section 1).
  *
  * CONTENTS (each section starts at a banner with its title: search for it)
@@ -21,7 +21,6 @@
  *                                          rn_rownorm_shard_begin / _middle / _finish
  *     Certified exact diameter-constrained steepest step
  *                                          rn_exact_step (+ _ws, _workspace_size)
- *     Deprecated names                     (macros for the names renamed in 0.2.0)
  *   Implementation (#ifdef ROWNORM_IMPLEMENTATION)
  *     preamble (includes, allocator, SIMD selection), validation helpers
  *     Kernels: scalar references, SIMD layer (row kernels written once), panel micro-kernels
@@ -54,7 +53,7 @@
  *     RN_FLOAT_ARITH      for single-precision FPUs (Cortex-M4F): the RowNorm step's and projected
  *                         RowNorm's per-element arithmetic in float (centres, column sums and
  *                         per-row factors stay double); implies RN_NO_SIMD. Accuracy: docs/numerics.md
- *     RN_NO_DEPRECATED    hide the old name renamed in 0.2.0 (CHANGELOG.md)
+ *     RN_NO_DEPRECATED    hide deprecated names (none in 0.3.0: 0.2.0's old name was removed)
  *     RN_FORCE_AVX2       on an AVX-512 build, use the AVX2 kernels instead
  *     RN_USE_CBLAS        send the GEMM-shaped tiles (diameter, Hilbert RMS) to cblas_sgemm
  *                         (include path for <cblas.h> and a CBLAS library are then needed)
@@ -89,7 +88,7 @@
 #include <stddef.h>
 
 #define RN_VERSION_MAJOR 0
-#define RN_VERSION_MINOR 2
+#define RN_VERSION_MINOR 3
 #define RN_VERSION_PATCH 0
 
 #ifndef RNDEF
@@ -606,13 +605,6 @@ RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_
 RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t ldg, double eta,
                               double rel_tol, double *S, size_t lds, double *flow, size_t ldf,
                               rn_exact_result *res);
-
-/* ---- Deprecated names -------------------------------------------------------------------
- * Renamed in 0.2.0 so that every x pairs with x_ws and x_workspace_size (CHANGELOG.md); the
- * old name remains as a macro until 0.3.0. Define RN_NO_DEPRECATED to hide it. */
-#ifndef RN_NO_DEPRECATED
-#define rn_rownorm_state_size rn_rownorm_init_workspace_size
-#endif
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The install paths a CMake or pkg-config user takes (issue 13): `make install` and
 # `cmake --install` must install the same files; a consumer finds them with
-# find_package(rownorm 0.2) (and is refused 0.1, 0.3 and 1.0), or with pkg-config from a
+# find_package(rownorm 0.3) (and is refused 0.1, 0.2, 0.4, 0.3.1 and 1.0), or with pkg-config from a
 # relocated prefix; under add_subdirectory() nothing of ours is installed unless ROWNORM_INSTALL=ON,
 # and a parent's STATIC library linked to rownorm::rownorm can be install(EXPORT)ed, its installed
 # package then used by a consumer (issue 40). Each consumer runs a step of each header.
@@ -65,13 +65,13 @@ done
 # 2. find_package with a version, from a prefix that was moved after installing
 mv "$T/mk" "$T/moved"
 for pfx in moved cm; do
-    if q cmake -S "$T/consumer" -B "$T/c-$pfx" -DWANT=0.2 -DCMAKE_PREFIX_PATH="$T/$pfx" &&
-       q cmake --build "$T/c-$pfx" && q "$T/c-$pfx/consumer"; then ok "find_package(rownorm 0.2) from $pfx, built, ran"
-    else rel_bad "find_package(rownorm 0.2) consumer from $pfx"; fi
+    if q cmake -S "$T/consumer" -B "$T/c-$pfx" -DWANT=0.3 -DCMAKE_PREFIX_PATH="$T/$pfx" &&
+       q cmake --build "$T/c-$pfx" && q "$T/c-$pfx/consumer"; then ok "find_package(rownorm 0.3) from $pfx, built, ran"
+    else rel_bad "find_package(rownorm 0.3) consumer from $pfx"; fi
 done
-for v in 0.1 0.3 1.0; do
+for v in 0.1 0.2 0.4 0.3.1 1.0; do
     if cmake -S "$T/consumer" -B "$T/c-v$v" -DWANT=$v -DCMAKE_PREFIX_PATH="$T/moved" >/dev/null 2>&1; then
-        rel_bad "find_package(rownorm $v) accepted version 0.2.0"
+        rel_bad "find_package(rownorm $v) accepted version 0.3.0"
     else ok "find_package(rownorm $v) refused"; fi
 done
 
@@ -138,7 +138,7 @@ int mylib_muon_ok(void)
 CEOF
 cat >"$T/mylib/mylibConfig.cmake" <<'CEOF'
 include(CMakeFindDependencyMacro)
-find_dependency(rownorm 0.2)
+find_dependency(rownorm 0.3)
 include("${CMAKE_CURRENT_LIST_DIR}/mylibTargets.cmake")
 CEOF
 cat >"$T/mylib/CMakeLists.txt" <<CEOF
