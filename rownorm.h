@@ -1682,8 +1682,7 @@ RN__FN rn_status rn__bounds_check(const float *S, size_t rows, size_t cols, size
 {
     if (!S || !lo || !hi) return RN_ERR_NULL;
     if (!rn__extent(rows, cols, ld)) return RN_ERR_SIZE;
-    if (!rn__mat_finite(S, rows, cols, ld)) return RN_ERR_NONFINITE;
-    return RN_OK;
+    return RN_OK; /* the finiteness of S is checked by the callers after any overlap check */
 }
 
 RNDEF size_t rn_row_diameter_bounds_workspace_size(size_t cols)
@@ -1706,6 +1705,7 @@ RNDEF rn_status rn_row_diameter_bounds_ws(const float *S, size_t rows, size_t co
     if (rn__overlap(ws, ws_bytes, S, rn__extent(rows, cols, ld) * sizeof(float)) ||
         rn__overlap(ws, ws_bytes, lo, sizeof *lo) || rn__overlap(ws, ws_bytes, hi, sizeof *hi))
         return RN_ERR_ALIAS;
+    if (!rn__mat_finite(S, rows, cols, ld)) return RN_ERR_NONFINITE; /* after the overlaps (issue 40) */
     if (rows == 1) { *lo = 0.0; *hi = 0.0; return RN_OK; }
     cur = (char *)ws; end = cur + ws_bytes;
     mu = (double *)rn__carve(&cur, end, cols * sizeof(double));
@@ -1720,6 +1720,7 @@ RNDEF rn_status rn_row_diameter_bounds(const float *S, size_t rows, size_t cols,
     double mu_stack[RN_BOUNDS_STACK_COLS > 0 ? RN_BOUNDS_STACK_COLS : 1], *mu = mu_stack;
     rn_status st = rn__bounds_check(S, rows, cols, ld, lo, hi);
     if (st != RN_OK) return st;
+    if (!rn__mat_finite(S, rows, cols, ld)) return RN_ERR_NONFINITE;
     if (rows == 1) { *lo = 0.0; *hi = 0.0; return RN_OK; }
     if (cols > (size_t)RN_BOUNDS_STACK_COLS) {
         if (cols > (size_t)-1 / sizeof(double)) return RN_ERR_SIZE;
@@ -2198,11 +2199,13 @@ RNDEF rn_status rn_row_diameter_pair_ws(const float *A, size_t rows_a, size_t ld
 #endif
     if (off_a > (size_t)-1 - rows_a || (B && off_b > (size_t)-1 - rows_b)) return RN_ERR_DOMAIN;
     if (B && off_a < off_b + rows_b && off_b < off_a + rows_a) return RN_ERR_DOMAIN; /* same rows twice */
-    if (!rn__db_valid(best)) return RN_ERR_DOMAIN;
+    /* the overlaps before *best is read: best inside A, B or ws is RN_ERR_ALIAS whatever its
+     * bytes decode to (issue 40) */
     if (rn__overlap(ws, ws_bytes, A, ea * sizeof(float)) || rn__overlap(ws, ws_bytes, B, eb * sizeof(float)) ||
         rn__overlap(best, sizeof *best, A, ea * sizeof(float)) || rn__overlap(best, sizeof *best, B, eb * sizeof(float)) ||
         rn__overlap(best, sizeof *best, ws, ws_bytes))
         return RN_ERR_ALIAS;
+    if (!rn__db_valid(best)) return RN_ERR_DOMAIN;
     cur = (char *)ws; end = cur + ws_bytes;
     mu = (double *)rn__carve(&cur, end, cols * sizeof(double));
     RN_ASSERT(mu);
@@ -2489,6 +2492,12 @@ RN__FN rn_status rn__rms_check(const float *S, size_t rows, size_t cols, size_t 
 #ifdef RN_USE_CBLAS
     if ((size_t)INT_MAX < cols) return RN_ERR_SIZE;
 #endif
+    return RN_OK; /* the finiteness of S and H: rn__rms_finite, after any overlap check */
+}
+
+RN__FN rn_status rn__rms_finite(const float *S, size_t rows, size_t cols, size_t lds,
+                                const float *H, size_t tokens, size_t ldh)
+{
     if (!rn__mat_finite(S, rows, cols, lds) || !rn__mat_finite(H, tokens, cols, ldh)) return RN_ERR_NONFINITE;
     return RN_OK;
 }
@@ -2534,6 +2543,9 @@ RN__FN rn_status rn__rms_partial(const float *S, size_t rows, size_t cols, size_
             rn__overlap(sums, cb, ws, ws_bytes) || rn__overlap(sums, cb, tok_max, tb) || rn__overlap(sums, cb, tok_min, tb))
             return RN_ERR_ALIAS;
     }
+    /* the contents only now, after the overlaps (issue 40) */
+    st = rn__rms_finite(S, rows, cols, lds, H, tokens, ldh);
+    if (st != RN_OK) return st;
     if (sums) {
         if (!(sums[cols] >= (double)rows && sums[cols] <= 9007199254740992.0 && sums[cols] == floor(sums[cols])))
             return RN_ERR_DOMAIN;
@@ -2601,6 +2613,7 @@ RNDEF rn_status rn_hilbert_rms(const float *S, size_t rows, size_t cols, size_t 
     rn_status st;
     if (!rms) return RN_ERR_NULL;
     st = rn__rms_check(S, rows, cols, lds, H, tokens, ldh);
+    if (st == RN_OK) st = rn__rms_finite(S, rows, cols, lds, H, tokens, ldh);
     if (st != RN_OK) return st;
     need = rn_hilbert_rms_workspace_size(cols, tokens);
     tb = rn__align_up(tokens * sizeof(double), 64);
@@ -3837,7 +3850,7 @@ static int rn__ex_overlap(const void *a, size_t abytes, const void *b, size_t bb
 static rn_status rn__ex_validate(const float *G, size_t V, size_t d, size_t ldg, double eta,
                                  double rel_tol, const double *S, size_t lds, const double *flow,
                                  size_t ldf, const rn_exact_result *res, size_t *gb, size_t *sb,
-                                 size_t *fb)
+                                 size_t *fb, int check_g)
 {
     size_t P, i, c;
     *gb = *sb = *fb = 0;
@@ -3862,7 +3875,8 @@ static rn_status rn__ex_validate(const float *G, size_t V, size_t d, size_t ldg,
         rn__ex_overlap(S, *sb, flow, *fb) || rn__ex_overlap(G, *gb, res, sizeof(*res)) ||
         rn__ex_overlap(S, *sb, res, sizeof(*res)) || rn__ex_overlap(flow, *fb, res, sizeof(*res)))
         return RN_ERR_ALIAS;
-    for (i = 0; i < V; i++)
+    /* check_g = 0: rn_exact_step_ws checks G's values itself, after the workspace overlaps */
+    for (i = 0; check_g && i < V; i++)
         for (c = 0; c < d; c++) {
             float v = G[i * ldg + c];
             if (!(v - v == 0.0f)) return RN_ERR_NONFINITE;
@@ -3879,7 +3893,7 @@ RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_
     double *base, sumn = 0.0, sigma, lo = 0.0, hi = 0.0, D = 0.0, t;
     unsigned steps = 0, rounds = 0;
     int done = 0;
-    rn_status st = rn__ex_validate(G, V, d, ldg, eta, rel_tol, S, lds, flow, ldf, res, &gb, &sb, &fb);
+    rn_status st = rn__ex_validate(G, V, d, ldg, eta, rel_tol, S, lds, flow, ldf, res, &gb, &sb, &fb, 0);
 
     if (st != RN_OK) return st;
     if (!ws) return RN_ERR_NULL;
@@ -3889,6 +3903,9 @@ RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_
     if (rn__ex_overlap(ws, ws_bytes, G, gb) || rn__ex_overlap(ws, ws_bytes, S, sb) ||
         rn__ex_overlap(ws, ws_bytes, flow, fb) || rn__ex_overlap(ws, ws_bytes, res, sizeof(*res)))
         return RN_ERR_ALIAS;
+    for (i = 0; i < V; i++) /* G's values only after every overlap check (issue 40) */
+        for (c = 0; c < d; c++)
+            if (!(G[i * ldg + c] - G[i * ldg + c] == 0.0f)) return RN_ERR_NONFINITE;
 
     {
         size_t off = (size_t)((uintptr_t)ws % sizeof(double));
@@ -4029,7 +4046,7 @@ RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t l
     size_t need, gb, sb, fb;
     void *ws;
     rn_status st = rn__ex_validate(G, rows, cols, ldg, eta, rel_tol, S, lds, flow, ldf, res, &gb,
-                                   &sb, &fb);
+                                   &sb, &fb, 1);
     if (st != RN_OK) return st;
     need = rn_exact_step_workspace_size(rows, cols);
     ws = RN_MALLOC(need);
