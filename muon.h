@@ -538,7 +538,8 @@ typedef struct muon_layer {
  * First every layer's arguments are checked as muon_step checks them (NULL, SIZE, DOMAIN,
  * ALIAS, NaN/Inf in G), and the layers against one another: what one layer writes (W, step_out,
  * its state and workspace) may overlap nothing of another (ALIAS; so two layers cannot share a
- * state). If any check fails nothing is stepped: the return value is the lowest-index layer's
+ * state; checked also for a layer whose own checks found only NaN/Inf in G, which an overlap
+ * turns into ALIAS: overlaps before contents). If any check fails nothing is stepped: the return value is the lowest-index layer's
  * error and every layer's `status` is its own check (MUON_OK for the layers that passed).
  * Otherwise every layer runs and its `status` is its result: MUON_OK (stepped), or NONFINITE /
  * RANGE from its momentum or its result, and that layer is as before (muon_step's rule) while
@@ -4588,12 +4589,12 @@ MUONDEF muon_status muon_top_singular_pair(const float *W, size_t rows, size_t c
     if (!W || !u || !v || !sigma) return MUON_ERR_NULL;
     if ((s = muon__u_check_shape(rows, cols, ld)) != MUON_OK) return s;
     if (iters < 1) return MUON_ERR_DOMAIN;
-    for (j = 0; j < cols; j++)
-        if (!muon__u_isfinite(v[j])) return MUON_ERR_DOMAIN;
     if (muon__u_overlap(u, rows * sizeof(double), v, cols * sizeof(double)) ||
         muon__u_overlap(u, rows * sizeof(double), W, muon__u_extent(rows, cols, ld) * sizeof(float)) ||
         muon__u_overlap(v, cols * sizeof(double), W, muon__u_extent(rows, cols, ld) * sizeof(float)))
         return MUON_ERR_ALIAS;
+    for (j = 0; j < cols; j++) /* v's values only after the overlaps (issue 40) */
+        if (!muon__u_isfinite(v[j])) return MUON_ERR_DOMAIN;
     if (!muon__u_finite_matrix(W, rows, cols, ld)) return MUON_ERR_NONFINITE;
     sg = muon__power(W, rows, cols, ld, iters, u, v);
     *sigma = sg;
@@ -5475,12 +5476,13 @@ static MUON__NOINLINE muon_status muon__layer_check(const muon_layer *L, void *w
 /* Checks every layer (against ws, or its state's own workspace when own_ws), then the layers
  * against one another and against ws. Every status is written; returns the lowest-index error,
  * else MUON_OK with the largest one-thread need and the total cost. */
+/* a layer's status after its own checks that leaves its buffers' extents known */
+#define MUON__LAYER_SHAPED(s) ((s) == MUON_OK || (s) == MUON_ERR_NONFINITE)
 static MUON__NOINLINE muon_status muon__layers_check(muon_layer *layers, size_t count, int own_ws, void *ws,
                                                      size_t ws_bytes, size_t *need, double *total)
 {
     const void *pi[8], *pj[8];
     size_t bi[8], bj[8], i, j, a, b, ni, nj, n;
-    int bad = 0;
     *need = 0;
     *total = 0.0;
     for (i = 0; i < count; i++) {
@@ -5490,16 +5492,19 @@ static MUON__NOINLINE muon_status muon__layers_check(muon_layer *layers, size_t 
         if (own_ws && L->state) w = L->state->workspace, wb = L->state->workspace_bytes;
         n = 0;
         L->status = muon__layer_check(L, w, wb, &n);
-        if (L->status != MUON_OK) bad = 1;
-        else if (n > *need) *need = n;
+        if (L->status == MUON_OK && n > *need) *need = n;
     }
-    if (bad) goto done;
+    /* the layers against one another and against ws, also for a layer whose own checks found
+     * only NaN/Inf in its data (MUON_ERR_NONFINITE comes after all of its shape and overlap
+     * checks, so its regions are known): an overlap is MUON_ERR_ALIAS whatever the contents
+     * (issue 40: overlaps before contents) */
     for (i = 0; i < count; i++) {
-        *total += muon__layer_cost(layers + i);
+        if (!MUON__LAYER_SHAPED(layers[i].status)) continue;
         ni = muon__layer_regions(layers + i, own_ws, pi, bi);
         for (a = 0; !own_ws && a < ni; a++)
             if (muon__u_overlap(pi[a], bi[a], ws, ws_bytes)) layers[i].status = MUON_ERR_ALIAS;
         for (j = i + 1; j < count; j++) {
+            if (!MUON__LAYER_SHAPED(layers[j].status)) continue;
             nj = muon__layer_regions(layers + j, own_ws, pj, bj);
             for (a = 0; a < ni; a++)
                 for (b = 0; b < nj; b++)
@@ -5507,11 +5512,12 @@ static MUON__NOINLINE muon_status muon__layers_check(muon_layer *layers, size_t 
                         layers[i].status = layers[j].status = MUON_ERR_ALIAS;
         }
     }
-done:
     for (i = 0; i < count; i++)
         if (layers[i].status != MUON_OK) return layers[i].status;
+    for (i = 0; i < count; i++) *total += muon__layer_cost(layers + i);
     return MUON_OK;
 }
+#undef MUON__LAYER_SHAPED
 
 /* The team of a muon_step_layers call: threads 0 = the OpenMP default, else at most that */
 static int muon__layers_team(int threads)
@@ -5760,8 +5766,6 @@ static muon_status muon__assign_check(const size_t *rows, const size_t *cols, si
     ob = count * sizeof(int);   /* fit: the workspace size did not overflow */
     ib = count * sizeof(size_t);
     lb = load ? (size_t)nranks * sizeof(double) : 0;
-    for (i = 0; i < count; i++)
-        if (rows[i] == 0 || cols[i] == 0) return MUON_ERR_SIZE;
     if (muon__u_overlap(owner, ob, rows, ib) || muon__u_overlap(owner, ob, cols, ib) ||
         muon__u_overlap(load, lb, rows, ib) || muon__u_overlap(load, lb, cols, ib) ||
         muon__u_overlap(load, lb, owner, ob))
@@ -5769,6 +5773,8 @@ static muon_status muon__assign_check(const size_t *rows, const size_t *cols, si
     if (ws && (muon__u_overlap(ws, ws_bytes, rows, ib) || muon__u_overlap(ws, ws_bytes, cols, ib) ||
                muon__u_overlap(ws, ws_bytes, owner, ob) || muon__u_overlap(ws, ws_bytes, load, lb)))
         return MUON_ERR_ALIAS;
+    for (i = 0; i < count; i++) /* the shapes' values only after the overlaps (issue 40) */
+        if (rows[i] == 0 || cols[i] == 0) return MUON_ERR_SIZE;
     return MUON_OK;
 }
 
