@@ -1,4 +1,4 @@
-/* muon.h - v0.2.0 - the Muon family of optimizers in one header (C99 / C++)
+/* muon.h - v0.3.0 - the Muon family of optimizers in one header (C99 / C++)
  *
  * Newton-Schulz orthogonalisation (any coefficient schedule), the Muon step, Muown (row
  * magnitudes as their own variable), a spectral cap (reconstructed from a paper's abstract),
@@ -28,7 +28,6 @@
  *     AdamW and clipping (SPEC 2.6)         muon_adamw_config (+ _default, _resolve),
  *                                           muon_adamw_init (+ _ws, _workspace_size),
  *                                           muon_adamw_step, muon_adamw_free, muon_clip_grad_norm
- *     Deprecated names                      (macros for the names renamed in 0.2.0)
  *   Implementation (#ifdef MUON_IMPLEMENTATION), in the same order
  *     preamble; SGEMM / SSYRK (micro-kernels per ISA, packing, driver with the blocked loops
  *     and the macro-kernel, entry points); schedules; Newton-Schulz; exact singular values;
@@ -71,7 +70,7 @@
  *                            where the CPU runs it faster than fp32 FMA, else a bit-exact
  *                            emulation on the fp32 kernel)
  *     MUON_NO_NEON_BF16      nor BFMMLA / BFDOT on AArch64 (used where the compiler targets BF16)
- *     MUON_NO_DEPRECATED     hide the old names renamed in 0.2.0 (CHANGELOG.md)
+ *     MUON_NO_DEPRECATED     hide deprecated names (none in 0.3.0: 0.2.0's old names were removed)
  *     MUON_GEMM_KC / _MC / _NC   override every kernel's cache blocks (defaults 384 / 1008 /
  *                            512, for 48 KB L1d and 2 MB L2 per core); MUON_GEMM_PARALLEL_MIN: multiply-adds below which
  *                            a product stays on one thread; MUON_GEMM_STACK_BYTES: stack buffer
@@ -114,7 +113,7 @@
 #include <stddef.h>
 
 #define MUON_VERSION_MAJOR 0
-#define MUON_VERSION_MINOR 2
+#define MUON_VERSION_MINOR 3
 #define MUON_VERSION_PATCH 0
 
 #ifndef MUONDEF
@@ -546,7 +545,8 @@ typedef struct muon_layer {
  * First every layer's arguments are checked as muon_step checks them (NULL, SIZE, DOMAIN,
  * ALIAS, NaN/Inf in G), and the layers against one another: what one layer writes (W, step_out,
  * its state and workspace) may overlap nothing of another (ALIAS; so two layers cannot share a
- * state). If any check fails nothing is stepped: the return value is the lowest-index layer's
+ * state; checked also for a layer whose own checks found only NaN/Inf in G, which an overlap
+ * turns into ALIAS: overlaps before contents). If any check fails nothing is stepped: the return value is the lowest-index layer's
  * error and every layer's `status` is its own check (MUON_OK for the layers that passed).
  * Otherwise every layer runs and its `status` is its result: MUON_OK (stepped), or NONFINITE /
  * RANGE from its momentum or its result, and that layer is as before (muon_step's rule) while
@@ -777,18 +777,6 @@ MUONDEF void muon_adamw_free(muon_adamw_state *st);
  * counted and scaled twice; empty tensors overlap nothing), NONFINITE (nothing is scaled). */
 MUONDEF muon_status muon_clip_grad_norm(float **grads, const size_t *sizes, size_t count, double max_norm,
                                         double *total_norm_out);
-
-/* ---- Deprecated names -------------------------------------------------------------------
- * Renamed in 0.2.0 so that every x pairs with x_ws and x_workspace_size (CHANGELOG.md); the
- * old names remain as macros until 0.3.0. Define MUON_NO_DEPRECATED to hide them. */
-#ifndef MUON_NO_DEPRECATED
-#define muon_ns_workspace_size muon_orthogonalize_workspace_size
-#define muon_ns_batched_workspace_size muon_orthogonalize_batched_workspace_size
-#define muon_sv_workspace_size muon_singular_values_workspace_size
-#define muon_workspace_size muon_step_workspace_size
-#define muown_workspace_size muown_step_workspace_size
-#define muon_assign_workspace_size muon_assign_owners_workspace_size
-#endif
 
 #ifdef __cplusplus
 }
@@ -4741,12 +4729,12 @@ MUONDEF muon_status muon_top_singular_pair(const float *W, size_t rows, size_t c
     if (!W || !u || !v || !sigma) return MUON_ERR_NULL;
     if ((s = muon__u_check_shape(rows, cols, ld)) != MUON_OK) return s;
     if (iters < 1) return MUON_ERR_DOMAIN;
-    for (j = 0; j < cols; j++)
-        if (!muon__u_isfinite(v[j])) return MUON_ERR_DOMAIN;
     if (muon__u_overlap(u, rows * sizeof(double), v, cols * sizeof(double)) ||
         muon__u_overlap(u, rows * sizeof(double), W, muon__u_extent(rows, cols, ld) * sizeof(float)) ||
         muon__u_overlap(v, cols * sizeof(double), W, muon__u_extent(rows, cols, ld) * sizeof(float)))
         return MUON_ERR_ALIAS;
+    for (j = 0; j < cols; j++) /* v's values only after the overlaps (issue 40) */
+        if (!muon__u_isfinite(v[j])) return MUON_ERR_DOMAIN;
     if (!muon__u_finite_matrix(W, rows, cols, ld)) return MUON_ERR_NONFINITE;
     sg = muon__power(W, rows, cols, ld, iters, u, v);
     *sigma = sg;
@@ -5630,12 +5618,13 @@ static MUON__NOINLINE muon_status muon__layer_check(const muon_layer *L, void *w
 /* Checks every layer (against ws, or its state's own workspace when own_ws), then the layers
  * against one another and against ws. Every status is written; returns the lowest-index error,
  * else MUON_OK with the largest one-thread need and the total cost. */
+/* a layer's status after its own checks that leaves its buffers' extents known */
+#define MUON__LAYER_SHAPED(s) ((s) == MUON_OK || (s) == MUON_ERR_NONFINITE)
 static MUON__NOINLINE muon_status muon__layers_check(muon_layer *layers, size_t count, int own_ws, void *ws,
                                                      size_t ws_bytes, size_t *need, double *total)
 {
     const void *pi[8], *pj[8];
     size_t bi[8], bj[8], i, j, a, b, ni, nj, n;
-    int bad = 0;
     *need = 0;
     *total = 0.0;
     for (i = 0; i < count; i++) {
@@ -5645,16 +5634,19 @@ static MUON__NOINLINE muon_status muon__layers_check(muon_layer *layers, size_t 
         if (own_ws && L->state) w = L->state->workspace, wb = L->state->workspace_bytes;
         n = 0;
         L->status = muon__layer_check(L, w, wb, &n);
-        if (L->status != MUON_OK) bad = 1;
-        else if (n > *need) *need = n;
+        if (L->status == MUON_OK && n > *need) *need = n;
     }
-    if (bad) goto done;
+    /* the layers against one another and against ws, also for a layer whose own checks found
+     * only NaN/Inf in its data (MUON_ERR_NONFINITE comes after all of its shape and overlap
+     * checks, so its regions are known): an overlap is MUON_ERR_ALIAS whatever the contents
+     * (issue 40: overlaps before contents) */
     for (i = 0; i < count; i++) {
-        *total += muon__layer_cost(layers + i);
+        if (!MUON__LAYER_SHAPED(layers[i].status)) continue;
         ni = muon__layer_regions(layers + i, own_ws, pi, bi);
         for (a = 0; !own_ws && a < ni; a++)
             if (muon__u_overlap(pi[a], bi[a], ws, ws_bytes)) layers[i].status = MUON_ERR_ALIAS;
         for (j = i + 1; j < count; j++) {
+            if (!MUON__LAYER_SHAPED(layers[j].status)) continue;
             nj = muon__layer_regions(layers + j, own_ws, pj, bj);
             for (a = 0; a < ni; a++)
                 for (b = 0; b < nj; b++)
@@ -5662,11 +5654,12 @@ static MUON__NOINLINE muon_status muon__layers_check(muon_layer *layers, size_t 
                         layers[i].status = layers[j].status = MUON_ERR_ALIAS;
         }
     }
-done:
     for (i = 0; i < count; i++)
         if (layers[i].status != MUON_OK) return layers[i].status;
+    for (i = 0; i < count; i++) *total += muon__layer_cost(layers + i);
     return MUON_OK;
 }
+#undef MUON__LAYER_SHAPED
 
 /* The team of a muon_step_layers call: threads 0 = the OpenMP default, else at most that */
 static int muon__layers_team(int threads)
@@ -5915,8 +5908,6 @@ static muon_status muon__assign_check(const size_t *rows, const size_t *cols, si
     ob = count * sizeof(int);   /* fit: the workspace size did not overflow */
     ib = count * sizeof(size_t);
     lb = load ? (size_t)nranks * sizeof(double) : 0;
-    for (i = 0; i < count; i++)
-        if (rows[i] == 0 || cols[i] == 0) return MUON_ERR_SIZE;
     if (muon__u_overlap(owner, ob, rows, ib) || muon__u_overlap(owner, ob, cols, ib) ||
         muon__u_overlap(load, lb, rows, ib) || muon__u_overlap(load, lb, cols, ib) ||
         muon__u_overlap(load, lb, owner, ob))
@@ -5924,6 +5915,8 @@ static muon_status muon__assign_check(const size_t *rows, const size_t *cols, si
     if (ws && (muon__u_overlap(ws, ws_bytes, rows, ib) || muon__u_overlap(ws, ws_bytes, cols, ib) ||
                muon__u_overlap(ws, ws_bytes, owner, ob) || muon__u_overlap(ws, ws_bytes, load, lb)))
         return MUON_ERR_ALIAS;
+    for (i = 0; i < count; i++) /* the shapes' values only after the overlaps (issue 40) */
+        if (rows[i] == 0 || cols[i] == 0) return MUON_ERR_SIZE;
     return MUON_OK;
 }
 

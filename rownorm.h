@@ -1,4 +1,4 @@
-/* rownorm.h - v0.2.0 - geometry of the language-model head: Hilbert distances, exact row
+/* rownorm.h - v0.3.0 - geometry of the language-model head: Hilbert distances, exact row
  * diameter, Hilbert RMS, projected RowNorm and the RowNorm head optimizer (SPEC.md section 1).
  *
  * CONTENTS (each section starts at a banner with its title: search for it)
@@ -21,7 +21,6 @@
  *                                          rn_rownorm_shard_begin / _middle / _finish
  *     Certified exact diameter-constrained steepest step
  *                                          rn_exact_step (+ _ws, _workspace_size)
- *     Deprecated names                     (macros for the names renamed in 0.2.0)
  *   Implementation (#ifdef ROWNORM_IMPLEMENTATION)
  *     preamble (includes, allocator, SIMD selection), validation helpers
  *     Kernels: scalar references, SIMD layer (row kernels written once), panel micro-kernels
@@ -54,7 +53,7 @@
  *     RN_FLOAT_ARITH      for single-precision FPUs (Cortex-M4F): the RowNorm step's and projected
  *                         RowNorm's per-element arithmetic in float (centres, column sums and
  *                         per-row factors stay double); implies RN_NO_SIMD. Accuracy: docs/numerics.md
- *     RN_NO_DEPRECATED    hide the old name renamed in 0.2.0 (CHANGELOG.md)
+ *     RN_NO_DEPRECATED    hide deprecated names (none in 0.3.0: 0.2.0's old name was removed)
  *     RN_FORCE_AVX2       on an AVX-512 build, use the AVX2 kernels instead
  *     RN_USE_CBLAS        send the GEMM-shaped tiles (diameter, Hilbert RMS) to cblas_sgemm
  *                         (include path for <cblas.h> and a CBLAS library are then needed)
@@ -89,7 +88,7 @@
 #include <stddef.h>
 
 #define RN_VERSION_MAJOR 0
-#define RN_VERSION_MINOR 2
+#define RN_VERSION_MINOR 3
 #define RN_VERSION_PATCH 0
 
 #ifndef RNDEF
@@ -606,13 +605,6 @@ RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_
 RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t ldg, double eta,
                               double rel_tol, double *S, size_t lds, double *flow, size_t ldf,
                               rn_exact_result *res);
-
-/* ---- Deprecated names -------------------------------------------------------------------
- * Renamed in 0.2.0 so that every x pairs with x_ws and x_workspace_size (CHANGELOG.md); the
- * old name remains as a macro until 0.3.0. Define RN_NO_DEPRECATED to hide it. */
-#ifndef RN_NO_DEPRECATED
-#define rn_rownorm_state_size rn_rownorm_init_workspace_size
-#endif
 
 #ifdef __cplusplus
 }
@@ -1727,8 +1719,7 @@ RN__FN rn_status rn__bounds_check(const float *S, size_t rows, size_t cols, size
 {
     if (!S || !lo || !hi) return RN_ERR_NULL;
     if (!rn__extent(rows, cols, ld)) return RN_ERR_SIZE;
-    if (!rn__mat_finite(S, rows, cols, ld)) return RN_ERR_NONFINITE;
-    return RN_OK;
+    return RN_OK; /* the finiteness of S is checked by the callers after any overlap check */
 }
 
 RNDEF size_t rn_row_diameter_bounds_workspace_size(size_t cols)
@@ -1751,6 +1742,7 @@ RNDEF rn_status rn_row_diameter_bounds_ws(const float *S, size_t rows, size_t co
     if (rn__overlap(ws, ws_bytes, S, rn__extent(rows, cols, ld) * sizeof(float)) ||
         rn__overlap(ws, ws_bytes, lo, sizeof *lo) || rn__overlap(ws, ws_bytes, hi, sizeof *hi))
         return RN_ERR_ALIAS;
+    if (!rn__mat_finite(S, rows, cols, ld)) return RN_ERR_NONFINITE; /* after the overlaps (issue 40) */
     if (rows == 1) { *lo = 0.0; *hi = 0.0; return RN_OK; }
     cur = (char *)ws; end = cur + ws_bytes;
     mu = (double *)rn__carve(&cur, end, cols * sizeof(double));
@@ -1765,6 +1757,7 @@ RNDEF rn_status rn_row_diameter_bounds(const float *S, size_t rows, size_t cols,
     double mu_stack[RN_BOUNDS_STACK_COLS > 0 ? RN_BOUNDS_STACK_COLS : 1], *mu = mu_stack;
     rn_status st = rn__bounds_check(S, rows, cols, ld, lo, hi);
     if (st != RN_OK) return st;
+    if (!rn__mat_finite(S, rows, cols, ld)) return RN_ERR_NONFINITE;
     if (rows == 1) { *lo = 0.0; *hi = 0.0; return RN_OK; }
     if (cols > (size_t)RN_BOUNDS_STACK_COLS) {
         if (cols > (size_t)-1 / sizeof(double)) return RN_ERR_SIZE;
@@ -2321,11 +2314,13 @@ RNDEF rn_status rn_row_diameter_pair_ws(const float *A, size_t rows_a, size_t ld
 #endif
     if (off_a > (size_t)-1 - rows_a || (B && off_b > (size_t)-1 - rows_b)) return RN_ERR_DOMAIN;
     if (B && off_a < off_b + rows_b && off_b < off_a + rows_a) return RN_ERR_DOMAIN; /* same rows twice */
-    if (!rn__db_valid(best)) return RN_ERR_DOMAIN;
+    /* the overlaps before *best is read: best inside A, B or ws is RN_ERR_ALIAS whatever its
+     * bytes decode to (issue 40) */
     if (rn__overlap(ws, ws_bytes, A, ea * sizeof(float)) || rn__overlap(ws, ws_bytes, B, eb * sizeof(float)) ||
         rn__overlap(best, sizeof *best, A, ea * sizeof(float)) || rn__overlap(best, sizeof *best, B, eb * sizeof(float)) ||
         rn__overlap(best, sizeof *best, ws, ws_bytes))
         return RN_ERR_ALIAS;
+    if (!rn__db_valid(best)) return RN_ERR_DOMAIN;
     cur = (char *)ws; end = cur + ws_bytes;
     mu = (double *)rn__carve(&cur, end, cols * sizeof(double));
     RN_ASSERT(mu);
@@ -2616,6 +2611,12 @@ RN__FN rn_status rn__rms_check(const float *S, size_t rows, size_t cols, size_t 
 #ifdef RN_USE_CBLAS
     if ((size_t)INT_MAX < cols) return RN_ERR_SIZE;
 #endif
+    return RN_OK; /* the finiteness of S and H: rn__rms_finite, after any overlap check */
+}
+
+RN__FN rn_status rn__rms_finite(const float *S, size_t rows, size_t cols, size_t lds,
+                                const float *H, size_t tokens, size_t ldh)
+{
     if (!rn__mat_finite(S, rows, cols, lds) || !rn__mat_finite(H, tokens, cols, ldh)) return RN_ERR_NONFINITE;
     return RN_OK;
 }
@@ -2661,6 +2662,9 @@ RN__FN rn_status rn__rms_partial(const float *S, size_t rows, size_t cols, size_
             rn__overlap(sums, cb, ws, ws_bytes) || rn__overlap(sums, cb, tok_max, tb) || rn__overlap(sums, cb, tok_min, tb))
             return RN_ERR_ALIAS;
     }
+    /* the contents only now, after the overlaps (issue 40) */
+    st = rn__rms_finite(S, rows, cols, lds, H, tokens, ldh);
+    if (st != RN_OK) return st;
     if (sums) {
         if (!rn__finite_d(sums[cols]) ||
             !(sums[cols] >= (double)rows && sums[cols] <= 9007199254740992.0 && sums[cols] == floor(sums[cols])))
@@ -2729,6 +2733,7 @@ RNDEF rn_status rn_hilbert_rms(const float *S, size_t rows, size_t cols, size_t 
     rn_status st;
     if (!rms) return RN_ERR_NULL;
     st = rn__rms_check(S, rows, cols, lds, H, tokens, ldh);
+    if (st == RN_OK) st = rn__rms_finite(S, rows, cols, lds, H, tokens, ldh);
     if (st != RN_OK) return st;
     need = rn_hilbert_rms_workspace_size(cols, tokens);
     tb = rn__align_up(tokens * sizeof(double), 64);
@@ -3973,7 +3978,7 @@ static int rn__ex_overlap(const void *a, size_t abytes, const void *b, size_t bb
 static rn_status rn__ex_validate(const float *G, size_t V, size_t d, size_t ldg, double eta,
                                  double rel_tol, const double *S, size_t lds, const double *flow,
                                  size_t ldf, const rn_exact_result *res, size_t *gb, size_t *sb,
-                                 size_t *fb)
+                                 size_t *fb, int check_g)
 {
     size_t P, i, c;
     *gb = *sb = *fb = 0;
@@ -3998,7 +4003,8 @@ static rn_status rn__ex_validate(const float *G, size_t V, size_t d, size_t ldg,
         rn__ex_overlap(S, *sb, flow, *fb) || rn__ex_overlap(G, *gb, res, sizeof(*res)) ||
         rn__ex_overlap(S, *sb, res, sizeof(*res)) || rn__ex_overlap(flow, *fb, res, sizeof(*res)))
         return RN_ERR_ALIAS;
-    for (i = 0; i < V; i++)
+    /* check_g = 0: rn_exact_step_ws checks G's values itself, after the workspace overlaps */
+    for (i = 0; check_g && i < V; i++)
         for (c = 0; c < d; c++) {
             float v = G[i * ldg + c];
             if (!rn__finite_f(v)) return RN_ERR_NONFINITE;
@@ -4015,7 +4021,7 @@ RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_
     double *base, sumn = 0.0, sigma, lo = 0.0, hi = 0.0, D = 0.0, t;
     unsigned steps = 0, rounds = 0;
     int done = 0;
-    rn_status st = rn__ex_validate(G, V, d, ldg, eta, rel_tol, S, lds, flow, ldf, res, &gb, &sb, &fb);
+    rn_status st = rn__ex_validate(G, V, d, ldg, eta, rel_tol, S, lds, flow, ldf, res, &gb, &sb, &fb, 0);
 
     if (st != RN_OK) return st;
     if (!ws) return RN_ERR_NULL;
@@ -4025,6 +4031,9 @@ RNDEF rn_status rn_exact_step_ws(const float *G, size_t rows, size_t cols, size_
     if (rn__ex_overlap(ws, ws_bytes, G, gb) || rn__ex_overlap(ws, ws_bytes, S, sb) ||
         rn__ex_overlap(ws, ws_bytes, flow, fb) || rn__ex_overlap(ws, ws_bytes, res, sizeof(*res)))
         return RN_ERR_ALIAS;
+    for (i = 0; i < V; i++) /* G's values only after every overlap check (issue 40) */
+        for (c = 0; c < d; c++)
+            if (!(G[i * ldg + c] - G[i * ldg + c] == 0.0f)) return RN_ERR_NONFINITE;
 
     {
         size_t off = (size_t)((uintptr_t)ws % sizeof(double));
@@ -4165,7 +4174,7 @@ RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t l
     size_t need, gb, sb, fb;
     void *ws;
     rn_status st = rn__ex_validate(G, rows, cols, ldg, eta, rel_tol, S, lds, flow, ldf, res, &gb,
-                                   &sb, &fb);
+                                   &sb, &fb, 1);
     if (st != RN_OK) return st;
     need = rn_exact_step_workspace_size(rows, cols);
     ws = RN_MALLOC(need);

@@ -1,4 +1,4 @@
-# Installed by `make install` and `cmake --install`: find_package(rownorm 0.2) gives
+# Installed by `make install` and `cmake --install`: find_package(rownorm 0.3) gives
 # rownorm::rownorm and rownorm::muon, header-only INTERFACE targets. Define
 # ROWNORM_IMPLEMENTATION / MUON_IMPLEMENTATION in one source file.
 get_filename_component(_rownorm_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)

@@ -9,7 +9,9 @@
 #     1000 x 64 and 256 x 512), with its stack and arena peak (on the M7: see below);
 #   * the code size of each implementation (-Os and -O2, text + data + bss of its object);
 #   * on the M4F, the software-double calls per element of a RowNorm step with and without
-#     RN_FLOAT_ARITH (tests/cortexm/softfp.c; the option must cut them at least 3x).
+#     RN_FLOAT_ARITH (tests/cortexm/softfp.c; the option must cut them at least 3x);
+#   * tests/cortexm/bits.c built -std=c99 gives the host's bits (scalar build) for both headers;
+#     built -std=gnu99 (FMA contraction) it must not (the probe that the comparison can fail).
 # docs/embedding.md ("Microcontrollers") quotes the figures.
 set -u
 cd "$(dirname "$0")/.."
@@ -33,6 +35,16 @@ cpus="m4f:cortex-m4:fpv4-sp-d16:mps2-an386 m7:cortex-m7:fpv5-d16:mps2-an500"
 
 # the README's examples, extracted as tests/readme_examples.sh does
 awk -v dir="$O" '/^```c$/{n++; f=sprintf("%s/readme%d.c", dir, n); inb=1; next} /^```$/{inb=0} inb{print > f}' README.md
+
+# the host's bits (tests/cortexm/bits.c, scalar, -std=c99: no FMA contraction) for the
+# bit-identity check below
+host_bits=""
+# shellcheck disable=SC2086
+if ${CC:-cc} -std=c99 -O2 -DRN_NO_SIMD -DMUON_NO_SIMD -I. tests/cortexm/bits.c -o "$O/bits_host" -lm > "$O/bits_host.log" 2>&1; then
+    host_bits=$("$O/bits_host" | grep '^bits: ')
+    echo "    host (scalar, -std=c99): ${host_bits#bits: }"
+fi
+[ -n "$host_bits" ] || { cat "$O/bits_host.log"; rel_bad "tests/cortexm/bits.c did not build or run on the host"; }
 
 for c in $cpus; do
     IFS=: read -r name cpu fpu mach <<< "$c"
@@ -81,6 +93,27 @@ for c in $cpus; do
             printf '        README %s: %s | %s\n' "$(basename "$ex" .c)" "$(printf '%s\n' "$res" | sed -n 2p)" "${line#cortexm: }"
         else
             printf '%s\n' "$res" | tail -n 10; rel_bad "$name: README example $(basename "$ex") exited $rc"
+        fi
+    done
+    # bit-identical to the host: -std=c99 (WARN_ARM) must give the host's bits; -std=gnu99, GCC's
+    # default, contracts a*b+c into VFMA (-ffp-contract=fast) and must differ (the probe that the
+    # comparison sees the last bits; docs/embedding.md, "Bit-identical results on a Cortex-M")
+    for std in c99 gnu99; do
+        bb=$O/bits_${name}_$std.elf
+        # shellcheck disable=SC2086
+        if [ -n "$host_bits" ] && "$CC_ARM" $CPU $WARN_ARM -std=$std -include tests/cortexm/arena.h -DCM_ARENA_BYTES=262144 \
+                -DCM_ARENA_SECTION $ALLOC -I. -Itests/cortexm $LINK tests/cortexm/start.c tests/cortexm/arena.c \
+                tests/cortexm/bits.c -lm -o "$bb" > "$bb.log" 2>&1 &&
+                res=$(timeout 120 qemu-system-arm -M "$mach" $QEMU_FL -kernel "$bb" 2>&1); then
+            got=$(printf '%s\n' "$res" | grep '^bits: ')
+            echo "        -std=$std: ${got#bits: }"
+            if [ "$std" = c99 ]; then
+                if [ "$got" = "$host_bits" ]; then rel_pass=$((rel_pass + 1))
+                else rel_bad "$name: -std=c99 results differ from the host's"; fi
+            elif [ -n "$got" ] && [ "$got" != "$host_bits" ]; then rel_pass=$((rel_pass + 1))
+            else rel_bad "$name: probe: -std=gnu99 (contraction) gave the host's bits: the comparison shows nothing"; fi
+        elif [ -n "$host_bits" ]; then
+            cat "$bb.log"; rel_bad "$name: bits.c (-std=$std) did not build or run"
         fi
     done
     # code size of each implementation alone (text + data + bss of the object)

@@ -15,8 +15,11 @@
 #                           (gcc -fcallgraph-info=su, scalar/AVX2/AVX-512; no recursion)
 #   tests/rel_cortexm.sh    Cortex-M4F and M7 under qemu-system-arm (semihosting): tests/cortexm on a
 #                           64 KB static arena, the README examples, code size (arm-none-eabi-gcc)
-#   tests/rel_cmake.sh      make install = cmake --install; find_package(rownorm 0.2), pkg-config,
-#                           add_subdirectory (installs nothing of ours unless ROWNORM_INSTALL=ON)
+#   tests/rel_cmake.sh      make install = cmake --install; find_package(rownorm 0.3), pkg-config,
+#                           add_subdirectory (installs nothing of ours unless ROWNORM_INSTALL=ON;
+#                           a parent's install(EXPORT) of a STATIC lib on rownorm::rownorm)
+#   tests/rel_version.sh    the headers, rownorm.pc, the CMake version file, CMakeLists.txt and the
+#                           CHANGELOG's latest release give one version
 # Builds here never stop `make test-build`: a build that fails leaves its log beside the
 # missing binary and the wrapper reports it as a failed test (the headers are shared work in
 # progress; one broken mode must not hide the results of the others).
@@ -184,7 +187,7 @@ rel-config:
 
 RUN_BINS += tests/rel_two_tu.sh tests/rel_clang.sh tests/qemu/run.sh tests/rel_valgrind.sh tests/fuzz/run.sh \
             tests/rel_ckpt_kill.sh tests/rel_cmake.sh tests/rel_windows.sh tests/rel_cxx_strict.sh \
-            tests/rel_nostdio.sh tests/rel_stack.sh tests/rel_cortexm.sh
+            tests/rel_nostdio.sh tests/rel_stack.sh tests/rel_cortexm.sh tests/rel_version.sh
 
 # By hand: longer fuzzing (the total per target goes into docs/reliability.md), and merging
 # the inputs it found into the kept corpus (minimised; keep tests/fuzz/corpus small).

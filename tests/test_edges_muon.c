@@ -484,6 +484,58 @@ static void test_aliasing_rules(void)
     free(W);
 }
 
+/* ---- overlaps are checked before contents (issue 40) -------------------------------------- */
+
+/* A forbidden overlap is MUON_ERR_ALIAS whatever the overlapping bytes hold: each call below has
+ * a value in the overlapped memory that a content check would refuse first (before the fix:
+ * DOMAIN, SIZE and NONFINITE). Nothing is written. */
+static void test_alias_before_content(void)
+{
+    const size_t r = 4, c = 6, n = r * c;
+    size_t k;
+    float *buf = edge_alloc(2 * n), *snap = edge_alloc(2 * n), *W1 = edge_alloc(n), *G0 = edge_alloc(n);
+    double u[4], sigma = -1.0, *v;
+    /* muon_top_singular_pair: v (the warm start, read) inside W, its bytes a NaN */
+    fill_matrix(buf, r, c, c, 1.0, 80);
+    v = (double *)(void *)(buf + 2);
+    for (k = 0; k < c; k++) v[k] = NAN;
+    memcpy(snap, buf, 2 * n * sizeof(float));
+    CHECK(muon_top_singular_pair(buf, r, c, c, 2, u, v, &sigma) == MUON_ERR_ALIAS);
+    CHECK(memcmp(buf, snap, 2 * n * sizeof(float)) == 0 && sigma == -1.0);
+    /* muon_assign_owners: owner inside rows, which holds a zero dimension */
+    {
+        size_t rows[4] = {8, 0, 8, 8}, cols[4] = {8, 8, 8, 8}, keep[4];
+        memcpy(keep, rows, sizeof rows);
+        CHECK(muon_assign_owners(rows, cols, 4, 2, (int *)(void *)(rows + 1), NULL) == MUON_ERR_ALIAS);
+        CHECK(memcmp(rows, keep, sizeof rows) == 0);
+    }
+    /* muon_step_layers: layer 1 reads its G from layer 0's W, which holds a NaN */
+    {
+        muon_state s0, s1;
+        muon_config cfg = muon_default();
+        muon_layer L[2];
+        CHECK(muon_init(&s0, r, c) == MUON_OK && muon_init(&s1, r, c) == MUON_OK);
+        fill_matrix(buf, r, c, c, 0.5, 81);
+        fill_matrix(W1, r, c, c, 0.5, 82);
+        fill_matrix(G0, r, c, c, 1.0, 83);
+        buf[5] = NAN;
+        memcpy(snap, buf, n * sizeof(float));
+        memset(L, 0, sizeof L);
+        L[0].state = &s0, L[0].cfg = &cfg, L[0].W = buf, L[0].ldw = c, L[0].G = G0, L[0].ldg = c;
+        L[1].state = &s1, L[1].cfg = &cfg, L[1].W = W1, L[1].ldw = c, L[1].G = buf, L[1].ldg = c;
+        CHECK(muon_step_layers(L, 2, 0) == MUON_ERR_ALIAS);
+        CHECK(L[0].status == MUON_ERR_ALIAS && L[1].status == MUON_ERR_ALIAS);
+        CHECK(memcmp(buf, snap, n * sizeof(float)) == 0 && s0.step == 0 && s1.step == 0);
+        /* the same without the overlap: layer 1's NaN is its own NONFINITE, layer 0 passes */
+        L[1].G = snap;
+        CHECK(muon_step_layers(L, 2, 0) == MUON_ERR_NONFINITE);
+        CHECK(L[0].status == MUON_OK && L[1].status == MUON_ERR_NONFINITE);
+        muon_free(&s0);
+        muon_free(&s1);
+    }
+    free(buf); free(snap); free(W1); free(G0);
+}
+
 /* ---- determinism ------------------------------------------------------------------------- */
 
 /* Everything one "run" computes, flattened for a bitwise comparison. */
@@ -766,6 +818,7 @@ int main(void)
     RUN(test_vectors);
     RUN(test_leading_dimensions);
     RUN(test_aliasing_rules);
+    RUN(test_alias_before_content);
     RUN(test_determinism_threads);
     RUN(test_config_threads);
     RUN(test_gemm_workspace_sizes);

@@ -381,6 +381,57 @@ static void test_aliasing_rules(void)
     free(O);
 }
 
+/* ---- overlaps are checked before contents (issue 40) -------------------------------------- */
+
+/* A call whose buffers overlap where the contract forbids it answers RN_ERR_ALIAS whatever the
+ * data in them: the overlap checks come before any check that reads a possibly-overlapping
+ * argument (finiteness, a caller's running best). Each call here has a NaN or Inf in the input
+ * that the workspace or an output overlaps; before the fix the first three answered
+ * RN_ERR_NONFINITE (rn_row_diameter_pair_ws's best: tests/test_rownorm_shard.c). Nothing is
+ * written. */
+static void test_alias_before_content(void)
+{
+    const size_t r = 6, c = 5, n = r * c, tok = 4;
+    size_t need;
+    float *S = ealloc(n), *H = ealloc(tok * c), *big, *snap;
+    double lo = -1.0, hi = -1.0, D = -1.0, mx[4], mn[4];
+    rn_exact_result res;
+    fill(S, r, c, c, 1.0, 60);
+    fill(H, tok, c, c, 1.0, 61);
+    /* one buffer holding S (or G) at its start and large enough to be every workspace too */
+    need = rn_row_diameter_bounds_workspace_size(c);
+    if (rn_row_diameter_workspace_size(r, c) > need) need = rn_row_diameter_workspace_size(r, c);
+    if (rn_hilbert_rms_workspace_size(c, tok) > need) need = rn_hilbert_rms_workspace_size(c, tok);
+    if (rn_exact_step_workspace_size(r, c) > need) need = rn_exact_step_workspace_size(r, c);
+    if (rn_projected_rownorm_workspace_size(c) > need) need = rn_projected_rownorm_workspace_size(c);
+    big = ealloc(n + need / sizeof(float) + 16);
+    snap = ealloc(n + need / sizeof(float) + 16);
+    memcpy(big, S, n * sizeof(float));
+    big[7] = (float)NAN;
+    memcpy(snap, big, (n + need / sizeof(float) + 16) * sizeof(float));
+    /* the workspace starts inside S, which holds a NaN */
+    CHECK(rn_row_diameter_bounds_ws(big, r, c, c, &lo, &hi, big + 2, need) == RN_ERR_ALIAS);
+    CHECK(rn_row_diameter_ws(big, r, c, c, big + 2, need, &D, NULL, NULL) == RN_ERR_ALIAS);
+    CHECK(rn_hilbert_rms_partial_ws(big, r, c, c, H, tok, c, big + 2, need, mx, mn) == RN_ERR_ALIAS);
+    CHECK(rn_exact_step_ws(big, r, c, c, 1.0, 1e-6, NULL, 0, NULL, 0, &res, big + 2, need) == RN_ERR_ALIAS);
+    CHECK(rn_projected_rownorm_ws(big, r, c, c, 1e-8f, S, c, big + 2, need) == RN_ERR_ALIAS);
+    CHECK(memcmp(big, snap, (n + need / sizeof(float) + 16) * sizeof(float)) == 0);
+    CHECK(lo == -1.0 && hi == -1.0 && D == -1.0);
+    /* tok_max inside H, which holds an Inf */
+    {
+        float *H2 = ealloc(tok * c + 16);
+        void *ws = malloc(need);
+        CHECK(ws != NULL);
+        memcpy(H2, H, tok * c * sizeof(float));
+        H2[0] = (float)INFINITY;
+        CHECK(rn_hilbert_rms_partial_ws(S, r, c, c, H2, tok, c, ws, need, (double *)(void *)(H2 + 2), mn) == RN_ERR_ALIAS);
+        CHECK(H2[0] == (float)INFINITY);
+        free(H2);
+        free(ws);
+    }
+    free(S); free(H); free(big); free(snap);
+}
+
 /* ---- equal rows with the inner projection give S = 0 (issue 14, item 2) ------------------- */
 
 /* G with all rows equal (a fresh row of values per step): B keeps equal rows, its rows equal
@@ -724,6 +775,7 @@ int main(void)
     RUN(test_vectors);
     RUN(test_leading_dimensions);
     RUN(test_aliasing_rules);
+    RUN(test_alias_before_content);
     RUN(test_determinism_threads);
     RUN(test_equal_rows_zero_step);
     RUN(test_ring_huge);

@@ -1561,7 +1561,10 @@ static void test_config_resolve(void)
     }
     CHECK(memcmp(W1, W2, rows * cols * 4) == 0 && memcmp(s1.B, s2.B, rows * cols * 4) == 0);
     rn_rownorm_free(&s1), rn_rownorm_free(&s2);
-    CHECK(rn_rownorm_state_size(rows, cols) == rn_rownorm_init_workspace_size(rows, cols));
+    /* 0.2.0's deprecated name was kept for one minor version and is gone in 0.3.0 */
+#ifdef rn_rownorm_state_size
+    CHECK(0);
+#endif
     free(W1), free(W2), free(G);
 }
 

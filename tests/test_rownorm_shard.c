@@ -916,6 +916,32 @@ static void test_diameter_pair_api(void)
         bad.i = 3; bad.j = 9; bad.dist2 = NAN;
         CHECK(rn_row_diameter_pair_ws(A, ra, cols, 0, B, rb, cols, 100, cols, ws, need, &bad) == RN_ERR_DOMAIN);
     }
+    { /* best inside ws, A or B is RN_ERR_ALIAS whatever its bytes decode to (the overlap is
+       * checked before *best is read; an invalid best in ws gave RN_ERR_DOMAIN, issue 40), and
+       * those bytes are left as they were */
+        rn_diameter_best bad[3], keep;
+        rn_diameter_best *in[3];
+        const char *where[3] = {"ws", "A", "B"};
+        int w, v;
+        in[0] = (rn_diameter_best *)(void *)((char *)ws + 64);
+        in[1] = (rn_diameter_best *)(void *)(A + 2);
+        in[2] = (rn_diameter_best *)(void *)(B + 2);
+        bad[0] = b0; bad[0].i = 9; bad[0].j = 3;  /* not i < j */
+        bad[1] = b0; bad[1].dist2 = NAN;          /* not a distance */
+        bad[2] = b0;                              /* valid */
+        for (w = 0; w < 3; w++)
+            for (v = 0; v < 3; v++) {
+                memcpy(&keep, in[w], sizeof keep);
+                memcpy(in[w], &bad[v], sizeof bad[v]);
+                CHECK_MSG(rn_row_diameter_pair_ws(A, ra, cols, 0, B, rb, cols, 100, cols, ws, need, in[w]) == RN_ERR_ALIAS,
+                          "best in %s, case %d", where[w], v);
+                CHECK_MSG(memcmp(in[w], &bad[v], sizeof bad[v]) == 0, "best in %s, case %d: written", where[w], v);
+                if (w > 0)
+                    CHECK_MSG(rn_row_diameter_pair(A, ra, cols, 0, B, rb, cols, 100, cols, in[w]) == RN_ERR_ALIAS,
+                              "rn_row_diameter_pair, best in %s, case %d", where[w], v);
+                memcpy(in[w], &keep, sizeof keep);
+            }
+    }
     B[7] = (float)INFINITY;
     PAIR_ERR(rn_row_diameter_pair_ws(A, ra, cols, 0, B, rb, cols, 100, cols, ws, need, &x), RN_ERR_NONFINITE);
     PAIR_ERR(rn_row_diameter_pair(A, ra, cols, 0, B, rb, cols, 100, cols, &x), RN_ERR_NONFINITE);
