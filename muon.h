@@ -93,8 +93,12 @@
  * Threading: the Newton-Schulz products run on the threads of the GEMM section (OpenMP when
  * compiled with -fopenmp, or the CBLAS's own threads); batches of small matrices run one matrix
  * per OpenMP thread when given muon_orthogonalize_batched_workspace_size() bytes. The elementwise passes of
- * the step functions are split by rows under OpenMP. No global mutable state: distinct states may be
- * stepped from distinct threads.
+ * the step functions are split by rows under OpenMP. On a machine short of cores (another
+ * program's threads, busy processes) a team region waits for its slowest member: the library
+ * watches its team regions and, while they are held up, runs its regions on the calling thread
+ * for 20 ms to 1 s at a time (muon_team; docs/embedding.md, "Shared machines"); results do not
+ * depend on it. That rule's two doubles (per process, OpenMP atomics) are the only global mutable
+ * state: distinct states may be stepped from distinct threads.
  *
  * Determinism: every reduction that decides a result (Frobenius norms, dot products of the
  * spectral cap, AdamW bias corrections, the clipping norm) is accumulated in double in a fixed
@@ -441,7 +445,9 @@ typedef struct muon_config {
      * 0 = the OpenMP default (omp_get_max_threads()), n >= 1 = at most n, and never more than
      * that default (the state's workspace holds GEMM packing space for it; 1: the step opens no
      * parallel region at all). Per config, so a host program gives each call what it can
-     * spare; no global state is touched. Regions below MUON__PAR_MIN elements / MUON_GEMM_PARALLEL_MIN
+     * spare; no OpenMP setting of the host's is touched. While the library's team regions are
+     * held up by other work on the machine its regions run on the calling thread for a while
+     * (muon_team; docs/embedding.md, "Shared machines"), whatever this says. Regions below MUON__PAR_MIN elements / MUON_GEMM_PARALLEL_MIN
      * multiply-adds stay on one thread whatever this says, and so does a step called from
      * inside an active parallel region (muon_step_layers' team, or a host's own loop over
      * layers). Ignored without OpenMP, and by the products of a MUON_USE_CBLAS build (the BLAS
@@ -2426,13 +2432,15 @@ static void muon__gemm_part(const muon__gemm_problem *g, const muon__gemm_kernel
  * muon_team() gives a host's own regions the same answer. */
 #if defined(_OPENMP) && _OPENMP >= 201107
 #define MUON__GATE 1
-#define MUON__GATE_LOST_FRAC 0.25 /* lost share of a region's time that marks the team held up */
-#define MUON__GATE_LOST_MIN 3e-4  /* ... and at least this many seconds (a futex wake-up is ~0.1 ms) */
-#define MUON__GATE_SOLO_MIN 0.02  /* the first one-thread period (s) */
-#define MUON__GATE_SOLO_MAX 1.0   /* the longest */
-#define MUON__GATE_RETRY 0.1      /* held up within (span + this) after a period ended: the next doubles */
+#define MUON__GATE_WINDOW 0.03    /* team-region seconds judged together */
+#define MUON__GATE_LOST_FRAC 0.4   /* lost share of them that marks the team held up */
+#define MUON__GATE_SOLO_MIN 0.02   /* the first one-thread period (s) */
+#define MUON__GATE_SOLO_MAX 1.0    /* the longest */
+#define MUON__GATE_RETRY 0.5       /* held up within (span + this) after a period ended: the next doubles */
 static double muon__gate_until; /* omp_get_wtime() before which regions run on one thread */
 static double muon__gate_span;  /* length of the last one-thread period */
+static double muon__gate_wall;  /* team-region seconds since the last verdict */
+static double muon__gate_lost;  /* ... and the seconds their members lost in them */
 
 /* The team for a region that wants nt threads: nt, or 1 during a one-thread period. */
 static int muon__gate(int nt)
@@ -2448,23 +2456,34 @@ static int muon__gate(int nt)
  * (the latest start) and began to wait from `first_out` (the earliest finish). */
 static void muon__gate_note(double t0, double last_in, double first_out)
 {
-    double t1 = omp_get_wtime(), lost = (last_in - t0) + (t1 - first_out), span;
+    double t1 = omp_get_wtime(), lost = (last_in - t0) + (t1 - first_out), wall = t1 - t0, span, until;
+    MUON__OMP(omp atomic)
+    muon__gate_lost += lost;
+    MUON__OMP(omp atomic)
+    muon__gate_wall += wall;
+    MUON__OMP(omp atomic read)
+    wall = muon__gate_wall;
+    if (wall < MUON__GATE_WINDOW) return;
+    MUON__OMP(omp atomic read)
+    lost = muon__gate_lost;
+    MUON__OMP(omp atomic write)
+    muon__gate_wall = 0.0;
+    MUON__OMP(omp atomic write)
+    muon__gate_lost = 0.0;
+    if (!(lost > MUON__GATE_LOST_FRAC * wall)) return;
     MUON__OMP(omp atomic read)
     span = muon__gate_span;
-    if (lost > MUON__GATE_LOST_MIN && lost > MUON__GATE_LOST_FRAC * (t1 - t0)) {
-        double until;
-        MUON__OMP(omp atomic read)
-        until = muon__gate_until;
-        /* held up again soon after the last period ended: twice as long; else the shortest */
-        if (until > 0.0 && t1 - until < span + MUON__GATE_RETRY)
-            span = 2.0 * span > MUON__GATE_SOLO_MAX ? MUON__GATE_SOLO_MAX : 2.0 * span;
-        else
-            span = MUON__GATE_SOLO_MIN;
-        MUON__OMP(omp atomic write)
-        muon__gate_span = span;
-        MUON__OMP(omp atomic write)
-        muon__gate_until = t1 + span;
-    }
+    MUON__OMP(omp atomic read)
+    until = muon__gate_until;
+    /* held up again soon after the last period ended: twice as long; else the shortest */
+    if (until > 0.0 && t1 - until < span + MUON__GATE_RETRY)
+        span = 2.0 * span > MUON__GATE_SOLO_MAX ? MUON__GATE_SOLO_MAX : 2.0 * span;
+    else
+        span = MUON__GATE_SOLO_MIN;
+    MUON__OMP(omp atomic write)
+    muon__gate_span = span;
+    MUON__OMP(omp atomic write)
+    muon__gate_until = t1 + span;
 }
 /* A watched region: MUON__GATE_VARS declares the forking function's locals (the fork time, the
  * latest start, the earliest finish, the team size), MUON__GATE_CLAUSES reduces them, each

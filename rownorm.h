@@ -71,11 +71,15 @@
  * thread counts for a given build (fixed blocking, reductions combined in a fixed order).
  * Different SIMD paths may differ in the last bits (different summation order, FMA).
  *
- * Threading: no global state; functions are reentrant. Built with -fopenmp, the RowNorm step
- * parallelises over fixed chunks of 256 rows (partial sums combined in chunk order), the exact
- * diameter over tile rows (ties broken by index) and the Hilbert RMS over token panels (one
- * parallel region; per-token max/min, which do not depend on order): results are independent
- * of the thread count. Without OpenMP everything is single-threaded.
+ * Threading: functions are reentrant. Built with -fopenmp, the RowNorm step parallelises over
+ * fixed chunks of 256 rows (partial sums combined in chunk order; one thread below 65536
+ * elements), the exact diameter over tile rows (ties broken by index) and the Hilbert RMS over
+ * token panels (one parallel region; per-token max/min, which do not depend on order): results
+ * are independent of the thread count. On a machine short of cores the library's team regions
+ * wait for their slowest member; while they are held up its regions run on the calling thread
+ * for 20 ms to 1 s at a time (docs/embedding.md, "Shared machines"); that rule's two doubles
+ * (per process, OpenMP atomics) are its only global state. Without OpenMP everything is
+ * single-threaded.
  *
  * Vocabulary split across processes (sections 1.2b, 1.3, 1.5b): the RowNorm step in three
  * phases around two all-reduces of column sums, the Hilbert RMS by per-token max/min, the
@@ -1904,13 +1908,15 @@ RN__FN size_t rn__team(void)
  * (older runtimes keep the team always). muon.h does the same for its regions (muon_team). */
 #define RN__PAR_MIN 65536.0 /* elements below which a RowNorm pass stays on one thread */
 #if defined(_OPENMP) && _OPENMP >= 201107
-#define RN__GATE_LOST_FRAC 0.25
-#define RN__GATE_LOST_MIN 3e-4
-#define RN__GATE_SOLO_MIN 0.02
-#define RN__GATE_SOLO_MAX 1.0
-#define RN__GATE_RETRY 0.1 /* held up within (span + this) after a period ended: the next doubles */
+#define RN__GATE_WINDOW 0.03    /* team-region seconds judged together */
+#define RN__GATE_LOST_FRAC 0.4   /* lost share of them that marks the team held up */
+#define RN__GATE_SOLO_MIN 0.02   /* the first one-thread period (s) */
+#define RN__GATE_SOLO_MAX 1.0    /* the longest */
+#define RN__GATE_RETRY 0.5       /* held up within (span + this) after a period ended: the next doubles */
 static double rn__gate_until; /* omp_get_wtime() before which regions run on one thread */
 static double rn__gate_span;  /* length of the last one-thread period */
+static double rn__gate_wall;  /* team-region seconds since the last verdict */
+static double rn__gate_lost;  /* ... and the seconds their members lost in them */
 
 /* The team for a region that wants nt threads: nt, or 1 during a one-thread period. */
 RN__FN size_t rn__gate(size_t nt)
@@ -1926,23 +1932,34 @@ RN__FN size_t rn__gate(size_t nt)
  * first_out. */
 RN__FN void rn__gate_note(double t0, double last_in, double first_out)
 {
-    double t1 = omp_get_wtime(), lost = (last_in - t0) + (t1 - first_out), span;
+    double t1 = omp_get_wtime(), lost = (last_in - t0) + (t1 - first_out), wall = t1 - t0, span, until;
+    RN__OMP(omp atomic)
+    rn__gate_lost += lost;
+    RN__OMP(omp atomic)
+    rn__gate_wall += wall;
+    RN__OMP(omp atomic read)
+    wall = rn__gate_wall;
+    if (wall < RN__GATE_WINDOW) return;
+    RN__OMP(omp atomic read)
+    lost = rn__gate_lost;
+    RN__OMP(omp atomic write)
+    rn__gate_wall = 0.0;
+    RN__OMP(omp atomic write)
+    rn__gate_lost = 0.0;
+    if (!(lost > RN__GATE_LOST_FRAC * wall)) return;
     RN__OMP(omp atomic read)
     span = rn__gate_span;
-    if (lost > RN__GATE_LOST_MIN && lost > RN__GATE_LOST_FRAC * (t1 - t0)) {
-        double until;
-        RN__OMP(omp atomic read)
-        until = rn__gate_until;
-        /* held up again soon after the last period ended: twice as long; else the shortest */
-        if (until > 0.0 && t1 - until < span + RN__GATE_RETRY)
-            span = 2.0 * span > RN__GATE_SOLO_MAX ? RN__GATE_SOLO_MAX : 2.0 * span;
-        else
-            span = RN__GATE_SOLO_MIN;
-        RN__OMP(omp atomic write)
-        rn__gate_span = span;
-        RN__OMP(omp atomic write)
-        rn__gate_until = t1 + span;
-    }
+    RN__OMP(omp atomic read)
+    until = rn__gate_until;
+    /* held up again soon after the last period ended: twice as long; else the shortest */
+    if (until > 0.0 && t1 - until < span + RN__GATE_RETRY)
+        span = 2.0 * span > RN__GATE_SOLO_MAX ? RN__GATE_SOLO_MAX : 2.0 * span;
+    else
+        span = RN__GATE_SOLO_MIN;
+    RN__OMP(omp atomic write)
+    rn__gate_span = span;
+    RN__OMP(omp atomic write)
+    rn__gate_until = t1 + span;
 }
 #define RN__GATE_VARS double gate_t0 = omp_get_wtime(), gate_in = gate_t0, gate_out = 1e300; int gate_n = 0
 #define RN__GATE_CLAUSES reduction(max : gate_in) reduction(min : gate_out) reduction(+ : gate_n)
@@ -3028,7 +3045,9 @@ RN__FN void rn__sweep_all(const rn__sweep *w, size_t rows, size_t nch, double *p
     RN__OMP(omp parallel RN__PAR((double)rows * (double)w->cols) RN__GATE_CLAUSES)
     {
         RN__GATE_IN();
-        RN__OMP(omp for schedule(static) nowait)
+        /* dynamic: a member that loses its core mid-sweep leaves its share to the others (each
+         * chunk's result is its own, so the bits do not change) */
+        RN__OMP(omp for schedule(dynamic, 1) nowait)
         for (c = 0; c < nc; c++) {
             size_t r0 = (size_t)c * RN__CHUNK_ROWS;
             size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;

@@ -1,6 +1,7 @@
 # bench/bench.mk - benchmarks (programs, not tests; included by the Makefile, adds nothing to `make test`)
 #   make bench                    build and run the suite: one table (14 min on the shared 2-core machine, bench/RESULTS.md)
 #   make bench BENCH_ARGS='--only ns,gemm --threads 1'   a part of it (see bench/bench.c)
+#   make bench-host-regions       why: a step's OpenMP regions counted and timed, alone and beside a copy
 #   make bench-host               the libraries on a shared machine: default threading vs one thread, alone,
 #                                 two copies side by side, beside busy loops (host_share), then muon.h's
 #                                 wait policy x 1/2 threads x idle/competing tables (host_threads)
@@ -40,6 +41,15 @@ $(B)/bench/host_threshold: bench/host_threads.c muon.h | $(B)/bench
 # RowNorm step and diameter, the demo's per-run training; default / one thread under each load
 $(B)/bench/host_share: bench/host_share.c $(HEADER_DEPS) | $(B)/bench
 	$(CC) -std=c99 -O2 $(SIMD2) $(OMP) $(WARN) -I. -o $@ bench/host_share.c $(LDLIBS)
+
+# why a step collapses there: its OpenMP regions counted and timed (GCC + libgomp: --wrap=GOMP_parallel)
+$(B)/bench/host_regions: bench/host_regions.c muon.h | $(B)/bench
+	$(CC) -std=c99 -O2 $(SIMD2) $(OMP) $(WARN) -I. -Wl,--wrap=GOMP_parallel -o $@ bench/host_regions.c $(LDLIBS)
+
+.PHONY: bench-host-regions
+bench-host-regions: $(B)/bench/host_regions
+	for w in llm gpt2; do r=$$([ $$w = llm ] && echo 100 || echo 4); echo "$$w alone:"; $(B)/bench/host_regions $$w $$r; \
+	  echo "$$w beside a copy of itself:"; $(B)/bench/host_regions $$w $$r & $(B)/bench/host_regions $$w $$r >/dev/null; wait; done
 
 bench-host: $(B)/bench/host_share $(B)/bench/host_threads $(B)/bench/host_threshold $(GPT_TRAIN) $(GPT_PREPARE)
 	@echo "machine: $$(lscpu | sed -n 's/^Model name: *//p'), $$(nproc) CPUs; load $$(cut -d' ' -f1-3 /proc/loadavg)"

@@ -8,8 +8,9 @@
  *   alone   nothing else running;
  *   pair    two copies of the same process side by side (two experiments at once);
  *   busy2   beside two busy loops (two processes spinning on a core each).
- * A process repeats its workload for about --seconds (after one warm-up round) and reports the
- * median round; under "pair" the two copies' medians are averaged (both are printed).
+ * A process repeats its workload for about --seconds (2; after one warm-up round) and reports the
+ * median round; under "pair" the two copies' medians are averaged. Each cell is the median of
+ * --reps (3) such runs, default and one thread alternating.
  *
  * Workloads:
  *   llm     16 muon_step calls at llm.c's GPT-2 4 layers x 128 channels (384x128, 128x128,
@@ -22,7 +23,7 @@
  * The ratios printed are default / one thread under the same load; issue 40's targets are
  * <= 1.1 alone and <= 1.5 under pair and busy2.
  *
- *   build/bench/host_share [--seconds S] [--only llm,gpt2,rownorm] [--train build/gpt/train]
+ *   build/bench/host_share [--seconds S] [--reps N] [--only llm,gpt2,rownorm] [--train build/gpt/train]
  *   (make bench-host runs it with the trainer; bench/RESULTS.md records it)
  */
 #define _POSIX_C_SOURCE 200809L
@@ -43,6 +44,7 @@
 #include "bench_proc.h"
 
 #define MAXROUNDS 4096
+#define MAXREPS 15
 
 static unsigned lcg(unsigned *r)
 {
@@ -231,27 +233,33 @@ int main(int argc, char **argv)
     static const char *loads[3] = {"alone", "pair", "busy2"};
     static const double limit[3] = {1.1, 1.5, 1.5};
     const char *only = "llm,gpt2,rownorm", *train = NULL, *data = "build/gpt/data";
-    double secs = 3.0;
-    int i, k, load, fails = 0;
+    double secs = 2.0;
+    int i, k, load, fails = 0, reps = 3;
     if (argc == 4 && strcmp(argv[1], "--child") == 0) return child(atoi(argv[2]), atof(argv[3]));
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) secs = atof(argv[++i]);
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
         else if (strcmp(argv[i], "--train") == 0 && i + 1 < argc) train = argv[++i];
         else if (strcmp(argv[i], "--data") == 0 && i + 1 < argc) data = argv[++i];
+        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--seconds S] [--only llm,gpt2,rownorm] [--train build/gpt/train [--data DIR]]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--seconds S] [--reps N] [--only llm,gpt2,rownorm] [--train build/gpt/train [--data DIR]]\n", argv[0]);
             return 2;
         }
+    }
+    if (reps < 1 || reps > MAXREPS || !(secs > 0.0)) {
+        fprintf(stderr, "host_share: --reps 1..%d, --seconds > 0\n", MAXREPS);
+        return 2;
     }
 #ifndef _OPENMP
     fprintf(stderr, "host_share: built without OpenMP: nothing to measure\n");
     return 2;
 #endif
-    printf("host_share: each cell the median round (ms) of fresh processes run for ~%.1f s; default = no OMP_*\n"
-           "variable set (OpenMP's own team and wait policy), 1t = OMP_NUM_THREADS=1; pair = two copies side by\n"
-           "side (their mean; each in brackets); busy2 = beside two busy loops. ratio = default / 1t, target\n"
-           "<= 1.1 alone, <= 1.5 pair and busy2\n", secs);
+    printf("host_share: each cell the median over %d runs (default and 1t alternating) of a fresh process's median\n"
+           "round (ms) in ~%.1f s (train: its wall time); default = no OMP_* variable set (OpenMP's own team and\n"
+           "wait policy), 1t = OMP_NUM_THREADS=1; pair = two copies side by side (their mean; the last run's two\n"
+           "in brackets); busy2 = beside two busy loops. ratio = default / 1t, target <= 1.1 alone, <= 1.5 pair\n"
+           "and busy2\n", reps, secs);
     printf("%-8s %-6s %12s %12s %7s   %s\n", "workload", "load", "default", "1t", "ratio", "pair: default / 1t each");
     for (k = 0; k < 4; k++) {
         char sk[8], ss[32], *cargv[5], **tv = cargv;
@@ -272,12 +280,17 @@ int main(int argc, char **argv)
             tv = targv;
         }
         for (load = 0; load < 3; load++) {
-            double md, m1, vd[2] = {0, 0}, v1[2] = {0, 0}, ratio;
-            int copies = load == 1 ? 2 : 1, spin = load == 2 ? 2 : 0;
-            if (measure(tv, 0, copies, spin, k == 3, &md, vd) || measure(tv, 1, copies, spin, k == 3, &m1, v1)) {
-                printf("%-8s %-6s FAILED\n", names[k], loads[load]);
-                return 1;
-            }
+            double md, m1, vd[2] = {0, 0}, v1[2] = {0, 0}, ratio, rd[MAXREPS], r1[MAXREPS];
+            int copies = load == 1 ? 2 : 1, spin = load == 2 ? 2 : 0, rep;
+            for (rep = 0; rep < reps; rep++) /* default and one thread alternate, rep by rep */
+                if (measure(tv, 0, copies, spin, k == 3, &rd[rep], vd) ||
+                    measure(tv, 1, copies, spin, k == 3, &r1[rep], v1)) {
+                    printf("%-8s %-6s FAILED\n", names[k], loads[load]);
+                    return 1;
+                }
+            qsort(rd, (size_t)reps, sizeof(double), cmp_double);
+            qsort(r1, (size_t)reps, sizeof(double), cmp_double);
+            md = rd[reps / 2], m1 = r1[reps / 2];
             ratio = md / m1;
             fails += ratio > limit[load];
             printf("%-8s %-6s %12.2f %12.2f %6.2fx", names[k], loads[load], md, m1, ratio);

@@ -23,63 +23,74 @@ static void muon_gate_force(double secs)
 {
     muon__gate_until = secs > 0.0 ? omp_get_wtime() + secs : 0.0;
     muon__gate_span = secs > 0.0 ? secs : 0.0;
+    muon__gate_wall = muon__gate_lost = 0.0;
 }
 static void rn_gate_force(double secs)
 {
     rn__gate_until = secs > 0.0 ? omp_get_wtime() + secs : 0.0;
     rn__gate_span = secs > 0.0 ? secs : 0.0;
+    rn__gate_wall = rn__gate_lost = 0.0;
 }
 
-/* the rule, driven with chosen times: (fork t0, latest start, earliest finish) */
+/* One region of `wall` seconds ending now whose members lost `lost` seconds (a late start). */
+static void muon_region(double wall, double lost)
+{
+    double now = omp_get_wtime();
+    muon__gate_note(now - wall, now - wall + lost, now);
+}
+static void rn_region(double wall, double lost)
+{
+    double now = omp_get_wtime();
+    rn__gate_note(now - wall, now - wall, now - lost); /* a member finished early: the others were late */
+}
+
+/* the rule, driven with chosen times */
 static void test_gate_rule(void)
 {
-    double now, t0;
     int saved = omp_get_max_threads(), k;
+    double w = MUON__GATE_WINDOW, now;
     omp_set_num_threads(2);
     muon_gate_force(0.0);
+    muon__gate_wall = muon__gate_lost = 0.0;
     CHECK(muon_team(0) == 2 && muon_team(2) == 2 && muon_team(1) == 1);
-    /* a 10 ms region whose last member started 8 ms late: held up -> 20 ms on one thread */
+    /* regions that lose 30 % of their time (a member stalled now and then): no verdict against the
+     * team, window after window */
+    for (k = 0; k < 20; k++) muon_region(0.1 * w, 0.3 * 0.1 * w);
+    CHECK(muon_team(2) == 2 && muon__gate_until == 0.0);
+    /* a region that loses 60 % is judged with the rest of its window: 0.6 w of 1 w and 0.15 w of
+     * 0.5 w -> 50 % lost -> held up: one thread for the shortest period */
+    muon__gate_wall = muon__gate_lost = 0.0;
+    muon_region(0.5 * w, 0.15 * w);
+    CHECK(muon_team(2) == 2); /* half a window: no verdict yet */
     now = omp_get_wtime();
-    t0 = now - 0.010;
-    muon__gate_note(t0, t0 + 0.008, now);
+    muon_region(w, 0.6 * w);
     CHECK(muon_team(0) == 1 && muon_team(2) == 1);
     CHECK(muon__gate_span == MUON__GATE_SOLO_MIN);
     CHECK(muon__gate_until > now + 0.5 * MUON__GATE_SOLO_MIN && muon__gate_until < now + 2.0 * MUON__GATE_SOLO_MIN);
-    /* held up again (the next try): the period doubles, up to the cap */
-    for (k = 0; k < 12; k++) {
-        now = omp_get_wtime();
-        t0 = now - 0.010;
-        muon__gate_note(t0, t0, now - 0.004); /* a member finished 4 ms before the join: 40 % lost */
-    }
+    CHECK(muon__gate_wall == 0.0 && muon__gate_lost == 0.0); /* a fresh window */
+    /* held up again (the next try): the period doubles, up to the longest */
+    for (k = 0; k < 12; k++) muon_region(w, 0.8 * w);
     CHECK(muon__gate_span == MUON__GATE_SOLO_MAX);
-    now = omp_get_wtime();
-    t0 = now - 0.010;
-    muon__gate_note(t0, t0, now - 0.004);
+    muon_region(w, 0.8 * w);
     CHECK(muon__gate_span == MUON__GATE_SOLO_MAX);
-    /* a region on time changes nothing; the period runs out as set */
-    muon__gate_note(t0, t0 + 1e-6, now - 1e-6);
+    /* a window on time changes nothing; the period runs out as set */
+    muon_region(w, 0.0);
     CHECK(muon__gate_span == MUON__GATE_SOLO_MAX && muon_team(2) == 1);
     muon__gate_until = omp_get_wtime() - 1e-3; /* the period over */
     CHECK(muon_team(2) == 2);
-    /* held up again right after it (the next try): still the longest */
-    now = omp_get_wtime();
-    muon__gate_note(now - 0.010, now - 0.005, now);
+    /* held up again right after it: still the longest */
+    muon_region(w, 0.5 * w);
     CHECK(muon__gate_span == MUON__GATE_SOLO_MAX && muon_team(2) == 1);
-    /* held up long after the last period ended (a passing hiccup on a quiet machine): the shortest */
+    /* held up long after the last period ended (a passing burst on a quiet machine): the shortest */
     muon__gate_until = omp_get_wtime() - (MUON__GATE_SOLO_MAX + MUON__GATE_RETRY + 0.01);
-    now = omp_get_wtime();
-    muon__gate_note(now - 0.010, now - 0.005, now);
+    muon_region(w, 0.5 * w);
     CHECK(muon__gate_span == MUON__GATE_SOLO_MIN && muon_team(2) == 1);
     muon__gate_until = omp_get_wtime() - 1e-3;
     CHECK(muon_team(2) == 2);
-    /* not held up: 0.2 ms lost of 0.4 ms (under the 0.3 ms floor: a futex wake-up), 1 ms of 10 ms
-     * (under a quarter) */
-    now = omp_get_wtime();
-    muon__gate_note(now - 4e-4, now - 2e-4, now);
+    /* just under the line: 40 % lost is not held up */
+    muon__gate_wall = muon__gate_lost = 0.0;
+    muon_region(w, 0.39 * w);
     CHECK(muon_team(2) == 2);
-    now = omp_get_wtime();
-    muon__gate_note(now - 0.010, now - 0.0095, now - 0.0005);
-    CHECK(muon_team(2) == 2 && muon__gate_span == MUON__GATE_SOLO_MIN);
     /* inside an active region the team is one (no nested teams) */
     {
         int inner = 0;
@@ -87,22 +98,18 @@ static void test_gate_rule(void)
         inner = muon_team(0);
         CHECK(inner == 1);
     }
-    /* rownorm.h's rule is the same */
+    /* rownorm.h's rule is the same (here the lost time at the end: members finishing early) */
     rn_gate_force(0.0);
+    rn__gate_wall = rn__gate_lost = 0.0;
     CHECK(rn__gate(2) == 2);
-    now = omp_get_wtime();
-    rn__gate_note(now - 0.010, now - 0.002, now);
+    for (k = 0; k < 20; k++) rn_region(0.1 * RN__GATE_WINDOW, 0.03 * RN__GATE_WINDOW);
+    CHECK(rn__gate(2) == 2 && rn__gate_until == 0.0);
+    rn_region(RN__GATE_WINDOW, 0.7 * RN__GATE_WINDOW);
     CHECK(rn__gate(2) == 1 && rn__gate_span == RN__GATE_SOLO_MIN);
-    now = omp_get_wtime();
-    rn__gate_note(now - 0.010, now - 0.005, now);
+    rn_region(RN__GATE_WINDOW, 0.7 * RN__GATE_WINDOW);
     CHECK(rn__gate_span == 2.0 * RN__GATE_SOLO_MIN);
-    rn__gate_until = omp_get_wtime() - 1e-3;
-    now = omp_get_wtime();
-    rn__gate_note(now - 4e-4, now - 2e-4, now);
-    CHECK(rn__gate_span == 2.0 * RN__GATE_SOLO_MIN && rn__gate(2) == 2);
     rn__gate_until = omp_get_wtime() - 10.0;
-    now = omp_get_wtime();
-    rn__gate_note(now - 0.010, now - 0.002, now);
+    rn_region(RN__GATE_WINDOW, 0.7 * RN__GATE_WINDOW);
     CHECK(rn__gate_span == RN__GATE_SOLO_MIN);
     rn_gate_force(0.0);
     muon_gate_force(0.0);
