@@ -495,6 +495,7 @@ static void test_alias_before_content(void)
     size_t k;
     float *buf = edge_alloc(2 * n), *snap = edge_alloc(2 * n), *W1 = edge_alloc(n), *G0 = edge_alloc(n);
     double u[4], sigma = -1.0, *v;
+    memset(buf, 0, 2 * n * sizeof(float)); /* the whole span compared below is defined (valgrind) */
     /* muon_top_singular_pair: v (the warm start, read) inside W, its bytes a NaN */
     fill_matrix(buf, r, c, c, 1.0, 80);
     v = (double *)(void *)(buf + 2);

@@ -406,6 +406,7 @@ static void test_alias_before_content(void)
     if (rn_projected_rownorm_workspace_size(c) > need) need = rn_projected_rownorm_workspace_size(c);
     big = ealloc(n + need / sizeof(float) + 16);
     snap = ealloc(n + need / sizeof(float) + 16);
+    memset(big, 0, (n + need / sizeof(float) + 16) * sizeof(float)); /* all of it compared below */
     memcpy(big, S, n * sizeof(float));
     big[7] = (float)NAN;
     memcpy(snap, big, (n + need / sizeof(float) + 16) * sizeof(float));
