@@ -26,6 +26,10 @@ $(eval $(call gpt_test,test_train,gpt,$(GPT_TRAIN_DEPS),$(GPT_TRAIN_ALL),-DGPT_C
 GPT_FILES_TEST := $(GPT_DIR)/tests/train_files.sh
 test-build: $(GPT_TRAIN) $(GPT_PREPARE)
 GPT_TEST_BINS += $(GPT_FILES_TEST)
+# The binary's messages for a user's mistakes (issue 41, item 6) and its progress lines on a
+# non-terminal: tests/train_errors.sh, run like train_files.sh.
+GPT_ERRORS_TEST := $(GPT_DIR)/tests/train_errors.sh
+GPT_TEST_BINS += $(GPT_ERRORS_TEST)
 
 # The demo: prepare the default corpus if needed, then the experiment: head-rate sweeps of both
 # arms, the frontier, 3 seeds at each arm's best and at the paper's rates (20 runs, sized to finish
