@@ -289,6 +289,10 @@ int cli_parse(train_cli *cli, int argc, char **argv)
                 return -1;
             }
             if (takes) v = argv[i + 1];
+            if (takes && strncmp(v, "--", 2) == 0 && strlen(v) > 2) { /* the next flag taken as the value */
+                fprintf(stderr, "train: %s needs a value (%s), got the flag %s\n", a, c->arg, v);
+                return -1;
+            }
             if (!(c->modes & mode)) {
                 const char *hint = other_mode_hint(a, mode);
                 fprintf(stderr, "train: %s applies to %s only; %s%s\n", a,

@@ -1006,6 +1006,11 @@ static void test_flags_of_the_other_mode(void)
     CHECK(parse_caught(4, d, msg, sizeof msg) == -1 && strstr(msg, "--sweep-adamw") && strstr(msg, "positive rates"));
     CHECK(parse_caught(6, e, msg, sizeof msg) == -1 && strstr(msg, "give one of them"));
     CHECK(parse_caught(4, f, msg, sizeof msg) == -1 && strstr(msg, "both"));
+    { /* a flag taken as the value of the flag before it is named as such */
+        char *g[] = {"train", "--steps", "--seed", "2"};
+        CHECK_MSG(parse_caught(4, g, msg, sizeof msg) == -1 && strstr(msg, "--steps needs a value") &&
+                      strstr(msg, "got the flag --seed"), "%s", msg);
+    }
     memset(&cli, 0, sizeof cli);
     cli.opt = train_default_options();
     cli.sweep_extend = 2;
