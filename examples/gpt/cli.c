@@ -307,20 +307,55 @@ int cli_parse(train_cli *cli, int argc, char **argv)
             i += takes;
         }
     }
+    { /* the model's rules, up front (the vocabulary, from the tokenizer, is checked with the data) */
+        gpt_config c = cli->opt.model;
+        char err[256];
+        c.seq_len = cli->opt.seq;
+        c.vocab_size = 257; /* the smallest tokenizer */
+        if (gpt_config_check(&c, err, sizeof err) != GPT_OK) {
+            fprintf(stderr, "train: %s\n", err);
+            return -1;
+        }
+    }
+    { /* lr x weight decay of every optimizer within muon.h's / rownorm.h's domain, up front */
+        char err[512];
+        if (optim_recipe_check(&cli->opt.recipe, mode == M_RUN, err, sizeof err)) {
+            fprintf(stderr, "train: %s\n", err);
+            return -1;
+        }
+    }
     if (mode == M_EXP) { /* a fixed rate and a sweep for the same arm contradict each other */
         static const char *const arm[2] = {"adamw", "rownorm"};
+        static const optim_head_kind arm_head[2] = {OPTIM_HEAD_ADAMW, OPTIM_HEAD_ROWNORM};
         double rates[EXP_MAX_RATES];
-        char err[256];
-        int k;
+        char err[512], what[64], wd_what[64];
+        int k, n = 0, j;
         for (k = 0; k < 2; k++) {
+            double wd = optim_default(arm_head[k]).head_wd;
             if (cli->sweep[k] && cli->exp_head_lr[k] > 0.0) {
                 fprintf(stderr, "train: --lr-head-%s fixes the %s arm's rate, --sweep-%s sweeps it: give one of them\n",
                         arm[k], arm[k], arm[k]);
                 return -1;
             }
-            if (cli->sweep[k] && exp_parse_rates(cli->sweep[k], rates, err, sizeof err) < 0) {
+            if (cli->sweep[k] && (n = exp_parse_rates(cli->sweep[k], rates, err, sizeof err)) < 0) {
                 fprintf(stderr, "train: --sweep-%s: %s\n", arm[k], err);
                 return -1;
+            }
+            /* the arm's head decay is its paper value: each rate it runs at must keep lr x wd <= 1 */
+            snprintf(wd_what, sizeof wd_what, "the %s arm's head weight decay", arm[k]);
+            if (cli->exp_head_lr[k] > 0.0) {
+                snprintf(what, sizeof what, "--lr-head-%s", arm[k]);
+                if (optim_lr_wd_check(what, cli->exp_head_lr[k], wd_what, wd, err, sizeof err)) {
+                    fprintf(stderr, "train: %s\n", err);
+                    return -1;
+                }
+            } else if (cli->sweep[k]) {
+                snprintf(what, sizeof what, "--sweep-%s rate", arm[k]);
+                for (j = 0; j < n; j++)
+                    if (optim_lr_wd_check(what, rates[j], wd_what, wd, err, sizeof err)) {
+                        fprintf(stderr, "train: %s\n", err);
+                        return -1;
+                    }
             }
         }
     }

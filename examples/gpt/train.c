@@ -374,10 +374,10 @@ static int check_checkpoint_fields(run *r, const ckpt_reader *ck)
     uint64_t step;
     char err[512];
     int i;
-    if (gpt_config_resolve(&cfg) != GPT_OK)
+    if (gpt_config_check(&cfg, err, sizeof err) != GPT_OK)
         return set_error(r->res, "resume: %s: field \"model.config\" is not a valid model (d_model %d, %d heads, mlp "
-                         "%d, %d layers)", ck->file, r->o.model.d_model, r->o.model.n_heads, r->o.model.mlp_hidden,
-                         r->o.model.n_layers);
+                         "%d, %d layers): %s", ck->file, r->o.model.d_model, r->o.model.n_heads, r->o.model.mlp_hidden,
+                         r->o.model.n_layers, err);
     if (ckpt_get_u64(ck, "train.step", &step, 1, err, sizeof err) ||
         ckpt_check_field(ck, "train.sampler", CKPT_U64, 2, 0, err, sizeof err) ||
         ckpt_check_field(ck, "data.train_tokens", CKPT_U64, 1, 0, err, sizeof err) ||
@@ -841,6 +841,13 @@ static int setup(run *r)
     r->o.model.vocab_size = (int)r->tok.vocab_size;
     r->o.model.seq_len = r->o.seq;
     if (have_ck && check_checkpoint_fields(r, &ck)) goto done;
+    {
+        gpt_config c = r->o.model;
+        if (gpt_config_check(&c, err, sizeof err) != GPT_OK) {
+            set_error(r->res, "%s", err);
+            goto done;
+        }
+    }
     gs = r->o.backend->create(&r->o.model, r->b_hi - r->b_lo, r->o.seq, r->o.seed, &r->be);
     if (gs != GPT_OK) {
         set_error(r->res, "backend %s: cannot create the model: %s", r->o.backend->name, gpt_status_string(gs));

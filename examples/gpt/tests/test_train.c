@@ -23,6 +23,7 @@ static char g_dir[64];      /* temp directory of this test run */
 static char g_data[128];    /* g_dir/data: tokenizer.bin, train.bin, val.bin */
 
 static void path_in(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s", g_dir, name); }
+static int parse_caught(int argc, char **argv, char *msg, size_t cap);
 
 /* A small corpus with structure (random sentences over a few words), its tokenizer and splits. */
 static int make_data(const char *dir)
@@ -897,17 +898,66 @@ static void test_sample_from_finished_checkpoint(void)
     train_result_free(&r);
 }
 
-/* A diverging run stops naming the step and a tensor. */
+/* lr x weight decay above 1 is refused up front, naming the flags, the product and the limit
+ * (issue 41 item 6): by the command line, and by train_run before anything is trained. */
+static void test_lr_wd_limit_named(void)
+{
+    char msg[512];
+    char *a[] = {"train", "--lr-muon", "100"};
+    char *b[] = {"train", "--head", "rownorm", "--wd-head", "1", "--lr-head", "3"};
+    char *c[] = {"train", "--experiment", "--lr-head-adamw", "20"};
+    char *d[] = {"train", "--experiment", "--sweep-rownorm", "1e-3", "--wd-embed", "0.5", "--lr-embed", "4"};
+    train_options o = tiny();
+    train_result r;
+    CHECK_MSG(parse_caught(3, a, msg, sizeof msg) == -1 &&
+                  strstr(msg, "--lr-muon 100 with --wd-muon 0.1: lr x weight decay = 10 must be <= 1"), "%s", msg);
+    CHECK_MSG(parse_caught(7, b, msg, sizeof msg) == -1 && strstr(msg, "--lr-head 3 with --wd-head 1"), "%s", msg);
+    CHECK_MSG(parse_caught(4, c, msg, sizeof msg) == -1 && strstr(msg, "--lr-head-adamw 20") &&
+                  strstr(msg, "adamw arm's head weight decay 0.1") && strstr(msg, "= 2 must be <= 1"), "%s", msg);
+    CHECK_MSG(parse_caught(8, d, msg, sizeof msg) == -1 && strstr(msg, "--lr-embed 4 with --wd-embed 0.5"), "%s", msg);
+    o.recipe.head_lr = 20;
+    CHECK(train_run(&o, &r) == TRAIN_FAILED && r.n_steps == 0);
+    CHECK_MSG(strstr(r.error, "--lr-head 20 with --wd-head 0.1: lr x weight decay = 2 must be <= 1"), "%s", r.error);
+    train_result_free(&r);
+}
+
+/* Each rule of the model config fails with its own message, naming the flags (issue 41 item 6). */
+static void test_model_config_rules_named(void)
+{
+    static const struct {
+        int layers, d, heads, mlp;
+        const char *w1, *w2;
+    } cases[] = {
+        {1, 65, 2, 0, "--d-model 65", "not a multiple of --heads 2"},
+        {1, 6, 2, 0, "--d-model 6 / --heads 2 = 3", "even"},
+        {1, 16, 2, (1 << 20) + 1, "--mlp 1048577", "outside 1..1048576"},
+        {1 << 20, 1 << 20, 2, 8, "parameters", "1e12"},
+    };
+    size_t k;
+    for (k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        train_options o = tiny();
+        train_result r;
+        o.model.n_layers = cases[k].layers, o.model.d_model = cases[k].d, o.model.n_heads = cases[k].heads;
+        o.model.mlp_hidden = cases[k].mlp;
+        CHECK(train_run(&o, &r) == TRAIN_FAILED);
+        CHECK_MSG(strstr(r.error, cases[k].w1) && strstr(r.error, cases[k].w2), "case %zu: '%s'", k, r.error);
+        train_result_free(&r);
+    }
+}
+
+/* A diverging run stops naming the step, the loss and a tensor (or the activations). */
 static void test_nonfinite_loss_stops(void)
 {
     train_options o = tiny();
     train_result r;
     o.recipe.head_lr = 1e30;
-    o.recipe.head_wd = 1.0;
+    o.recipe.head_wd = 0.0; /* lr x wd <= 1, else refused before the first step */
+    o.recipe.muon_lr = 1e30, o.recipe.muon_wd = 0.0; /* block matrices of 1e30: the activations overflow */
     o.recipe.clip = 0.0;
     o.recipe.warmup_frac = 0.0;
     CHECK(train_run(&o, &r) == TRAIN_FAILED);
-    CHECK_MSG(strstr(r.error, "step ") != NULL && (strstr(r.error, "lm_head") != NULL || strstr(r.error, "non-finite") != NULL),
+    CHECK_MSG(strstr(r.error, "step ") != NULL && strstr(r.error, "loss is") != NULL &&
+                  (strstr(r.error, "non-finite tensor") != NULL || strstr(r.error, "activations overflowed") != NULL),
               "error: %s", r.error);
     CHECK(r.last_step < 12);
     train_result_free(&r);
@@ -1180,6 +1230,8 @@ int main(void)
     RUN(test_non_regular_inputs_refused);
     RUN(test_outputs_refused_or_written_through);
     RUN(test_nonfinite_loss_stops);
+    RUN(test_model_config_rules_named);
+    RUN(test_lr_wd_limit_named);
     RUN(test_sample_from_finished_checkpoint);
     RUN(test_thread_count_does_not_change_results);
     {
