@@ -945,6 +945,42 @@ static void test_model_config_rules_named(void)
     }
 }
 
+/* --resume with flags the checkpoint decides: each one whose value differs is named with the
+ * checkpoint's value; the same values (or flags the checkpoint does not decide) pass. */
+static void test_resume_conflicting_flags_named(void)
+{
+    train_options o = tiny();
+    train_result r;
+    train_cli cli;
+    char ck[160], msg[1024];
+    path_in(ck, sizeof ck, "conflicts.ck");
+    o.ckpt_path = ck;
+    o.steps = 3;
+    CHECK(train_run(&o, &r) == TRAIN_DONE);
+    train_result_free(&r);
+    {
+        char *a[] = {"train", "--resume", ck, "--steps", "100", "--d-model", "128", "--head", "adamw", "--lr-head", "0.5",
+                     "--ns-per-head", "--sample", "5"};
+        memset(&cli, 0, sizeof cli);
+        cli.opt = train_default_options();
+        CHECK(cli_parse(&cli, 14, a) == 0);
+        CHECK(cli_resume_conflicts(&cli, msg, sizeof msg) == 4);
+        CHECK_MSG(strstr(msg, "--steps 100 (the checkpoint's: 3)") && strstr(msg, "--d-model 128 (the checkpoint's: 16)") &&
+                      strstr(msg, "--lr-head 0.5 (the checkpoint's: 0.004)") &&
+                      strstr(msg, "--ns-per-head (the checkpoint's: off)") && !strstr(msg, "--head ") &&
+                      !strstr(msg, "--sample"),
+                  "%s", msg);
+    }
+    {
+        char *b[] = {"train", "--resume", ck, "--steps", "3", "--d-model", "16", "--layers", "1", "--head", "adamw",
+                     "--lr-head", "4e-3", "--sample", "5"};
+        memset(&cli, 0, sizeof cli);
+        cli.opt = train_default_options();
+        CHECK(cli_parse(&cli, 15, b) == 0);
+        CHECK_MSG(cli_resume_conflicts(&cli, msg, sizeof msg) == 0, "%s", msg);
+    }
+}
+
 /* A diverging run stops naming the step, the loss and a tensor (or the activations). */
 static void test_nonfinite_loss_stops(void)
 {
@@ -1232,6 +1268,7 @@ int main(void)
     RUN(test_nonfinite_loss_stops);
     RUN(test_model_config_rules_named);
     RUN(test_lr_wd_limit_named);
+    RUN(test_resume_conflicting_flags_named);
     RUN(test_sample_from_finished_checkpoint);
     RUN(test_thread_count_does_not_change_results);
     {
