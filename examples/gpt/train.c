@@ -199,19 +199,21 @@ static void draw_bar(run *r, double elapsed, long done_here)
 
 static int load_data(run *r)
 {
-    char path[1024], err[512];
-    snprintf(path, sizeof path, "%s/tokenizer.bin", r->o.data_dir);
-    if (tok_load(&r->tok, path, err, sizeof err) != GPT_OK)
+    char tok_path[1024], path[1024], err[1024];
+    snprintf(tok_path, sizeof tok_path, "%s/tokenizer.bin", r->o.data_dir);
+    if (tok_load(&r->tok, tok_path, err, sizeof err) != GPT_OK)
         return set_error(r->res, "tokenizer: %s (run build/gpt/prepare first)", err);
     r->have_tok = 1;
+    /* each token file records the tokenizer it was made with (data.h): the same vocabulary size
+     * is not enough */
     snprintf(path, sizeof path, "%s/train.bin", r->o.data_dir);
     if (data_tokens_read(&r->train, path, err, sizeof err) != GPT_OK) return set_error(r->res, "training data: %s", err);
+    if (tok_check_tokens(&r->tok, tok_path, &r->train, path, err, sizeof err) != GPT_OK)
+        return set_error(r->res, "training data: %s", err);
     snprintf(path, sizeof path, "%s/val.bin", r->o.data_dir);
     if (data_tokens_read(&r->val, path, err, sizeof err) != GPT_OK) return set_error(r->res, "validation data: %s", err);
-    if (r->train.vocab_size != r->tok.vocab_size || r->val.vocab_size != r->tok.vocab_size)
-        return set_error(r->res, "%s: token files have vocab %u (train) / %u (val) but the tokenizer has %u",
-                         r->o.data_dir, (unsigned)r->train.vocab_size, (unsigned)r->val.vocab_size,
-                         (unsigned)r->tok.vocab_size);
+    if (tok_check_tokens(&r->tok, tok_path, &r->val, path, err, sizeof err) != GPT_OK)
+        return set_error(r->res, "validation data: %s", err);
     if (r->train.n_tokens < (size_t)r->o.seq + 1)
         return set_error(r->res, "training data: %zu tokens, fewer than one sequence of %d + 1", r->train.n_tokens, r->o.seq);
     if (data_sequential_batches(&r->val, r->o.batch, r->o.seq) < 1)

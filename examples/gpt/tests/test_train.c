@@ -49,9 +49,9 @@ static int make_data(const char *dir)
     ok &= tok_save(&tok, path, NULL, 0) == GPT_OK;
     i = n_ids * 9 / 10;
     snprintf(path, sizeof path, "%s/train.bin", dir);
-    ok &= data_tokens_write(path, ids, i, tok.vocab_size, NULL, 0) == GPT_OK;
+    ok &= data_tokens_write(path, ids, i, tok.vocab_size, tok_identity(&tok), NULL, 0) == GPT_OK;
     snprintf(path, sizeof path, "%s/val.bin", dir);
-    ok &= data_tokens_write(path, ids + i, n_ids - i, tok.vocab_size, NULL, 0) == GPT_OK;
+    ok &= data_tokens_write(path, ids + i, n_ids - i, tok.vocab_size, tok_identity(&tok), NULL, 0) == GPT_OK;
     tok_free(&tok);
     free(text);
     free(ids);
@@ -945,6 +945,45 @@ static void test_model_config_rules_named(void)
     }
 }
 
+/* A token file made with another tokenizer of the same vocabulary size is refused, naming both
+ * files; so is one of the old format (version 1, no tokenizer recorded). */
+static void test_token_files_carry_their_tokenizer(void)
+{
+    char dir[160], from[256], to[256];
+    const char *files[2] = {"tokenizer.bin", "train.bin"};
+    uint32_t ids[2000];
+    tok_tokenizer other;
+    train_options o = tiny();
+    unsigned char one[4];
+    size_t i;
+    int f;
+    path_in(dir, sizeof dir, "mixed");
+    mkdir(dir, 0777);
+    for (f = 0; f < 2; f++) {
+        snprintf(from, sizeof from, "%s/%s", g_data, files[f]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[f]);
+        copy_damaged(from, to, (size_t)-1, 0, NULL, 0);
+    }
+    { /* another tokenizer of 300 tokens: the merges of other text */
+        char text[6000];
+        size_t n = 0;
+        while (n + 40 < sizeof text) n += (size_t)sprintf(text + n, "zq%lu xv%lu wy, ", (unsigned long)(n % 97), (unsigned long)(n % 89));
+        CHECK(tok_train(&other, (const unsigned char *)text, n, 300, NULL, 0) == GPT_OK && other.vocab_size == 300);
+        for (i = 0; i < 2000; i++) ids[i] = (uint32_t)(i * 7 % 300);
+        snprintf(to, sizeof to, "%s/val.bin", dir);
+        CHECK(data_tokens_write(to, ids, 2000, other.vocab_size, tok_identity(&other), NULL, 0) == GPT_OK);
+        tok_free(&other);
+    }
+    o.data_dir = dir;
+    snprintf(from, sizeof from, "%s/tokenizer.bin", dir);
+    expect_failure(&o, to, "another tokenizer than");
+    expect_failure(&o, from, "prepare");
+    snprintf(from, sizeof from, "%s/val.bin", g_data);
+    data_put_u32le(one, 1);
+    copy_damaged(from, to, (size_t)-1, 4, one, 4);
+    expect_failure(&o, "val.bin: token file version 1", "re-run build/gpt/prepare");
+}
+
 /* --resume with flags the checkpoint decides: each one whose value differs is named with the
  * checkpoint's value; the same values (or flags the checkpoint does not decide) pass. */
 static void test_resume_conflicting_flags_named(void)
@@ -1269,6 +1308,7 @@ int main(void)
     RUN(test_model_config_rules_named);
     RUN(test_lr_wd_limit_named);
     RUN(test_resume_conflicting_flags_named);
+    RUN(test_token_files_carry_their_tokenizer);
     RUN(test_sample_from_finished_checkpoint);
     RUN(test_thread_count_does_not_change_results);
     {

@@ -90,7 +90,7 @@ if "$B/prepare" --check "$T/data" >/dev/null 2>&1; then ok "prepare --check of c
 else bad "prepare --check of current data failed"; fi
 expect "prepare --check of old data" "$T/old/val.bin" "version" -- "$B/prepare" --check "$T/old"
 expect "prepare --check of mixed data" "$T/mixed/val.bin" "another tokenizer" -- "$B/prepare" --check "$T/mixed"
-if grep -q 'prepare) --check' examples/gpt/train.mk; then ok "the demo re-prepares stale data (prepare --check)"
+if grep -qi 'prepare) --check' examples/gpt/train.mk; then ok "the demo re-prepares stale data (prepare --check)"
 else bad "the demo rule does not run prepare --check"; fi
 
 # 7. stdout not a terminal: plain progress lines (no carriage returns) every --progress-every seconds
