@@ -89,6 +89,7 @@ static const cli_flag cli_flags[] = {
     {"--sv-log", K_STR, F(opt.sv_log), 0, 0, M_RUN, "FILE", "CSV of those spectra (OUT/spectra.csv when --sv is given)"},
     {"--progress", K_SWITCH, F(opt.progress), 1, 0, M_ALL, NULL, "progress bar and ETA (default: when stdout is a terminal)"},
     {"--no-progress", K_SWITCH, F(opt.progress), 0, 0, M_ALL, NULL, "no progress bar"},
+    {"--progress-every", K_REAL, F(opt.progress_every), 0, 0, M_ALL, "S", "without the bar (stdout not a terminal): a plain progress line after S s without output (30; 0 = none)"},
     SECTION("checkpoints and sampling"),
     {"--ckpt", K_STR, F(opt.ckpt_path), 0, 0, M_RUN, "FILE", "checkpoint path (OUT/ckpt.bin; 'none' for none)"},
     {"--ckpt-every", K_INT, F(opt.ckpt_every), 0, BIG, M_ALL, "N", "also save every N updates (0)"},

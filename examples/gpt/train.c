@@ -97,6 +97,7 @@ train_options train_default_options(void)
     o.diam_every = 10;
     o.log_every = 1;
     o.progress = -1;
+    o.progress_every = 30.0;
     o.temperature = 0.8;
     o.sample_seed = 1;
     o.sample_tokens = 0;
@@ -144,6 +145,7 @@ typedef struct run {
     int *full_inputs, *full_targets; /* the whole global micro-batch (every rank draws it) */
     int stop_agreed;           /* some rank was asked to stop (SIGINT/SIGTERM/SIGUSR1) */
     int bar_shown;             /* a progress bar is on the current console line */
+    double last_line;          /* when the last console line was printed (progress_every) */
     double t_start;
     double last_val_loss, last_hilbert, last_d_exact;
     const float *head_S;       /* the latest head step S: the optimizer's head_step (a device
@@ -172,11 +174,32 @@ static void console(run *r, const char *fmt, ...)
     if (r->rank != 0) return; /* rank 0 alone prints */
     clear_bar(r);
     if (r->o.quiet) return;
+    if (r->o.line_open) putchar('\n'), r->o.line_open = 0;
     if (r->o.run_name) printf("[%s] ", r->o.run_name);
     va_start(ap, fmt);
     vprintf(fmt, ap);
     va_end(ap);
     fflush(stdout);
+    r->last_line = now_seconds();
+}
+
+/* Without the bar: a plain line (no carriage return, so a log file or pipe reads it) when
+ * progress_every seconds passed since the last console line, quiet or not. */
+static void progress_line(run *r, double elapsed, long done_here)
+{
+    double now = now_seconds(), eta;
+    long k;
+    if (r->rank != 0 || r->o.progress || !(r->o.progress_every > 0) || now - r->last_line < r->o.progress_every) return;
+    eta = done_here > 0 ? elapsed / (double)done_here * (double)(r->o.steps - r->step) : 0.0;
+    k = (long)(eta + 0.5);
+    if (r->o.line_open) putchar('\n'), r->o.line_open = 0;
+    if (r->o.run_name) printf("[%s] ", r->o.run_name);
+    printf("progress: step %ld/%ld (%d%%), loss %.4f, %.0f s elapsed, ETA %ld:%02ld\n", r->step, r->o.steps,
+           (int)(100.0 * (double)r->step / (double)r->o.steps + 0.5),
+           r->res->n_steps > 0 ? r->res->steps[r->res->n_steps - 1].loss : NAN, elapsed, k / 60, k % 60);
+    fflush(stdout);
+    r->last_line = now;
+    r->res->progress_lines++;
 }
 
 static void draw_bar(run *r, double elapsed, long done_here)
@@ -1094,7 +1117,7 @@ train_outcome train_run(const train_options *opt, train_result *res)
     if (r.size > 1) r.o.progress = r.rank == 0 && opt->progress > 0; /* mpirun gives ranks a pty: bar only on request */
     r.res = res;
     r.last_d_exact = r.last_val_loss = r.last_hilbert = NAN;
-    res->seconds = now_seconds();
+    res->seconds = r.last_line = now_seconds();
     if (agree_fail(res, r.comm, setup(&r) != 0, "setup")) goto out;
     r.head_S = r.opt.head_step; /* a resumed run's last S, until the first update */
     res->first_step = r.step;
@@ -1154,6 +1177,7 @@ train_outcome train_run(const train_options *opt, train_result *res)
             }
         }
         if (r.o.progress) draw_bar(&r, now_seconds() - r.t_start, done_here);
+        else progress_line(&r, now_seconds() - r.t_start, done_here);
     }
     /* the end of the schedule: final evaluation, exact D of the last step, checkpoint */
     if (done_here > 0) {
