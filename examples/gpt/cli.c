@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 
+#include "checkpoint.h"
 #include "experiment.h"
 #ifdef GPT_WITH_CUDA
 #include "cuda_backend.h" /* --backend cuda (build/gpt/train_cuda, cuda.mk) */
@@ -32,6 +33,7 @@ typedef enum {
 } cli_kind;
 
 enum { M_RUN = 1, M_EXP = 2, M_ALL = 3 }; /* the modes a flag applies to */
+enum { M_CK = 4 }; /* with --resume the checkpoint holds its value: a different one is refused */
 
 typedef struct cli_flag {
     const char *name;
@@ -50,32 +52,32 @@ typedef struct cli_flag {
 static const cli_flag cli_flags[] = {
     SECTION("data and model"),
     {"--data", K_STR, F(opt.data_dir), 0, 0, M_ALL, "DIR", "tokenizer.bin, train.bin, val.bin from build/gpt/prepare (build/gpt/data)"},
-    {"--layers", K_INT, F(opt.model.n_layers), 1, 1 << 16, M_ALL, "N", "transformer blocks (2)"},
-    {"--d-model", K_INT, F(opt.model.d_model), 2, 1 << 16, M_ALL, "N", "model width (128)"},
-    {"--heads", K_INT, F(opt.model.n_heads), 1, 1 << 16, M_ALL, "N", "attention heads (2)"},
-    {"--mlp", K_INT, F(opt.model.mlp_hidden), 1, 1 << 20, M_ALL, "N", "SwiGLU hidden width (8/3 d)"},
-    {"--batch", K_INT, F(opt.batch), 1, 1 << 16, M_ALL, "B", "sequences per micro-batch, global over ranks (8)"},
-    {"--seq", K_INT, F(opt.seq), 1, 1 << 16, M_ALL, "T", "tokens per sequence (64)"},
-    {"--accum", K_INT, F(opt.accum), 1, 1 << 16, M_ALL, "K", "micro-batches per update (1)"},
-    {"--steps", K_LONG, F(opt.steps), 1, OPTIM_MAX_STEPS, M_ALL, "N", "updates in the schedule (200)"},
+    {"--layers", K_INT, F(opt.model.n_layers), 1, 1 << 16, M_ALL | M_CK, "N", "transformer blocks (2)"},
+    {"--d-model", K_INT, F(opt.model.d_model), 2, 1 << 16, M_ALL | M_CK, "N", "model width (128)"},
+    {"--heads", K_INT, F(opt.model.n_heads), 1, 1 << 16, M_ALL | M_CK, "N", "attention heads (2)"},
+    {"--mlp", K_INT, F(opt.model.mlp_hidden), 1, 1 << 20, M_ALL | M_CK, "N", "SwiGLU hidden width (8/3 d)"},
+    {"--batch", K_INT, F(opt.batch), 1, 1 << 16, M_ALL | M_CK, "B", "sequences per micro-batch, global over ranks (8)"},
+    {"--seq", K_INT, F(opt.seq), 1, 1 << 16, M_ALL | M_CK, "T", "tokens per sequence (64)"},
+    {"--accum", K_INT, F(opt.accum), 1, 1 << 16, M_ALL | M_CK, "K", "micro-batches per update (1)"},
+    {"--steps", K_LONG, F(opt.steps), 1, OPTIM_MAX_STEPS, M_ALL | M_CK, "N", "updates in the schedule (200)"},
     {"--stop-at", K_LONG, F(opt.stop_at), 0, OPTIM_MAX_STEPS, M_RUN, "N", "save a checkpoint and stop after N updates, as if interrupted"},
-    {"--seed", K_SEED, F(opt.seed), 0, 0x7fffffffL, M_ALL, "S", "initialisation and data order (1; experiment: the first seed)"},
+    {"--seed", K_SEED, F(opt.seed), 0, 0x7fffffffL, M_ALL | M_CK, "S", "initialisation and data order (1; experiment: the first seed)"},
     SECTION("optimizers (SPEC 3; defaults in README.md)"),
-    {"--head", K_HEAD, F(opt.recipe.head), 0, 0, M_RUN, "adamw|rownorm|muon", "head optimizer and its defaults (adamw)"},
-    {"--block", K_BLOCK, F(opt.recipe.block), 0, 0, M_ALL, "muon|muown|normuon", "block-matrix optimizer (muon)"},
-    {"--ns-per-head", K_SWITCH, F(opt.recipe.ns_per_head), 1, 0, M_ALL, NULL, "Newton-Schulz per attention head: Q, K, V by rows, O by columns"},
-    {"--cap", K_CAP, F(opt.recipe.cap), 0, 0, M_ALL, "off|growth|always", "spectral cap on the block matrices (off)"},
-    {"--ns-steps", K_INT, F(opt.recipe.ns_steps), 1, 100, M_ALL, "K", "Newton-Schulz steps, Jordan schedule (5)"},
-    {"--ns-precision", K_NSPREC, F(opt.recipe.ns_precision), 0, 0, M_ALL, "fp32|bf16", "Newton-Schulz arithmetic: bf16 as the reference Muon (fp32)"},
-    {"--lr-muon", K_REAL, F(opt.recipe.muon_lr), 0, 0, M_ALL, "X", "peak rate of the block matrices (0.02)"},
-    {"--lr-embed", K_REAL, F(opt.recipe.embed_lr), 0, 0, M_ALL, "X", "peak rate of the embedding (4e-3)"},
-    {"--lr-head", K_REAL, F(opt.recipe.head_lr), 0, 0, M_RUN, "X", "peak rate of the head (adamw 4e-3, rownorm 3.2e-3, muon 0.02)"},
-    {"--wd-muon", K_REAL, F(opt.recipe.muon_wd), 0, 0, M_ALL, "X", "decoupled weight decay of the block matrices (0.1)"},
-    {"--wd-head", K_REAL, F(opt.recipe.head_wd), 0, 0, M_RUN, "X", "decoupled weight decay of the head (adamw 0.1, rownorm 0, muon 0.1)"},
-    {"--wd-embed", K_REAL, F(opt.recipe.embed_wd), 0, 0, M_ALL, "X", "decoupled weight decay of the embedding (0)"},
-    {"--warmup", K_FRAC, F(opt.recipe.warmup_frac), 0, 0, M_ALL, "F", "share of the updates in the linear warm-up (0.1)"},
-    {"--final-lr", K_FRAC, F(opt.recipe.final_frac), 0, 0, M_ALL, "F", "final rate of the cosine, as a share of the peak (0.1)"},
-    {"--clip", K_REAL, F(opt.recipe.clip), 0, 0, M_ALL, "X", "global gradient-norm clip (1.0; 0 = off)"},
+    {"--head", K_HEAD, F(opt.recipe.head), 0, 0, M_RUN | M_CK, "adamw|rownorm|muon", "head optimizer and its defaults (adamw)"},
+    {"--block", K_BLOCK, F(opt.recipe.block), 0, 0, M_ALL | M_CK, "muon|muown|normuon", "block-matrix optimizer (muon)"},
+    {"--ns-per-head", K_SWITCH, F(opt.recipe.ns_per_head), 1, 0, M_ALL | M_CK, NULL, "Newton-Schulz per attention head: Q, K, V by rows, O by columns"},
+    {"--cap", K_CAP, F(opt.recipe.cap), 0, 0, M_ALL | M_CK, "off|growth|always", "spectral cap on the block matrices (off)"},
+    {"--ns-steps", K_INT, F(opt.recipe.ns_steps), 1, 100, M_ALL | M_CK, "K", "Newton-Schulz steps, Jordan schedule (5)"},
+    {"--ns-precision", K_NSPREC, F(opt.recipe.ns_precision), 0, 0, M_ALL | M_CK, "fp32|bf16", "Newton-Schulz arithmetic: bf16 as the reference Muon (fp32)"},
+    {"--lr-muon", K_REAL, F(opt.recipe.muon_lr), 0, 0, M_ALL | M_CK, "X", "peak rate of the block matrices (0.02)"},
+    {"--lr-embed", K_REAL, F(opt.recipe.embed_lr), 0, 0, M_ALL | M_CK, "X", "peak rate of the embedding (4e-3)"},
+    {"--lr-head", K_REAL, F(opt.recipe.head_lr), 0, 0, M_RUN | M_CK, "X", "peak rate of the head (adamw 4e-3, rownorm 3.2e-3, muon 0.02)"},
+    {"--wd-muon", K_REAL, F(opt.recipe.muon_wd), 0, 0, M_ALL | M_CK, "X", "decoupled weight decay of the block matrices (0.1)"},
+    {"--wd-head", K_REAL, F(opt.recipe.head_wd), 0, 0, M_RUN | M_CK, "X", "decoupled weight decay of the head (adamw 0.1, rownorm 0, muon 0.1)"},
+    {"--wd-embed", K_REAL, F(opt.recipe.embed_wd), 0, 0, M_ALL | M_CK, "X", "decoupled weight decay of the embedding (0)"},
+    {"--warmup", K_FRAC, F(opt.recipe.warmup_frac), 0, 0, M_ALL | M_CK, "F", "share of the updates in the linear warm-up (0.1)"},
+    {"--final-lr", K_FRAC, F(opt.recipe.final_frac), 0, 0, M_ALL | M_CK, "F", "final rate of the cosine, as a share of the peak (0.1)"},
+    {"--clip", K_REAL, F(opt.recipe.clip), 0, 0, M_ALL | M_CK, "X", "global gradient-norm clip (1.0; 0 = off)"},
     SECTION("evaluation, diagnostics, logs"),
     {"--eval-every", K_INT, F(opt.eval_every), 0, BIG, M_ALL, "N", "evaluate every N updates, at step 0 and at the end (50)"},
     {"--eval-batches", K_INT, F(opt.eval_batches), 0, BIG, M_ALL, "N", "validation batches per evaluation (8; 0 = the whole split)"},
@@ -87,6 +89,7 @@ static const cli_flag cli_flags[] = {
     {"--sv-log", K_STR, F(opt.sv_log), 0, 0, M_RUN, "FILE", "CSV of those spectra (OUT/spectra.csv when --sv is given)"},
     {"--progress", K_SWITCH, F(opt.progress), 1, 0, M_ALL, NULL, "progress bar and ETA (default: when stdout is a terminal)"},
     {"--no-progress", K_SWITCH, F(opt.progress), 0, 0, M_ALL, NULL, "no progress bar"},
+    {"--progress-every", K_REAL, F(opt.progress_every), 0, 0, M_ALL, "S", "without the bar (stdout not a terminal): a plain progress line after S s without output (30; 0 = none)"},
     SECTION("checkpoints and sampling"),
     {"--ckpt", K_STR, F(opt.ckpt_path), 0, 0, M_RUN, "FILE", "checkpoint path (OUT/ckpt.bin; 'none' for none)"},
     {"--ckpt-every", K_INT, F(opt.ckpt_every), 0, BIG, M_ALL, "N", "also save every N updates (0)"},
@@ -114,6 +117,7 @@ static const cli_flag cli_flags[] = {
     {"--help", K_HELP, 0, 0, 0, M_ALL, NULL, "this text (also -h)"},
 };
 #define N_FLAGS ((int)(sizeof cli_flags / sizeof cli_flags[0]))
+typedef char cli_given_fits[N_FLAGS <= CLI_MAX_FLAGS ? 1 : -1]; /* train_cli.given has a slot per entry */
 
 int cli_flag_count(void)
 {
@@ -135,7 +139,8 @@ void cli_usage(FILE *f)
     int k;
     fprintf(f, "usage: train [flags]                 one training run\n"
                "       train --experiment [flags]    paired AdamW-head vs RowNorm-head runs over --seeds seeds\n"
-               "(flags marked [run] apply to one run only, [experiment] to --experiment only)\n");
+               "(flags marked [run] apply to one run only, [experiment] to --experiment only; [ckpt]: with --resume\n"
+               " the checkpoint's value holds, and a different one is refused)\n");
     for (k = 0; k < N_FLAGS; k++) {
         const cli_flag *c = &cli_flags[k];
         char left[64];
@@ -144,8 +149,9 @@ void cli_usage(FILE *f)
             continue;
         }
         snprintf(left, sizeof left, "%s%s%s", c->name, c->arg ? " " : "", c->arg ? c->arg : "");
-        fprintf(f, "  %-30s %s%s\n", left, c->help,
-                c->modes == M_RUN ? " [run]" : c->modes == M_EXP ? " [experiment]" : "");
+        fprintf(f, "  %-30s %s%s%s\n", left, c->help,
+                (c->modes & M_ALL) == M_RUN ? " [run]" : (c->modes & M_ALL) == M_EXP ? " [experiment]" : "",
+                c->modes & M_CK ? " [ckpt]" : "");
     }
 }
 
@@ -289,13 +295,18 @@ int cli_parse(train_cli *cli, int argc, char **argv)
                 return -1;
             }
             if (takes) v = argv[i + 1];
+            if (takes && strncmp(v, "--", 2) == 0 && strlen(v) > 2) { /* the next flag taken as the value */
+                fprintf(stderr, "train: %s needs a value (%s), got the flag %s\n", a, c->arg, v);
+                return -1;
+            }
             if (!(c->modes & mode)) {
                 const char *hint = other_mode_hint(a, mode);
                 fprintf(stderr, "train: %s applies to %s only; %s%s\n", a,
-                        c->modes == M_RUN ? "one run, not to --experiment" : "--experiment",
+                        (c->modes & M_ALL) == M_RUN ? "one run, not to --experiment" : "--experiment",
                         hint ? "use " : "see --help", hint ? hint : "");
                 return -1;
             }
+            cli->given[c - cli_flags] = 1;
             if ((pass == 0) == (c->kind == K_HEAD) && !store(cli, c, v)) {
                 fprintf(stderr, "train: bad value '%s' for %s (%s)\n", v ? v : "", a, c->arg ? c->arg : "");
                 return -1;
@@ -303,24 +314,126 @@ int cli_parse(train_cli *cli, int argc, char **argv)
             i += takes;
         }
     }
+    { /* the model's rules, up front (the vocabulary, from the tokenizer, is checked with the data) */
+        gpt_config c = cli->opt.model;
+        char err[256];
+        c.seq_len = cli->opt.seq;
+        c.vocab_size = 257; /* the smallest tokenizer */
+        if (gpt_config_check(&c, err, sizeof err) != GPT_OK) {
+            fprintf(stderr, "train: %s\n", err);
+            return -1;
+        }
+    }
+    { /* lr x weight decay of every optimizer within muon.h's / rownorm.h's domain, up front */
+        char err[512];
+        if (optim_recipe_check(&cli->opt.recipe, mode == M_RUN, err, sizeof err)) {
+            fprintf(stderr, "train: %s\n", err);
+            return -1;
+        }
+    }
     if (mode == M_EXP) { /* a fixed rate and a sweep for the same arm contradict each other */
         static const char *const arm[2] = {"adamw", "rownorm"};
+        static const optim_head_kind arm_head[2] = {OPTIM_HEAD_ADAMW, OPTIM_HEAD_ROWNORM};
         double rates[EXP_MAX_RATES];
-        char err[256];
-        int k;
+        char err[512], what[64], wd_what[64];
+        int k, n = 0, j;
         for (k = 0; k < 2; k++) {
+            double wd = optim_default(arm_head[k]).head_wd;
             if (cli->sweep[k] && cli->exp_head_lr[k] > 0.0) {
                 fprintf(stderr, "train: --lr-head-%s fixes the %s arm's rate, --sweep-%s sweeps it: give one of them\n",
                         arm[k], arm[k], arm[k]);
                 return -1;
             }
-            if (cli->sweep[k] && exp_parse_rates(cli->sweep[k], rates, err, sizeof err) < 0) {
+            if (cli->sweep[k] && (n = exp_parse_rates(cli->sweep[k], rates, err, sizeof err)) < 0) {
                 fprintf(stderr, "train: --sweep-%s: %s\n", arm[k], err);
                 return -1;
+            }
+            /* the arm's head decay is its paper value: each rate it runs at must keep lr x wd <= 1 */
+            snprintf(wd_what, sizeof wd_what, "the %s arm's head weight decay", arm[k]);
+            if (cli->exp_head_lr[k] > 0.0) {
+                snprintf(what, sizeof what, "--lr-head-%s", arm[k]);
+                if (optim_lr_wd_check(what, cli->exp_head_lr[k], wd_what, wd, err, sizeof err)) {
+                    fprintf(stderr, "train: %s\n", err);
+                    return -1;
+                }
+            } else if (cli->sweep[k]) {
+                snprintf(what, sizeof what, "--sweep-%s rate", arm[k]);
+                for (j = 0; j < n; j++)
+                    if (optim_lr_wd_check(what, rates[j], wd_what, wd, err, sizeof err)) {
+                        fprintf(stderr, "train: %s\n", err);
+                        return -1;
+                    }
             }
         }
     }
     return 0;
+}
+
+/* ---- --resume against the flags the checkpoint decides ------------------------------------- */
+
+/* The value of flag c in cli, as the user would write it. */
+static void flag_value(const train_cli *cli, const cli_flag *c, char *out, size_t cap)
+{
+    const char *field = (const char *)cli + c->off;
+    int prec;
+    double x;
+    switch (c->kind) {
+    case K_SWITCH: snprintf(out, cap, "%s", *(const int *)(const void *)field ? "on" : "off"); return;
+    case K_INT: snprintf(out, cap, "%d", *(const int *)(const void *)field); return;
+    case K_LONG: snprintf(out, cap, "%ld", *(const long *)(const void *)field); return;
+    case K_SEED: snprintf(out, cap, "%llu", (unsigned long long)*(const uint64_t *)(const void *)field); return;
+    case K_REAL:
+    case K_FRAC: /* the shortest form that reads back as the value */
+        x = *(const double *)(const void *)field;
+        for (prec = 6; prec <= 17; prec++) {
+            snprintf(out, cap, "%.*g", prec, x);
+            if (strtod(out, NULL) == x) break;
+        }
+        return;
+    case K_HEAD: snprintf(out, cap, "%s", optim_head_name(cli->opt.recipe.head)); return;
+    case K_BLOCK: snprintf(out, cap, "%s", optim_block_name(cli->opt.recipe.block)); return;
+    case K_CAP:
+        snprintf(out, cap, "%s", cli->opt.recipe.cap == MUON_CAP_OFF ? "off" : cli->opt.recipe.cap == MUON_CAP_GROWTH ? "growth" : "always");
+        return;
+    case K_NSPREC: snprintf(out, cap, "%s", cli->opt.recipe.ns_precision == MUON_NS_BF16 ? "bf16" : "fp32"); return;
+    default: snprintf(out, cap, "?"); return;
+    }
+}
+
+int cli_resume_conflicts(const train_cli *cli, char *err, size_t errlen)
+{
+    ckpt_reader ck;
+    train_result res;
+    train_cli at; /* the command line with the checkpoint's values */
+    size_t used = 0;
+    int k, n = 0;
+    if (!cli->opt.resume) return 0;
+    if (ckpt_read_file(&ck, cli->opt.resume, NULL, 0) != GPT_OK) return 0; /* train_run reports it */
+    at = *cli;
+    memset(&res, 0, sizeof res);
+    if (train_check_checkpoint(&ck, &at.opt, &res)) {
+        ckpt_reader_free(&ck);
+        return 0;
+    }
+    ckpt_reader_free(&ck);
+    if (err && errlen) err[0] = 0;
+    for (k = 0; k < N_FLAGS; k++) {
+        const cli_flag *c = &cli_flags[k];
+        char mine[64], theirs[64];
+        if (!(c->modes & M_CK) || !cli->given[k]) continue;
+        flag_value(cli, c, mine, sizeof mine);
+        flag_value(&at, c, theirs, sizeof theirs);
+        if (strcmp(mine, theirs) == 0) continue;
+        if (err && used < errlen) {
+            int w = c->kind == K_SWITCH
+                        ? snprintf(err + used, errlen - used, "%s%s (the checkpoint's: %s)", n ? ", " : "", c->name, theirs)
+                        : snprintf(err + used, errlen - used, "%s%s %s (the checkpoint's: %s)", n ? ", " : "", c->name,
+                                   mine, theirs);
+            used += w > 0 ? (size_t)w : 0;
+        }
+        n++;
+    }
+    return n;
 }
 
 /* ---- main ------------------------------------------------------------------------------------ */
@@ -388,13 +501,25 @@ static int one_run(train_cli *cli)
         snprintf(sv_path, sizeof sv_path, "%s/spectra.csv", cli->out_dir), cli->opt.sv_log = sv_path;
     if (strcmp(cli->opt.log_path, "none") == 0) cli->opt.log_path = NULL;
     if (strcmp(cli->opt.ckpt_path, "none") == 0) cli->opt.ckpt_path = NULL;
+    if (cli->opt.resume && comm->rank == 0) {
+        char why[2048];
+        if (cli_resume_conflicts(cli, why, sizeof why) > 0) {
+            fprintf(stderr, "train: --resume %s: the checkpoint holds the model, batch, schedule and recipe, and these "
+                            "flags differ from it: %s; leave them out or give the checkpoint's values\n",
+                    cli->opt.resume, why);
+            if (comm->size > 1) comm->ops->abort(comm, 2);
+            return 2;
+        }
+    }
     train_run(&cli->opt, &res);
     if (res.outcome == TRAIN_FAILED && (comm->rank == 0 || !res.agreed)) {
         if (comm->size > 1) fprintf(stderr, "train (rank %d): error: %s\n", comm->rank, res.error);
         else fprintf(stderr, "train: error: %s\n", res.error);
     }
     rc = res.outcome == TRAIN_FAILED ? 1 : res.outcome == TRAIN_INTERRUPTED ? 130 : 0;
-    if (res.outcome == TRAIN_DONE && comm->rank == 0 && cli->opt.log_path && run_plots(cli)) rc = 1;
+    /* plots only from a log this process wrote to: a resume at the end of its schedule (to sample)
+     * trains nothing and writes no log */
+    if (res.outcome == TRAIN_DONE && res.n_steps > 0 && comm->rank == 0 && cli->opt.log_path && run_plots(cli)) rc = 1;
     /* a failure the other ranks cannot know about would leave them waiting in a collective */
     if (res.outcome == TRAIN_FAILED && comm->size > 1 && !res.agreed) comm->ops->abort(comm, 1);
     train_result_free(&res);

@@ -20,6 +20,8 @@
 extern "C" {
 #endif
 
+#define CLI_MAX_FLAGS 128 /* entries of cli.c's flag table (headings included), at most */
+
 typedef struct train_cli {
     train_options opt;
     int experiment;        /* --experiment: paired AdamW vs RowNorm runs */
@@ -29,12 +31,18 @@ typedef struct train_cli {
     const char *sweep[2];  /* experiment: the AdamW / RowNorm arm's rates, comma-separated (NULL:
                               experiment.h's defaults) */
     int sweep_extend;      /* experiment: grid extensions when a best rate is at an edge */
+    unsigned char given[CLI_MAX_FLAGS]; /* cli_parse: 1 for each entry of the flag table given */
 } train_cli;
 
 /* Parses argv into *cli (starting from its current values; --head first, since it sets the head
  * defaults the other flags may override). Returns 0 on success, 1 for --help (usage printed on
  * stdout), -1 on a bad flag (message on stderr, *cli partly written). */
 int cli_parse(train_cli *cli, int argc, char **argv);
+/* With --resume: the flags given on the command line that the checkpoint decides (marked [ckpt]
+ * in the usage: model, batch, schedule, recipe) whose value differs from the checkpoint's. Returns
+ * their number, and lists them in err ("--steps 100 (the checkpoint's: 12), ..."); 0 also when
+ * the checkpoint cannot be read or is invalid (train_run reports that). */
+int cli_resume_conflicts(const train_cli *cli, char *err, size_t errlen);
 /* The usage text, from the flag table: every flag with its value, its help and its mode. */
 void cli_usage(FILE *f);
 /* The number of flags in the table, and the name of flag k (tests: every flag is documented and

@@ -267,7 +267,7 @@ gpt_status data_write_file_atomic(const char *path, const void *buf, size_t n, c
 
 static unsigned data__dtype(uint32_t vocab_size) { return vocab_size <= 65536u ? 2u : 4u; }
 
-gpt_status data_tokens_serialize(const uint32_t *tokens, size_t n, uint32_t vocab_size,
+gpt_status data_tokens_serialize(const uint32_t *tokens, size_t n, uint32_t vocab_size, uint64_t tokenizer_id,
                                   unsigned char **buf, size_t *len, char *err, size_t errlen)
 {
     unsigned dt;
@@ -304,6 +304,7 @@ gpt_status data_tokens_serialize(const uint32_t *tokens, size_t n, uint32_t voca
     data_put_u32le(b + 8, vocab_size);
     data_put_u32le(b + 12, dt);
     data_put_u64le(b + 16, (uint64_t)n);
+    data_put_u64le(b + 24, tokenizer_id);
     p = b + DATA_HEADER_BYTES;
     for (i = 0; i < n; i++) {
         if (dt == 2) {
@@ -322,11 +323,11 @@ gpt_status data_tokens_serialize(const uint32_t *tokens, size_t n, uint32_t voca
 }
 
 gpt_status data_tokens_write(const char *path, const uint32_t *tokens, size_t n, uint32_t vocab_size,
-                              char *err, size_t errlen)
+                              uint64_t tokenizer_id, char *err, size_t errlen)
 {
     unsigned char *b;
     size_t len;
-    gpt_status st = data_tokens_serialize(tokens, n, vocab_size, &b, &len, err, errlen);
+    gpt_status st = data_tokens_serialize(tokens, n, vocab_size, tokenizer_id, &b, &len, err, errlen);
     if (st != GPT_OK) return st;
     st = data_write_file_atomic(path, b, len, err, errlen);
     free(b);
@@ -361,6 +362,11 @@ gpt_status data_tokens_parse(data_tokens *out, const unsigned char *buf, size_t 
         return GPT_ERR_TRUNCATED;
     }
     version = data_get_u32le(buf + 4);
+    if (version == 1) { /* before the tokenizer's identity was recorded */
+        gpt_errorf(err, errlen, "%s: token file version 1 does not record its tokenizer (this build reads version %u): "
+                   "re-run build/gpt/prepare", name, DATA_VERSION);
+        return GPT_ERR_VERSION;
+    }
     if (version != DATA_VERSION) {
         gpt_errorf(err, errlen, "%s: unsupported token file version %lu (this build reads version %u)",
                   name, (unsigned long)version, DATA_VERSION);
@@ -416,6 +422,7 @@ gpt_status data_tokens_parse(data_tokens *out, const unsigned char *buf, size_t 
         toks[i] = t;
     }
     out->vocab_size = vocab;
+    out->tokenizer_id = data_get_u64le(buf + 24);
     out->n_tokens = n;
     out->tokens = toks;
     return GPT_OK;

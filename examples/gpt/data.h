@@ -12,15 +12,18 @@
  *      corpus is the project's own text (data_default_corpus_files), so the demo needs no
  *      download on a fresh checkout.
  *
- * Token file format (version 1), all integers little-endian:
+ * Token file format (version 2), all integers little-endian:
  *   offset  size  field
  *        0     4  magic, the bytes "RNTD"
- *        4     4  version (1)
+ *        4     4  version (2)
  *        8     4  vocab_size (every token id is < vocab_size)
  *       12     4  dtype: bytes per token, 2 (uint16, when vocab_size <= 65536) or 4 (uint32)
  *       16     8  n_tokens
- *       24     -  n_tokens tokens of dtype bytes each
+ *       24     8  tokenizer_id: the identity of the tokenizer that made the tokens (tok_identity
+ *                 in tokenizer.h: FNV-1a 64 of its tokenizer.bin), which the trainer compares
+ *       32     -  n_tokens tokens of dtype bytes each
  *      end     8  FNV-1a 64 of every byte before it (header and tokens)
+ * Version 1 (no tokenizer_id, 24-byte header) is refused with a message to re-run prepare.
  *
  * Errors: every function that can fail returns a gpt_status and, when err is not NULL, writes
  * a one-line message naming the file and the problem into err (errlen bytes, NUL-terminated).
@@ -69,22 +72,23 @@ gpt_status data_write_file_atomic(const char *path, const void *buf, size_t n, c
 /* ---- 2. token files and samplers ------------------------------------------------------- */
 
 #define DATA_MAGIC_BYTES "RNTD"
-#define DATA_VERSION 1u
-#define DATA_HEADER_BYTES 24u
+#define DATA_VERSION 2u
+#define DATA_HEADER_BYTES 32u
 #define DATA_TRAILER_BYTES 8u
 
 typedef struct {
     uint32_t vocab_size;
+    uint64_t tokenizer_id; /* the tokenizer the tokens were made with (tok_identity) */
     size_t n_tokens;
     uint32_t *tokens; /* malloc'd by the loader; data_tokens_free() releases it */
 } data_tokens;
 
 /* Serialises tokens (each < vocab_size, else GPT_ERR_DOMAIN) into a malloc'd buffer. */
-gpt_status data_tokens_serialize(const uint32_t *tokens, size_t n, uint32_t vocab_size,
+gpt_status data_tokens_serialize(const uint32_t *tokens, size_t n, uint32_t vocab_size, uint64_t tokenizer_id,
                                   unsigned char **buf, size_t *len, char *err, size_t errlen);
 /* Serialises and writes atomically. */
 gpt_status data_tokens_write(const char *path, const uint32_t *tokens, size_t n, uint32_t vocab_size,
-                              char *err, size_t errlen);
+                              uint64_t tokenizer_id, char *err, size_t errlen);
 /* Parses a token file image; name is used in messages only. Allocates out->tokens. Checks in
  * order: length >= 4 (else TRUNCATED), magic, version, complete header, dtype, length, checksum,
  * every id < vocab_size. *out is written only on success (its old contents are not freed). */

@@ -565,10 +565,12 @@ static exp_run *get_run(exp_ctx *x, int arm, double rate, long seed, int sweep)
     o.ckpt_path = ckpt_path;
     o.run_name = name;
     o.sample_tokens = 0;
+    o.line_open = one_line; /* a progress line of the run (stdout not a terminal) starts a new one */
     t0 = now_s();
     train_run(&o, &res);
     x->seconds += now_s() - t0;
     x->made++;
+    if (res.progress_lines) one_line = 0; /* the run's progress lines closed the start line */
     if (one_line && res.outcome != TRAIN_DONE) printf(" %s\n", res.outcome == TRAIN_FAILED ? "failed" : "stopped");
     if (res.outcome == TRAIN_DONE) {
         u->ok = 1;

@@ -5,12 +5,18 @@
 #include <stdio.h>
 #include <string.h>
 
-gpt_status gpt_config_resolve(gpt_config *cfg)
+gpt_status gpt_config_check(gpt_config *cfg, char *err, size_t errlen)
 {
     const int limit = 1 << 20; /* keeps every product below in 64-bit range and int-indexable */
+    static const char *const flag[6] = {"--layers", "--d-model", "--heads", "--seq", "the tokenizer's vocabulary",
+                                        "--mlp"};
     gpt_config c;
     double n_params;
-    if (!cfg) return GPT_ERR_NULL;
+    int v[6], k;
+    if (!cfg) {
+        gpt_errorf(err, errlen, "model: no config");
+        return GPT_ERR_NULL;
+    }
     c = *cfg;
     if (c.n_layers == 0) c.n_layers = 6;
     if (c.d_model == 0) c.d_model = 384;
@@ -22,20 +28,34 @@ gpt_status gpt_config_resolve(gpt_config *cfg)
         c.mlp_hidden = (int)(((long long)c.d_model * 8 / 3 + 4) / 8 * 8);
         if (c.mlp_hidden < 8) c.mlp_hidden = 8;
     }
-    if (c.n_layers < 1 || c.d_model < 1 || c.n_heads < 1 || c.seq_len < 1 || c.vocab_size < 1 ||
-        c.mlp_hidden < 1)
+    v[0] = c.n_layers, v[1] = c.d_model, v[2] = c.n_heads, v[3] = c.seq_len, v[4] = c.vocab_size, v[5] = c.mlp_hidden;
+    for (k = 0; k < 6; k++)
+        if (v[k] < 1 || v[k] > limit) {
+            gpt_errorf(err, errlen, "model: %s %d is outside 1..%d", flag[k], v[k], limit);
+            return GPT_ERR_CONFIG;
+        }
+    if (c.d_model % c.n_heads != 0) {
+        gpt_errorf(err, errlen, "model: --d-model %d is not a multiple of --heads %d", c.d_model, c.n_heads);
         return GPT_ERR_CONFIG;
-    if (c.n_layers > limit || c.d_model > limit || c.n_heads > limit || c.seq_len > limit ||
-        c.vocab_size > limit || c.mlp_hidden > limit)
+    }
+    if ((c.d_model / c.n_heads) % 2 != 0) {
+        gpt_errorf(err, errlen, "model: the head dimension --d-model %d / --heads %d = %d must be even (RoPE rotates "
+                   "pairs)", c.d_model, c.n_heads, c.d_model / c.n_heads);
         return GPT_ERR_CONFIG;
-    if (c.d_model % c.n_heads != 0 || (c.d_model / c.n_heads) % 2 != 0) return GPT_ERR_CONFIG;
+    }
     n_params =
         (double)c.vocab_size * c.d_model * 2 +
         (double)c.n_layers * ((double)c.d_model * c.d_model * 4 + 3.0 * c.d_model * c.mlp_hidden);
-    if (n_params > 1e12) return GPT_ERR_CONFIG;
+    if (n_params > 1e12) {
+        gpt_errorf(err, errlen, "model: %.3g parameters (--layers %d, --d-model %d, --mlp %d, vocabulary %d) is above "
+                   "the limit of 1e12", n_params, c.n_layers, c.d_model, c.mlp_hidden, c.vocab_size);
+        return GPT_ERR_CONFIG;
+    }
     *cfg = c;
     return GPT_OK;
 }
+
+gpt_status gpt_config_resolve(gpt_config *cfg) { return gpt_config_check(cfg, NULL, 0); }
 
 gpt_layout gpt_layout_of(const gpt_config *cfg)
 {

@@ -47,6 +47,9 @@ typedef struct gpt_config {
  * multiple of n_heads, head_dim = d_model / n_heads even (RoPE rotates pairs), and sizes small
  * enough that every product used fits. On error *cfg is untouched. */
 gpt_status gpt_config_resolve(gpt_config *cfg);
+/* As gpt_config_resolve, and on error a message in err that names the rule that failed and the
+ * trainer's flags of the fields in it (e.g. "--d-model 65 is not a multiple of --heads 2"). */
+gpt_status gpt_config_check(gpt_config *cfg, char *err, size_t errlen);
 
 /* What an optimizer should do with a tensor (SPEC §3): Muon on every block matrix, AdamW on the
  * embedding, AdamW / RowNorm / Muon on the head depending on the experiment arm. */

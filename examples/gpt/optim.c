@@ -192,12 +192,32 @@ static int build_segments(optim_set *o)
     return 0;
 }
 
+int optim_lr_wd_check(const char *lr_what, double lr, const char *wd_what, double wd, char *err, size_t errlen)
+{
+    if (lr <= MUON_LR_MAX && lr * wd <= 1.0) return 0;
+    if (lr > MUON_LR_MAX) return gpt_errorf(err, errlen, "%s %g is above the largest rate, %g", lr_what, lr, MUON_LR_MAX);
+    return gpt_errorf(err, errlen, "%s %g with %s %g: lr x weight decay = %.6g must be <= 1 (the decoupled decay "
+                      "multiplies the weights by 1 - lr x weight decay, which must stay in [0, 1])",
+                      lr_what, lr, wd_what, wd, lr * wd);
+}
+
+int optim_recipe_check(const optim_recipe *r, int with_head, char *err, size_t errlen)
+{
+    if (optim_lr_wd_check("--lr-muon", r->muon_lr, "--wd-muon", r->muon_wd, err, errlen) ||
+        optim_lr_wd_check("--lr-embed", r->embed_lr, "--wd-embed", r->embed_wd, err, errlen) ||
+        (with_head && optim_lr_wd_check("--lr-head", r->head_lr, "--wd-head", r->head_wd, err, errlen)))
+        return -1;
+    return 0;
+}
+
 int optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *model, const float *params,
                       const optim_dist *dist, char *err, size_t errlen)
 {
     gpt_layout lay = gpt_layout_of(model);
     int i;
+    char why[384];
     memset(o, 0, sizeof *o);
+    if (optim_recipe_check(r, 1, why, sizeof why)) return gpt_errorf(err, errlen, "optimizer: %s", why);
     o->recipe = *r;
     o->model = *model;
     o->n_slots = lay.n_tensors;
@@ -305,7 +325,12 @@ int optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *mod
             }
         if (n) {
             o->muon_ws_bytes = muon_step_layers_workspace_size(o->muon_layers, (size_t)n, 0);
-            o->muon_ws = o->muon_ws_bytes ? malloc(o->muon_ws_bytes) : NULL;
+            if (!o->muon_ws_bytes) { /* muon.h gives no size for a config outside its domain */
+                optim_free(o);
+                return gpt_errorf(err, errlen, "optimizer: muon.h refuses the block matrices' config (no workspace "
+                                  "size): a rate, momentum or decay outside its domain");
+            }
+            o->muon_ws = malloc(o->muon_ws_bytes);
             if (!o->muon_ws) goto nomem;
         }
     }

@@ -158,6 +158,13 @@ int optim_create(optim_set *o, const optim_recipe *r, const gpt_config *model, c
 int optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *model, const float *params,
                       const optim_dist *dist, char *err, size_t errlen);
 void optim_free(optim_set *o);
+/* The rates against muon.h's and rownorm.h's domain: lr <= MUON_LR_MAX and lr * weight decay <= 1
+ * (the decoupled decay factor 1 - lr wd stays in [0, 1]). optim_lr_wd_check names the two values
+ * with lr_what / wd_what (the flags) in its message; optim_recipe_check checks the block
+ * matrices, the embedding and, with with_head, the head (--lr-muon / --wd-muon, ...). Both
+ * return 0, or -1 with the message in err. optim_create runs optim_recipe_check first. */
+int optim_lr_wd_check(const char *lr_what, double lr, const char *wd_what, double wd, char *err, size_t errlen);
+int optim_recipe_check(const optim_recipe *r, int with_head, char *err, size_t errlen);
 
 /* One update, `step` of `total` (0-based): clip the gradient block by its global norm, then every
  * tensor's optimizer at peak * optim_lr_factor, and the head step S into o->head_step.

@@ -34,6 +34,8 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: prepare [--vocab N] [--val-fraction F] [--out DIR] [--root DIR] [FILE...]\n"
+               "       prepare --check DIR   exit 0 if DIR's files are of this build's formats and agree with\n"
+               "                             its tokenizer.bin, else 1 with the reason\n"
                "  --vocab N          tokenizer size, 257..%u (default 2048)\n"
                "  --val-fraction F   share of each document's tokens kept for validation, (0, 0.5] (default 0.1)\n"
                "  --out DIR          where tokenizer.bin, train.bin, val.bin go (default build/gpt/data)\n"
@@ -58,6 +60,36 @@ static int make_dirs(const char *dir)
         }
     }
     return 0;
+}
+
+/* --check DIR: 0 when DIR holds a tokenizer.bin and a train.bin and val.bin that this build
+ * reads and that were made with that tokenizer; else 1 with the reason on stderr (the demo
+ * re-prepares then: train.mk). */
+static int check_dir(const char *dir)
+{
+    static const char *const split[2] = {"train.bin", "val.bin"};
+    char tok_path[4200], path[4200], err[1024];
+    tok_tokenizer tok;
+    int k, rc = 0;
+    snprintf(tok_path, sizeof tok_path, "%s/tokenizer.bin", dir);
+    if (tok_load(&tok, tok_path, err, sizeof err) != GPT_OK) {
+        fprintf(stderr, "prepare: %s\n", err);
+        return 1;
+    }
+    for (k = 0; k < 2 && rc == 0; k++) {
+        data_tokens d;
+        snprintf(path, sizeof path, "%s/%s", dir, split[k]);
+        if (data_tokens_read(&d, path, err, sizeof err) != GPT_OK) {
+            rc = 1;
+        } else {
+            rc = tok_check_tokens(&tok, tok_path, &d, path, err, sizeof err) != GPT_OK;
+            data_tokens_free(&d);
+        }
+        if (rc) fprintf(stderr, "prepare: %s\n", err);
+    }
+    tok_free(&tok);
+    if (rc == 0) printf("prepare: %s is up to date (tokenizer.bin, train.bin, val.bin of this build's formats)\n", dir);
+    return rc;
 }
 
 static double seconds(clock_t a, clock_t b) { return (double)(b - a) / CLOCKS_PER_SEC; }
@@ -97,6 +129,8 @@ int main(int argc, char **argv)
             }
         } else if (strcmp(a, "--out") == 0 && i + 1 < argc) {
             out_dir = argv[++i];
+        } else if (strcmp(a, "--check") == 0 && i + 1 < argc) {
+            return check_dir(argv[++i]);
         } else if (strcmp(a, "--root") == 0 && i + 1 < argc) {
             root = argv[++i];
         } else if (a[0] == '-' && a[1] == '-') {
@@ -193,12 +227,12 @@ int main(int argc, char **argv)
         goto done;
     }
     snprintf(path, sizeof path, "%s/train.bin", out_dir);
-    if (data_tokens_write(path, train, n_train, tok.vocab_size, err, sizeof err) != GPT_OK) {
+    if (data_tokens_write(path, train, n_train, tok.vocab_size, tok_identity(&tok), err, sizeof err) != GPT_OK) {
         fprintf(stderr, "prepare: %s\n", err);
         goto done;
     }
     snprintf(path, sizeof path, "%s/val.bin", out_dir);
-    if (data_tokens_write(path, val, n_val, tok.vocab_size, err, sizeof err) != GPT_OK) {
+    if (data_tokens_write(path, val, n_val, tok.vocab_size, tok_identity(&tok), err, sizeof err) != GPT_OK) {
         fprintf(stderr, "prepare: %s\n", err);
         goto done;
     }

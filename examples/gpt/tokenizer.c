@@ -696,6 +696,28 @@ gpt_status tok_parse(tok_tokenizer *out, const unsigned char *buf, size_t len, c
     return st;
 }
 
+uint64_t tok_identity(const tok_tokenizer *t)
+{
+    unsigned char *b;
+    size_t len;
+    uint64_t h;
+    if (tok_serialize(t, &b, &len, NULL, 0) != GPT_OK) return 0;
+    h = data_fnv1a64(b, len, DATA_FNV64_INIT);
+    free(b);
+    return h;
+}
+
+gpt_status tok_check_tokens(const tok_tokenizer *t, const char *tok_path, const data_tokens *d, const char *data_path,
+                            char *err, size_t errlen)
+{
+    uint64_t id = tok_identity(t);
+    if (d->vocab_size == t->vocab_size && d->tokenizer_id == id) return GPT_OK;
+    gpt_errorf(err, errlen, "%s was made with another tokenizer than %s (vocabulary %lu, tokenizer %016llx; %s: "
+               "vocabulary %lu, %016llx): re-run build/gpt/prepare", data_path, tok_path, (unsigned long)d->vocab_size,
+               (unsigned long long)d->tokenizer_id, tok_path, (unsigned long)t->vocab_size, (unsigned long long)id);
+    return GPT_ERR_MISMATCH;
+}
+
 gpt_status tok_save(const tok_tokenizer *t, const char *path, char *err, size_t errlen)
 {
     unsigned char *b;

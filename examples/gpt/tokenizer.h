@@ -46,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -101,6 +102,16 @@ gpt_status tok_parse(tok_tokenizer *out, const unsigned char *buf, size_t len, c
 
 gpt_status tok_save(const tok_tokenizer *t, const char *path, char *err, size_t errlen);
 gpt_status tok_load(tok_tokenizer *out, const char *path, char *err, size_t errlen);
+
+/* The tokenizer's identity: FNV-1a 64 of its file image (tok_serialize), i.e. of the
+ * tokenizer.bin tok_save writes. Token files record it (data.h); 0 if out of memory. */
+uint64_t tok_identity(const tok_tokenizer *t);
+
+/* Token file d, read from data_path, was made for tokenizer t, read from tok_path: same
+ * vocabulary and same identity. GPT_OK, or GPT_ERR_MISMATCH with a message naming both files
+ * (and telling to re-run build/gpt/prepare). */
+gpt_status tok_check_tokens(const tok_tokenizer *t, const char *tok_path, const data_tokens *d, const char *data_path,
+                            char *err, size_t errlen);
 
 void tok_free(tok_tokenizer *t);
 

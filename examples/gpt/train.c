@@ -97,6 +97,7 @@ train_options train_default_options(void)
     o.diam_every = 10;
     o.log_every = 1;
     o.progress = -1;
+    o.progress_every = 30.0;
     o.temperature = 0.8;
     o.sample_seed = 1;
     o.sample_tokens = 0;
@@ -144,6 +145,7 @@ typedef struct run {
     int *full_inputs, *full_targets; /* the whole global micro-batch (every rank draws it) */
     int stop_agreed;           /* some rank was asked to stop (SIGINT/SIGTERM/SIGUSR1) */
     int bar_shown;             /* a progress bar is on the current console line */
+    double last_line;          /* when the last console line was printed (progress_every) */
     double t_start;
     double last_val_loss, last_hilbert, last_d_exact;
     const float *head_S;       /* the latest head step S: the optimizer's head_step (a device
@@ -172,11 +174,32 @@ static void console(run *r, const char *fmt, ...)
     if (r->rank != 0) return; /* rank 0 alone prints */
     clear_bar(r);
     if (r->o.quiet) return;
+    if (r->o.line_open) putchar('\n'), r->o.line_open = 0;
     if (r->o.run_name) printf("[%s] ", r->o.run_name);
     va_start(ap, fmt);
     vprintf(fmt, ap);
     va_end(ap);
     fflush(stdout);
+    r->last_line = now_seconds();
+}
+
+/* Without the bar: a plain line (no carriage return, so a log file or pipe reads it) when
+ * progress_every seconds passed since the last console line, quiet or not. */
+static void progress_line(run *r, double elapsed, long done_here)
+{
+    double now = now_seconds(), eta;
+    long k;
+    if (r->rank != 0 || r->o.progress || !(r->o.progress_every > 0) || now - r->last_line < r->o.progress_every) return;
+    eta = done_here > 0 ? elapsed / (double)done_here * (double)(r->o.steps - r->step) : 0.0;
+    k = (long)(eta + 0.5);
+    if (r->o.line_open) putchar('\n'), r->o.line_open = 0;
+    if (r->o.run_name) printf("[%s] ", r->o.run_name);
+    printf("progress: step %ld/%ld (%d%%), loss %.4f, %.0f s elapsed, ETA %ld:%02ld\n", r->step, r->o.steps,
+           (int)(100.0 * (double)r->step / (double)r->o.steps + 0.5),
+           r->res->n_steps > 0 ? r->res->steps[r->res->n_steps - 1].loss : NAN, elapsed, k / 60, k % 60);
+    fflush(stdout);
+    r->last_line = now;
+    r->res->progress_lines++;
 }
 
 static void draw_bar(run *r, double elapsed, long done_here)
@@ -199,19 +222,21 @@ static void draw_bar(run *r, double elapsed, long done_here)
 
 static int load_data(run *r)
 {
-    char path[1024], err[512];
-    snprintf(path, sizeof path, "%s/tokenizer.bin", r->o.data_dir);
-    if (tok_load(&r->tok, path, err, sizeof err) != GPT_OK)
+    char tok_path[1024], path[1024], err[1024];
+    snprintf(tok_path, sizeof tok_path, "%s/tokenizer.bin", r->o.data_dir);
+    if (tok_load(&r->tok, tok_path, err, sizeof err) != GPT_OK)
         return set_error(r->res, "tokenizer: %s (run build/gpt/prepare first)", err);
     r->have_tok = 1;
+    /* each token file records the tokenizer it was made with (data.h): the same vocabulary size
+     * is not enough */
     snprintf(path, sizeof path, "%s/train.bin", r->o.data_dir);
     if (data_tokens_read(&r->train, path, err, sizeof err) != GPT_OK) return set_error(r->res, "training data: %s", err);
+    if (tok_check_tokens(&r->tok, tok_path, &r->train, path, err, sizeof err) != GPT_OK)
+        return set_error(r->res, "training data: %s", err);
     snprintf(path, sizeof path, "%s/val.bin", r->o.data_dir);
     if (data_tokens_read(&r->val, path, err, sizeof err) != GPT_OK) return set_error(r->res, "validation data: %s", err);
-    if (r->train.vocab_size != r->tok.vocab_size || r->val.vocab_size != r->tok.vocab_size)
-        return set_error(r->res, "%s: token files have vocab %u (train) / %u (val) but the tokenizer has %u",
-                         r->o.data_dir, (unsigned)r->train.vocab_size, (unsigned)r->val.vocab_size,
-                         (unsigned)r->tok.vocab_size);
+    if (tok_check_tokens(&r->tok, tok_path, &r->val, path, err, sizeof err) != GPT_OK)
+        return set_error(r->res, "validation data: %s", err);
     if (r->train.n_tokens < (size_t)r->o.seq + 1)
         return set_error(r->res, "training data: %zu tokens, fewer than one sequence of %d + 1", r->train.n_tokens, r->o.seq);
     if (data_sequential_batches(&r->val, r->o.batch, r->o.seq) < 1)
@@ -374,10 +399,10 @@ static int check_checkpoint_fields(run *r, const ckpt_reader *ck)
     uint64_t step;
     char err[512];
     int i;
-    if (gpt_config_resolve(&cfg) != GPT_OK)
+    if (gpt_config_check(&cfg, err, sizeof err) != GPT_OK)
         return set_error(r->res, "resume: %s: field \"model.config\" is not a valid model (d_model %d, %d heads, mlp "
-                         "%d, %d layers)", ck->file, r->o.model.d_model, r->o.model.n_heads, r->o.model.mlp_hidden,
-                         r->o.model.n_layers);
+                         "%d, %d layers): %s", ck->file, r->o.model.d_model, r->o.model.n_heads, r->o.model.mlp_hidden,
+                         r->o.model.n_layers, err);
     if (ckpt_get_u64(ck, "train.step", &step, 1, err, sizeof err) ||
         ckpt_check_field(ck, "train.sampler", CKPT_U64, 2, 0, err, sizeof err) ||
         ckpt_check_field(ck, "data.train_tokens", CKPT_U64, 1, 0, err, sizeof err) ||
@@ -841,6 +866,13 @@ static int setup(run *r)
     r->o.model.vocab_size = (int)r->tok.vocab_size;
     r->o.model.seq_len = r->o.seq;
     if (have_ck && check_checkpoint_fields(r, &ck)) goto done;
+    {
+        gpt_config c = r->o.model;
+        if (gpt_config_check(&c, err, sizeof err) != GPT_OK) {
+            set_error(r->res, "%s", err);
+            goto done;
+        }
+    }
     gs = r->o.backend->create(&r->o.model, r->b_hi - r->b_lo, r->o.seq, r->o.seed, &r->be);
     if (gs != GPT_OK) {
         set_error(r->res, "backend %s: cannot create the model: %s", r->o.backend->name, gpt_status_string(gs));
@@ -1085,7 +1117,7 @@ train_outcome train_run(const train_options *opt, train_result *res)
     if (r.size > 1) r.o.progress = r.rank == 0 && opt->progress > 0; /* mpirun gives ranks a pty: bar only on request */
     r.res = res;
     r.last_d_exact = r.last_val_loss = r.last_hilbert = NAN;
-    res->seconds = now_seconds();
+    res->seconds = r.last_line = now_seconds();
     if (agree_fail(res, r.comm, setup(&r) != 0, "setup")) goto out;
     r.head_S = r.opt.head_step; /* a resumed run's last S, until the first update */
     res->first_step = r.step;
@@ -1145,6 +1177,7 @@ train_outcome train_run(const train_options *opt, train_result *res)
             }
         }
         if (r.o.progress) draw_bar(&r, now_seconds() - r.t_start, done_here);
+        else progress_line(&r, now_seconds() - r.t_start, done_here);
     }
     /* the end of the schedule: final evaluation, exact D of the last step, checkpoint */
     if (done_here > 0) {

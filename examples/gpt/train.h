@@ -87,6 +87,11 @@ typedef struct train_options {
     const char *resume;             /* checkpoint to resume from (NULL: fresh run) */
     int log_every;                  /* a console line every N updates (0: none) */
     int progress;                   /* progress bar + ETA: 1 on, 0 off, -1 when stdout is a tty */
+    double progress_every;          /* without the bar (stdout not a terminal): a plain progress line
+                                       when this many seconds passed without a console line (30;
+                                       0: none), even when quiet */
+    int line_open;                  /* the caller left the console line open ("... "): the first
+                                       progress line starts a new one */
     const char *run_name;           /* prefix of console lines (NULL: none) */
     int quiet;                      /* no console lines (errors are in train_result; the bar as set) */
     int host_optim;                 /* CUDA backend: keep the optimizer on the host (default: device) */
@@ -135,6 +140,7 @@ typedef struct train_result {
     double final_val_loss, final_diameter, final_hilbert_rms; /* NaN unless outcome is DONE */
     double seconds;
     int agreed;            /* multi-rank: every rank knows of the failure (else main aborts the job) */
+    int progress_lines;    /* plain progress lines printed (progress_every) */
 } train_result;
 
 /* Runs (or resumes) one training run. Always fills *res (free it with train_result_free);

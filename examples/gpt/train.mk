@@ -26,8 +26,13 @@ $(eval $(call gpt_test,test_train,gpt,$(GPT_TRAIN_DEPS),$(GPT_TRAIN_ALL),-DGPT_C
 GPT_FILES_TEST := $(GPT_DIR)/tests/train_files.sh
 test-build: $(GPT_TRAIN) $(GPT_PREPARE)
 GPT_TEST_BINS += $(GPT_FILES_TEST)
+# The binary's messages for a user's mistakes (issue 41, item 6) and its progress lines on a
+# non-terminal: tests/train_errors.sh, run like train_files.sh.
+GPT_ERRORS_TEST := $(GPT_DIR)/tests/train_errors.sh
+GPT_TEST_BINS += $(GPT_ERRORS_TEST)
 
-# The demo: prepare the default corpus if needed, then the experiment: head-rate sweeps of both
+# The demo: prepare the default corpus if needed (prepare --check: missing, of an older format, or
+# made with another tokenizer), then the experiment: head-rate sweeps of both
 # arms, the frontier, 3 seeds at each arm's best and at the paper's rates (20 runs, sized to finish
 # in under 3 minutes on 2 idle cores; README.md has the measured time). Override DEMO_FLAGS to resize.
 DEMO_OUT   ?= $(GPT_B)/demo
@@ -35,6 +40,6 @@ DEMO_FLAGS ?= --seeds 3 --steps 400 --layers 2 --d-model 64 --heads 2 --batch 8 
               --eval-batches 8 --panel 8 --diam-every 50
 .PHONY: demo
 demo: config $(GPT_TRAIN) $(GPT_PREPARE)
-	@test -f $(GPT_B)/data/val.bin || $(GPT_PREPARE) --out $(GPT_B)/data
+	@$(GPT_PREPARE) --check $(GPT_B)/data 2>/dev/null || $(GPT_PREPARE) --out $(GPT_B)/data
 	@echo "demo: trainer built with: openmp=$(if $(HAVE_OMP),yes,no) blas=$(if $(HAVE_BLAS),found (not linked: the trainer uses muon_sgemm),no)"
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-2} $(GPT_TRAIN) --experiment --data $(GPT_B)/data --out $(DEMO_OUT) $(DEMO_FLAGS)

@@ -169,11 +169,12 @@ static void fz_tokens(const unsigned char *p, size_t n, int file)
         FZ_CHECK(dtype == 2 || dtype == 4, "accepted dtype %u", dtype);
         FZ_CHECK(d.vocab_size == data_get_u32le(p + 8), "vocab %u, header %u", d.vocab_size, data_get_u32le(p + 8));
         FZ_CHECK(d.n_tokens == data_get_u64le(p + 16), "n_tokens %zu, header differs", d.n_tokens);
+        FZ_CHECK(d.tokenizer_id == data_get_u64le(p + 24), "tokenizer_id, header differs");
         FZ_CHECK(n == DATA_HEADER_BYTES + DATA_TRAILER_BYTES + d.n_tokens * dtype,
                  "%zu tokens of %u bytes accepted from %zu bytes", d.n_tokens, dtype, n);
         for (i = 0; i < d.n_tokens; i++) {
-            uint32_t v = dtype == 2 ? (uint32_t)p[24 + 2 * i] | (uint32_t)p[25 + 2 * i] << 8
-                                    : data_get_u32le(p + 24 + 4 * i);
+            const uint8_t *t = p + DATA_HEADER_BYTES;
+            uint32_t v = dtype == 2 ? (uint32_t)t[2 * i] | (uint32_t)t[2 * i + 1] << 8 : data_get_u32le(t + 4 * i);
             FZ_CHECK(d.tokens[i] == v && v < d.vocab_size, "token %zu: %u (file %u), vocab %u", i, d.tokens[i], v,
                      d.vocab_size);
         }

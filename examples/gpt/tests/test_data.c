@@ -39,11 +39,11 @@ static void roundtrip_case(uint32_t vocab, size_t n, size_t want_dtype)
     size_t rawlen = 0;
     if (n) t[n - 1] = vocab - 1;
     memset(&d, 0, sizeof d);
-    CHECK(data_tokens_write(path, t, n, vocab, err, sizeof err) == GPT_OK);
+    CHECK(data_tokens_write(path, t, n, vocab, 0x0123456789abcdefULL + n, err, sizeof err) == GPT_OK);
     CHECK(data_read_file(path, &raw, &rawlen, err, sizeof err) == GPT_OK);
     CHECK(rawlen == DATA_HEADER_BYTES + want_dtype * n + DATA_TRAILER_BYTES && memcmp(raw, "RNTD", 4) == 0);
     CHECK(data_tokens_read(&d, path, err, sizeof err) == GPT_OK);
-    CHECK(d.vocab_size == vocab && d.n_tokens == n && (n == 0 || memcmp(d.tokens, t, n * sizeof(uint32_t)) == 0));
+    CHECK(d.vocab_size == vocab && d.tokenizer_id == 0x0123456789abcdefULL + n && d.n_tokens == n && (n == 0 || memcmp(d.tokens, t, n * sizeof(uint32_t)) == 0));
     data_tokens_free(&d);
     free(raw);
     free(t);
@@ -62,9 +62,9 @@ static void test_token_file_roundtrip(void)
         unsigned char *b = NULL;
         size_t len = 0;
         char err[256];
-        CHECK(data_tokens_serialize(t, 3, 50, &b, &len, err, sizeof err) == GPT_ERR_DOMAIN && b == NULL);
+        CHECK(data_tokens_serialize(t, 3, 50, 1, &b, &len, err, sizeof err) == GPT_ERR_DOMAIN && b == NULL);
         CHECK(strstr(err, "vocab_size") != NULL);
-        CHECK(data_tokens_serialize(t, 3, 0, &b, &len, err, sizeof err) == GPT_ERR_DOMAIN);
+        CHECK(data_tokens_serialize(t, 3, 0, 1, &b, &len, err, sizeof err) == GPT_ERR_DOMAIN);
     }
 }
 
@@ -98,7 +98,7 @@ static void test_bad_token_files(void)
     size_t len = 0, i, cuts[] = {0, 2, 4, 6, 8, 16, 23, 24, 31, 32, 100, 0, 0};
     char err[256];
     int bad = 0;
-    CHECK(data_tokens_serialize(t, 100, 1000, &good, &len, err, sizeof err) == GPT_OK && len == 24 + 200 + 8);
+    CHECK(data_tokens_serialize(t, 100, 1000, 1, &good, &len, err, sizeof err) == GPT_OK && len == 32 + 200 + 8);
     b = (unsigned char *)malloc(len + 8);
     cuts[11] = len - 8;
     cuts[12] = len - 1;
@@ -110,6 +110,8 @@ static void test_bad_token_files(void)
     memcpy(b, good, len);
     data_put_u32le(b + 4, 7);
     CHECK(bad_case(b, len, GPT_ERR_VERSION, "version"));
+    data_put_u32le(b + 4, 1); /* the format before the tokenizer's identity */
+    CHECK(bad_case(b, len, GPT_ERR_VERSION, "re-run build/gpt/prepare"));
     for (i = 8, bad = 0; i < len; i++) {
         if (i >= 12 && i < 24) continue; /* dtype and count change the expected size */
         memcpy(b, good, len);
@@ -126,8 +128,8 @@ static void test_bad_token_files(void)
     CHECK(bad == 0);
     /* intact checksum, invalid content */
     memcpy(b, good, len);
-    b[24 + 2 * 10] = 0xE8; /* token 10 := 1000 (0x03E8) = vocab_size */
-    b[24 + 2 * 10 + 1] = 0x03;
+    b[DATA_HEADER_BYTES + 2 * 10] = 0xE8; /* token 10 := 1000 (0x03E8) = vocab_size */
+    b[DATA_HEADER_BYTES + 2 * 10 + 1] = 0x03;
     refresh_checksum(b, len);
     CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "index 10"));
     memcpy(b, good, len);
@@ -298,7 +300,7 @@ static void test_pipeline(void)
         CHECK(tok_encode(&tk, (const unsigned char *)docs[i], lens[i], ids + n, lens[i], &k) == GPT_OK);
         n += k;
     }
-    CHECK(data_tokens_write("test_data_pipe.bin", ids, n, tk.vocab_size, err, sizeof err) == GPT_OK);
+    CHECK(data_tokens_write("test_data_pipe.bin", ids, n, tk.vocab_size, tok_identity(&tk), err, sizeof err) == GPT_OK);
     CHECK(data_tokens_read(&d, "test_data_pipe.bin", err, sizeof err) == GPT_OK && d.n_tokens == n);
     CHECK(tok_decode(&tk, d.tokens, d.n_tokens, back, sizeof back, &n_out) == GPT_OK && n_out == 57);
     CHECK(memcmp(back, text, 57) == 0);

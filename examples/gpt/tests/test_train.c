@@ -23,6 +23,7 @@ static char g_dir[64];      /* temp directory of this test run */
 static char g_data[128];    /* g_dir/data: tokenizer.bin, train.bin, val.bin */
 
 static void path_in(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s", g_dir, name); }
+static int parse_caught(int argc, char **argv, char *msg, size_t cap);
 
 /* A small corpus with structure (random sentences over a few words), its tokenizer and splits. */
 static int make_data(const char *dir)
@@ -48,9 +49,9 @@ static int make_data(const char *dir)
     ok &= tok_save(&tok, path, NULL, 0) == GPT_OK;
     i = n_ids * 9 / 10;
     snprintf(path, sizeof path, "%s/train.bin", dir);
-    ok &= data_tokens_write(path, ids, i, tok.vocab_size, NULL, 0) == GPT_OK;
+    ok &= data_tokens_write(path, ids, i, tok.vocab_size, tok_identity(&tok), NULL, 0) == GPT_OK;
     snprintf(path, sizeof path, "%s/val.bin", dir);
-    ok &= data_tokens_write(path, ids + i, n_ids - i, tok.vocab_size, NULL, 0) == GPT_OK;
+    ok &= data_tokens_write(path, ids + i, n_ids - i, tok.vocab_size, tok_identity(&tok), NULL, 0) == GPT_OK;
     tok_free(&tok);
     free(text);
     free(ids);
@@ -897,17 +898,141 @@ static void test_sample_from_finished_checkpoint(void)
     train_result_free(&r);
 }
 
-/* A diverging run stops naming the step and a tensor. */
+/* lr x weight decay above 1 is refused up front, naming the flags, the product and the limit
+ * (issue 41 item 6): by the command line, and by train_run before anything is trained. */
+static void test_lr_wd_limit_named(void)
+{
+    char msg[512];
+    char *a[] = {"train", "--lr-muon", "100"};
+    char *b[] = {"train", "--head", "rownorm", "--wd-head", "1", "--lr-head", "3"};
+    char *c[] = {"train", "--experiment", "--lr-head-adamw", "20"};
+    char *d[] = {"train", "--experiment", "--sweep-rownorm", "1e-3", "--wd-embed", "0.5", "--lr-embed", "4"};
+    train_options o = tiny();
+    train_result r;
+    CHECK_MSG(parse_caught(3, a, msg, sizeof msg) == -1 &&
+                  strstr(msg, "--lr-muon 100 with --wd-muon 0.1: lr x weight decay = 10 must be <= 1"), "%s", msg);
+    CHECK_MSG(parse_caught(7, b, msg, sizeof msg) == -1 && strstr(msg, "--lr-head 3 with --wd-head 1"), "%s", msg);
+    CHECK_MSG(parse_caught(4, c, msg, sizeof msg) == -1 && strstr(msg, "--lr-head-adamw 20") &&
+                  strstr(msg, "adamw arm's head weight decay 0.1") && strstr(msg, "= 2 must be <= 1"), "%s", msg);
+    CHECK_MSG(parse_caught(8, d, msg, sizeof msg) == -1 && strstr(msg, "--lr-embed 4 with --wd-embed 0.5"), "%s", msg);
+    o.recipe.head_lr = 20;
+    CHECK(train_run(&o, &r) == TRAIN_FAILED && r.n_steps == 0);
+    CHECK_MSG(strstr(r.error, "--lr-head 20 with --wd-head 0.1: lr x weight decay = 2 must be <= 1"), "%s", r.error);
+    train_result_free(&r);
+}
+
+/* Each rule of the model config fails with its own message, naming the flags (issue 41 item 6). */
+static void test_model_config_rules_named(void)
+{
+    static const struct {
+        int layers, d, heads, mlp;
+        const char *w1, *w2;
+    } cases[] = {
+        {1, 65, 2, 0, "--d-model 65", "not a multiple of --heads 2"},
+        {1, 6, 2, 0, "--d-model 6 / --heads 2 = 3", "even"},
+        {1, 16, 2, (1 << 20) + 1, "--mlp 1048577", "outside 1..1048576"},
+        {1 << 20, 1 << 20, 2, 8, "parameters", "1e12"},
+    };
+    size_t k;
+    for (k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        train_options o = tiny();
+        train_result r;
+        o.model.n_layers = cases[k].layers, o.model.d_model = cases[k].d, o.model.n_heads = cases[k].heads;
+        o.model.mlp_hidden = cases[k].mlp;
+        CHECK(train_run(&o, &r) == TRAIN_FAILED);
+        CHECK_MSG(strstr(r.error, cases[k].w1) && strstr(r.error, cases[k].w2), "case %zu: '%s'", k, r.error);
+        train_result_free(&r);
+    }
+}
+
+/* A token file made with another tokenizer of the same vocabulary size is refused, naming both
+ * files; so is one of the old format (version 1, no tokenizer recorded). */
+static void test_token_files_carry_their_tokenizer(void)
+{
+    char dir[160], from[256], to[256];
+    const char *files[2] = {"tokenizer.bin", "train.bin"};
+    uint32_t ids[2000];
+    tok_tokenizer other;
+    train_options o = tiny();
+    unsigned char one[4];
+    size_t i;
+    int f;
+    path_in(dir, sizeof dir, "mixed");
+    mkdir(dir, 0777);
+    for (f = 0; f < 2; f++) {
+        snprintf(from, sizeof from, "%s/%s", g_data, files[f]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[f]);
+        copy_damaged(from, to, (size_t)-1, 0, NULL, 0);
+    }
+    { /* another tokenizer of 300 tokens: the merges of other text */
+        char text[6000];
+        size_t n = 0;
+        while (n + 40 < sizeof text) n += (size_t)sprintf(text + n, "zq%lu xv%lu wy, ", (unsigned long)(n % 97), (unsigned long)(n % 89));
+        CHECK(tok_train(&other, (const unsigned char *)text, n, 300, NULL, 0) == GPT_OK && other.vocab_size == 300);
+        for (i = 0; i < 2000; i++) ids[i] = (uint32_t)(i * 7 % 300);
+        snprintf(to, sizeof to, "%s/val.bin", dir);
+        CHECK(data_tokens_write(to, ids, 2000, other.vocab_size, tok_identity(&other), NULL, 0) == GPT_OK);
+        tok_free(&other);
+    }
+    o.data_dir = dir;
+    snprintf(from, sizeof from, "%s/tokenizer.bin", dir);
+    expect_failure(&o, to, "another tokenizer than");
+    expect_failure(&o, from, "prepare");
+    snprintf(from, sizeof from, "%s/val.bin", g_data);
+    data_put_u32le(one, 1);
+    copy_damaged(from, to, (size_t)-1, 4, one, 4);
+    expect_failure(&o, "val.bin: token file version 1", "re-run build/gpt/prepare");
+}
+
+/* --resume with flags the checkpoint decides: each one whose value differs is named with the
+ * checkpoint's value; the same values (or flags the checkpoint does not decide) pass. */
+static void test_resume_conflicting_flags_named(void)
+{
+    train_options o = tiny();
+    train_result r;
+    train_cli cli;
+    char ck[160], msg[1024];
+    path_in(ck, sizeof ck, "conflicts.ck");
+    o.ckpt_path = ck;
+    o.steps = 3;
+    CHECK(train_run(&o, &r) == TRAIN_DONE);
+    train_result_free(&r);
+    {
+        char *a[] = {"train", "--resume", ck, "--steps", "100", "--d-model", "128", "--head", "adamw", "--lr-head", "0.5",
+                     "--ns-per-head", "--sample", "5"};
+        memset(&cli, 0, sizeof cli);
+        cli.opt = train_default_options();
+        CHECK(cli_parse(&cli, 14, a) == 0);
+        CHECK(cli_resume_conflicts(&cli, msg, sizeof msg) == 4);
+        CHECK_MSG(strstr(msg, "--steps 100 (the checkpoint's: 3)") && strstr(msg, "--d-model 128 (the checkpoint's: 16)") &&
+                      strstr(msg, "--lr-head 0.5 (the checkpoint's: 0.004)") &&
+                      strstr(msg, "--ns-per-head (the checkpoint's: off)") && !strstr(msg, "--head ") &&
+                      !strstr(msg, "--sample"),
+                  "%s", msg);
+    }
+    {
+        char *b[] = {"train", "--resume", ck, "--steps", "3", "--d-model", "16", "--layers", "1", "--head", "adamw",
+                     "--lr-head", "4e-3", "--sample", "5"};
+        memset(&cli, 0, sizeof cli);
+        cli.opt = train_default_options();
+        CHECK(cli_parse(&cli, 15, b) == 0);
+        CHECK_MSG(cli_resume_conflicts(&cli, msg, sizeof msg) == 0, "%s", msg);
+    }
+}
+
+/* A diverging run stops naming the step, the loss and a tensor (or the activations). */
 static void test_nonfinite_loss_stops(void)
 {
     train_options o = tiny();
     train_result r;
     o.recipe.head_lr = 1e30;
-    o.recipe.head_wd = 1.0;
+    o.recipe.head_wd = 0.0; /* lr x wd <= 1, else refused before the first step */
+    o.recipe.muon_lr = 1e30, o.recipe.muon_wd = 0.0; /* block matrices of 1e30: the activations overflow */
     o.recipe.clip = 0.0;
     o.recipe.warmup_frac = 0.0;
     CHECK(train_run(&o, &r) == TRAIN_FAILED);
-    CHECK_MSG(strstr(r.error, "step ") != NULL && (strstr(r.error, "lm_head") != NULL || strstr(r.error, "non-finite") != NULL),
+    CHECK_MSG(strstr(r.error, "step ") != NULL && strstr(r.error, "loss is") != NULL &&
+                  (strstr(r.error, "non-finite tensor") != NULL || strstr(r.error, "activations overflowed") != NULL),
               "error: %s", r.error);
     CHECK(r.last_step < 12);
     train_result_free(&r);
@@ -1006,6 +1131,11 @@ static void test_flags_of_the_other_mode(void)
     CHECK(parse_caught(4, d, msg, sizeof msg) == -1 && strstr(msg, "--sweep-adamw") && strstr(msg, "positive rates"));
     CHECK(parse_caught(6, e, msg, sizeof msg) == -1 && strstr(msg, "give one of them"));
     CHECK(parse_caught(4, f, msg, sizeof msg) == -1 && strstr(msg, "both"));
+    { /* a flag taken as the value of the flag before it is named as such */
+        char *g[] = {"train", "--steps", "--seed", "2"};
+        CHECK_MSG(parse_caught(4, g, msg, sizeof msg) == -1 && strstr(msg, "--steps needs a value") &&
+                      strstr(msg, "got the flag --seed"), "%s", msg);
+    }
     memset(&cli, 0, sizeof cli);
     cli.opt = train_default_options();
     cli.sweep_extend = 2;
@@ -1175,6 +1305,10 @@ int main(void)
     RUN(test_non_regular_inputs_refused);
     RUN(test_outputs_refused_or_written_through);
     RUN(test_nonfinite_loss_stops);
+    RUN(test_model_config_rules_named);
+    RUN(test_lr_wd_limit_named);
+    RUN(test_resume_conflicting_flags_named);
+    RUN(test_token_files_carry_their_tokenizer);
     RUN(test_sample_from_finished_checkpoint);
     RUN(test_thread_count_does_not_change_results);
     {
