@@ -53,7 +53,7 @@ bench-host-regions: $(B)/bench/host_regions
 
 bench-host: $(B)/bench/host_share $(B)/bench/host_threads $(B)/bench/host_threshold $(GPT_TRAIN) $(GPT_PREPARE)
 	@echo "machine: $$(lscpu | sed -n 's/^Model name: *//p'), $$(nproc) CPUs; load $$(cut -d' ' -f1-3 /proc/loadavg)"
-	@test -f $(GPT_B)/data/val.bin || $(GPT_PREPARE) --out $(GPT_B)/data
+	@$(GPT_PREPARE) --check $(GPT_B)/data 2>/dev/null || $(GPT_PREPARE) --out $(GPT_B)/data
 	$(B)/bench/host_share --train $(GPT_TRAIN) --data $(GPT_B)/data
 	$(B)/bench/host_threads
 	$(B)/bench/host_threshold
