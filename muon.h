@@ -97,7 +97,7 @@
  * program's threads, busy processes) a team region waits for its slowest member: the library
  * watches its team regions and, while they are held up, runs its regions on the calling thread
  * for 20 ms to 1 s at a time (muon_team; docs/embedding.md, "Shared machines"); results do not
- * depend on it. That rule's two doubles (per process, OpenMP atomics) are the only global mutable
+ * depend on it. That rule's four doubles (per process, OpenMP atomics) are the only global mutable
  * state: distinct states may be stepped from distinct threads.
  *
  * Determinism: every reduction that decides a result (Frobenius norms, dot products of the
@@ -2421,17 +2421,15 @@ static void muon__gemm_part(const muon__gemm_problem *g, const muon__gemm_kernel
  * spin meanwhile, taking the cores the late one needs: a step of many short regions then runs
  * 2-100x slower than on one thread (issue 40, bench/host_share.c). So the library watches its
  * own team regions: the products' regions record when their last member started and their first
- * finished; a region that lost more than a quarter of its time (and 0.3 ms) that way says the
- * machine is short of cores, and the library's regions then run on their calling thread for a
- * while (20 ms, doubling while the next team region is held up again, at most 1 s), then try the
- * team again. Nothing of the host's is changed (no omp_set_*, no environment); results do not
+ * finished. When 40 % of 30 ms of team-region time was lost that way the machine is short of
+ * cores, and the library's regions run on their calling thread for 20 ms, twice as long each
+ * time the team is held up again soon after (at most 1 s), then try the team again. Nothing of the host's is changed (no omp_set_*, no environment); results do not
  * depend on the team (every product and pass computes each element the same on any thread), so
- * only the speed changes. The state is two doubles per process, read and written with OpenMP
+ * only the speed changes. The state is four doubles per process, read and written with OpenMP
  * atomics (a host may step from several threads). It needs OpenMP 3.1 (min/max reductions,
  * atomic read/write); older runtimes (MSVC's /openmp, 2.0) keep the team always.
  * muon_team() gives a host's own regions the same answer. */
 #if defined(_OPENMP) && _OPENMP >= 201107
-#define MUON__GATE 1
 #define MUON__GATE_WINDOW 0.03    /* team-region seconds judged together */
 #define MUON__GATE_LOST_FRAC 0.4   /* lost share of them that marks the team held up */
 #define MUON__GATE_SOLO_MIN 0.02   /* the first one-thread period (s) */
@@ -2503,18 +2501,6 @@ static void muon__gate_note(double t0, double last_in, double first_out)
 static int muon__gate(int nt) { return nt; }
 #endif
 
-MUONDEF int muon_team(int threads)
-{
-#ifdef _OPENMP
-    if (threads <= 0) threads = omp_get_max_threads();
-    if (omp_get_active_level() >= omp_get_max_active_levels()) return 1;
-    return muon__gate(threads < 1 ? 1 : threads);
-#else
-    (void)threads;
-    return muon__gate(1);
-#endif
-}
-
 static MUON__ALWAYS_INLINE void muon__gemm_drive(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
                              const muon__gemm_blocks *bl, unsigned char *ws, int nthreads)
 {
@@ -2581,6 +2567,8 @@ static int muon__threads_for(double mnk, int cap)
     if (t < 1) t = 1;
     return muon__gate(t);
 }
+/* a host's region: the products' rule without their size threshold */
+MUONDEF int muon_team(int threads) { return muon__threads_for(MUON_GEMM_PARALLEL_MIN, threads); }
 static int muon__gemm_threads_wanted(const muon__gemm_problem *g, int cap)
 {
     return muon__threads_for((double)g->m * (double)g->n * (double)g->k, cap);

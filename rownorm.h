@@ -77,7 +77,7 @@
  * token panels (one parallel region; per-token max/min, which do not depend on order): results
  * are independent of the thread count. On a machine short of cores the library's team regions
  * wait for their slowest member; while they are held up its regions run on the calling thread
- * for 20 ms to 1 s at a time (docs/embedding.md, "Shared machines"); that rule's two doubles
+ * for 20 ms to 1 s at a time (docs/embedding.md, "Shared machines"); that rule's four doubles
  * (per process, OpenMP atomics) are its only global state. Without OpenMP everything is
  * single-threaded.
  *
@@ -1898,13 +1898,12 @@ RN__FN size_t rn__team(void)
  * and under OpenMP's default wait policy the members that arrived spin meanwhile, taking the
  * cores the late one needs (issue 40, bench/host_share.c). So the library watches its team
  * regions (the RowNorm sweep, the diameter's tile scan, the RMS tiles): each notes when its last
- * member started and its first finished; a region that lost more than a quarter of its time
- * (and 0.3 ms) that way says the machine is short of cores, and the library's regions then run
- * on the calling thread for a while (20 ms, doubling while the next team region is held up
- * again, at most 1 s), then try the team again. Nothing of the host's is changed; results do not
- * depend on the team (the passes are per row chunk, the scans' tie rule is thread-free), so only
- * the speed changes. Elementwise passes below RN__PAR_MIN elements stay on one thread. The
- * state is two doubles per process, read and written with OpenMP atomics; it needs OpenMP 3.1
+ * member started and its first finished. When 40 % of 30 ms of team-region time was lost that
+ * way the machine is short of cores, and the library's regions run on the calling thread for
+ * 20 ms, twice as long each time the team is held up again soon after (at most 1 s), then try
+ * the team again. Nothing of the host's is changed; results do not depend on the team (the
+ * passes are per row chunk, the scans' tie rule is thread-free), so only the speed changes. Elementwise passes below RN__PAR_MIN elements stay on one thread. The
+ * state is four doubles per process, read and written with OpenMP atomics; it needs OpenMP 3.1
  * (older runtimes keep the team always). muon.h does the same for its regions (muon_team). */
 #define RN__PAR_MIN 65536.0 /* elements below which a RowNorm pass stays on one thread */
 #if defined(_OPENMP) && _OPENMP >= 201107
