@@ -268,7 +268,7 @@ gpt_status data_write_file_atomic(const char *path, const void *buf, size_t n, c
 static unsigned data__dtype(uint32_t vocab_size) { return vocab_size <= 65536u ? 2u : 4u; }
 
 gpt_status data_tokens_serialize(const uint32_t *tokens, size_t n, uint32_t vocab_size, uint64_t tokenizer_id,
-                                  unsigned char **buf, size_t *len, char *err, size_t errlen)
+                                  uint64_t corpus_id, unsigned char **buf, size_t *len, char *err, size_t errlen)
 {
     unsigned dt;
     size_t i, total;
@@ -305,6 +305,7 @@ gpt_status data_tokens_serialize(const uint32_t *tokens, size_t n, uint32_t voca
     data_put_u32le(b + 12, dt);
     data_put_u64le(b + 16, (uint64_t)n);
     data_put_u64le(b + 24, tokenizer_id);
+    data_put_u64le(b + 32, corpus_id);
     p = b + DATA_HEADER_BYTES;
     for (i = 0; i < n; i++) {
         if (dt == 2) {
@@ -323,11 +324,11 @@ gpt_status data_tokens_serialize(const uint32_t *tokens, size_t n, uint32_t voca
 }
 
 gpt_status data_tokens_write(const char *path, const uint32_t *tokens, size_t n, uint32_t vocab_size,
-                              uint64_t tokenizer_id, char *err, size_t errlen)
+                              uint64_t tokenizer_id, uint64_t corpus_id, char *err, size_t errlen)
 {
     unsigned char *b;
     size_t len;
-    gpt_status st = data_tokens_serialize(tokens, n, vocab_size, tokenizer_id, &b, &len, err, errlen);
+    gpt_status st = data_tokens_serialize(tokens, n, vocab_size, tokenizer_id, corpus_id, &b, &len, err, errlen);
     if (st != GPT_OK) return st;
     st = data_write_file_atomic(path, b, len, err, errlen);
     free(b);
@@ -339,7 +340,7 @@ gpt_status data_tokens_parse(data_tokens *out, const unsigned char *buf, size_t 
 {
     uint32_t version, vocab, dt;
     uint64_t n64, sum;
-    size_t n, i, want;
+    size_t n, i, want, hb; /* hb: the header's size in this file's version */
     uint32_t *toks;
     const unsigned char *p;
     if (!out || (!buf && len)) {
@@ -367,26 +368,27 @@ gpt_status data_tokens_parse(data_tokens *out, const unsigned char *buf, size_t 
                    "re-run build/gpt/prepare", name, DATA_VERSION);
         return GPT_ERR_VERSION;
     }
-    if (version != DATA_VERSION) {
-        gpt_errorf(err, errlen, "%s: unsupported token file version %lu (this build reads version %u)",
+    if (version != DATA_VERSION && version != 2) { /* version 2: no corpus_id */
+        gpt_errorf(err, errlen, "%s: unsupported token file version %lu (this build reads versions 2 and %u)",
                   name, (unsigned long)version, DATA_VERSION);
         return GPT_ERR_VERSION;
     }
-    if (len < DATA_HEADER_BYTES) {
-        gpt_errorf(err, errlen, "%s: truncated: %lu bytes, header needs %u", name, (unsigned long)len,
-                  DATA_HEADER_BYTES);
+    hb = version == 2 ? 32u : DATA_HEADER_BYTES;
+    if (len < hb) {
+        gpt_errorf(err, errlen, "%s: truncated: %lu bytes, header needs %lu", name, (unsigned long)len,
+                  (unsigned long)hb);
         return GPT_ERR_TRUNCATED;
     }
-    if (len < DATA_HEADER_BYTES + DATA_TRAILER_BYTES) {
-        gpt_errorf(err, errlen, "%s: truncated: %lu bytes, header and checksum need %u", name,
-                  (unsigned long)len, DATA_HEADER_BYTES + DATA_TRAILER_BYTES);
+    if (len < hb + DATA_TRAILER_BYTES) {
+        gpt_errorf(err, errlen, "%s: truncated: %lu bytes, header and checksum need %lu", name,
+                  (unsigned long)len, (unsigned long)(hb + DATA_TRAILER_BYTES));
         return GPT_ERR_TRUNCATED;
     }
     vocab = data_get_u32le(buf + 8);
     dt = data_get_u32le(buf + 12);
     n64 = data_get_u64le(buf + 16);
-    want = (dt == 2 || dt == 4) && n64 <= (uint64_t)(((size_t)-1 - DATA_HEADER_BYTES - DATA_TRAILER_BYTES) / 4)
-               ? DATA_HEADER_BYTES + (size_t)n64 * dt + DATA_TRAILER_BYTES
+    want = (dt == 2 || dt == 4) && n64 <= (uint64_t)(((size_t)-1 - hb - DATA_TRAILER_BYTES) / 4)
+               ? hb + (size_t)n64 * dt + DATA_TRAILER_BYTES
                : (size_t)-1;
     /* Checksum first: a file that matches it is intact, so any later complaint is about content. */
     sum = data_fnv1a64(buf, len - DATA_TRAILER_BYTES, DATA_FNV64_INIT);
@@ -410,7 +412,7 @@ gpt_status data_tokens_parse(data_tokens *out, const unsigned char *buf, size_t 
         gpt_errorf(err, errlen, "%s: out of memory for %lu tokens", name, (unsigned long)n);
         return GPT_ERR_NOMEM;
     }
-    p = buf + DATA_HEADER_BYTES;
+    p = buf + hb;
     for (i = 0; i < n; i++) {
         uint32_t t = dt == 2 ? (uint32_t)p[2 * i] | ((uint32_t)p[2 * i + 1] << 8) : data_get_u32le(p + 4 * i);
         if (t >= vocab) {
@@ -423,6 +425,7 @@ gpt_status data_tokens_parse(data_tokens *out, const unsigned char *buf, size_t 
     }
     out->vocab_size = vocab;
     out->tokenizer_id = data_get_u64le(buf + 24);
+    out->corpus_id = version == 2 ? 0 : data_get_u64le(buf + 32);
     out->n_tokens = n;
     out->tokens = toks;
     return GPT_OK;
@@ -562,10 +565,46 @@ const char *const data_default_corpus_files[] = {
     NULL
 };
 
+/* Appends n documents, document i being len[i] bytes at text + off[i], all or nothing. */
+static gpt_status data__corpus_append(data_corpus *c, const unsigned char *text, const size_t *off, const size_t *len,
+                                      size_t n, const char *name, char *err, size_t errlen)
+{
+    size_t i, total = 0, *starts;
+    unsigned char *t;
+    for (i = 0; i < n; i++) {
+        if (len[i] > (size_t)-1 - total) total = (size_t)-1;
+        else total += len[i];
+    }
+    if (total > (size_t)-1 - c->n_bytes - 1 || n > (size_t)-1 / sizeof(size_t) - c->n_docs - 2) {
+        gpt_errorf(err, errlen, "%s: corpus too large", name);
+        return GPT_ERR_SIZE;
+    }
+    t = (unsigned char *)realloc(c->text, c->n_bytes + total + 1);
+    if (!t) {
+        gpt_errorf(err, errlen, "%s: out of memory", name);
+        return GPT_ERR_NOMEM;
+    }
+    c->text = t; /* a larger buffer with the same content: c is still consistent */
+    starts = (size_t *)realloc(c->doc_start, (c->n_docs + n + 2) * sizeof(size_t));
+    if (!starts) {
+        gpt_errorf(err, errlen, "%s: out of memory", name);
+        return GPT_ERR_NOMEM;
+    }
+    c->doc_start = starts;
+    if (c->n_docs == 0) starts[0] = 0;
+    for (i = 0; i < n; i++) {
+        if (len[i]) memcpy(t + c->n_bytes, text + off[i], len[i]);
+        c->n_bytes += len[i];
+        c->n_docs += 1;
+        starts[c->n_docs] = c->n_bytes;
+    }
+    return GPT_OK;
+}
+
 gpt_status data_corpus_add_file(data_corpus *c, const char *path, char *err, size_t errlen)
 {
-    unsigned char *b, *text;
-    size_t len, *starts;
+    unsigned char *b;
+    size_t len, off = 0;
     gpt_status st;
     if (!c || !path) {
         gpt_errorf(err, errlen, "data_corpus_add_file: null argument");
@@ -573,32 +612,172 @@ gpt_status data_corpus_add_file(data_corpus *c, const char *path, char *err, siz
     }
     st = data_read_file(path, &b, &len, err, errlen);
     if (st != GPT_OK) return st;
-    if (len > (size_t)-1 - c->n_bytes - 1 || c->n_docs + 2 > (size_t)-1 / sizeof(size_t)) {
-        free(b);
-        gpt_errorf(err, errlen, "%s: corpus too large", path);
-        return GPT_ERR_SIZE;
-    }
-    text = (unsigned char *)realloc(c->text, c->n_bytes + len + 1);
-    if (!text) {
-        free(b);
-        gpt_errorf(err, errlen, "%s: out of memory", path);
-        return GPT_ERR_NOMEM;
-    }
-    c->text = text; /* a larger buffer with the same content: c is still consistent */
-    starts = (size_t *)realloc(c->doc_start, (c->n_docs + 2) * sizeof(size_t));
-    if (!starts) {
-        free(b);
-        gpt_errorf(err, errlen, "%s: out of memory", path);
-        return GPT_ERR_NOMEM;
-    }
-    c->doc_start = starts;
-    if (c->n_docs == 0) starts[0] = 0;
-    memcpy(text + c->n_bytes, b, len);
+    st = data__corpus_append(c, b, &off, &len, 1, path, err, errlen);
     free(b);
-    c->n_bytes += len;
-    c->n_docs += 1;
-    starts[c->n_docs] = c->n_bytes;
+    return st;
+}
+
+uint64_t data_corpus_id(const data_corpus *c)
+{
+    uint64_t h = DATA_FNV64_INIT;
+    size_t i;
+    if (!c) return 0;
+    for (i = 0; i < c->n_docs; i++) {
+        unsigned char l[8];
+        size_t n = c->doc_start[i + 1] - c->doc_start[i];
+        data_put_u64le(l, (uint64_t)n);
+        h = data_fnv1a64(l, 8, h);
+        h = data_fnv1a64(c->text + c->doc_start[i], n, h);
+    }
+    return h;
+}
+
+static const char data__snapshot_head[] =
+    "# rownorm corpus snapshot 1: documents, each as a line \"@@ LENGTH NAME\", LENGTH bytes, a newline\n";
+
+gpt_status data_snapshot_serialize(const char *const *names, const unsigned char *const *text, const size_t *len,
+                                   size_t n, unsigned char **buf, size_t *buflen, char *err, size_t errlen)
+{
+    size_t i, total = sizeof data__snapshot_head - 1, at;
+    unsigned char *b;
+    if (!buf || !buflen || (n && (!names || !text || !len))) {
+        gpt_errorf(err, errlen, "data_snapshot_serialize: null argument");
+        return GPT_ERR_NULL;
+    }
+    for (i = 0; i < n; i++) {
+        size_t nl = names[i] ? strlen(names[i]) : 0;
+        if (nl == 0 || nl > 255 || strchr(names[i], '\n') || (len[i] && !text[i])) {
+            gpt_errorf(err, errlen, "data_snapshot_serialize: document %lu: a name must be 1..255 bytes without a "
+                       "newline", (unsigned long)i);
+            return GPT_ERR_DOMAIN;
+        }
+        if (len[i] > ((size_t)-1 - total) / 2 - 300) {
+            gpt_errorf(err, errlen, "data_snapshot_serialize: too large");
+            return GPT_ERR_SIZE;
+        }
+        total += 3 + 20 + 1 + nl + 1 + len[i] + 1;
+    }
+    b = (unsigned char *)malloc(total);
+    if (!b) {
+        gpt_errorf(err, errlen, "data_snapshot_serialize: out of memory");
+        return GPT_ERR_NOMEM;
+    }
+    memcpy(b, data__snapshot_head, sizeof data__snapshot_head - 1);
+    at = sizeof data__snapshot_head - 1;
+    for (i = 0; i < n; i++) {
+        at += (size_t)sprintf((char *)b + at, "@@ %lu %s\n", (unsigned long)len[i], names[i]);
+        if (len[i]) memcpy(b + at, text[i], len[i]);
+        at += len[i];
+        b[at++] = '\n';
+    }
+    *buf = b;
+    *buflen = at;
     return GPT_OK;
+}
+
+gpt_status data_corpus_add_snapshot(data_corpus *c, const char *path, char *err, size_t errlen)
+{
+    unsigned char *b;
+    size_t n, at, k = 0, cap = 0, line = 1, *off = NULL, *len = NULL;
+    const size_t hl = sizeof data__snapshot_head - 1;
+    gpt_status st;
+    if (!c || !path) {
+        gpt_errorf(err, errlen, "data_corpus_add_snapshot: null argument");
+        return GPT_ERR_NULL;
+    }
+    st = data_read_file(path, &b, &n, err, errlen);
+    if (st != GPT_OK) return st;
+    if (n < hl || memcmp(b, data__snapshot_head, hl) != 0) {
+        free(b);
+        gpt_errorf(err, errlen, "%s:1: not a corpus snapshot (its first line must be: %.*s)", path, (int)hl - 1,
+                   data__snapshot_head);
+        return GPT_ERR_MAGIC;
+    }
+    at = hl;
+    st = GPT_OK;
+    while (at < n && st == GPT_OK) {
+        size_t e = at, v = 0, digits = 0, q;
+        line++;
+        while (e < n && b[e] != '\n') e++;
+        /* "@@ LENGTH NAME" */
+        if (e == n || e - at < 6 || memcmp(b + at, "@@ ", 3) != 0) {
+            st = GPT_ERR_CORRUPT;
+            break;
+        }
+        for (q = at + 3; q < e && b[q] >= '0' && b[q] <= '9' && digits < 19; q++, digits++) v = 10 * v + (size_t)(b[q] - '0');
+        if (digits == 0 || q >= e || b[q] != ' ' || q + 1 == e || v > n - e - 1 || n - e - 1 - v < 1 ||
+            b[e + 1 + v] != '\n') {
+            st = GPT_ERR_CORRUPT;
+            break;
+        }
+        if (k == cap) {
+            size_t nc = cap ? 2 * cap : 64, *o2, *l2;
+            o2 = (size_t *)realloc(off, nc * sizeof *off);
+            if (o2) off = o2;
+            l2 = o2 ? (size_t *)realloc(len, nc * sizeof *len) : NULL;
+            if (l2) len = l2;
+            if (!o2 || !l2) {
+                st = GPT_ERR_NOMEM;
+                break;
+            }
+            cap = nc;
+        }
+        off[k] = e + 1, len[k] = v, k++;
+        for (q = e + 1; q < e + 1 + v; q++) line += b[q] == '\n';
+        line++; /* the document's closing newline */
+        at = e + 1 + v + 1;
+    }
+    if (st == GPT_OK && k == 0) st = GPT_ERR_CORRUPT, line = 2;
+    if (st == GPT_OK) st = data__corpus_append(c, b, off, len, k, path, err, errlen);
+    else if (st == GPT_ERR_NOMEM) gpt_errorf(err, errlen, "%s: out of memory", path);
+    else gpt_errorf(err, errlen, "%s:%lu: corrupt corpus snapshot: want a line \"@@ LENGTH NAME\", then LENGTH bytes "
+                    "(within the file) and a newline", path, (unsigned long)line);
+    free(b), free(off), free(len);
+    return st;
+}
+
+gpt_status data_corpus_add_demo(data_corpus *c, const char *root, char *err, size_t errlen)
+{
+    char path[4096];
+    data_corpus tmp;
+    gpt_status st;
+    uint64_t id;
+    int w;
+    if (!c) {
+        gpt_errorf(err, errlen, "data_corpus_add_demo: null argument");
+        return GPT_ERR_NULL;
+    }
+    if (!root || !*root) root = ".";
+    w = snprintf(path, sizeof path, "%s/%s", root, DATA_DEMO_CORPUS);
+    if (w < 0 || (size_t)w >= sizeof path) {
+        gpt_errorf(err, errlen, "%s: path too long", root);
+        return GPT_ERR_DOMAIN;
+    }
+    memset(&tmp, 0, sizeof tmp);
+    st = data_corpus_add_snapshot(&tmp, path, err, errlen);
+    if (st != GPT_OK) return st;
+    id = data_corpus_id(&tmp);
+    if (id != DATA_DEMO_CORPUS_ID) {
+        data_corpus_free(&tmp);
+        gpt_errorf(err, errlen, "%s: its identity is %016llx, not the %016llx the demo's committed table was made from "
+                   "(DATA_DEMO_CORPUS_ID in examples/gpt/data.h; examples/gpt/corpus/README.md says how to replace the "
+                   "snapshot)", path, (unsigned long long)id, (unsigned long long)DATA_DEMO_CORPUS_ID);
+        return GPT_ERR_MISMATCH;
+    }
+    {
+        size_t i, *off = (size_t *)malloc((tmp.n_docs + 1) * sizeof *off), *len = (size_t *)malloc((tmp.n_docs + 1) * sizeof *len);
+        if (!off || !len) {
+            free(off), free(len);
+            data_corpus_free(&tmp);
+            gpt_errorf(err, errlen, "%s: out of memory", path);
+            return GPT_ERR_NOMEM;
+        }
+        for (i = 0; i < tmp.n_docs; i++) off[i] = tmp.doc_start[i], len[i] = tmp.doc_start[i + 1] - tmp.doc_start[i];
+        st = data__corpus_append(c, tmp.text, off, len, tmp.n_docs, path, err, errlen);
+        free(off), free(len);
+    }
+    data_corpus_free(&tmp);
+    return st;
 }
 
 gpt_status data_corpus_add_default(data_corpus *c, const char *root, char *err, size_t errlen)

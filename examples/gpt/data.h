@@ -8,11 +8,14 @@
  *   2. Token files (train.bin / val.bin) and two samplers over them: a seeded random one for
  *      training and a sequential one for validation. A sampler's whole state is two integers,
  *      so a checkpoint can store it and resume the exact stream.
- *   3. The corpus: a list of documents read from text files. With no file given, the default
- *      corpus is the project's own text (data_default_corpus_files), so the demo needs no
- *      download on a fresh checkout.
+ *   3. The corpus: a list of documents read from text files or from a corpus snapshot (one file
+ *      holding many documents, format below). The default corpus is the committed snapshot of
+ *      the project's own text, DATA_DEMO_CORPUS (so the demo needs no download on a fresh
+ *      checkout, and its answer does not drift as the project's text changes); its identity is
+ *      recorded in DATA_DEMO_CORPUS_ID. A corpus's identity (data_corpus_id) is recorded in
+ *      every token file made from it.
  *
- * Token file format (version 2), all integers little-endian:
+ * Token file format (version 3), all integers little-endian:
  *   offset  size  field
  *        0     4  magic, the bytes "RNTD"
  *        4     4  version (2)
@@ -21,9 +24,19 @@
  *       16     8  n_tokens
  *       24     8  tokenizer_id: the identity of the tokenizer that made the tokens (tok_identity
  *                 in tokenizer.h: FNV-1a 64 of its tokenizer.bin), which the trainer compares
- *       32     -  n_tokens tokens of dtype bytes each
+ *       32     8  corpus_id: the identity of the corpus the tokens come from (data_corpus_id), 0 when
+ *                 unknown
+ *       40     -  n_tokens tokens of dtype bytes each
  *      end     8  FNV-1a 64 of every byte before it (header and tokens)
- * Version 1 (no tokenizer_id, 24-byte header) is refused with a message to re-run prepare.
+ * Version 2 (no corpus_id, 32-byte header) is read with corpus_id 0. Version 1 (no tokenizer_id,
+ * 24-byte header) is refused with a message to re-run prepare.
+ *
+ * Corpus snapshot format (version 1), text:
+ *   line 1   "# rownorm corpus snapshot 1: documents, each as a line "@@ LENGTH NAME", LENGTH bytes, a newline"
+ *   then, per document: "@@ " LENGTH (decimal) " " NAME (no newline) "
+", exactly LENGTH bytes of the
+ *   document, "
+". Nothing else; the file ends after the last document's newline.
  *
  * Errors: every function that can fail returns a gpt_status and, when err is not NULL, writes
  * a one-line message naming the file and the problem into err (errlen bytes, NUL-terminated).
@@ -72,23 +85,25 @@ gpt_status data_write_file_atomic(const char *path, const void *buf, size_t n, c
 /* ---- 2. token files and samplers ------------------------------------------------------- */
 
 #define DATA_MAGIC_BYTES "RNTD"
-#define DATA_VERSION 2u
-#define DATA_HEADER_BYTES 32u
+#define DATA_VERSION 3u
+#define DATA_HEADER_BYTES 40u    /* version 3; version 2's is 32 */
 #define DATA_TRAILER_BYTES 8u
 
 typedef struct {
     uint32_t vocab_size;
     uint64_t tokenizer_id; /* the tokenizer the tokens were made with (tok_identity) */
+    uint64_t corpus_id;    /* the corpus they come from (data_corpus_id); 0 unknown (version 2) */
     size_t n_tokens;
     uint32_t *tokens; /* malloc'd by the loader; data_tokens_free() releases it */
 } data_tokens;
 
-/* Serialises tokens (each < vocab_size, else GPT_ERR_DOMAIN) into a malloc'd buffer. */
+/* Serialises tokens (each < vocab_size, else GPT_ERR_DOMAIN) into a malloc'd buffer, with the
+ * identities of their tokenizer and corpus (0: unknown). */
 gpt_status data_tokens_serialize(const uint32_t *tokens, size_t n, uint32_t vocab_size, uint64_t tokenizer_id,
-                                  unsigned char **buf, size_t *len, char *err, size_t errlen);
+                                  uint64_t corpus_id, unsigned char **buf, size_t *len, char *err, size_t errlen);
 /* Serialises and writes atomically. */
 gpt_status data_tokens_write(const char *path, const uint32_t *tokens, size_t n, uint32_t vocab_size,
-                              uint64_t tokenizer_id, char *err, size_t errlen);
+                              uint64_t tokenizer_id, uint64_t corpus_id, char *err, size_t errlen);
 /* Parses a token file image; name is used in messages only. Allocates out->tokens. Checks in
  * order: length >= 4 (else TRUNCATED), magic, version, complete header, dtype, length, checksum,
  * every id < vocab_size. *out is written only on success (its old contents are not freed). */
@@ -128,16 +143,39 @@ typedef struct {
     size_t *doc_start;   /* n_docs + 1 offsets into text; document i is [doc_start[i], doc_start[i+1]) */
 } data_corpus;
 
-/* Files of the default corpus, relative to the repository root, NULL-terminated: the headers,
- * README, docs and the example trainer's sources. Missing ones are skipped. */
+/* The default corpus: the snapshot of the project's own text committed for the demo (relative to
+ * the repository root), and its identity (data_corpus_id of its documents). The demo's committed
+ * table (examples/gpt/results/demo/table.md) was made from exactly this corpus; prepare refuses
+ * a snapshot whose identity differs (examples/gpt/corpus/README.md says how to make a new one). */
+#define DATA_DEMO_CORPUS "examples/gpt/corpus/project-text.txt"
+#define DATA_DEMO_CORPUS_ID 0x0af5d03aa0cbd0f1ULL
+
+/* The project's own text at this commit, relative to the repository root, NULL-terminated: the
+ * headers, README, docs and the example trainer's sources (missing ones are skipped). What a new
+ * snapshot is made from (prepare --write-snapshot), or, with prepare --project-text, the corpus. */
 extern const char *const data_default_corpus_files[];
+
+/* The corpus's identity: FNV-1a 64 over, per document in order, its length (8 bytes,
+ * little-endian) and its bytes. Independent of where the documents were read from. */
+uint64_t data_corpus_id(const data_corpus *c);
+/* Appends the documents of a corpus snapshot file (format above). Strict: a malformed header,
+ * length or separator is GPT_ERR_CORRUPT naming the file and line; on error c is unchanged. */
+gpt_status data_corpus_add_snapshot(data_corpus *c, const char *path, char *err, size_t errlen);
+/* Serialises n documents (names[i], text[i] of len[i] bytes) as a snapshot into a malloc'd
+ * buffer. A name must be non-empty, without newline, at most 255 bytes (else GPT_ERR_DOMAIN). */
+gpt_status data_snapshot_serialize(const char *const *names, const unsigned char *const *text, const size_t *len,
+                                   size_t n, unsigned char **buf, size_t *buflen, char *err, size_t errlen);
 
 /* Appends the file as one document. c must be zero-initialised or hold documents already.
  * On error c is unchanged. */
 gpt_status data_corpus_add_file(data_corpus *c, const char *path, char *err, size_t errlen);
 /* Appends every file of data_default_corpus_files that exists under root (files that cannot be
- * opened are skipped); GPT_ERR_IO if none was found. */
+ * opened are skipped); GPT_ERR_IO if none was found. The project's text as it is now (it changes
+ * with every commit): the demo uses the snapshot instead (data_corpus_add_demo). */
 gpt_status data_corpus_add_default(data_corpus *c, const char *root, char *err, size_t errlen);
+/* Appends the documents of root/DATA_DEMO_CORPUS after checking that their identity is
+ * DATA_DEMO_CORPUS_ID (GPT_ERR_MISMATCH, naming both, when it is not). */
+gpt_status data_corpus_add_demo(data_corpus *c, const char *root, char *err, size_t errlen);
 /* Looks for the repository root (a directory holding rownorm.h and muon.h) at ".", "..",
  * "../.." and "../../.."; writes it to out. Returns 1 when found, 0 otherwise (out = "."). */
 int data_find_repo_root(char *out, size_t cap);

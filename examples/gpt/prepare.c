@@ -1,11 +1,17 @@
 /* prepare.c - turn text files into a tokenizer and train/val token files for the trainer.
  *
- *   prepare [--vocab N] [--val-fraction F] [--out DIR] [--root DIR] [FILE...]
+ *   prepare [--vocab N] [--val-fraction F] [--out DIR] [--root DIR] [--project-text | FILE...]
+ *   prepare --check DIR
+ *   prepare --write-snapshot FILE [--root DIR]
  *
- * With no FILE, the corpus is the project's own text (data_default_corpus_files under the
- * repository root, found from the working directory or given with --root), so it runs on a fresh
- * checkout with no download. Writes DIR/tokenizer.bin, DIR/train.bin and DIR/val.bin (atomically;
- * DIR is created) and prints what it did.
+ * With no FILE, the corpus is the demo's: the committed snapshot of the project's own text
+ * (DATA_DEMO_CORPUS under the repository root, found from the working directory or given with
+ * --root; its identity checked against DATA_DEMO_CORPUS_ID), so it runs on a fresh checkout with no
+ * download and gives the same tokens on every commit. --project-text takes the project's text as
+ * it is now instead (data_default_corpus_files); --write-snapshot writes that text as a new
+ * snapshot. A FILE that is a corpus snapshot (its first line says so) adds its documents.
+ * Writes DIR/tokenizer.bin, DIR/train.bin and DIR/val.bin (atomically; DIR is created), each
+ * token file recording the corpus's identity, and prints what it did.
  *
  * Defaults: --vocab 2048 (the project's text is a few hundred KB: 2048 tokens leave every merge
  * seen many times; at 4096 the late merges are rare words), --val-fraction 0.1, --out build/gpt/data.
@@ -33,14 +39,17 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: prepare [--vocab N] [--val-fraction F] [--out DIR] [--root DIR] [FILE...]\n"
-               "       prepare --check DIR   exit 0 if DIR's files are of this build's formats and agree with\n"
-               "                             its tokenizer.bin, else 1 with the reason\n"
+    fprintf(f, "usage: prepare [--vocab N] [--val-fraction F] [--out DIR] [--root DIR] [--project-text | FILE...]\n"
+               "       prepare --check DIR   exit 0 if DIR's files are of this build's formats, agree with its\n"
+               "                             tokenizer.bin and come from the demo's corpus, else 1 with the reason\n"
+               "       prepare --write-snapshot FILE   write the project's text as it is now as a corpus snapshot\n"
                "  --vocab N          tokenizer size, 257..%u (default 2048)\n"
                "  --val-fraction F   share of each document's tokens kept for validation, (0, 0.5] (default 0.1)\n"
                "  --out DIR          where tokenizer.bin, train.bin, val.bin go (default build/gpt/data)\n"
                "  --root DIR         repository root for the default corpus (default: found from here)\n"
-               "  FILE...            text files to use instead of the default corpus (the project's own text)\n",
+               "  --project-text     the project's own text as it is now, instead of the demo's snapshot of it\n"
+               "  FILE...            text files (or corpus snapshots) to use instead of the default corpus,\n"
+               "                     the demo's snapshot of the project's text (" DATA_DEMO_CORPUS ")\n",
             TOK_MAX_VOCAB);
 }
 
@@ -63,8 +72,8 @@ static int make_dirs(const char *dir)
 }
 
 /* --check DIR: 0 when DIR holds a tokenizer.bin and a train.bin and val.bin that this build
- * reads and that were made with that tokenizer; else 1 with the reason on stderr (the demo
- * re-prepares then: train.mk). */
+ * reads, that were made with that tokenizer and from the demo's corpus; else 1 with the reason on
+ * stderr (the demo re-prepares then: train.mk). */
 static int check_dir(const char *dir)
 {
     static const char *const split[2] = {"train.bin", "val.bin"};
@@ -76,20 +85,82 @@ static int check_dir(const char *dir)
         fprintf(stderr, "prepare: %s\n", err);
         return 1;
     }
-    for (k = 0; k < 2 && rc == 0; k++) {
+    /* formats and tokenizer first (both files), then the corpus */
+    for (k = 0; k < 4 && rc == 0; k++) {
         data_tokens d;
-        snprintf(path, sizeof path, "%s/%s", dir, split[k]);
+        snprintf(path, sizeof path, "%s/%s", dir, split[k % 2]);
         if (data_tokens_read(&d, path, err, sizeof err) != GPT_OK) {
             rc = 1;
         } else {
-            rc = tok_check_tokens(&tok, tok_path, &d, path, err, sizeof err) != GPT_OK;
+            if (k < 2)
+                rc = tok_check_tokens(&tok, tok_path, &d, path, err, sizeof err) != GPT_OK;
+            else if (d.corpus_id != DATA_DEMO_CORPUS_ID)
+                rc = gpt_errorf(err, sizeof err, "%s comes from corpus %016llx%s, not the demo's (%016llx, %s)",
+                                path, (unsigned long long)d.corpus_id,
+                                d.corpus_id ? "" : " (unknown: an older format)",
+                                (unsigned long long)DATA_DEMO_CORPUS_ID, DATA_DEMO_CORPUS) != 0;
             data_tokens_free(&d);
         }
         if (rc) fprintf(stderr, "prepare: %s\n", err);
     }
     tok_free(&tok);
-    if (rc == 0) printf("prepare: %s is up to date (tokenizer.bin, train.bin, val.bin of this build's formats)\n", dir);
+    if (rc == 0)
+        printf("prepare: %s is up to date (tokenizer.bin, train.bin, val.bin of this build's formats, from the demo's "
+               "corpus %016llx)\n", dir, (unsigned long long)DATA_DEMO_CORPUS_ID);
     return rc;
+}
+
+/* --write-snapshot FILE: the project's text as it is now (data_default_corpus_files under root),
+ * one document per file, named by its path under the root. */
+static int write_snapshot(const char *out, const char *root)
+{
+    const char *names[64];
+    const unsigned char *text[64];
+    size_t len[64], n = 0, i, blen;
+    unsigned char *b = NULL;
+    char err[512], path[4200];
+    data_corpus c;
+    int rc = 1;
+    memset(&c, 0, sizeof c);
+    for (i = 0; data_default_corpus_files[i] && n < 64; i++) {
+        FILE *f;
+        snprintf(path, sizeof path, "%s/%s", root, data_default_corpus_files[i]);
+        if (!(f = fopen(path, "rb"))) continue;
+        fclose(f);
+        if (data_corpus_add_file(&c, path, err, sizeof err) != GPT_OK) {
+            fprintf(stderr, "prepare: %s\n", err);
+            goto done;
+        }
+        names[n++] = data_default_corpus_files[i];
+    }
+    for (i = 0; i < n; i++) text[i] = c.text + c.doc_start[i], len[i] = c.doc_start[i + 1] - c.doc_start[i];
+    if (n == 0) {
+        fprintf(stderr, "prepare: none of the project's files found under %s\n", root);
+    } else if (data_snapshot_serialize(names, text, len, n, &b, &blen, err, sizeof err) != GPT_OK ||
+               data_write_file_atomic(out, b, blen, err, sizeof err) != GPT_OK) {
+        fprintf(stderr, "prepare: %s\n", err);
+    } else {
+        printf("prepare: wrote %s: %lu documents, %lu bytes of text, corpus identity %016llx\n", out,
+               (unsigned long)n, (unsigned long)c.n_bytes, (unsigned long long)data_corpus_id(&c));
+        rc = 0;
+    }
+done:
+    free(b);
+    data_corpus_free(&c);
+    return rc;
+}
+
+/* A FILE argument: a corpus snapshot (its first line says so) adds its documents, any other file
+ * is one document. */
+static gpt_status add_input(data_corpus *c, const char *path, char *err, size_t errlen)
+{
+    static const char head[] = "# rownorm corpus snapshot ";
+    char first[sizeof head];
+    FILE *f = fopen(path, "rb");
+    size_t got = f ? fread(first, 1, sizeof head - 1, f) : 0;
+    if (f) fclose(f);
+    if (got == sizeof head - 1 && memcmp(first, head, got) == 0) return data_corpus_add_snapshot(c, path, err, errlen);
+    return data_corpus_add_file(c, path, err, errlen);
 }
 
 static double seconds(clock_t a, clock_t b) { return (double)(b - a) / CLOCKS_PER_SEC; }
@@ -98,7 +169,9 @@ int main(int argc, char **argv)
 {
     long vocab = 2048;
     double val_fraction = 0.1;
-    const char *out_dir = "build/gpt/data", *root = NULL;
+    const char *out_dir = "build/gpt/data", *root = NULL, *snapshot_out = NULL;
+    int project_text = 0;
+    uint64_t corpus_id;
     char root_buf[64], err[512], path[4200];
     data_corpus corpus;
     tok_tokenizer tok;
@@ -133,19 +206,27 @@ int main(int argc, char **argv)
             return check_dir(argv[++i]);
         } else if (strcmp(a, "--root") == 0 && i + 1 < argc) {
             root = argv[++i];
+        } else if (strcmp(a, "--write-snapshot") == 0 && i + 1 < argc) {
+            snapshot_out = argv[++i];
+        } else if (strcmp(a, "--project-text") == 0) {
+            project_text = 1;
         } else if (a[0] == '-' && a[1] == '-') {
             fprintf(stderr, "prepare: unknown or incomplete option %s\n", a);
             usage(stderr);
             return 2;
         } else {
-            if (data_corpus_add_file(&corpus, a, err, sizeof err) != GPT_OK) {
+            if (add_input(&corpus, a, err, sizeof err) != GPT_OK) {
                 fprintf(stderr, "prepare: %s\n", err);
                 goto done;
             }
             n_files++;
         }
     }
-    if (n_files == 0) {
+    if (project_text && n_files) {
+        fprintf(stderr, "prepare: --project-text and FILE arguments exclude each other\n");
+        goto done;
+    }
+    if (n_files == 0 || snapshot_out) {
         if (!root) {
             if (!data_find_repo_root(root_buf, sizeof root_buf)) {
                 fprintf(stderr, "prepare: no FILE given and no repository root (rownorm.h, muon.h) found from "
@@ -154,16 +235,34 @@ int main(int argc, char **argv)
             }
             root = root_buf;
         }
-        if (data_corpus_add_default(&corpus, root, err, sizeof err) != GPT_OK) {
-            fprintf(stderr, "prepare: %s\n", err);
+        if (snapshot_out) {
+            if (n_files) {
+                fprintf(stderr, "prepare: --write-snapshot takes no FILE (it writes the project's text)\n");
+                goto done;
+            }
+            rc = write_snapshot(snapshot_out, root);
             goto done;
         }
-        printf("prepare: default corpus: the project's own text, %lu files under %s\n", (unsigned long)corpus.n_docs,
-               root);
+        if (project_text) {
+            if (data_corpus_add_default(&corpus, root, err, sizeof err) != GPT_OK) {
+                fprintf(stderr, "prepare: %s\n", err);
+                goto done;
+            }
+            printf("prepare: corpus: the project's own text as it is now, %lu files under %s\n",
+                   (unsigned long)corpus.n_docs, root);
+        } else {
+            if (data_corpus_add_demo(&corpus, root, err, sizeof err) != GPT_OK) {
+                fprintf(stderr, "prepare: %s\n", err);
+                goto done;
+            }
+            printf("prepare: default corpus: the demo's snapshot of the project's text, %s/%s (%lu documents)\n",
+                   root, DATA_DEMO_CORPUS, (unsigned long)corpus.n_docs);
+        }
     } else {
-        printf("prepare: corpus: %lu files\n", (unsigned long)corpus.n_docs);
+        printf("prepare: corpus: %lu documents\n", (unsigned long)corpus.n_docs);
     }
-    printf("prepare: %lu bytes\n", (unsigned long)corpus.n_bytes);
+    corpus_id = data_corpus_id(&corpus);
+    printf("prepare: %lu bytes, corpus identity %016llx\n", (unsigned long)corpus.n_bytes, (unsigned long long)corpus_id);
 
     c0 = clock();
     if (tok_train(&tok, corpus.text, corpus.n_bytes, (uint32_t)vocab, err, sizeof err) != GPT_OK) {
@@ -227,12 +326,12 @@ int main(int argc, char **argv)
         goto done;
     }
     snprintf(path, sizeof path, "%s/train.bin", out_dir);
-    if (data_tokens_write(path, train, n_train, tok.vocab_size, tok_identity(&tok), err, sizeof err) != GPT_OK) {
+    if (data_tokens_write(path, train, n_train, tok.vocab_size, tok_identity(&tok), corpus_id, err, sizeof err) != GPT_OK) {
         fprintf(stderr, "prepare: %s\n", err);
         goto done;
     }
     snprintf(path, sizeof path, "%s/val.bin", out_dir);
-    if (data_tokens_write(path, val, n_val, tok.vocab_size, tok_identity(&tok), err, sizeof err) != GPT_OK) {
+    if (data_tokens_write(path, val, n_val, tok.vocab_size, tok_identity(&tok), corpus_id, err, sizeof err) != GPT_OK) {
         fprintf(stderr, "prepare: %s\n", err);
         goto done;
     }

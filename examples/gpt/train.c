@@ -237,6 +237,11 @@ static int load_data(run *r)
     if (data_tokens_read(&r->val, path, err, sizeof err) != GPT_OK) return set_error(r->res, "validation data: %s", err);
     if (tok_check_tokens(&r->tok, tok_path, &r->val, path, err, sizeof err) != GPT_OK)
         return set_error(r->res, "validation data: %s", err);
+    /* and the corpus it comes from (format 3): both splits of one preparation */
+    if (r->train.corpus_id != r->val.corpus_id)
+        return set_error(r->res, "%s/train.bin and %s come from different corpora (%016llx, %016llx): re-run "
+                         "build/gpt/prepare", r->o.data_dir, path, (unsigned long long)r->train.corpus_id,
+                         (unsigned long long)r->val.corpus_id);
     if (r->train.n_tokens < (size_t)r->o.seq + 1)
         return set_error(r->res, "training data: %zu tokens, fewer than one sequence of %d + 1", r->train.n_tokens, r->o.seq);
     if (data_sequential_batches(&r->val, r->o.batch, r->o.seq) < 1)
@@ -495,6 +500,8 @@ static void log_recipe(run *r)
             c->n_layers, c->d_model, c->n_heads, c->mlp_hidden, c->vocab_size);
     fprintf(f, "# batch=%d\n# seq=%d\n# accum=%d\n# steps=%ld\n# tokens_per_update=%ld\n# seed=%llu\n", r->o.batch,
             r->o.seq, r->o.accum, r->o.steps, r->tokens_per_update, (unsigned long long)r->o.seed);
+    fprintf(f, "# corpus=%016llx\n# train_tokens=%zu\n# val_tokens=%zu\n", (unsigned long long)r->train.corpus_id,
+            r->train.n_tokens, r->val.n_tokens);
     fprintf(f, "# head=%s\n# head_lr=%s\n# head_beta1=%s\n# head_beta2=%s\n# head_eps=%s\n# head_wd=%s\n",
             optim_head_name(q->head), exact_g(g[0], q->head_lr), exact_g(g[1], q->head_beta1), exact_g(g[2], q->head_beta2),
             exact_g(g[3], q->head_eps), exact_g(g[4], q->head_wd));

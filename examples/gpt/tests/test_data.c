@@ -39,11 +39,13 @@ static void roundtrip_case(uint32_t vocab, size_t n, size_t want_dtype)
     size_t rawlen = 0;
     if (n) t[n - 1] = vocab - 1;
     memset(&d, 0, sizeof d);
-    CHECK(data_tokens_write(path, t, n, vocab, 0x0123456789abcdefULL + n, err, sizeof err) == GPT_OK);
+    CHECK(data_tokens_write(path, t, n, vocab, 0x0123456789abcdefULL + n, 0xfedcba9876543210ULL - n, err, sizeof err) ==
+          GPT_OK);
     CHECK(data_read_file(path, &raw, &rawlen, err, sizeof err) == GPT_OK);
     CHECK(rawlen == DATA_HEADER_BYTES + want_dtype * n + DATA_TRAILER_BYTES && memcmp(raw, "RNTD", 4) == 0);
     CHECK(data_tokens_read(&d, path, err, sizeof err) == GPT_OK);
     CHECK(d.vocab_size == vocab && d.tokenizer_id == 0x0123456789abcdefULL + n && d.n_tokens == n && (n == 0 || memcmp(d.tokens, t, n * sizeof(uint32_t)) == 0));
+    CHECK(d.corpus_id == 0xfedcba9876543210ULL - n && data_get_u64le(raw + 32) == d.corpus_id);
     data_tokens_free(&d);
     free(raw);
     free(t);
@@ -62,9 +64,9 @@ static void test_token_file_roundtrip(void)
         unsigned char *b = NULL;
         size_t len = 0;
         char err[256];
-        CHECK(data_tokens_serialize(t, 3, 50, 1, &b, &len, err, sizeof err) == GPT_ERR_DOMAIN && b == NULL);
+        CHECK(data_tokens_serialize(t, 3, 50, 1, 2, &b, &len, err, sizeof err) == GPT_ERR_DOMAIN && b == NULL);
         CHECK(strstr(err, "vocab_size") != NULL);
-        CHECK(data_tokens_serialize(t, 3, 0, 1, &b, &len, err, sizeof err) == GPT_ERR_DOMAIN);
+        CHECK(data_tokens_serialize(t, 3, 0, 1, 2, &b, &len, err, sizeof err) == GPT_ERR_DOMAIN);
     }
 }
 
@@ -98,7 +100,7 @@ static void test_bad_token_files(void)
     size_t len = 0, i, cuts[] = {0, 2, 4, 6, 8, 16, 23, 24, 31, 32, 100, 0, 0};
     char err[256];
     int bad = 0;
-    CHECK(data_tokens_serialize(t, 100, 1000, 1, &good, &len, err, sizeof err) == GPT_OK && len == 32 + 200 + 8);
+    CHECK(data_tokens_serialize(t, 100, 1000, 1, 2, &good, &len, err, sizeof err) == GPT_OK && len == 40 + 200 + 8);
     b = (unsigned char *)malloc(len + 8);
     cuts[11] = len - 8;
     cuts[12] = len - 1;
@@ -112,6 +114,20 @@ static void test_bad_token_files(void)
     CHECK(bad_case(b, len, GPT_ERR_VERSION, "version"));
     data_put_u32le(b + 4, 1); /* the format before the tokenizer's identity */
     CHECK(bad_case(b, len, GPT_ERR_VERSION, "re-run build/gpt/prepare"));
+    { /* version 2 (no corpus identity, 32-byte header) still reads, with corpus_id 0 */
+        unsigned char *v2 = (unsigned char *)malloc(len - 8);
+        data_tokens o;
+        memcpy(v2, good, 32);
+        memcpy(v2 + 32, good + 40, len - 40);
+        data_put_u32le(v2 + 4, 2);
+        refresh_checksum(v2, len - 8);
+        memset(&o, 0x5A, sizeof o);
+        CHECK(data_tokens_parse(&o, v2, len - 8, "val.bin", err, sizeof err) == GPT_OK && o.corpus_id == 0 &&
+              o.tokenizer_id == 1 && o.n_tokens == 100 && o.tokens[99] == t[99]);
+        if (o.n_tokens == 100) data_tokens_free(&o);
+        CHECK(bad_case(v2, 31, GPT_ERR_TRUNCATED, "truncated"));
+        free(v2);
+    }
     for (i = 8, bad = 0; i < len; i++) {
         if (i >= 12 && i < 24) continue; /* dtype and count change the expected size */
         memcpy(b, good, len);
@@ -281,6 +297,91 @@ static void test_corpus(void)
     }
 }
 
+/* Corpus snapshots: the round trip, the identity, every malformed file refused with c unchanged,
+ * and the committed demo snapshot against its recorded identity. */
+static void test_corpus_snapshot(void)
+{
+    static const char *const names[3] = {"a.md", "dir/b.c", "empty"};
+    static const unsigned char d0[] = "line\n@@ 3 x\n", d1[] = "no newline at the end";
+    const unsigned char *text[3] = {d0, d1, d0};
+    size_t len[3] = {sizeof d0 - 1, sizeof d1 - 1, 0}, blen = 0, k;
+    unsigned char *b = NULL;
+    data_corpus c, f, before;
+    char err[512], root[64];
+    const char *path = "test_data_snap.txt";
+    memset(&c, 0, sizeof c);
+    memset(&f, 0, sizeof f);
+    CHECK(data_snapshot_serialize(names, text, len, 3, &b, &blen, err, sizeof err) == GPT_OK);
+    CHECK(data_write_file_atomic(path, b, blen, err, sizeof err) == GPT_OK);
+    CHECK(data_corpus_add_snapshot(&c, path, err, sizeof err) == GPT_OK);
+    CHECK(c.n_docs == 3 && c.doc_start[1] == len[0] && c.doc_start[2] == len[0] + len[1] && c.doc_start[3] == c.doc_start[2]);
+    CHECK(memcmp(c.text, d0, len[0]) == 0 && memcmp(c.text + len[0], d1, len[1]) == 0);
+    /* the identity: the documents' lengths and bytes, wherever they were read from */
+    for (k = 0; k < 3; k++) {
+        CHECK(data_write_file_atomic("test_data_doc.txt", text[k], len[k], err, sizeof err) == GPT_OK);
+        CHECK(data_corpus_add_file(&f, "test_data_doc.txt", err, sizeof err) == GPT_OK);
+    }
+    remove("test_data_doc.txt");
+    CHECK(data_corpus_id(&c) == data_corpus_id(&f) && data_corpus_id(&c) != 0);
+    f.doc_start[1]--, f.doc_start[2]--; /* one byte moved between documents: another corpus */
+    CHECK(data_corpus_id(&c) != data_corpus_id(&f));
+    data_corpus_free(&f);
+    /* malformed: each one refused, naming the file, c unchanged */
+    {
+        static const char *const bad[] = {
+            "", "# not a snapshot\n",
+            "# rownorm corpus snapshot 1: documents, each as a line \"@@ LENGTH NAME\", LENGTH bytes, a newline\n",
+            "# rownorm corpus snapshot 1: documents, each as a line \"@@ LENGTH NAME\", LENGTH bytes, a newline\n@@ 3 a\nabc",
+            "# rownorm corpus snapshot 1: documents, each as a line \"@@ LENGTH NAME\", LENGTH bytes, a newline\n@@ 4 a\nabc\n",
+            "# rownorm corpus snapshot 1: documents, each as a line \"@@ LENGTH NAME\", LENGTH bytes, a newline\n@@ 2 a\nabc\n",
+            "# rownorm corpus snapshot 1: documents, each as a line \"@@ LENGTH NAME\", LENGTH bytes, a newline\n@@ 3 \nabc\n",
+            "# rownorm corpus snapshot 1: documents, each as a line \"@@ LENGTH NAME\", LENGTH bytes, a newline\n@@ x a\nabc\n",
+            "# rownorm corpus snapshot 1: documents, each as a line \"@@ LENGTH NAME\", LENGTH bytes, a newline\n"
+            "@@ 99999999999999999999 a\nabc\n",
+            "# rownorm corpus snapshot 1: documents, each as a line \"@@ LENGTH NAME\", LENGTH bytes, a newline\n"
+            "@@ 18446744073709551615 a\nabc\n",
+            "# rownorm corpus snapshot 1: documents, each as a line \"@@ LENGTH NAME\", LENGTH bytes, a newline\n@@ 3 a\nabc\n"
+            "trailing\n"};
+        int n_bad = 0;
+        for (k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+            gpt_status st;
+            CHECK(data_write_file_atomic(path, bad[k], strlen(bad[k]), err, sizeof err) == GPT_OK);
+            before = c;
+            err[0] = 0;
+            st = data_corpus_add_snapshot(&c, path, err, sizeof err);
+            if (!((st == GPT_ERR_CORRUPT || st == GPT_ERR_MAGIC) && memcmp(&c, &before, sizeof c) == 0 &&
+                  strstr(err, path) != NULL)) {
+                fprintf(stderr, "  snapshot case %lu: %s \"%s\"\n", (unsigned long)k, gpt_status_string(st), err);
+                n_bad++;
+            }
+        }
+        CHECK_MSG(n_bad == 0, "%d malformed snapshots accepted or misreported", n_bad);
+    }
+    /* a name with a newline cannot be written */
+    {
+        const char *nl[1] = {"a\nb"};
+        unsigned char *x = NULL;
+        size_t xl = 0;
+        CHECK(data_snapshot_serialize(nl, text, len, 1, &x, &xl, err, sizeof err) == GPT_ERR_DOMAIN && x == NULL);
+    }
+    remove(path);
+    free(b);
+    data_corpus_free(&c);
+    /* the committed demo snapshot is the one its identity records (the demo's table was made from it) */
+    if (data_find_repo_root(root, sizeof root)) {
+        char p[128];
+        CHECK(data_corpus_add_demo(&c, root, err, sizeof err) == GPT_OK);
+        CHECK_MSG(data_corpus_id(&c) == DATA_DEMO_CORPUS_ID, "%s", err);
+        CHECK(c.n_docs >= 20 && c.n_bytes > 500000);
+        data_corpus_free(&c);
+        snprintf(p, sizeof p, "%s/%s", root, DATA_DEMO_CORPUS);
+        CHECK(data_corpus_add_snapshot(&c, p, err, sizeof err) == GPT_OK && data_corpus_id(&c) == DATA_DEMO_CORPUS_ID);
+        data_corpus_free(&c);
+    } else {
+        CHECK_MSG(0, "repository root not found from the working directory");
+    }
+}
+
 /* The prepare pipeline in miniature: train, encode documents with EOT, write, read, decode. */
 static void test_pipeline(void)
 {
@@ -300,7 +401,7 @@ static void test_pipeline(void)
         CHECK(tok_encode(&tk, (const unsigned char *)docs[i], lens[i], ids + n, lens[i], &k) == GPT_OK);
         n += k;
     }
-    CHECK(data_tokens_write("test_data_pipe.bin", ids, n, tk.vocab_size, tok_identity(&tk), err, sizeof err) == GPT_OK);
+    CHECK(data_tokens_write("test_data_pipe.bin", ids, n, tk.vocab_size, tok_identity(&tk), 0, err, sizeof err) == GPT_OK);
     CHECK(data_tokens_read(&d, "test_data_pipe.bin", err, sizeof err) == GPT_OK && d.n_tokens == n);
     CHECK(tok_decode(&tk, d.tokens, d.n_tokens, back, sizeof back, &n_out) == GPT_OK && n_out == 57);
     CHECK(memcmp(back, text, 57) == 0);
@@ -439,6 +540,7 @@ int main(void)
     RUN(test_sampler_resume);
     RUN(test_sequential_sampler);
     RUN(test_corpus);
+    RUN(test_corpus_snapshot);
     RUN(test_pipeline);
     RUN(test_read_refuses_non_regular_files);
     RUN(test_atomic_write_targets);

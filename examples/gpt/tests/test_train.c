@@ -49,9 +49,9 @@ static int make_data(const char *dir)
     ok &= tok_save(&tok, path, NULL, 0) == GPT_OK;
     i = n_ids * 9 / 10;
     snprintf(path, sizeof path, "%s/train.bin", dir);
-    ok &= data_tokens_write(path, ids, i, tok.vocab_size, tok_identity(&tok), NULL, 0) == GPT_OK;
+    ok &= data_tokens_write(path, ids, i, tok.vocab_size, tok_identity(&tok), 7, NULL, 0) == GPT_OK;
     snprintf(path, sizeof path, "%s/val.bin", dir);
-    ok &= data_tokens_write(path, ids + i, n_ids - i, tok.vocab_size, tok_identity(&tok), NULL, 0) == GPT_OK;
+    ok &= data_tokens_write(path, ids + i, n_ids - i, tok.vocab_size, tok_identity(&tok), 7, NULL, 0) == GPT_OK;
     tok_free(&tok);
     free(text);
     free(ids);
@@ -971,7 +971,7 @@ static void test_token_files_carry_their_tokenizer(void)
         CHECK(tok_train(&other, (const unsigned char *)text, n, 300, NULL, 0) == GPT_OK && other.vocab_size == 300);
         for (i = 0; i < 2000; i++) ids[i] = (uint32_t)(i * 7 % 300);
         snprintf(to, sizeof to, "%s/val.bin", dir);
-        CHECK(data_tokens_write(to, ids, 2000, other.vocab_size, tok_identity(&other), NULL, 0) == GPT_OK);
+        CHECK(data_tokens_write(to, ids, 2000, other.vocab_size, tok_identity(&other), 7, NULL, 0) == GPT_OK);
         tok_free(&other);
     }
     o.data_dir = dir;
@@ -982,6 +982,17 @@ static void test_token_files_carry_their_tokenizer(void)
     data_put_u32le(one, 1);
     copy_damaged(from, to, (size_t)-1, 4, one, 4);
     expect_failure(&o, "val.bin: token file version 1", "re-run build/gpt/prepare");
+    { /* the right tokenizer, but val.bin from another corpus (its recorded identity) */
+        data_tokens d;
+        tok_tokenizer t;
+        char tp[160];
+        snprintf(tp, sizeof tp, "%s/tokenizer.bin", g_data);
+        CHECK(data_tokens_read(&d, from, NULL, 0) == GPT_OK && tok_load(&t, tp, NULL, 0) == GPT_OK);
+        CHECK(data_tokens_write(to, d.tokens, d.n_tokens, d.vocab_size, tok_identity(&t), 8, NULL, 0) == GPT_OK);
+        data_tokens_free(&d);
+        tok_free(&t);
+        expect_failure(&o, "different corpora", "0000000000000007, 0000000000000008");
+    }
 }
 
 /* --resume with flags the checkpoint decides: each one whose value differs is named with the

@@ -85,9 +85,13 @@ expect "val.bin of another tokenizer" "$T/mixed/val.bin" "$T/mixed/tokenizer.bin
 mkdir -p "$T/old" && cp "$T/data/"*.bin "$T/old/"
 printf '\001\000\000\000' | dd of="$T/old/val.bin" bs=1 seek=4 conv=notrunc 2>/dev/null
 expect "a version-1 val.bin" "$T/old/val.bin" "prepare" -- "$B/train" "${FLAGS[@]}" --data "$T/old"
-# prepare --check: 0 for current data, 1 (with the reason) for old or mixed data; the demo uses it
-if "$B/prepare" --check "$T/data" >/dev/null 2>&1; then ok "prepare --check of current data"
-else bad "prepare --check of current data failed"; fi
+# prepare --check: 0 for current data of the demo's corpus, 1 (with the reason) for old or mixed
+# data or data of another corpus; the demo uses it
+if timeout 60 "$B/prepare" --out "$T/demo" >/dev/null 2>&1 && "$B/prepare" --check "$T/demo" >/dev/null 2>&1; then
+    ok "prepare --check of current data of the demo's corpus"
+else bad "prepare --check of current data of the demo's corpus failed"; fi
+expect "prepare --check of another corpus's data" "$T/data/train.bin" "corpus" "0af5d03aa0cbd0f1" -- \
+    "$B/prepare" --check "$T/data"
 expect "prepare --check of old data" "$T/old/val.bin" "version" -- "$B/prepare" --check "$T/old"
 expect "prepare --check of mixed data" "$T/mixed/val.bin" "another tokenizer" -- "$B/prepare" --check "$T/mixed"
 if grep -qi 'prepare) --check' examples/gpt/train.mk; then ok "the demo re-prepares stale data (prepare --check)"
