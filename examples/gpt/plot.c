@@ -16,6 +16,7 @@ typedef struct {
     int dashed, markers;
     char **labels; /* NULL or n entries (NULL: none) */
     long ring;
+    double *ylo, *yhi; /* NULL or n entries: the spread of each point */
 } plot__series;
 
 struct plot {
@@ -114,17 +115,24 @@ gpt_status plot_add_series_style(plot *p, const char *name, const double *x, con
     s.name = plot__strdup(name ? name : "");
     s.x = (double *)malloc((n ? n : 1) * sizeof(double));
     s.y = (double *)malloc((n ? n : 1) * sizeof(double));
+    if (style && style->ylo && style->yhi) {
+        s.ylo = (double *)malloc((n ? n : 1) * sizeof(double));
+        s.yhi = (double *)malloc((n ? n : 1) * sizeof(double));
+    }
     s.n = n;
-    if (!s.name || !s.x || !s.y) {
+    if (!s.name || !s.x || !s.y || (style && style->ylo && style->yhi && (!s.ylo || !s.yhi))) {
         free(s.name);
         free(s.x);
         free(s.y);
+        free(s.ylo);
+        free(s.yhi);
         plot__free_labels(s.labels, n);
         return GPT_ERR_NOMEM;
     }
     for (i = 0; i < n; i++) {
         s.x[i] = x ? x[i] : (double)i;
         s.y[i] = y[i];
+        if (s.ylo) s.ylo[i] = style->ylo[i], s.yhi[i] = style->yhi[i];
     }
     p->series[p->n_series++] = s;
     return GPT_OK;
@@ -139,6 +147,8 @@ void plot_free(plot *p)
         free(p->series[i].x);
         free(p->series[i].y);
         plot__free_labels(p->series[i].labels, p->series[i].n);
+        free(p->series[i].ylo);
+        free(p->series[i].yhi);
     }
     free(p->caption);
     free(p->title);
@@ -307,6 +317,35 @@ static int plot__usable(double x, double y, int log_y, int log_x)
     return (!log_y || y > 0) && (!log_x || x > 0);
 }
 
+/* Boxes already drawn (dots, rings, error bars, labels, the legend): what a label must not cover. */
+typedef struct {
+    double *b; /* 4 per box: x0, y0, x1, y1 */
+    size_t n, cap;
+} plot__boxes;
+
+static int plot__box_add(plot__boxes *o, double x0, double y0, double x1, double y1)
+{
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? 2 * o->cap : 64;
+        double *nb = (double *)realloc(o->b, cap * 4 * sizeof(double));
+        if (!nb) return -1;
+        o->b = nb, o->cap = cap;
+    }
+    o->b[4 * o->n] = x0, o->b[4 * o->n + 1] = y0, o->b[4 * o->n + 2] = x1, o->b[4 * o->n + 3] = y1;
+    o->n++;
+    return 0;
+}
+
+static int plot__box_hits(const plot__boxes *o, double x0, double y0, double x1, double y1)
+{
+    size_t k;
+    for (k = 0; k < o->n; k++) {
+        const double *q = o->b + 4 * k;
+        if (x0 < q[2] && q[0] < x1 && y0 < q[3] && q[1] < y1) return 1;
+    }
+    return 0;
+}
+
 /* the value of a log tick (a power of ten times 1, 2 or 5), rounded to its digit */
 static double plot__log_tick_value(double t)
 {
@@ -319,7 +358,8 @@ gpt_status plot_render_svg(const plot *p, char **svg, size_t *len)
     plot__buf b;
     plot__axis ax, ay;
     double xmin = HUGE_VAL, xmax = -HUGE_VAL, ymin = HUGE_VAL, ymax = -HUGE_VAL;
-    double L, R, T, Bm, W, H;
+    double L, R, T, Bm, W, H, lx = 0, ly = 0, lw = 0;
+    plot__boxes obst = {NULL, 0, 0};
     int i, k, any = 0, n_caption = 0;
     size_t j;
     char lab[64];
@@ -333,6 +373,11 @@ gpt_status plot_render_svg(const plot *p, char **svg, size_t *len)
             if (s->x[j] > xmax) xmax = s->x[j];
             if (s->y[j] < ymin) ymin = s->y[j];
             if (s->y[j] > ymax) ymax = s->y[j];
+            if (s->ylo && plot__usable(s->x[j], s->ylo[j], p->log_y, p->log_x) &&
+                plot__usable(s->x[j], s->yhi[j], p->log_y, p->log_x)) {
+                if (s->ylo[j] < ymin) ymin = s->ylo[j];
+                if (s->yhi[j] > ymax) ymax = s->yhi[j];
+            }
         }
     }
     if (!any) {
@@ -433,11 +478,55 @@ gpt_status plot_render_svg(const plot *p, char **svg, size_t *len)
         plot__text(&b, p->ylabel);
         plot__printf(&b, "</text>\n");
     }
-    /* series: one path each, broken at unusable points; isolated points as dots */
+    /* the legend's box, an obstacle for the labels (drawn last, on top) */
+    if (p->n_series > 0) {
+        size_t maxlen = 0;
+        for (i = 0; i < p->n_series; i++)
+            if (strlen(p->series[i].name) > maxlen) maxlen = strlen(p->series[i].name);
+        lw = 40 + 7.0 * (double)maxlen;
+        lx = R - lw - 8;
+        ly = T + 8;
+        if (plot__box_add(&obst, lx, ly, lx + lw, ly + 8 + 18 * p->n_series)) b.oom = 1;
+    }
+    /* series: the spread first (a band, or error bars under the dots), then one path each, broken
+     * at unusable points; isolated points as dots */
     for (i = 0; i < p->n_series; i++) {
         const plot__series *s = &p->series[i];
         const char *color = s->color[0] ? s->color : plot__palette[i % (int)(sizeof plot__palette / sizeof plot__palette[0])];
         int pen = 0;
+        if (s->ylo && !s->markers) { /* a band: the upper edge left to right, the lower one back */
+            size_t first = s->n, last = 0;
+            for (j = 0; j < s->n; j++)
+                if (plot__usable(s->x[j], s->ylo[j], p->log_y, p->log_x) && plot__usable(s->x[j], s->yhi[j], p->log_y, p->log_x)) {
+                    if (first == s->n) first = j;
+                    last = j;
+                }
+            if (first < s->n && last > first) {
+                plot__printf(&b, "<path fill=\"%s\" fill-opacity=\"0.15\" stroke=\"none\" d=\"", color);
+                for (j = first, pen = 0; j <= last; j++)
+                    if (plot__usable(s->x[j], s->yhi[j], p->log_y, p->log_x) && plot__usable(s->x[j], s->ylo[j], p->log_y, p->log_x))
+                        plot__printf(&b, "%s%.2f %.2f", pen++ ? " L" : " M", PLOT__X(s->x[j]),
+                                     PLOT__Y(p->log_y ? log10(s->yhi[j]) : s->yhi[j]));
+                for (j = last + 1; j-- > first;)
+                    if (plot__usable(s->x[j], s->yhi[j], p->log_y, p->log_x) && plot__usable(s->x[j], s->ylo[j], p->log_y, p->log_x))
+                        plot__printf(&b, " L%.2f %.2f", PLOT__X(s->x[j]), PLOT__Y(p->log_y ? log10(s->ylo[j]) : s->ylo[j]));
+                plot__printf(&b, " Z\"/>\n");
+            }
+            pen = 0;
+        }
+        if (s->ylo && s->markers) /* error bars with caps */
+            for (j = 0; j < s->n; j++) {
+                double cx, y0, y1;
+                if (!plot__usable(s->x[j], s->ylo[j], p->log_y, p->log_x) || !plot__usable(s->x[j], s->yhi[j], p->log_y, p->log_x))
+                    continue;
+                cx = PLOT__X(s->x[j]);
+                y0 = PLOT__Y(p->log_y ? log10(s->ylo[j]) : s->ylo[j]);
+                y1 = PLOT__Y(p->log_y ? log10(s->yhi[j]) : s->yhi[j]);
+                plot__printf(&b, "<path class=\"bar\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.2\" d=\"M%.2f %.2f L%.2f %.2f "
+                                 "M%.2f %.2f L%.2f %.2f M%.2f %.2f L%.2f %.2f\"/>\n", color, cx, y0, cx, y1, cx - 4, y0, cx + 4,
+                             y0, cx - 4, y1, cx + 4, y1);
+                if (plot__box_add(&obst, cx - 4, y1 < y0 ? y1 : y0, cx + 4, y1 < y0 ? y0 : y1)) b.oom = 1;
+            }
         plot__printf(&b, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" stroke-linejoin=\"round\"%s d=\"", color,
                      s->dashed ? " stroke-dasharray=\"6 4\"" : "");
         for (j = 0; j < s->n; j++) {
@@ -454,23 +543,57 @@ gpt_status plot_render_svg(const plot *p, char **svg, size_t *len)
         for (j = 0; j < s->n; j++) {
             int prev = j > 0 && plot__usable(s->x[j - 1], s->y[j - 1], p->log_y, p->log_x);
             int next = j + 1 < s->n && plot__usable(s->x[j + 1], s->y[j + 1], p->log_y, p->log_x);
-            double cx, cy;
+            double cx, cy, r = 0;
             if (!plot__usable(s->x[j], s->y[j], p->log_y, p->log_x)) continue;
             cx = PLOT__X(s->x[j]);
             cy = PLOT__Y(p->log_y ? log10(s->y[j]) : s->y[j]);
-            if (s->markers || (!prev && !next))
+            if (s->markers || (!prev && !next)) {
                 plot__printf(&b, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%s\" fill=\"%s\"/>\n", cx, cy,
                              s->markers ? "3.5" : "2.5", color);
-            if ((long)j == s->ring)
-                plot__printf(&b, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"8\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"/>\n",
-                             cx, cy, color);
-            if (s->labels && s->labels[j]) {
-                int left = cx > R - 48; /* near the right edge: the label goes to the left of the point */
-                plot__printf(&b, "<text x=\"%.2f\" y=\"%.2f\" font-size=\"10\" fill=\"%s\"%s>", left ? cx - 9 : cx + 9,
-                             cy - 8, color, left ? " text-anchor=\"end\"" : "");
-                plot__text(&b, s->labels[j]);
-                plot__printf(&b, "</text>\n");
+                r = 3.5;
             }
+            if ((long)j == s->ring) {
+                plot__printf(&b, "<circle class=\"ring\" cx=\"%.2f\" cy=\"%.2f\" r=\"8\" fill=\"none\" stroke=\"%s\" "
+                                 "stroke-width=\"2\"/>\n", cx, cy, color);
+                r = 9;
+            }
+            if (r > 0 && plot__box_add(&obst, cx - r, cy - r, cx + r, cy + r)) b.oom = 1;
+        }
+    }
+    /* the labels, each at the first free place around its point */
+    for (i = 0; i < p->n_series; i++) {
+        const plot__series *s = &p->series[i];
+        const char *color = s->color[0] ? s->color : plot__palette[i % (int)(sizeof plot__palette / sizeof plot__palette[0])];
+        for (j = 0; s->labels && j < s->n; j++) {
+            /* candidate text boxes relative to the point: left edge dx, baseline dy; 10 px font,
+             * about 6 px a character, 8 px above the baseline and 3 below */
+            static const double dxr[8] = {9, -9, 9, -9, 11, -11, 0, 0}, dyr[8] = {-8, -8, 16, 16, 4, 4, -13, 21};
+            static const int anchor[8] = {0, 1, 0, 1, 0, 1, 2, 2}; /* start, end, middle */
+            double cx, cy, w, x0 = 0, y0 = 0;
+            int c2, pick = 0;
+            if (!s->labels[j] || !plot__usable(s->x[j], s->y[j], p->log_y, p->log_x)) continue;
+            cx = PLOT__X(s->x[j]);
+            cy = PLOT__Y(p->log_y ? log10(s->y[j]) : s->y[j]);
+            w = 6.0 * (double)strlen(s->labels[j]);
+            for (c2 = 0; c2 < 8; c2++) {
+                double bx = cx + dxr[c2] - (anchor[c2] == 1 ? w : anchor[c2] == 2 ? w / 2 : 0), by = cy + dyr[c2];
+                if (bx < L || bx + w > R || by - 8 < T || by + 3 > Bm) continue;
+                if (!plot__box_hits(&obst, bx, by - 8, bx + w, by + 3)) {
+                    pick = c2;
+                    break;
+                }
+            }
+            if (c2 == 8) pick = cx > R - 48 ? 1 : 0; /* nowhere free: beside it, inside the frame */
+            x0 = cx + dxr[pick];
+            y0 = cy + dyr[pick];
+            {
+                double bx = x0 - (anchor[pick] == 1 ? w : anchor[pick] == 2 ? w / 2 : 0);
+                if (plot__box_add(&obst, bx, y0 - 8, bx + w, y0 + 3)) b.oom = 1;
+            }
+            plot__printf(&b, "<text class=\"label\" x=\"%.2f\" y=\"%.2f\" font-size=\"10\" fill=\"%s\"%s>", x0, y0, color,
+                         anchor[pick] == 1 ? " text-anchor=\"end\"" : anchor[pick] == 2 ? " text-anchor=\"middle\"" : "");
+            plot__text(&b, s->labels[j]);
+            plot__printf(&b, "</text>\n");
         }
     }
 #undef PLOT__X
@@ -478,13 +601,6 @@ gpt_status plot_render_svg(const plot *p, char **svg, size_t *len)
 #undef PLOT__Y
     /* legend, top-right inside the frame */
     if (p->n_series > 0) {
-        size_t maxlen = 0;
-        double lw, lx, ly;
-        for (i = 0; i < p->n_series; i++)
-            if (strlen(p->series[i].name) > maxlen) maxlen = strlen(p->series[i].name);
-        lw = 40 + 7.0 * (double)maxlen;
-        lx = R - lw - 8;
-        ly = T + 8;
         plot__printf(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"white\" fill-opacity=\"0.85\" "
                          "stroke=\"#999999\"/>\n", lx, ly, lw, 8 + 18 * p->n_series);
         for (i = 0; i < p->n_series; i++) {
@@ -499,6 +615,7 @@ gpt_status plot_render_svg(const plot *p, char **svg, size_t *len)
         }
     }
     plot__printf(&b, "</svg>\n");
+    free(obst.b);
     if (b.oom) {
         free(b.s);
         return GPT_ERR_NOMEM;

@@ -18,8 +18,12 @@
  * the line; an isolated point is drawn as a dot. The file holds no "nan" text in any case.
  * Series are drawn in order, with a fixed palette unless a style (plot_add_series_style) names
  * the colour, solid or dashed, optionally with a dot at every point, a text label beside each
- * point and one point ringed (e.g. the best of a sweep), and listed in a legend in the top-right
- * corner. A caption (desc.caption, lines separated by '\n') is printed under the x label; the
+ * point, one point ringed (e.g. the best of a sweep) and a spread per point (ylo..yhi: an error bar
+ * at each dot with markers, else a shaded band), and listed in a legend in the top-right corner.
+ * Labels are placed after every series is drawn, each at the first of eight places around its
+ * point (right-above, left-above, right-below, left-below, right, left, above, below) where it
+ * overlaps no dot, ring, error bar, other label or the legend, and stays inside the frame (the
+ * first place when none is free). A caption (desc.caption, lines separated by '\n') is printed under the x label; the
  * image grows by one line height per caption line.
  * plot_write_svg writes PATH.tmp and renames it over PATH. No global state.
  */
@@ -52,6 +56,7 @@ typedef struct {
     int markers;               /* nonzero: a dot at every point */
     const char *const *labels; /* NULL, or n strings (NULL entries: none) written beside the points */
     long ring;                 /* index of a point drawn with a ring around it; -1: none */
+    const double *ylo, *yhi;   /* NULL, or n values each: the spread of each point (a NaN pair: none) */
 } plot_style;
 
 typedef struct plot plot;

@@ -191,6 +191,72 @@ static void test_styles_log_x_caption(void)
     plot_free(p);
 }
 
+/* Parses the SVG's circles (dots and rings) and labels into boxes: what a label must not cover. */
+static size_t svg_boxes(const char *svg, double (*box)[4], int *is_label, size_t cap)
+{
+    size_t n = 0;
+    const char *p = svg;
+    while (n < cap && (p = strstr(p, "<")) != NULL) {
+        double x, y, r;
+        if (sscanf(p, "<circle cx=\"%lf\" cy=\"%lf\" r=\"%lf\"", &x, &y, &r) == 3 ||
+            sscanf(p, "<circle class=\"ring\" cx=\"%lf\" cy=\"%lf\" r=\"%lf\"", &x, &y, &r) == 3) {
+            box[n][0] = x - r, box[n][1] = y - r, box[n][2] = x + r, box[n][3] = y + r, is_label[n++] = 0;
+        } else if (sscanf(p, "<text class=\"label\" x=\"%lf\" y=\"%lf\"", &x, &y) == 2) {
+            const char *gt = strchr(p, '>'), *end = gt ? strstr(gt, "</text>") : NULL;
+            double w = end ? 6.0 * (double)(end - gt - 1) : 0;
+            double x0 = strstr(p, "text-anchor=\"end\"") && strstr(p, "text-anchor=\"end\"") < gt ? x - w
+                        : strstr(p, "text-anchor=\"middle\"") && strstr(p, "text-anchor=\"middle\"") < gt ? x - w / 2 : x;
+            box[n][0] = x0, box[n][1] = y - 8, box[n][2] = x0 + w, box[n][3] = y + 3, is_label[n++] = 1;
+        }
+        p++;
+    }
+    return n;
+}
+
+/* Labels sit beside their points without covering a dot, a ring or another label (a ring of the
+ * other series right where the first place would be); spreads draw as error bars (with dots) or
+ * a band (without), and the y axis takes them in. */
+static void test_labels_avoid_marks_and_spreads(void)
+{
+    const double xa[3] = {1e-3, 1e-2, 1e-1}, ya[3] = {3.0, 2.0, 3.0};
+    const double xb[3] = {1.2e-3, 1.12e-2, 1.2e-1}, yb[3] = {3.05, 2.06, 3.05};
+    const double lo[3] = {2.9, 1.5, 2.9}, hi[3] = {3.1, 2.1, 3.1};
+    const char *la[3] = {"0.001", "0.01", "0.1"}, *lb[3] = {"0.0012", "0.0112", "0.12"};
+    double box[64][4];
+    int is_label[64], overlaps = 0, labels = 0;
+    size_t n, i, k, len = 0;
+    plot_desc d;
+    plot_style st;
+    plot *p;
+    char *svg = NULL;
+    memset(&d, 0, sizeof d);
+    d.log_x = 1;
+    p = plot_create(&d);
+    memset(&st, 0, sizeof st);
+    st.color = "#1f77b4", st.markers = 1, st.labels = la, st.ring = -1, st.ylo = lo, st.yhi = hi;
+    CHECK(plot_add_series_style(p, "AdamW", xa, ya, 3, &st) == GPT_OK);
+    st.color = "#d62728", st.labels = lb, st.ring = 1, st.ylo = st.yhi = NULL;
+    CHECK(plot_add_series_style(p, "RowNorm", xb, yb, 3, &st) == GPT_OK);
+    st.markers = 0, st.labels = NULL, st.ring = -1, st.ylo = lo, st.yhi = hi, st.color = "#2ca02c";
+    CHECK(plot_add_series_style(p, "band", xa, ya, 3, &st) == GPT_OK);
+    CHECK(plot_render_svg(p, &svg, &len) == GPT_OK && well_formed(svg, len));
+    if (svg) {
+        n = svg_boxes(svg, box, is_label, 64);
+        for (i = 0; i < n; i++) {
+            labels += is_label[i];
+            for (k = 0; k < n; k++)
+                if (is_label[i] && k != i && box[i][0] < box[k][2] && box[k][0] < box[i][2] && box[i][1] < box[k][3] &&
+                    box[k][1] < box[i][3])
+                    overlaps++;
+        }
+        CHECK_MSG(labels == 6 && overlaps == 0, "%d labels, %d overlaps", labels, overlaps);
+        CHECK(count(svg, "class=\"bar\"") == 3 && count(svg, "fill-opacity=\"0.15\"") == 1);
+        CHECK(strstr(svg, ">1.5<") != NULL); /* the y axis reaches the lowest spread (1.5) */
+    }
+    free(svg);
+    plot_free(p);
+}
+
 static void test_write_file_and_errors(void)
 {
     const char *path = "test_plot_tmp.svg";
@@ -230,6 +296,7 @@ int main(void)
     RUN(test_log_scale);
     RUN(test_escaping_and_edge_ranges);
     RUN(test_styles_log_x_caption);
+    RUN(test_labels_avoid_marks_and_spreads);
     RUN(test_write_file_and_errors);
     return TEST_REPORT();
 }
