@@ -519,6 +519,29 @@ static void test_crossentropy(void)
     gpt_crossentropy_backward(logits, logits, targets, N, V, 1.0f / N); /* in place */
     ctx.targets = targets;
     CHECK_GRAD(ce_loss, &ctx, ld, N * V, NULL, 0, logits, "cross-entropy dlogits");
+    { /* a wide row whose logits span 0 .. -100 below its largest (the exponential's whole range,
+       * underflow included): every probability within 3e-7 relative, plus the rounding of the
+       * float difference logit - max (6e-8 |difference|), or 1e-44 absolute, of the float64
+       * softmax; the loss within 1e-6 */
+        enum { W = 4099 };
+        static float wl[W], wp[W];
+        int t[1] = {77};
+        double mx = -1e300, sum = 0, ref;
+        size_t j;
+        int bad = 0;
+        for (j = 0; j < W; j++) wl[j] = 7.0f - 100.0f * (float)((j * 2654435761u) % W) / (float)(W - 1);
+        for (j = 0; j < W; j++) mx = wl[j] > mx ? wl[j] : mx;
+        for (j = 0; j < W; j++) sum += exp((double)wl[j] - mx);
+        memcpy(wp, wl, sizeof wl);
+        gpt_crossentropy_forward(losses, wp, t, 1, W);
+        for (j = 0; j < W; j++) {
+            double q = exp((double)wl[j] - mx) / sum;
+            if (!(fabs(wp[j] - q) <= (3e-7 + 6e-8 * (mx - wl[j])) * q + 1e-44)) bad++;
+        }
+        ref = log(sum) + mx - wl[77];
+        CHECK_MSG(bad == 0, "%d of %d probabilities off", bad, W);
+        CHECK_NEAR(losses[0], ref, 1e-6, 1e-6);
+    }
 }
 
 static void test_embedding(void)
