@@ -8,7 +8,9 @@ set -u
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 pass=0; fail=0; bad=()
 for bin in "$@"; do
+    t0=$(date +%s.%N)
     out=$("$bin" 2>&1); rc=$?
+    dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f s", b - a }')
     line=$(printf '%s\n' "$out" | grep -E '^[A-Za-z0-9_.+-]+: [0-9]+ passed, [0-9]+ failed$' | tail -n 1)
     if [ -z "$line" ]; then
         printf '%s\n' "$out" | tail -n 30
@@ -22,7 +24,7 @@ for bin in "$@"; do
         [ "$f" = 0 ] && f=1
         bad+=("$bin")
     fi
-    printf '  %-40s %s\n' "$bin" "${line#*: }"
+    printf '  %-40s %-22s %s\n' "$bin" "${line#*: }" "$dt"
     pass=$((pass + p)); fail=$((fail + f))
 done
 [ ${#bad[@]} -gt 0 ] && echo "failing: ${bad[*]}"

@@ -106,6 +106,7 @@ static const cli_flag cli_flags[] = {
     {"--sweep-adamw", K_STR, F(sweep[0]), 0, 0, M_EXP, "LIST", "experiment: the AdamW arm's peak head rates (" EXP_SWEEP_ADAMW ")"},
     {"--sweep-rownorm", K_STR, F(sweep[1]), 0, 0, M_EXP, "LIST", "experiment: the RowNorm arm's peak head rates (" EXP_SWEEP_ROWNORM ")"},
     {"--sweep-extend", K_INT, F(sweep_extend), 0, 16, M_EXP, "N", "experiment: extend a grid whose best is at an edge, up to N times (2)"},
+    {"--sweep-seeds", K_INT, F(sweep_seeds), 1, 100, M_EXP, "K", "experiment: seeds S..S+K-1 at every rate of the sweeps; the best rate has the lowest mean (2; at most --seeds)"},
     {"--lr-head-adamw", K_REAL, F(exp_head_lr[0]), 0, 0, M_EXP, "X", "experiment: fix the AdamW arm's head rate, no sweep (paper: 4e-3)"},
     {"--lr-head-rownorm", K_REAL, F(exp_head_lr[1]), 0, 0, M_EXP, "X", "experiment: fix the RowNorm arm's head rate, no sweep (paper: 3.2e-3)"},
     {"--backend", K_BACKEND, F(opt.backend), 0, 0, M_ALL, "cpu|cuda", "compute backend (cpu; cuda only in build/gpt/train_cuda)"},
@@ -173,6 +174,7 @@ static const char *other_mode_hint(const char *flag, int mode)
         {"--lr-head-rownorm", "--head rownorm --lr-head X", M_RUN},
         {"--sweep-adamw", "--experiment (a sweep is part of the experiment)", M_RUN},
         {"--sweep-rownorm", "--experiment (a sweep is part of the experiment)", M_RUN},
+        {"--sweep-seeds", "--experiment (a sweep is part of the experiment)", M_RUN},
         {"--seeds", "--seed S (one run), or --experiment --seeds N", M_RUN},
     };
     size_t k;
@@ -542,6 +544,7 @@ int main(int argc, char **argv)
     cli.opt.comm = comm;
     cli.seeds = 3;
     cli.sweep_extend = 2;
+    cli.sweep_seeds = 2;
     if (comm->rank != 0 && !freopen("/dev/null", "w", stdout)) return 1; /* rank 0 alone prints */
     for (rc = 1; rc < argc; rc++) /* an experiment prints one line per run unless --log-every asks for more */
         if (strcmp(argv[rc], "--experiment") == 0) cli.opt.log_every = 0;

@@ -31,6 +31,8 @@ typedef struct train_cli {
     const char *sweep[2];  /* experiment: the AdamW / RowNorm arm's rates, comma-separated (NULL:
                               experiment.h's defaults) */
     int sweep_extend;      /* experiment: grid extensions when a best rate is at an edge */
+    int sweep_seeds;       /* experiment: seeds at every rate of the sweeps, the best chosen on their
+                              mean (0 or 1: the first seed alone; at most seeds) */
     unsigned char given[CLI_MAX_FLAGS]; /* cli_parse: 1 for each entry of the flag table given */
 } train_cli;
 

@@ -283,10 +283,56 @@ static void sb_pm(sbuf *b, const char *fmt_mean, const char *fmt_sd, const doubl
     }
 }
 
+double exp_t975(int df)
+{
+    /* two-sided 95 % quantiles of Student's t, df 1..30; beyond, the Cornish-Fisher expansion in
+     * 1/df around z = 1.959964 (its error at df = 30 is below 2e-4) */
+    static const double t[30] = {12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
+                                 2.2010,  2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
+                                 2.0796,  2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423};
+    double z = 1.959964, v = df, z3 = z * z * z, z5 = z3 * z * z;
+    if (df < 1) return NAN;
+    if (df <= 30) return t[df - 1];
+    return z + (z3 + z) / (4 * v) + (5 * z5 + 16 * z3 + 3 * z) / (96 * v * v);
+}
+
+/* mean and 95 % interval of n paired values (NaN bounds for n < 2) */
+static void interval(const double *x, int n, double *mean, double *lo, double *hi)
+{
+    double m, sd, h;
+    exp_mean_sd(x, n, &m, &sd);
+    h = n > 1 ? exp_t975(n - 1) * sd / sqrt((double)n) : NAN;
+    *mean = m, *lo = m - h, *hi = m + h;
+}
+
+void exp_pair_summarize(const exp_final *a, const exp_final *b, int n, exp_pair_summary *s)
+{
+    double *x = (double *)malloc((size_t)(n > 0 ? n : 1) * sizeof *x);
+    int k;
+    memset(s, 0, sizeof *s);
+    s->n = n;
+    if (!x || n < 1) {
+        free(x);
+        s->delta = s->delta_lo = s->delta_hi = s->d_ratio = s->d_lo = s->d_hi = NAN;
+        s->rms_ratio = s->rms_lo = s->rms_hi = NAN;
+        return;
+    }
+    for (k = 0; k < n; k++) x[k] = b[k].val_loss - a[k].val_loss;
+    interval(x, n, &s->delta, &s->delta_lo, &s->delta_hi);
+    for (k = 0; k < n; k++) x[k] = log(a[k].diameter / b[k].diameter);
+    interval(x, n, &s->d_ratio, &s->d_lo, &s->d_hi);
+    s->d_ratio = exp(s->d_ratio), s->d_lo = exp(s->d_lo), s->d_hi = exp(s->d_hi);
+    for (k = 0; k < n; k++) x[k] = log(a[k].hilbert_rms / b[k].hilbert_rms);
+    interval(x, n, &s->rms_ratio, &s->rms_lo, &s->rms_hi);
+    s->rms_ratio = exp(s->rms_ratio), s->rms_lo = exp(s->rms_lo), s->rms_hi = exp(s->rms_hi);
+    free(x);
+}
+
 char *exp_table_markdown(const char *title, const exp_final *a, const exp_final *b, const long *seeds, int n)
 {
     sbuf sb;
     double *x;
+    exp_pair_summary ps;
     int k, q;
     memset(&sb, 0, sizeof sb);
     x = (double *)malloc((size_t)(n > 0 ? n : 1) * 9 * sizeof *x);
@@ -294,6 +340,7 @@ char *exp_table_markdown(const char *title, const exp_final *a, const exp_final 
         free(x);
         return NULL;
     }
+    exp_pair_summarize(a, b, n, &ps);
     /* columns of x: 0-2 AdamW loss, D, RMS; 3-5 RowNorm; 6 delta loss, 7 ratio D, 8 ratio RMS */
     for (k = 0; k < n; k++) {
         x[0 * n + k] = a[k].val_loss, x[1 * n + k] = a[k].diameter, x[2 * n + k] = a[k].hilbert_rms;
@@ -305,7 +352,8 @@ char *exp_table_markdown(const char *title, const exp_final *a, const exp_final 
     if (title) sb_printf(&sb, "%s\n\n", title);
     sb_printf(&sb, "AdamW head vs RowNorm head, %d seed%s (", n, n > 1 ? "s" : "");
     for (k = 0; k < n; k++) sb_printf(&sb, "%s%ld", k ? ", " : "", seeds[k]);
-    sb_printf(&sb, ")%s\n\n", n > 1 ? "; mean ± sd over seeds" : "");
+    sb_printf(&sb, ")%s\n\n", n > 1 ? "; mean ± sd over seeds; the last column's intervals are 95 % (Student's t, "
+                                      "paired over seeds; ratios: geometric means)" : "");
     sb_printf(&sb, "| quantity | AdamW head | RowNorm head | RowNorm vs AdamW |\n|---|---|---|---|\n");
     for (q = 0; q < 3; q++) {
         static const char *const names[3] = {"final validation loss", "final step diameter D(S)",
@@ -317,18 +365,20 @@ char *exp_table_markdown(const char *title, const exp_final *a, const exp_final 
         sb_pm(&sb, fmt, fmt, x + (3 + q) * n, n);
         sb_printf(&sb, " | ");
         if (q == 0) {
-            sb_printf(&sb, "Δ ");
-            sb_pm(&sb, "%+.4f", "%.4f", x + 6 * n, n);
+            sb_printf(&sb, "Δ %+.4f", ps.delta);
+            if (n > 1) sb_printf(&sb, " [%+.4f, %+.4f]", ps.delta_lo, ps.delta_hi);
         } else {
-            sb_pm(&sb, "%.1f", "%.1f", x + (6 + q) * n, n);
-            sb_printf(&sb, "× smaller");
+            double r = q == 1 ? ps.d_ratio : ps.rms_ratio, lo = q == 1 ? ps.d_lo : ps.rms_lo,
+                   hi = q == 1 ? ps.d_hi : ps.rms_hi;
+            sb_printf(&sb, "AdamW / RowNorm %.2f", r);
+            if (n > 1) sb_printf(&sb, " [%.2f, %.2f]", lo, hi);
         }
         sb_printf(&sb, " |\n");
     }
     sb_printf(&sb, "\nPer seed:\n\n| seed | val loss AdamW | val loss RowNorm | Δ | D AdamW | D RowNorm | D ratio | "
                    "RMS AdamW | RMS RowNorm | RMS ratio |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for (k = 0; k < n; k++)
-        sb_printf(&sb, "| %ld | %.4f | %.4f | %+.4f | %.3e | %.3e | %.1f | %.3e | %.3e | %.1f |\n", seeds[k],
+        sb_printf(&sb, "| %ld | %.4f | %.4f | %+.4f | %.3e | %.3e | %.2f | %.3e | %.3e | %.2f |\n", seeds[k],
                   x[k], x[3 * n + k], x[6 * n + k], x[n + k], x[4 * n + k], x[7 * n + k], x[2 * n + k],
                   x[5 * n + k], x[8 * n + k]);
     free(x);
@@ -350,12 +400,13 @@ const char *exp_head_color(optim_head_kind head)
  * value was not measured); all runs of an arm share the schedule, so the points line up. */
 typedef enum { S_TRAIN_LOSS, S_EVAL_LOSS, S_D_EXACT, S_HILBERT } series_kind;
 
-static size_t mean_series(const exp_log *logs, int n, series_kind which, double *x, double *y, size_t cap)
+static size_t mean_series(const exp_log *logs, int n, series_kind which, double *x, double *y, double *lo, double *hi,
+                          size_t cap)
 {
     size_t m = 0, i;
     int k;
     for (i = 0;; i++) {
-        double sum = 0.0, xi = NAN;
+        double sum = 0.0, xi = NAN, mn = HUGE_VAL, mx = -HUGE_VAL;
         int have = 0;
         for (k = 0; k < n; k++) {
             const exp_log *L = &logs[k];
@@ -366,9 +417,13 @@ static size_t mean_series(const exp_log *logs, int n, series_kind which, double 
                                                       : L->eval_hilbert;
             size_t len = which == S_TRAIN_LOSS || which == S_D_EXACT ? L->n_train : L->n_eval;
             if (i >= len) return m;
-            if (ys[i] == ys[i]) sum += ys[i], have++, xi = xs[i];
+            if (ys[i] == ys[i]) sum += ys[i], have++, xi = xs[i], mn = fmin(mn, ys[i]), mx = fmax(mx, ys[i]);
         }
-        if (have == n && m < cap) x[m] = xi, y[m] = sum / n, m++;
+        if (have == n && m < cap) {
+            x[m] = xi, y[m] = sum / n;
+            if (lo) lo[m] = mn, hi[m] = mx;
+            m++;
+        }
     }
 }
 
@@ -380,7 +435,7 @@ static int one_plot(const char *dir, const char *file, const char *title, const 
     plot_desc d;
     plot *p;
     size_t cap = 0, m;
-    double *x, *y;
+    double *x, *y, *lo, *hi;
     int rc = 0, arm, s;
     for (s = 0; s < n_arms * n; s++) {
         cap = logs[s].n_train > cap ? logs[s].n_train : cap;
@@ -391,8 +446,10 @@ static int one_plot(const char *dir, const char *file, const char *title, const 
     p = plot_create(&d);
     x = (double *)malloc((cap + 1) * sizeof *x);
     y = (double *)malloc((cap + 1) * sizeof *y);
-    if (!p || !x || !y) {
-        plot_free(p), free(x), free(y);
+    lo = (double *)malloc((cap + 1) * sizeof *lo);
+    hi = (double *)malloc((cap + 1) * sizeof *hi);
+    if (!p || !x || !y || !lo || !hi) {
+        plot_free(p), free(x), free(y), free(lo), free(hi);
         return gpt_errorf(err, errlen, "plots: out of memory");
     }
     for (arm = 0; arm < n_arms && rc == 0; arm++) {
@@ -401,31 +458,33 @@ static int one_plot(const char *dir, const char *file, const char *title, const 
         char label[96];
         memset(&st, 0, sizeof st);
         st.color = colors[arm], st.ring = -1;
-        m = mean_series(L, n, k1, x, y, cap);
+        m = mean_series(L, n, k1, x, y, lo, hi, cap);
         snprintf(label, sizeof label, "%s%s", names[arm], k2 != k1 ? " (validation)" : "");
         /* validation: solid with a dot per evaluation; training: dashed, drawn first underneath */
         if (k2 != k1) {
-            size_t mt = mean_series(L, n, k2, x, y, cap);
+            size_t mt = mean_series(L, n, k2, x, y, NULL, NULL, cap);
             char tl[96];
             snprintf(tl, sizeof tl, "%s (training)", names[arm]);
             st.dashed = 1;
             if (plot_add_series_style(p, tl, x, y, mt, &st) != GPT_OK) rc = -1;
-            m = mean_series(L, n, k1, x, y, cap);
+            m = mean_series(L, n, k1, x, y, lo, hi, cap);
             st.dashed = 0, st.markers = 1;
         }
+        /* the spread over seeds: a band (with dots, error bars) from the lowest to the highest seed */
+        if (n > 1) st.ylo = lo, st.yhi = hi;
         if (plot_add_series_style(p, label, x, y, m, &st) != GPT_OK) rc = -1;
     }
     snprintf(path, sizeof path, "%s/%s", dir, file);
     if (rc) gpt_errorf(err, errlen, "%s: out of memory", path);
     else if (plot_write_svg(p, path, err, errlen) != GPT_OK) rc = -1;
-    plot_free(p), free(x), free(y);
+    plot_free(p), free(x), free(y), free(lo), free(hi);
     return rc;
 }
 
 int exp_write_plots(const char *dir, const exp_log *logs, int n_arms, int n, const char *const *names,
                     const char *const *colors, const char *caption, char *err, size_t errlen)
 {
-    const char *mean = n > 1 ? " (mean over seeds)" : "";
+    const char *mean = n > 1 ? " (seed mean; spread min–max)" : "";
     char t1[128], t2[128], t3[128];
     snprintf(t1, sizeof t1, "Loss%s", mean);
     snprintf(t2, sizeof t2, "Exact step diameter D(S) of the head%s", mean);
@@ -602,29 +661,68 @@ typedef struct {
     int n, fixed, extended, best, at_edge;
 } exp_grid;
 
-/* Index of the best (lowest final validation loss) finished run of the grid, -1 if none. */
-static int grid_best(exp_ctx *x, const exp_grid *g, int arm, long seed)
+/* One sweep point: the runs of an arm at a rate over seeds seed0..seed0+k-1 (those that finished). */
+typedef struct {
+    int n, failed;                  /* finished runs, failed runs */
+    double loss, loss_sd, loss_min, loss_max;
+    double d, d_min, d_max, rms, rms_min, rms_max; /* means (arithmetic) and extremes */
+} exp_point;
+
+static exp_point point_at(exp_ctx *x, int arm, double rate, long seed0, int k)
 {
-    int k, best = -1;
+    exp_point p;
+    double l[100];
+    int s;
+    memset(&p, 0, sizeof p);
+    p.loss_min = p.d_min = p.rms_min = HUGE_VAL;
+    p.loss_max = p.d_max = p.rms_max = -HUGE_VAL;
+    for (s = 0; s < k && s < 100; s++) {
+        exp_run *u = find_run(x, arm, rate, seed0 + s);
+        if (!u) continue;
+        if (!u->ok) {
+            p.failed++;
+            continue;
+        }
+        l[p.n++] = u->fin.val_loss;
+        p.d += u->fin.diameter, p.rms += u->fin.hilbert_rms;
+        p.loss_min = fmin(p.loss_min, u->fin.val_loss), p.loss_max = fmax(p.loss_max, u->fin.val_loss);
+        p.d_min = fmin(p.d_min, u->fin.diameter), p.d_max = fmax(p.d_max, u->fin.diameter);
+        p.rms_min = fmin(p.rms_min, u->fin.hilbert_rms), p.rms_max = fmax(p.rms_max, u->fin.hilbert_rms);
+    }
+    if (p.n) {
+        exp_mean_sd(l, p.n, &p.loss, &p.loss_sd);
+        p.d /= p.n, p.rms /= p.n;
+    } else {
+        p.loss = p.loss_sd = p.d = p.rms = NAN;
+    }
+    return p;
+}
+
+/* Index of the best grid rate: the lowest mean final validation loss over the k sweep seeds,
+ * among the rates where all k runs finished; -1 if none. */
+static int grid_best(exp_ctx *x, const exp_grid *g, int arm, long seed0, int k)
+{
+    int r, best = -1;
     double bl = HUGE_VAL;
-    for (k = 0; k < g->n; k++) {
-        exp_run *u = find_run(x, arm, g->rate[k], seed);
-        if (u && u->ok && u->fin.val_loss < bl) bl = u->fin.val_loss, best = k;
+    for (r = 0; r < g->n; r++) {
+        exp_point p = point_at(x, arm, g->rate[r], seed0, k);
+        if (p.n == k && p.loss < bl) bl = p.loss, best = r;
     }
     return best;
 }
 
-/* Sweeps one arm, extending the grid while its best sits at an edge. 0 or -1. */
-static int sweep_arm(exp_ctx *x, exp_grid *g, int arm, long seed)
+/* Sweeps one arm over k seeds, extending the grid while its best sits at an edge. 0 or -1. */
+static int sweep_arm(exp_ctx *x, exp_grid *g, int arm, long seed0, int k)
 {
-    int k;
-    for (k = 0; k < g->n; k++)
-        if (!get_run(x, arm, g->rate[k], seed, !g->fixed)) return -1;
+    int r, s;
+    for (s = 0; s < k; s++)
+        for (r = 0; r < g->n; r++)
+            if (!get_run(x, arm, g->rate[r], seed0 + s, !g->fixed)) return -1;
     for (;;) {
-        int b = grid_best(x, g, arm, seed), edge;
-        double r;
+        int b = grid_best(x, g, arm, seed0, k), edge;
+        double nr;
         if (b < 0) {
-            fprintf(stderr, "experiment: every run of the %s sweep failed\n", arm_name[arm]);
+            fprintf(stderr, "experiment: no rate of the %s sweep finished at every seed\n", arm_name[arm]);
             x->rc = 1;
             return -1;
         }
@@ -633,19 +731,20 @@ static int sweep_arm(exp_ctx *x, exp_grid *g, int arm, long seed)
         g->at_edge = edge;
         if (!edge || g->extended >= x->cli->sweep_extend || g->n >= EXP_MAX_RATES) return 0;
         if (b == 0) { /* one grid step further out, geometrically */
-            r = g->rate[0] * (g->rate[0] / g->rate[1]);
+            nr = g->rate[0] * (g->rate[0] / g->rate[1]);
             memmove(g->rate + 1, g->rate, (size_t)g->n * sizeof g->rate[0]);
-            g->rate[0] = r;
+            g->rate[0] = nr;
         } else {
-            r = g->rate[g->n - 1] * (g->rate[g->n - 1] / g->rate[g->n - 2]);
-            g->rate[g->n] = r;
+            nr = g->rate[g->n - 1] * (g->rate[g->n - 1] / g->rate[g->n - 2]);
+            g->rate[g->n] = nr;
         }
         g->n++;
         g->extended++;
-        printf("experiment: the best %s rate %.4g is at the edge of its grid: adding %.4g\n", arm_name[arm],
-               g->rate[b == 0 ? 1 : g->n - 2], r);
-        x->planned++;
-        if (!get_run(x, arm, r, seed, 1)) return -1;
+        printf("experiment: the best %s rate %.6g is at the edge of its grid: adding %.6g\n", arm_name[arm],
+               g->rate[b == 0 ? 1 : g->n - 2], nr);
+        x->planned += k;
+        for (s = 0; s < k; s++)
+            if (!get_run(x, arm, nr, seed0 + s, 1)) return -1;
     }
 }
 
@@ -656,11 +755,11 @@ static int count_missing(exp_ctx *x, int arm, double rate, long seed0, int n)
     return m;
 }
 
-/* "0.002, 0.004, ..." */
+/* "0.002, 0.004, ..." (every rate exactly: %.6g keeps 0.1024) */
 static void sb_rates(sbuf *b, const exp_grid *g)
 {
     int k;
-    for (k = 0; k < g->n; k++) sb_printf(b, "%s%.4g", k ? ", " : "", g->rate[k]);
+    for (k = 0; k < g->n; k++) sb_printf(b, "%s%.6g", k ? ", " : "", g->rate[k]);
 }
 
 static const char *fmt_or_dash(char *buf, size_t cap, double v, const char *fmt)
@@ -670,74 +769,128 @@ static const char *fmt_or_dash(char *buf, size_t cap, double v, const char *fmt)
     return buf;
 }
 
-/* The frontier of one arm at the first seed: (step size, loss) of its finished sweep runs. */
-static int arm_points(exp_ctx *x, const exp_grid *g, int arm, long seed, int rms, double *sx, double *sl, double *rate)
+/* An arm's frontier: (step size, loss) per finished grid point; seed < 0: the means over the k
+ * sweep seeds (points where all k finished), else that seed's runs alone. */
+static int arm_points(exp_ctx *x, const exp_grid *g, int arm, long seed0, int k, long seed, int rms, double *sx,
+                      double *sl, double *rate)
 {
-    int k, m = 0;
-    for (k = 0; k < g->n; k++) {
-        exp_run *u = find_run(x, arm, g->rate[k], seed);
-        if (!u || !u->ok) continue;
-        sx[m] = rms ? u->fin.hilbert_rms : u->fin.diameter;
-        sl[m] = u->fin.val_loss;
-        if (rate) rate[m] = g->rate[k];
+    int r, m = 0;
+    for (r = 0; r < g->n; r++) {
+        if (seed < 0) {
+            exp_point p = point_at(x, arm, g->rate[r], seed0, k);
+            if (p.n != k) continue;
+            sx[m] = rms ? p.rms : p.d, sl[m] = p.loss;
+        } else {
+            exp_run *u = find_run(x, arm, g->rate[r], seed);
+            if (!u || !u->ok) continue;
+            sx[m] = rms ? u->fin.hilbert_rms : u->fin.diameter, sl[m] = u->fin.val_loss;
+        }
+        if (rate) rate[m] = g->rate[r];
         m++;
     }
     return m;
 }
 
-/* The matched-loss table and the region where RowNorm's frontier lies below AdamW's, for D
- * (rms 0) or the Hilbert RMS (rms 1). */
-static void sb_matched(sbuf *b, exp_ctx *x, const exp_grid *g, long seed, int rms)
+/* What the frontiers say at equal step size, for D (rms 0) or the Hilbert RMS (rms 1): the step
+ * each arm needs to reach the RowNorm head's best (mean) loss, on the mean frontiers and on each
+ * sweep seed's own, and where the RowNorm head's mean frontier lies below the AdamW head's. */
+typedef struct {
+    double target;                /* the RowNorm head's best mean loss */
+    double need[2];               /* on the mean frontiers (NaN: not reached) */
+    double ratio, ratio_min, ratio_max; /* AdamW / RowNorm: mean frontiers; over seeds (Inf: AdamW never reaches it) */
+    int seeds_above, seeds;       /* seeds whose ratio is > 1 (RowNorm needs the smaller step), of those counted */
+    double lo, hi;                /* the range both mean frontiers cover (lo >= hi: they do not overlap) */
+    double below[4][2];           /* up to 4 intervals of it where RowNorm's mean frontier is lower */
+    int n_below;
+    double below_share;           /* share of [lo, hi] (in log step size) where it is lower */
+} exp_matched;
+
+static void matched(exp_ctx *x, const exp_grid *g, long seed0, int k, int rms, exp_matched *mt)
 {
-    double sx[2][EXP_MAX_RATES], sl[2][EXP_MAX_RATES], lo = 0, hi = 0, best[2];
-    int m[2], arm, t, k, in = 0, n_int = 0;
-    const char *q = rms ? "Hilbert RMS" : "D(S)";
-    char c1[32], c2[32], c3[32];
-    for (arm = 0; arm < 2; arm++) {
-        m[arm] = arm_points(x, &g[arm], arm, seed, rms, sx[arm], sl[arm], NULL);
-        best[arm] = find_run(x, arm, g[arm].rate[g[arm].best], seed)->fin.val_loss;
-    }
-    sb_printf(b, "| target loss | %s the AdamW head needs | %s the RowNorm head needs | AdamW / RowNorm |\n"
-                 "|---|---|---|---|\n", q, q);
-    for (t = 1; t >= 0; t--) {
-        double target = best[t], need[2];
-        int exact[2];
-        for (arm = 0; arm < 2; arm++) need[arm] = exp_matched_step(sx[arm], sl[arm], m[arm], target, &exact[arm]);
-        sb_printf(b, "| %.4f (the %s's best) |", target, t ? "RowNorm head" : "AdamW head");
+    double sx[2][EXP_MAX_RATES], sl[2][EXP_MAX_RATES], a0 = HUGE_VAL, a1 = -HUGE_VAL, r0 = HUGE_VAL, r1 = -HUGE_VAL;
+    int m[2], arm, s, j, in = 0, n_in = 0;
+    double start = 0;
+    memset(mt, 0, sizeof *mt);
+    for (arm = 0; arm < 2; arm++) m[arm] = arm_points(x, &g[arm], arm, seed0, k, -1, rms, sx[arm], sl[arm], NULL);
+    mt->target = point_at(x, 1, g[1].rate[g[1].best], seed0, k).loss;
+    for (arm = 0; arm < 2; arm++) mt->need[arm] = exp_matched_step(sx[arm], sl[arm], m[arm], mt->target, NULL);
+    mt->ratio = mt->need[1] == mt->need[1] ? (mt->need[0] == mt->need[0] ? mt->need[0] / mt->need[1] : HUGE_VAL) : NAN;
+    mt->ratio_min = HUGE_VAL, mt->ratio_max = -HUGE_VAL;
+    for (s = 0; s < k; s++) { /* each seed's own frontiers, towards that seed's RowNorm loss at the best rate */
+        double px[2][EXP_MAX_RATES], pl[2][EXP_MAX_RATES], nd[2], r;
+        exp_run *u = find_run(x, 1, g[1].rate[g[1].best], seed0 + s);
+        int pm[2];
+        if (!u || !u->ok) continue;
         for (arm = 0; arm < 2; arm++) {
-            if (need[arm] == need[arm]) sb_printf(b, " %s%.3e |", exact[arm] ? "≤ " : "", need[arm]);
-            else sb_printf(b, " not reached (best %.4f) |", best[arm]);
+            pm[arm] = arm_points(x, &g[arm], arm, seed0, k, seed0 + s, rms, px[arm], pl[arm], NULL);
+            nd[arm] = exp_matched_step(px[arm], pl[arm], pm[arm], u->fin.val_loss, NULL);
         }
-        if (need[0] == need[0] && need[1] == need[1]) sb_printf(b, " %.1f× |\n", need[0] / need[1]);
-        else sb_printf(b, " — |\n");
+        if (nd[1] != nd[1]) continue;
+        r = nd[0] == nd[0] ? nd[0] / nd[1] : HUGE_VAL;
+        mt->seeds++;
+        mt->seeds_above += r > 1.0;
+        mt->ratio_min = fmin(mt->ratio_min, r), mt->ratio_max = fmax(mt->ratio_max, r);
     }
-    /* the region: 256 log-spaced points over the range both sweeps cover */
-    if (m[0] && m[1]) {
-        double a0 = HUGE_VAL, a1 = -HUGE_VAL, r0 = HUGE_VAL, r1 = -HUGE_VAL, l0, l1, start = 0;
-        for (k = 0; k < m[0]; k++) a0 = fmin(a0, sx[0][k]), a1 = fmax(a1, sx[0][k]);
-        for (k = 0; k < m[1]; k++) r0 = fmin(r0, sx[1][k]), r1 = fmax(r1, sx[1][k]);
-        lo = fmax(a0, r0), hi = fmin(a1, r1);
-        if (lo < hi) {
-            sb_printf(b, "\nWhere both sweeps reach (%s %s to %s), the RowNorm head's frontier is below the AdamW "
-                         "head's (lower loss at the same step size) for %s in ",
-                      q, fmt_or_dash(c1, sizeof c1, lo, "%.3e"), fmt_or_dash(c2, sizeof c2, hi, "%.3e"), q);
-            for (k = 0; k <= 256; k++) {
-                double v = exp(log(lo) + (log(hi) - log(lo)) * k / 256.0);
-                int below;
-                l0 = exp_frontier_at(sx[0], sl[0], m[0], v);
-                l1 = exp_frontier_at(sx[1], sl[1], m[1], v);
-                below = l1 < l0;
-                if (below && !in) start = v, in = 1;
-                if ((!below || k == 256) && in) {
-                    sb_printf(b, "%s[%s, %s]", n_int ? ", " : "", fmt_or_dash(c1, sizeof c1, start, "%.3e"),
-                              fmt_or_dash(c3, sizeof c3, v, "%.3e"));
-                    n_int++, in = 0;
-                }
-            }
-            sb_printf(b, "%s.\n", n_int ? "" : "no part of it");
-        } else {
-            sb_printf(b, "\nThe two sweeps' %s ranges do not overlap.\n", q);
+    if (!mt->seeds) mt->ratio_min = mt->ratio_max = NAN;
+    for (j = 0; j < m[0]; j++) a0 = fmin(a0, sx[0][j]), a1 = fmax(a1, sx[0][j]);
+    for (j = 0; j < m[1]; j++) r0 = fmin(r0, sx[1][j]), r1 = fmax(r1, sx[1][j]);
+    mt->lo = fmax(a0, r0), mt->hi = fmin(a1, r1);
+    if (!(mt->lo < mt->hi)) return;
+    for (j = 0; j <= 256; j++) { /* 257 log-spaced points over the shared range */
+        double v = exp(log(mt->lo) + (log(mt->hi) - log(mt->lo)) * j / 256.0);
+        int below = exp_frontier_at(sx[1], sl[1], m[1], v) < exp_frontier_at(sx[0], sl[0], m[0], v);
+        n_in += below;
+        if (below && !in) start = v, in = 1;
+        if ((!below || j == 256) && in) {
+            if (mt->n_below < 4) mt->below[mt->n_below][0] = start, mt->below[mt->n_below][1] = v, mt->n_below++;
+            in = 0;
         }
+    }
+    mt->below_share = n_in / 257.0;
+}
+
+static void sb_ratio(sbuf *b, double r)
+{
+    if (r == HUGE_VAL) sb_printf(b, "∞ (AdamW never reaches it)");
+    else if (r == r) sb_printf(b, "%.2f×", r);
+    else sb_printf(b, "—");
+}
+
+/* The matched-loss table for D or the Hilbert RMS. */
+static void sb_matched(sbuf *b, const exp_matched *mt, int rms, int k)
+{
+    const char *q = rms ? "Hilbert RMS" : "D(S)";
+    char c1[32], c2[32];
+    int arm, j;
+    sb_printf(b, "| target loss | %s the AdamW head needs | %s the RowNorm head needs | AdamW / RowNorm | range over "
+                 "the %d seeds (each seed's frontiers, to its own RowNorm loss at the best rate) |\n|---|---|---|---|---|\n",
+              q, q, k);
+    sb_printf(b, "| %.4f (the RowNorm head's best mean) |", mt->target);
+    for (arm = 0; arm < 2; arm++) {
+        if (mt->need[arm] == mt->need[arm]) sb_printf(b, " %.3e |", mt->need[arm]);
+        else sb_printf(b, " not reached |");
+    }
+    sb_printf(b, " ");
+    sb_ratio(b, mt->ratio);
+    sb_printf(b, " | ");
+    if (mt->seeds) {
+        sb_ratio(b, mt->ratio_min);
+        sb_printf(b, " … ");
+        sb_ratio(b, mt->ratio_max);
+        sb_printf(b, " (%d of %d seeds above 1) |\n", mt->seeds_above, mt->seeds);
+    } else {
+        sb_printf(b, "— |\n");
+    }
+    if (mt->lo < mt->hi) {
+        sb_printf(b, "\nWhere both mean frontiers reach (%s %s to %s), the RowNorm head's lies below the AdamW head's "
+                     "(lower loss at the same step size) over %.0f %% of the range (log scale)%s", q,
+                  fmt_or_dash(c1, sizeof c1, mt->lo, "%.3e"), fmt_or_dash(c2, sizeof c2, mt->hi, "%.3e"),
+                  100 * mt->below_share, mt->n_below ? ": " : ".\n");
+        for (j = 0; j < mt->n_below; j++)
+            sb_printf(b, "%s[%.3e, %.3e]", j ? ", " : "", mt->below[j][0], mt->below[j][1]);
+        if (mt->n_below) sb_printf(b, ".\n");
+    } else {
+        sb_printf(b, "\nThe two sweeps' %s ranges do not overlap.\n", q);
     }
 }
 
@@ -785,8 +938,8 @@ static void describe_recipe(sbuf *b, const exp_log *L, int caption)
               100 * num[FINAL], num[CLIP]);
 }
 
-/* frontier_diameter.svg or frontier_rms.svg */
-static int frontier_plot(exp_ctx *x, const exp_grid *g, long seed, int rms, const char *caption, char *err,
+/* frontier_diameter.svg or frontier_rms.svg: mean over the sweep seeds, bars min–max */
+static int frontier_plot(exp_ctx *x, const exp_grid *g, long seed0, int k, int rms, const char *caption, char *err,
                          size_t errlen)
 {
     plot_desc d;
@@ -794,8 +947,8 @@ static int frontier_plot(exp_ctx *x, const exp_grid *g, long seed, int rms, cons
     int arm, rc = 0;
     char path[1100];
     memset(&d, 0, sizeof d);
-    d.title = rms ? "Loss against the Hilbert RMS of the head step (one run per head rate)"
-                  : "Loss against the step diameter D(S) of the head (one run per head rate)";
+    d.title = rms ? "Loss against the Hilbert RMS of the head step (one point per head rate)"
+                  : "Loss against the step diameter D(S) of the head (one point per head rate)";
     d.xlabel = rms ? "final Hilbert RMS of the head step (log)" : "final exact D(S) of the head step (log)";
     d.ylabel = "final validation loss";
     d.log_x = 1;
@@ -803,23 +956,37 @@ static int frontier_plot(exp_ctx *x, const exp_grid *g, long seed, int rms, cons
     p = plot_create(&d);
     if (!p) return gpt_errorf(err, errlen, "plots: out of memory");
     for (arm = 0; arm < 2 && rc == 0; arm++) {
-        double sx[EXP_MAX_RATES], sl[EXP_MAX_RATES], rate[EXP_MAX_RATES], tx[EXP_MAX_RATES], tl[EXP_MAX_RATES];
-        char lab[EXP_MAX_RATES][24], name[96];
+        double tx[EXP_MAX_RATES], tl[EXP_MAX_RATES], lo[EXP_MAX_RATES], hi[EXP_MAX_RATES];
+        char lab[EXP_MAX_RATES][24], name[128];
         const char *labels[EXP_MAX_RATES];
-        int m = arm_points(x, &g[arm], arm, seed, rms, sx, sl, rate), idx[EXP_MAX_RATES], k;
+        int idx[EXP_MAX_RATES], r, m = 0, j;
+        exp_point pt[EXP_MAX_RATES];
+        double px[EXP_MAX_RATES], pl[EXP_MAX_RATES];
         plot_style st;
-        m = frontier_order(sx, sl, m, idx); /* in increasing step size: the frontier read left to right */
+        for (r = 0; r < g[arm].n; r++) { /* the points where every sweep seed finished */
+            exp_point q = point_at(x, arm, g[arm].rate[r], seed0, k);
+            if (q.n != k) continue;
+            pt[m] = q, px[m] = rms ? q.rms : q.d, pl[m] = q.loss, tx[m] = g[arm].rate[r]; /* tx: the rate, for now */
+            m++;
+        }
+        m = frontier_order(px, pl, m, idx); /* in increasing step size: the frontier read left to right */
         memset(&st, 0, sizeof st);
         st.color = exp_head_color(arm_head[arm]);
         st.markers = 1;
         st.ring = -1;
-        for (k = 0; k < m; k++) {
-            tx[k] = sx[idx[k]], tl[k] = sl[idx[k]];
-            snprintf(lab[k], sizeof lab[k], "%.3g", rate[idx[k]]);
-            labels[k] = lab[k];
-            if (rate[idx[k]] == g[arm].rate[g[arm].best]) st.ring = k;
+        {
+            double rate[EXP_MAX_RATES];
+            for (j = 0; j < m; j++) rate[j] = tx[idx[j]];
+            for (j = 0; j < m; j++) {
+                tx[j] = px[idx[j]], tl[j] = pl[idx[j]];
+                lo[j] = pt[idx[j]].loss_min, hi[j] = pt[idx[j]].loss_max;
+                snprintf(lab[j], sizeof lab[j], "%.6g", rate[j]);
+                labels[j] = lab[j];
+                if (rate[j] == g[arm].rate[g[arm].best]) st.ring = j;
+            }
         }
         st.labels = labels;
+        if (k > 1) st.ylo = lo, st.yhi = hi;
         snprintf(name, sizeof name, "%s (labels: peak head rate; ring: best)", arm_name[arm]);
         if (plot_add_series_style(p, name, tx, tl, (size_t)m, &st) != GPT_OK) rc = gpt_errorf(err, errlen, "plots: out of memory");
     }
@@ -829,8 +996,9 @@ static int frontier_plot(exp_ctx *x, const exp_grid *g, long seed, int rms, cons
     return rc;
 }
 
-/* The pairs at rates ra (AdamW), rb (RowNorm) over seeds seed0..: the table under `title`. */
-static char *pairs_table(exp_ctx *x, const char *title, double ra, double rb, long seed0, int n)
+/* The pairs at rates ra (AdamW), rb (RowNorm) over seeds seed0..: the table under `title`, and
+ * the summary (intervals) in *ps. */
+static char *pairs_table(exp_ctx *x, const char *title, double ra, double rb, long seed0, int n, exp_pair_summary *ps)
 {
     exp_final *f = (exp_final *)calloc((size_t)(2 * n), sizeof *f);
     long *seeds = (long *)calloc((size_t)n, sizeof *seeds);
@@ -843,9 +1011,94 @@ static char *pairs_table(exp_ctx *x, const char *title, double ra, double rb, lo
             f[n + k] = find_run(x, 1, rb, seeds[k])->fin;
         }
         t = exp_table_markdown(title, f, f + n, seeds, n);
+        exp_pair_summarize(f, f + n, n, ps);
     }
     free(f), free(seeds);
     return t;
+}
+
+/* The definitions that open the output and table.md. */
+static void sb_definitions(sbuf *b)
+{
+    sb_printf(b, "- **D(S)**, the step diameter: for a head step S (the change of the V × d output matrix in one "
+                 "update), the largest distance between two of its rows, max ‖s_i − s_j‖. A softmax ignores shifts "
+                 "shared by all logits, so D(S) bounds how far any prediction can move (in Hilbert's projective "
+                 "distance, by at most D(S)·‖h‖ for a hidden state h); measured exactly on the last update.\n"
+                 "- **Hilbert RMS**: how far the predictions actually moved in that update: the root mean square, "
+                 "over a fixed panel of validation positions, of the Hilbert distance between the predicted "
+                 "distributions before and after it.\n"
+                 "- **Frontier**: final validation loss against one of these step sizes, one point per peak head "
+                 "rate (mean over the sweep seeds, bars from the lowest to the highest seed). Lower at the same step "
+                 "size is better: the lower curve reaches a loss with a smaller change of the predictions.\n"
+                 "- **Beyond seed noise**: a difference whose 95 %% interval, paired over seeds (Student's t), excludes "
+                 "no difference; for the frontier, a ratio above 1 on every seed's own frontier.\n");
+}
+
+/* One verdict line: holds beyond the seed noise or not. */
+static const char *mark(int beyond) { return beyond ? "**beyond seed noise**" : "*within seed noise*"; }
+
+/* "X× smaller in D(S) (AdamW / RowNorm 95 % interval lo to hi, beyond seed noise)", or larger */
+static void sb_step_ratio(sbuf *b, const char *lead, const char *q, double r, double lo, double hi, int n)
+{
+    sb_printf(b, "%s %.2f× %s in %s", lead, r >= 1 ? r : 1 / r, r >= 1 ? "smaller" : "larger", q);
+    if (n > 1) sb_printf(b, " (AdamW / RowNorm %.2f to %.2f: %s)", lo, hi, mark(lo > 1 || hi < 1));
+}
+
+static void sb_pair_verdict(sbuf *b, const char *where, const exp_pair_summary *ps)
+{
+    int n = ps->n, beyond = n > 1 && (ps->delta_lo > 0 || ps->delta_hi < 0);
+    sb_printf(b, "- %s: the RowNorm head's validation loss is %s by %.4f", where,
+              ps->delta > 0 ? "higher (worse)" : "lower (better)", fabs(ps->delta));
+    if (n > 1) sb_printf(b, " (95 %% interval %+.4f to %+.4f, %d seeds): %s", ps->delta_lo, ps->delta_hi, n, mark(beyond));
+    sb_step_ratio(b, "; its steps are", "D(S)", ps->d_ratio, ps->d_lo, ps->d_hi, n);
+    sb_step_ratio(b, " and", "Hilbert RMS", ps->rms_ratio, ps->rms_lo, ps->rms_hi, n);
+    sb_printf(b, ".\n");
+}
+
+static void sb_frontier_verdict(sbuf *b, const exp_matched *mt, int rms)
+{
+    const char *q = rms ? "Hilbert RMS" : "D(S)";
+    int beyond = mt->seeds > 1 && mt->seeds_above == mt->seeds;
+    sb_printf(b, "- At equal step size (%s): ", q);
+    if (!(mt->ratio == mt->ratio)) {
+        sb_printf(b, "the RowNorm head's best loss is not on its own mean frontier (no matched step).\n");
+        return;
+    }
+    sb_printf(b, "to reach the RowNorm head's best mean loss (%.4f) the AdamW head needs ", mt->target);
+    sb_ratio(b, mt->ratio);
+    sb_printf(b, " the %s the RowNorm head needs (each seed's own frontiers: ", q);
+    sb_ratio(b, mt->ratio_min);
+    sb_printf(b, " to ");
+    sb_ratio(b, mt->ratio_max);
+    sb_printf(b, "), so %s: %s; the RowNorm head's mean frontier is the lower one over %.0f %% of the %s range "
+                 "both reach.\n",
+              mt->ratio > 1 ? "the RowNorm head gets there with the smaller step"
+                            : "the AdamW head gets there with the smaller step",
+              mt->ratio > 1 ? mark(beyond) : mark(mt->seeds > 1 && mt->seeds_above == 0), 100 * mt->below_share, q);
+}
+
+/* results.csv: one row per run, every number the tables are made of (what the demo_table test
+ * compares with the committed copy). */
+static int write_results(exp_ctx *x, char *err, size_t errlen)
+{
+    sbuf b;
+    char path[1100];
+    int k, rc = 0;
+    memset(&b, 0, sizeof b);
+    sb_printf(&b, "head,rate,seed,status,val_loss,diameter,hilbert_rms\n");
+    for (k = 0; k < x->n_runs; k++) {
+        const exp_run *u = &x->runs[k];
+        if (u->ok)
+            sb_printf(&b, "%s,%.17g,%ld,ok,%.17g,%.17g,%.17g\n", optim_head_name(arm_head[u->arm]), u->rate, u->seed,
+                      u->fin.val_loss, u->fin.diameter, u->fin.hilbert_rms);
+        else
+            sb_printf(&b, "%s,%.17g,%ld,failed,,,\n", optim_head_name(arm_head[u->arm]), u->rate, u->seed);
+    }
+    snprintf(path, sizeof path, "%s/results.csv", x->cli->out_dir);
+    if (b.failed) rc = gpt_errorf(err, errlen, "%s: out of memory", path);
+    else if (data_write_file_atomic(path, b.s, b.len, err, errlen) != GPT_OK) rc = -1;
+    free(b.s);
+    return rc;
 }
 
 int experiment_main(const train_cli *cli)
@@ -853,17 +1106,22 @@ int experiment_main(const train_cli *cli)
     exp_ctx x;
     exp_grid g[2];
     sbuf out, cap;
-    int n = cli->seeds > 0 ? cli->seeds : 1, arm, k, rc = 0, paper_same = 0;
+    int n = cli->seeds > 0 ? cli->seeds : 1, arm, k, rc = 0, paper_same = 0, ks;
     long seed0 = (long)cli->opt.seed;
     double paper[2], best[2] = {0, 0};
-    char err[512], path[1100], title[256], *t;
+    char err[512], path[1100], title[256];
     exp_log *logs = NULL;
+    exp_pair_summary tuned, at_paper;
+    exp_matched mt[2];
     memset(&x, 0, sizeof x);
     memset(g, 0, sizeof g);
     memset(&out, 0, sizeof out);
     memset(&cap, 0, sizeof cap);
+    memset(&at_paper, 0, sizeof at_paper);
     x.cli = cli;
     x.rank0 = gpt_comm_rank(cli->opt.comm) == 0;
+    ks = cli->sweep_seeds > 0 ? cli->sweep_seeds : 1; /* seeds at every rate of the sweeps */
+    if (ks > n) ks = n;
     for (arm = 0; arm < 2; arm++) {
         paper[arm] = optim_default(arm_head[arm]).head_lr;
         if (cli->exp_head_lr[arm] > 0.0) {
@@ -877,26 +1135,35 @@ int experiment_main(const train_cli *cli)
             }
         }
     }
-    x.planned = g[0].n + g[1].n + 2 * (n - 1);
+    x.planned = ks * (g[0].n + g[1].n) + 2 * (n - ks);
     for (arm = 0; arm < 2; arm++) { /* the paper's pairs: at least these many more runs */
         int in_grid = 0;
         for (k = 0; k < g[arm].n; k++) in_grid |= g[arm].rate[k] == paper[arm];
-        x.planned += in_grid ? n - 1 : n;
+        x.planned += in_grid ? n - ks : n;
+    }
+    if (x.rank0) {
+        memset(&out, 0, sizeof out);
+        sb_printf(&out, "experiment: what the tables measure\n");
+        sb_definitions(&out);
+        if (!out.failed) printf("%s", out.s);
+        free(out.s);
+        memset(&out, 0, sizeof out);
     }
     printf("experiment: outputs in %s\n", cli->out_dir);
     for (arm = 0; arm < 2; arm++) {
         sbuf r;
         memset(&r, 0, sizeof r);
         sb_rates(&r, &g[arm]);
-        printf("experiment: %s: %s %s (warm-up %.0f%%, cosine to %.0f%% of peak), seed %ld\n", arm_name[arm],
-               g[arm].fixed ? "fixed rate" : "sweep over peak rates", r.s ? r.s : "?",
-               100.0 * cli->opt.recipe.warmup_frac, 100.0 * cli->opt.recipe.final_frac, seed0);
+        printf("experiment: %s: %s %s (warm-up %.0f%%, cosine to %.0f%% of peak), seed%s %ld%s%ld\n", arm_name[arm],
+               g[arm].fixed ? "fixed rate" : "sweep over peak rates", r.s ? r.s : "?", 100.0 * cli->opt.recipe.warmup_frac,
+               100.0 * cli->opt.recipe.final_frac, ks > 1 ? "s" : "", seed0, ks > 1 ? ".." : "", seed0 + ks - 1);
         free(r.s);
     }
-    printf("experiment: then %d seed%s (%ld..%ld) at each arm's best rate and at the paper's (AdamW %.3g, RowNorm %.3g)\n",
-           n, n > 1 ? "s" : "", seed0, seed0 + n - 1, paper[0], paper[1]);
+    printf("experiment: the best rate of each: the lowest mean over %d seed%s; then %d seed%s (%ld..%ld) at each arm's "
+           "best rate and at the paper's (AdamW %.3g, RowNorm %.3g)\n",
+           ks, ks > 1 ? "s" : "", n, n > 1 ? "s" : "", seed0, seed0 + n - 1, paper[0], paper[1]);
     /* 1. the sweeps */
-    for (arm = 0; arm < 2 && x.rc == 0; arm++) sweep_arm(&x, &g[arm], arm, seed0);
+    for (arm = 0; arm < 2 && x.rc == 0; arm++) sweep_arm(&x, &g[arm], arm, seed0, ks);
     /* 2. the tuned pairs, 3. the paper's pairs */
     if (x.rc == 0) {
         for (arm = 0; arm < 2; arm++) best[arm] = g[arm].rate[g[arm].best];
@@ -931,52 +1198,78 @@ int experiment_main(const train_cli *cli)
             }
     if (rc == 0) {
         int ext = g[0].extended || g[1].extended;
+        const char *corpus = exp_log_recipe(&logs[0], "corpus");
+        char *tt, *tp = NULL;
+        matched(&x, g, seed0, ks, 0, &mt[0]);
+        matched(&x, g, seed0, ks, 1, &mt[1]);
+        snprintf(title, sizeof title, "## At each head's best rate (AdamW %.6g, RowNorm %.6g)", best[0], best[1]);
+        tt = pairs_table(&x, title, best[0], best[1], seed0, n, &tuned);
+        snprintf(title, sizeof title, "## At the paper's rates (AdamW %.6g, RowNorm %.6g)%s", paper[0], paper[1],
+                 paper_same ? ": the same as the best" : "");
+        if (!paper_same) tp = pairs_table(&x, title, paper[0], paper[1], seed0, n, &at_paper);
         sb_printf(&out, "# AdamW head vs RowNorm head: head-rate sweeps, the loss–step-size frontier, tuned pairs\n\n");
-        sb_printf(&out, "Recipe (identical in every run but the head optimizer and its rate): ");
+        sb_definitions(&out);
+        sb_printf(&out, "\nRecipe (identical in every run but the head optimizer and its rate): ");
         describe_recipe(&out, &logs[0], 0);
         sb_printf(&out, ". Head AdamW betas (0.9, 0.999), eps 1e-10, wd 0.1; head RowNorm beta 0.95, eps 1e-8, wd 0 "
-                        "(the paper's). The logs record all of it (`# key=value` lines).\n\n");
-        sb_printf(&out, "## The frontier (seed %ld, one run per peak head rate)\n\n", seed0);
-        sb_printf(&out, "| head | peak head rate | final val loss | final D(S) | Hilbert RMS | |\n|---|---|---|---|---|---|\n");
+                        "(the paper's). Data: corpus %s%s. The logs record all of it (`# key=value` lines).\n\n",
+                  corpus ? corpus : "?",
+                  corpus && strtoull(corpus, NULL, 16) == DATA_DEMO_CORPUS_ID ? " (the demo's, " DATA_DEMO_CORPUS ")" : "");
+        sb_printf(&out, "## The frontier (%d seed%s per peak head rate: %ld..%ld)\n\n", ks, ks > 1 ? "s" : "", seed0,
+                  seed0 + ks - 1);
+        sb_printf(&out, "| head | peak head rate | final val loss%s | min … max | final D(S) | Hilbert RMS | |\n"
+                        "|---|---|---|---|---|---|---|\n", ks > 1 ? " (mean ± sd)" : "");
         for (arm = 0; arm < 2; arm++)
             for (k = 0; k < g[arm].n; k++) {
-                exp_run *u = find_run(&x, arm, g[arm].rate[k], seed0);
-                if (u->ok)
-                    sb_printf(&out, "| %s | %.4g | %.4f | %.3e | %.3e | %s |\n", arm_name[arm], u->rate, u->fin.val_loss,
-                              u->fin.diameter, u->fin.hilbert_rms,
-                              k == g[arm].best ? (g[arm].at_edge ? "**best (at the grid's edge)**" : "**best**") : "");
-                else
-                    sb_printf(&out, "| %s | %.4g | failed: %s | | | |\n", arm_name[arm], u->rate, u->error);
+                exp_point p = point_at(&x, arm, g[arm].rate[k], seed0, ks);
+                const char *tag = k == g[arm].best ? (g[arm].at_edge ? "**best (at the grid's edge)**" : "**best**") : "";
+                if (p.n == ks) {
+                    sb_printf(&out, "| %s | %.6g | %.4f", arm_name[arm], g[arm].rate[k], p.loss);
+                    if (ks > 1) sb_printf(&out, " ± %.4f | %.4f … %.4f", p.loss_sd, p.loss_min, p.loss_max);
+                    else sb_printf(&out, " | —");
+                    sb_printf(&out, " | %.3e | %.3e | %s |\n", p.d, p.rms, tag);
+                } else {
+                    exp_run *u = NULL;
+                    int s;
+                    for (s = 0; s < ks && !u; s++) {
+                        exp_run *v = find_run(&x, arm, g[arm].rate[k], seed0 + s);
+                        if (v && !v->ok) u = v;
+                    }
+                    sb_printf(&out, "| %s | %.6g | failed (%d of %d seeds): %s | | | | |\n", arm_name[arm], g[arm].rate[k],
+                              p.failed, ks, u ? u->error : "?");
+                }
             }
         for (arm = 0; arm < 2; arm++) {
             if (g[arm].at_edge)
-                sb_printf(&out, "\nNote: the %s's best rate %.4g is at the edge of its grid%s: its real best may lie "
+                sb_printf(&out, "\nNote: the %s's best rate %.6g is at the edge of its grid%s: its real best may lie "
                                 "beyond (give a wider --sweep-%s).\n", arm_name[arm], best[arm],
                           g[arm].extended ? " even after extending it" : "", arm ? "rownorm" : "adamw");
             else if (g[arm].fixed)
-                sb_printf(&out, "\nThe %s's rate is fixed (--lr-head-%s %.4g): no sweep.\n", arm_name[arm],
+                sb_printf(&out, "\nThe %s's rate is fixed (--lr-head-%s %.6g): no sweep.\n", arm_name[arm],
                           arm ? "rownorm" : "adamw", best[arm]);
         }
         if (ext) sb_printf(&out, "\n(Grids extended where a best was at an edge: up to --sweep-extend %d points per arm.)\n",
                            cli->sweep_extend);
-        sb_printf(&out, "\n## Matched loss: the step size each head needs to reach a loss\n\n"
-                        "Read off the frontier (segments linear in log step size between sweep points; \"≤\": the "
-                        "smallest step of the sweep already reaches it).\n\n");
-        sb_matched(&out, &x, g, seed0, 0);
+        sb_printf(&out, "\n## Matched loss: the step size each head needs to reach the RowNorm head's best loss\n\n"
+                        "Read off the mean frontiers (segments linear in log step size between sweep points), and off "
+                        "each sweep seed's own frontier for the range.\n\n");
+        sb_matched(&out, &mt[0], 0, ks);
         sb_printf(&out, "\n");
-        sb_matched(&out, &x, g, seed0, 1);
-        snprintf(title, sizeof title, "## At each head's best rate (AdamW %.4g, RowNorm %.4g)", best[0], best[1]);
-        t = pairs_table(&x, title, best[0], best[1], seed0, n);
-        sb_printf(&out, "\n%s", t ? t : "(out of memory)\n");
-        free(t);
-        snprintf(title, sizeof title, "## At the paper's rates (AdamW %.4g, RowNorm %.4g)%s", paper[0], paper[1],
-                 paper_same ? ": the same as the best" : "");
+        sb_matched(&out, &mt[1], 1, ks);
+        sb_printf(&out, "\n%s", tt ? tt : "(out of memory)\n");
+        if (!paper_same) sb_printf(&out, "\n%s", tp ? tp : "(out of memory)\n");
+        else sb_printf(&out, "\n%s\n", title);
+        free(tt), free(tp);
+        /* the answer */
+        sb_printf(&out, "\n## The answer at this scale\n\n");
+        sb_frontier_verdict(&out, &mt[0], 0);
+        sb_frontier_verdict(&out, &mt[1], 1);
+        snprintf(title, sizeof title, "At each head's best rate (AdamW %.6g, RowNorm %.6g, chosen on the mean of %d seed%s)",
+                 best[0], best[1], ks, ks > 1 ? "s" : "");
+        sb_pair_verdict(&out, title, &tuned);
         if (!paper_same) {
-            t = pairs_table(&x, title, paper[0], paper[1], seed0, n);
-            sb_printf(&out, "\n%s", t ? t : "(out of memory)\n");
-            free(t);
-        } else {
-            sb_printf(&out, "\n%s\n", title);
+            snprintf(title, sizeof title, "At the paper's rates (AdamW %.6g, RowNorm %.6g)", paper[0], paper[1]);
+            sb_pair_verdict(&out, title, &at_paper);
         }
         if (out.failed) {
             fprintf(stderr, "experiment: out of memory\n");
@@ -985,11 +1278,11 @@ int experiment_main(const train_cli *cli)
     }
     if (rc == 0) {
         snprintf(path, sizeof path, "%s/table.md", cli->out_dir);
-        if (data_write_file_atomic(path, out.s, out.len, err, sizeof err) != GPT_OK) {
+        if (data_write_file_atomic(path, out.s, out.len, err, sizeof err) != GPT_OK || write_results(&x, err, sizeof err)) {
             fprintf(stderr, "experiment: %s\n", err);
             rc = 1;
         } else {
-            printf("%s\nwrote %s\n", out.s, path);
+            printf("%s\nwrote %s, results.csv\n", out.s, path);
         }
     }
     if (rc == 0) { /* the plots, with the recipe and the rates in their captions */
@@ -998,18 +1291,18 @@ int experiment_main(const train_cli *cli)
         describe_recipe(&cap, &logs[0], 1);
         sb_printf(&cap, "\nhead rates: AdamW ");
         sb_rates(&cap, &g[0]);
-        sb_printf(&cap, " (best %.4g);\nRowNorm ", best[0]);
+        sb_printf(&cap, " (best %.6g);\nRowNorm ", best[0]);
         sb_rates(&cap, &g[1]);
-        sb_printf(&cap, " (best %.4g); seed %ld", best[1], seed0);
-        if (cap.failed || frontier_plot(&x, g, seed0, 0, cap.s, err, sizeof err) ||
-            frontier_plot(&x, g, seed0, 1, cap.s, err, sizeof err)) {
+        sb_printf(&cap, " (best %.6g); seeds %ld..%ld (mean; bars: min–max)", best[1], seed0, seed0 + ks - 1);
+        if (cap.failed || frontier_plot(&x, g, seed0, ks, 0, cap.s, err, sizeof err) ||
+            frontier_plot(&x, g, seed0, ks, 1, cap.s, err, sizeof err)) {
             fprintf(stderr, "experiment: %s\n", cap.failed ? "out of memory" : err);
             rc = 1;
         }
         free(cap.s);
         memset(&cap, 0, sizeof cap);
         describe_recipe(&cap, &logs[0], 1);
-        sb_printf(&cap, "\nat each head's best rate: AdamW %.4g, RowNorm %.4g; seeds %ld..%ld", best[0], best[1], seed0,
+        sb_printf(&cap, "\nat each head's best rate: AdamW %.6g, RowNorm %.6g; seeds %ld..%ld", best[0], best[1], seed0,
                   seed0 + n - 1);
         if (rc == 0 && (cap.failed || exp_write_plots(cli->out_dir, logs, 2, n, names, colors, cap.s, err, sizeof err))) {
             fprintf(stderr, "experiment: %s\n", cap.failed ? "out of memory" : err);

@@ -3,24 +3,37 @@
  * pair nor the paper shows.
  *
  *   1. Sweep: per arm, a grid of peak head rates (--sweep-adamw / --sweep-rownorm, defaults below),
- *      one run per rate at the first seed, every other setting identical. Each arm's best rate
- *      is the one with the lowest final validation loss; a best at an edge of its grid extends
- *      the grid geometrically (--sweep-extend times; then the output says it is at the edge).
- *      A run that fails (e.g. a non-finite loss at a high rate) is a point marked "failed".
+ *      one run per rate at each of the first --sweep-seeds seeds (2), every other setting
+ *      identical. Each arm's best rate is the one with the lowest mean final validation loss over
+ *      those seeds (one seed's noise can move a single-seed optimum by a grid step); a best at an
+ *      edge of its grid extends the grid geometrically (--sweep-extend times; then the output says
+ *      it is at the edge). A run that fails (e.g. a non-finite loss at a high rate) is a point
+ *      marked "failed".
  *   2. Tuned pairs: --seeds N paired runs (seeds S..S+N-1) at the two best rates.
  *   3. Paper pairs: the same seeds at the paper's rates (AdamW 4e-3, RowNorm 3.2e-3), for reference.
  *   A run already made (same arm, rate and seed) is not made again: the trainer is deterministic
- *   for a given thread count, so the sweep's point at the best rate is the tuned pair's first seed.
+ *   for a given thread count, so the sweep's runs at the best rates are the tuned pairs' first
+ *   seeds (and the default grids start at the paper's rates, so theirs too).
  *   --lr-head-adamw X (--lr-head-rownorm X) fixes that arm at X: no sweep for it.
+ *   4. The answer: the definitions (D(S), Hilbert RMS, the frontier), the frontier (mean, sd and
+ *      min … max over the sweep seeds), the matched-loss ratios (on the mean frontiers, with the
+ *      range of each seed's own), the pairs with their 95 % intervals paired over seeds, and one
+ *      verdict line per claim, marked as beyond the seed noise or within it.
  *
  * Every number in the tables and the plots is read back from the runs' CSV logs (train.h), the
  * rates and the recipe included, and checked against what was asked for. Files in the output
  * directory:
  *   <arm>_lr<rate>_seed<S>.csv              the log of each run
- *   table.md                                the recipe, the frontier table, the matched-loss
- *                                           table, the tuned and the paper pairs (also printed)
+ *   table.md                                the definitions, the recipe, the frontier table, the
+ *                                           matched-loss table, the tuned and the paper pairs, the
+ *                                           verdict (also printed)
+ *   results.csv                             one row per run: head, rate, seed, status, final val
+ *                                           loss, D(S), Hilbert RMS (what tests/demo_table.sh
+ *                                           compares with the committed copy)
  *   frontier_diameter.svg, frontier_rms.svg final validation loss against final D(S) / Hilbert RMS
- *   loss.svg, diameter.svg, hilbert_rms.svg the tuned pairs against tokens (mean over seeds)
+ *                                           (mean over the sweep seeds, bars min … max)
+ *   loss.svg, diameter.svg, hilbert_rms.svg the tuned pairs against tokens (mean over seeds, the
+ *                                           spread min … max)
  */
 #ifndef GPT_EXPERIMENT_H
 #define GPT_EXPERIMENT_H
@@ -36,9 +49,10 @@ extern "C" {
 #define EXP_MAX_RATES 32  /* per arm, after extension */
 #define EXP_MAX_RECIPE 64 /* "# key=value" lines kept from a log */
 
-/* The default sweeps (the demo's size puts each arm's best inside its grid). */
-#define EXP_SWEEP_ADAMW "2e-3,4e-3,8e-3,1.6e-2,3.2e-2,6.4e-2"
-#define EXP_SWEEP_ROWNORM "3.2e-3,6.4e-3,1.28e-2,2.56e-2,5.12e-2,1.024e-1"
+/* The default sweeps: factors of 2 from the paper's rates up (so the paper pairs reuse the sweep's
+ * runs); at the demo's size each arm's best lies inside its grid or one extension away. */
+#define EXP_SWEEP_ADAMW "4e-3,8e-3,1.6e-2,3.2e-2,6.4e-2"
+#define EXP_SWEEP_ROWNORM "3.2e-3,6.4e-3,1.28e-2,2.56e-2,5.12e-2"
 
 /* One CSV log read back. Cells left empty in the log are NaN here. */
 typedef struct exp_log {
@@ -70,14 +84,29 @@ typedef struct exp_final {
 
 /* The Markdown table for n >= 1 seed pairs (a[k], b[k] from seed seeds[k]), under the heading
  * line `title`: a summary (mean ± sd; sd is the sample standard deviation, left out when n = 1)
- * and one row per seed. Differences and ratios are taken per seed, then averaged: delta =
- * RowNorm - AdamW loss, ratio = AdamW / RowNorm. Formats: losses %.4f, differences %+.4f, D and
- * RMS %.3e, ratios %.1f. Returns a malloc'd string (NULL when out of memory). */
+ * with the paired 95 % intervals of exp_pair_summarize, and one row per seed. delta = RowNorm -
+ * AdamW loss, ratio = AdamW / RowNorm. Formats: losses %.4f, differences %+.4f, D and RMS %.3e,
+ * ratios %.2f. Returns a malloc'd string (NULL when out of memory). */
 char *exp_table_markdown(const char *title, const exp_final *adamw, const exp_final *rownorm, const long *seeds,
                          int n);
 
 /* Mean and sample sd of n values (sd 0 for n = 1). */
 void exp_mean_sd(const double *x, int n, double *mean, double *sd);
+
+/* The two-sided 95 % quantile of Student's t with df degrees of freedom (df >= 1; NaN below). */
+double exp_t975(int df);
+
+/* n seed pairs summarised, RowNorm (b) against AdamW (a), each with its 95 % interval paired over
+ * the seeds (Student's t with n - 1 degrees of freedom; NaN bounds for n = 1): delta = mean of
+ * b - a validation losses; the D and Hilbert RMS ratios a / b as geometric means (the interval
+ * of the mean log ratio, exponentiated). */
+typedef struct exp_pair_summary {
+    int n;
+    double delta, delta_lo, delta_hi;
+    double d_ratio, d_lo, d_hi;
+    double rms_ratio, rms_lo, rms_hi;
+} exp_pair_summary;
+void exp_pair_summarize(const exp_final *a, const exp_final *b, int n, exp_pair_summary *s);
 
 /* The smallest step size x (D or Hilbert RMS) at which an arm's frontier reaches loss `target`:
  * the n points (x[i], loss[i]) taken in increasing x, joined by segments linear in log x; the

@@ -14,6 +14,7 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#include <dirent.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -240,23 +241,26 @@ static int read_final(const char *path, double v[3], double *head_lr, char *head
     return ok;
 }
 
-/* The experiment on the tiny config: the sweep (with one extension per arm), the best rates, the
- * tuned and the paper's pairs; table.md holds exactly the numbers the logs say, every log records
- * the head and the rate it was run with. */
+/* The experiment on the tiny config, two seeds at every sweep rate: the sweep (with one extension
+ * per arm, to the side of the better mean), the best rates on the mean of both seeds, the tuned
+ * and the paper's pairs; table.md holds exactly the numbers the logs say (means, sds, min … max,
+ * the paired 95 % intervals with Student's t of 1 degree of freedom, the geometric-mean ratios),
+ * the verdict, and results.csv one row per log. */
 static void test_experiment_table_equals_logs(void)
 {
     static const char *const heads[2] = {"adamw", "rownorm"};
     const double grid[2][2] = {{2e-3, 8e-3}, {4e-3, 1.6e-2}}, paper[2] = {4e-3, 3.2e-3};
     train_cli cli;
-    char out[160], path[256], *table = NULL, want[160], head[16];
+    char out[160], path[256], *table = NULL, want[256], head[16];
     unsigned char *buf;
     size_t n;
-    double sweep[2][3], sv[2][3][3], v[2][2][3], best[2], rate, ratio[2], delta[2], m, sd;
-    int arm, s, q, k, ns[2], bi[2];
+    double sweep[2][3], sv[2][3][2][3], v[2][2][3], best[2], rate, delta[2], m, sd, t1 = 12.7062;
+    int arm, s, q, k, ns[2], bi[2], n_logs = 0, n_rows = 0;
     memset(&cli, 0, sizeof cli);
     cli.opt = tiny();
     cli.opt.seed = 11;
     cli.seeds = 2;
+    cli.sweep_seeds = 2;
     cli.sweep[0] = "8e-3,2e-3";     /* unsorted on purpose */
     cli.sweep[1] = "4e-3,1.6e-2,4e-3"; /* with a repeat */
     cli.sweep_extend = 1;
@@ -265,8 +269,8 @@ static void test_experiment_table_equals_logs(void)
     cli.out_dir = out;
     CHECK(experiment_main(&cli) == 0);
     for (arm = 0; arm < 2; arm++) {
-        /* the two points, and the one extension on the side of the better one */
-        double cand[4];
+        /* the two points, and the one extension on the side of the better mean */
+        double cand[4], mean[4] = {0, 0, 0, 0};
         int have[4];
         cand[0] = grid[arm][0] * grid[arm][0] / grid[arm][1], cand[1] = grid[arm][0], cand[2] = grid[arm][1];
         cand[3] = grid[arm][1] * grid[arm][1] / grid[arm][0];
@@ -278,16 +282,20 @@ static void test_experiment_table_equals_logs(void)
         ns[arm] = 0;
         for (k = 0; k < 4; k++) {
             if (!have[k]) continue;
-            snprintf(path, sizeof path, "%s/%s_lr%.6g_seed11.csv", out, heads[arm], cand[k]);
-            CHECK(read_final(path, sv[arm][ns[arm]], &rate, head, sizeof head));
-            CHECK_MSG(rate == cand[k] && strcmp(head, heads[arm]) == 0, "%s records head %s rate %.17g", path, head, rate);
+            for (s = 0; s < 2; s++) {
+                snprintf(path, sizeof path, "%s/%s_lr%.6g_seed%d.csv", out, heads[arm], cand[k], 11 + s);
+                CHECK(read_final(path, sv[arm][ns[arm]][s], &rate, head, sizeof head));
+                CHECK_MSG(rate == cand[k] && strcmp(head, heads[arm]) == 0, "%s records head %s rate %.17g", path, head,
+                          rate);
+                mean[k] += sv[arm][ns[arm]][s][0] / 2;
+            }
             sweep[arm][ns[arm]++] = cand[k];
         }
-        /* the extension went to the better side of the first two */
-        CHECK((sv[arm][0][0] < sv[arm][1][0]) == have[0] || ns[arm] != 3);
+        /* the extension went to the better side of the first two (by the mean of both seeds) */
+        CHECK((mean[1] < mean[2]) == have[0]);
         bi[arm] = 0;
         for (k = 1; k < ns[arm]; k++)
-            if (sv[arm][k][0] < sv[arm][bi[arm]][0]) bi[arm] = k;
+            if (sv[arm][k][0][0] + sv[arm][k][1][0] < sv[arm][bi[arm]][0][0] + sv[arm][bi[arm]][1][0]) bi[arm] = k;
         best[arm] = sweep[arm][bi[arm]];
         for (s = 0; s < 2; s++) {
             snprintf(path, sizeof path, "%s/%s_lr%.6g_seed%d.csv", out, heads[arm], best[arm], 11 + s);
@@ -300,15 +308,17 @@ static void test_experiment_table_equals_logs(void)
     CHECK(data_read_file(path, &buf, &n, NULL, 0) == GPT_OK);
     table = (char *)buf;
     if (!table) return;
-    /* the frontier rows */
+    /* the frontier rows: mean ± sd, min … max, mean D and RMS */
     for (arm = 0; arm < 2; arm++)
         for (k = 0; k < ns[arm]; k++) {
-            snprintf(want, sizeof want, "| %s head | %.4g | %.4f | %.3e | %.3e |", arm ? "RowNorm" : "AdamW", sweep[arm][k],
-                     sv[arm][k][0], sv[arm][k][1], sv[arm][k][2]);
+            const double *a = sv[arm][k][0], *b = sv[arm][k][1];
+            snprintf(want, sizeof want, "| %s head | %.6g | %.4f ± %.4f | %.4f … %.4f | %.3e | %.3e |",
+                     arm ? "RowNorm" : "AdamW", sweep[arm][k], (a[0] + b[0]) / 2, fabs(a[0] - b[0]) / sqrt(2.0),
+                     fmin(a[0], b[0]), fmax(a[0], b[0]), (a[1] + b[1]) / 2, (a[2] + b[2]) / 2);
             CHECK_MSG(strstr(table, want) != NULL, "table lacks '%s'", want);
         }
     /* the tuned pairs, under their rates */
-    snprintf(want, sizeof want, "## At each head's best rate (AdamW %.4g, RowNorm %.4g)", best[0], best[1]);
+    snprintf(want, sizeof want, "## At each head's best rate (AdamW %.6g, RowNorm %.6g)", best[0], best[1]);
     CHECK_MSG(strstr(table, want) != NULL, "table lacks '%s'", want);
     snprintf(want, sizeof want, "## At the paper's rates (AdamW 0.004, RowNorm 0.0032)");
     CHECK_MSG(strstr(table, want) != NULL, "table lacks '%s'", want);
@@ -322,21 +332,49 @@ static void test_experiment_table_equals_logs(void)
             snprintf(want, sizeof want, fm, m, sd);
             CHECK_MSG(strstr(table, want) != NULL, "table lacks '%s'", want);
         }
+    /* the paired 95 % intervals: mean ± t(0.975, 1) sd / sqrt(2) */
     for (s = 0; s < 2; s++) delta[s] = v[1][s][0] - v[0][s][0];
-    snprintf(want, sizeof want, "Δ %+.4f ± %.4f", (delta[0] + delta[1]) / 2, fabs(delta[0] - delta[1]) / sqrt(2.0));
+    m = (delta[0] + delta[1]) / 2, sd = fabs(delta[0] - delta[1]) / sqrt(2.0);
+    snprintf(want, sizeof want, "Δ %+.4f [%+.4f, %+.4f]", m, m - t1 * sd / sqrt(2.0), m + t1 * sd / sqrt(2.0));
     CHECK_MSG(strstr(table, want) != NULL, "table lacks '%s'", want);
-    for (q = 1; q < 3; q++) {
-        for (s = 0; s < 2; s++) ratio[s] = v[0][s][q] / v[1][s][q];
-        snprintf(want, sizeof want, "| %.1f ± %.1f× smaller |", (ratio[0] + ratio[1]) / 2,
-                 fabs(ratio[0] - ratio[1]) / sqrt(2.0));
+    for (q = 1; q < 3; q++) { /* geometric means of the ratios, the interval in log space */
+        double l0 = log(v[0][0][q] / v[1][0][q]), l1 = log(v[0][1][q] / v[1][1][q]);
+        m = (l0 + l1) / 2, sd = fabs(l0 - l1) / sqrt(2.0);
+        snprintf(want, sizeof want, "AdamW / RowNorm %.2f [%.2f, %.2f]", exp(m), exp(m - t1 * sd / sqrt(2.0)),
+                 exp(m + t1 * sd / sqrt(2.0)));
         CHECK_MSG(strstr(table, want) != NULL, "table lacks '%s'", want);
     }
     /* the per-seed row of seed 12 */
     snprintf(want, sizeof want, "| 12 | %.4f | %.4f | %+.4f |", v[0][1][0], v[1][1][0], delta[1]);
     CHECK_MSG(strstr(table, want) != NULL, "table lacks '%s'", want);
-    /* the matched-loss table names both targets */
-    snprintf(want, sizeof want, "| %.4f (the RowNorm head's best) |", sv[1][bi[1]][0]);
+    /* the matched-loss table's target: the RowNorm head's best mean */
+    snprintf(want, sizeof want, "| %.4f (the RowNorm head's best mean) |", (v[1][0][0] + v[1][1][0]) / 2);
     CHECK_MSG(strstr(table, want) != NULL, "table lacks '%s'", want);
+    /* the definitions and the verdict, one line per claim */
+    CHECK(strstr(table, "- **D(S)**") && strstr(table, "- **Hilbert RMS**") && strstr(table, "- **Frontier**"));
+    CHECK(strstr(table, "## The answer at this scale") && strstr(table, "- At equal step size (D(S))") &&
+          strstr(table, "- At equal step size (Hilbert RMS)") && strstr(table, "- At each head's best rate") &&
+          strstr(table, "- At the paper's rates"));
+    snprintf(want, sizeof want, "- At each head's best rate (AdamW %.6g, RowNorm %.6g, chosen on the mean of 2 seeds): "
+                                "the RowNorm head's validation loss is %s by %.4f",
+             best[0], best[1], delta[0] + delta[1] > 0 ? "higher (worse)" : "lower (better)",
+             fabs(delta[0] + delta[1]) / 2);
+    CHECK_MSG(strstr(table, want) != NULL, "table lacks '%s'", want);
+    /* results.csv: one row per log */
+    {
+        DIR *dir = opendir(out);
+        struct dirent *e;
+        while (dir && (e = readdir(dir)) != NULL) {
+            size_t l = strlen(e->d_name);
+            n_logs += l > 4 && strcmp(e->d_name + l - 4, ".csv") == 0 && strcmp(e->d_name, "results.csv") != 0;
+        }
+        if (dir) closedir(dir);
+        snprintf(path, sizeof path, "%s/results.csv", out);
+        CHECK(data_read_file(path, &buf, &n, NULL, 0) == GPT_OK);
+        for (k = 0; buf && (size_t)k < n; k++) n_rows += buf[k] == '\n';
+        free(buf);
+        CHECK_MSG(n_rows == n_logs + 1 && n_logs == 16, "%d rows, %d logs", n_rows, n_logs);
+    }
     free(table);
     {
         static const char *const files[] = {"frontier_diameter.svg", "frontier_rms.svg", "loss.svg", "diameter.svg",
@@ -345,7 +383,7 @@ static void test_experiment_table_equals_logs(void)
             snprintf(path, sizeof path, "%s/%s", out, files[k]);
             CHECK_MSG(data_read_file(path, &buf, &n, NULL, 0) == GPT_OK, "no %s", files[k]);
             if (buf) { /* the caption states the model and the rates */
-                snprintf(want, sizeof want, "%.4g", best[1]);
+                snprintf(want, sizeof want, "%.6g", best[1]);
                 CHECK_MSG(strstr((char *)buf, "1 layers, d 16") && strstr((char *)buf, want), "%s: caption", files[k]);
                 free(buf);
             }
@@ -375,6 +413,11 @@ static void test_frontier_math(void)
     CHECK(exp_parse_rates("nan", r, err, sizeof err) == -1);
     CHECK(exp_parse_rates("", r, err, sizeof err) == -1);
     CHECK(exp_parse_rates("1e-3;2e-3", r, err, sizeof err) == -1);
+    /* Student's t, 97.5 % quantiles (tables: 12.7062, 4.3027, 2.0423 at 30; 2.0211 at 40, 2.0003
+     * at 60, 1.9799 at 120), and the normal's 1.95996 far out */
+    CHECK(exp_t975(1) == 12.7062 && exp_t975(2) == 4.3027 && exp_t975(30) == 2.0423 && isnan(exp_t975(0)));
+    CHECK(fabs(exp_t975(40) - 2.0211) < 2e-4 && fabs(exp_t975(60) - 2.0003) < 2e-4 && fabs(exp_t975(120) - 1.9799) < 2e-4);
+    CHECK(fabs(exp_t975(100000) - 1.95996) < 1e-4 && exp_t975(31) < exp_t975(30) && exp_t975(31) > exp_t975(32));
 }
 
 /* Copies a file with its first `keep` bytes (or all) and optional byte patches. */
