@@ -346,7 +346,7 @@ int cli_parse(train_cli *cli, int argc, char **argv)
                         arm[k], arm[k], arm[k]);
                 return -1;
             }
-            if (cli->sweep[k] && (n = exp_parse_rates(cli->sweep[k], rates, err, sizeof err)) < 0) {
+            if (cli->sweep[k] && exp_parse_rates(cli->sweep[k], rates, &n, err, sizeof err) != GPT_OK) {
                 fprintf(stderr, "train: --sweep-%s: %s\n", arm[k], err);
                 return -1;
             }
@@ -564,7 +564,18 @@ int main(int argc, char **argv)
     train_install_sigint();
     if (!cli.out_dir) cli.out_dir = cli.experiment ? "build/gpt/experiment" : "build/gpt/run";
     if (comm->rank == 0) make_dir(cli.out_dir);
-    rc = cli.experiment ? experiment_main(&cli) : one_run(&cli);
+    if (cli.experiment) {
+        exp_options eo;
+        memset(&eo, 0, sizeof eo);
+        eo.opt = cli.opt;
+        eo.out_dir = cli.out_dir;
+        eo.seeds = cli.seeds, eo.sweep_seeds = cli.sweep_seeds, eo.sweep_extend = cli.sweep_extend;
+        eo.sweep[0] = cli.sweep[0], eo.sweep[1] = cli.sweep[1];
+        eo.head_lr[0] = cli.exp_head_lr[0], eo.head_lr[1] = cli.exp_head_lr[1];
+        rc = experiment_main(&eo);
+    } else {
+        rc = one_run(&cli);
+    }
     if (cli.opt.dcomm) cli.opt.dcomm->ops->destroy(cli.opt.dcomm);
     comm->ops->destroy(comm);
     return rc;

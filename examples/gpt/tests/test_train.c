@@ -250,7 +250,7 @@ static void test_experiment_table_equals_logs(void)
 {
     static const char *const heads[2] = {"adamw", "rownorm"};
     const double grid[2][2] = {{2e-3, 8e-3}, {4e-3, 1.6e-2}}, paper[2] = {4e-3, 3.2e-3};
-    train_cli cli;
+    exp_options cli;
     char out[160], path[256], *table = NULL, want[256], head[16];
     unsigned char *buf;
     size_t n;
@@ -397,7 +397,7 @@ static void test_frontier_math(void)
     const double x[4] = {1e-2, 1e-3, NAN, 1e-1}, l[4] = {3.0, 5.0, 1.0, 4.0}; /* unsorted, a NaN point */
     double r[EXP_MAX_RATES];
     char err[128];
-    int exact = -1;
+    int exact = -1, nr = 0;
     CHECK(fabs(exp_matched_step(x, l, 4, 4.0, &exact) - sqrt(1e-5)) < 1e-15 && exact == 0);
     CHECK(exp_matched_step(x, l, 4, 6.0, &exact) == 1e-3 && exact == 1);
     CHECK(isnan(exp_matched_step(x, l, 4, 2.0, &exact)));
@@ -406,13 +406,15 @@ static void test_frontier_math(void)
     CHECK(fabs(exp_frontier_at(x, l, 4, sqrt(1e-3)) - 3.5) < 1e-12);
     CHECK(isnan(exp_frontier_at(x, l, 4, 5e-4)) && isnan(exp_frontier_at(x, l, 4, 0.2)));
     CHECK(exp_frontier_at(x, l, 4, 1e-1) == 4.0);
-    CHECK(exp_parse_rates("3e-3,1e-3,3e-3,2e-3", r, err, sizeof err) == 3 && r[0] == 1e-3 && r[1] == 2e-3 && r[2] == 3e-3);
-    CHECK(exp_parse_rates("1e-3,", r, err, sizeof err) == -1 && strstr(err, "positive rates"));
-    CHECK(exp_parse_rates("1e-3,0", r, err, sizeof err) == -1);
-    CHECK(exp_parse_rates("1e-3,-2", r, err, sizeof err) == -1);
-    CHECK(exp_parse_rates("nan", r, err, sizeof err) == -1);
-    CHECK(exp_parse_rates("", r, err, sizeof err) == -1);
-    CHECK(exp_parse_rates("1e-3;2e-3", r, err, sizeof err) == -1);
+    CHECK(exp_parse_rates("3e-3,1e-3,3e-3,2e-3", r, &nr, err, sizeof err) == GPT_OK && nr == 3 && r[0] == 1e-3 &&
+          r[1] == 2e-3 && r[2] == 3e-3);
+    nr = -7;
+    CHECK(exp_parse_rates("1e-3,", r, &nr, err, sizeof err) == GPT_ERR_DOMAIN && strstr(err, "positive rates") && nr == -7);
+    CHECK(exp_parse_rates("1e-3,0", r, &nr, err, sizeof err) == GPT_ERR_DOMAIN);
+    CHECK(exp_parse_rates("1e-3,-2", r, &nr, err, sizeof err) == GPT_ERR_DOMAIN);
+    CHECK(exp_parse_rates("nan", r, &nr, err, sizeof err) == GPT_ERR_DOMAIN);
+    CHECK(exp_parse_rates("", r, &nr, err, sizeof err) == GPT_ERR_DOMAIN);
+    CHECK(exp_parse_rates("1e-3;2e-3", r, &nr, err, sizeof err) == GPT_ERR_DOMAIN);
     /* Student's t, 97.5 % quantiles (tables: 12.7062, 4.3027, 2.0423 at 30; 2.0211 at 40, 2.0003
      * at 60, 1.9799 at 120), and the normal's 1.95996 far out */
     CHECK(exp_t975(1) == 12.7062 && exp_t975(2) == 4.3027 && exp_t975(30) == 2.0423 && isnan(exp_t975(0)));
