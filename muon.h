@@ -830,6 +830,9 @@ MUONDEF muon_status muon_clip_grad_norm(float **grads, const size_t *sizes, size
 #include <cblas.h>
 #endif
 
+/* Internal functions: plain `static` (the one convention of this file), followed where needed by
+ * MUON__NOINLINE / MUON__ALWAYS_INLINE, or MUON__GEMM_UNUSED for the GEMM section's functions
+ * that a build may not call (rownorm.h spells the same rule RN__FN). */
 #ifdef _OPENMP
 #define MUON__OMP(x) _Pragma(#x)
 #else

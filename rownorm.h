@@ -679,7 +679,9 @@ RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t l
 #else
 #define RN__MAYBE_UNUSED
 #endif
-/* internal functions: static, possibly unused in a given build */
+/* internal functions: static, possibly unused in a given build. The one qualifier of every
+ * internal function of this file (none is declared plain `static`): RN__FN, then RN__NOINLINE
+ * where it applies */
 #define RN__FN static RN__MAYBE_UNUSED
 /* a function kept out of its callers, so that its locals are not on their frames */
 #if defined(__GNUC__) || defined(__clang__)
@@ -1642,7 +1644,7 @@ RNDEF double rn_tv_bound(double hilbert_distance)
 
 typedef struct rn__radidx { double r; size_t idx; } rn__radidx;
 
-static int rn__cmp_radidx(const void *a, const void *b)
+RN__FN int rn__cmp_radidx(const void *a, const void *b)
 {
     const rn__radidx *x = (const rn__radidx *)a, *y = (const rn__radidx *)b;
     if (x->r > y->r) return -1;
@@ -3468,7 +3470,7 @@ typedef struct rn__ex_ws {
 } rn__ex_ws;
 
 /* a*b + c into *out with overflow check; returns 0 on overflow. */
-static int rn__ex_muladd(size_t a, size_t b, size_t c, size_t *out)
+RN__FN int rn__ex_muladd(size_t a, size_t b, size_t c, size_t *out)
 {
     if (a && b > ((size_t)-1 - c) / a) return 0;
     *out = a * b + c;
@@ -3476,7 +3478,7 @@ static int rn__ex_muladd(size_t a, size_t b, size_t c, size_t *out)
 }
 
 /* Number of doubles of the workspace; 0 on overflow/invalid. */
-static size_t rn__ex_doubles(size_t V, size_t d)
+RN__FN size_t rn__ex_doubles(size_t V, size_t d)
 {
     size_t kmax, n, P, m, tot = 0;
     if (V == 0 || d == 0 || V > RN_EXACT_MAX_ROWS) return 0;
@@ -3501,7 +3503,7 @@ RNDEF size_t rn_exact_step_workspace_size(size_t rows, size_t cols)
     return nd ? nd * sizeof(double) + sizeof(double) : 0;
 }
 
-static void rn__ex_carve(rn__ex_ws *w, size_t V, size_t d, double *base)
+RN__FN void rn__ex_carve(rn__ex_ws *w, size_t V, size_t d, double *base)
 {
     double *c = base;
     w->V = V; w->d = d;
@@ -3530,7 +3532,7 @@ static void rn__ex_carve(rn__ex_ws *w, size_t V, size_t d, double *base)
     w->w = c; c += w->P;
 }
 
-static double rn__ex_dot(const double *a, const double *b, size_t n)
+RN__FN double rn__ex_dot(const double *a, const double *b, size_t n)
 {
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     size_t i = 0;
@@ -3545,7 +3547,7 @@ static double rn__ex_dot(const double *a, const double *b, size_t n)
 }
 
 /* Euclidean norm of a double vector, scaled against overflow/underflow. */
-static double rn__ex_norm(const double *a, size_t n)
+RN__FN double rn__ex_norm(const double *a, size_t n)
 {
     double m = 0.0, s = 0.0;
     size_t i;
@@ -3562,7 +3564,7 @@ static double rn__ex_norm(const double *a, size_t n)
 }
 
 /* Norm of a - b (d-vectors), scaled. */
-static double rn__ex_dist(const double *a, const double *b, size_t n)
+RN__FN double rn__ex_dist(const double *a, const double *b, size_t n)
 {
     double m = 0.0, s = 0.0;
     size_t i;
@@ -3579,7 +3581,7 @@ static double rn__ex_dist(const double *a, const double *b, size_t n)
 }
 
 /* Unblocked Cholesky of the n x n diagonal block at A (row stride ld), lower part. */
-static int rn__ex_chol_unblocked(double *A, size_t n, size_t ld)
+RN__FN int rn__ex_chol_unblocked(double *A, size_t n, size_t ld)
 {
     size_t i, j;
     for (i = 0; i < n; i++) {
@@ -3604,7 +3606,7 @@ static int rn__ex_chol_unblocked(double *A, size_t n, size_t ld)
  * the trailing lower triangle 2 rows x 8 columns at a time (fixed-size accumulators that
  * compilers turn into vector FMAs; plain C, same arithmetic on every target). Returns 0 on a
  * non-positive pivot. */
-static int rn__ex_chol(double *A, size_t n, double *T)
+RN__FN int rn__ex_chol(double *A, size_t n, double *T)
 {
     size_t kb, i, j, p, c;
     for (kb = 0; kb < n; kb += RN__EX_NB) {
@@ -3660,7 +3662,7 @@ static int rn__ex_chol(double *A, size_t n, double *T)
 }
 
 /* Solve L L^T x = b in place (b -> x). */
-static void rn__ex_cholsolve(const double *L, size_t n, double *b)
+RN__FN void rn__ex_cholsolve(const double *L, size_t n, double *b)
 {
     size_t i, j;
     for (i = 0; i < n; i++) b[i] = (b[i] - rn__ex_dot(L + i * n, b, i)) / L[i * n + i];
@@ -3676,14 +3678,14 @@ static void rn__ex_cholsolve(const double *L, size_t n, double *b)
  * a*b+c across these statements (ISO C/C++ modes, -ffp-contract=off/on); under contraction they
  * are only as good as plain double. Only the accuracy of the slacks depends on it, never the
  * validity of the certificate. */
-static double rn__ex_two_sum(double a, double b, double *err)
+RN__FN double rn__ex_two_sum(double a, double b, double *err)
 {
     double s = a + b, bb = s - a;
     *err = (a - (s - bb)) + (b - bb);
     return s;
 }
 
-static double rn__ex_two_prod(double a, double b, double *err)
+RN__FN double rn__ex_two_prod(double a, double b, double *err)
 {
     const double split = 134217729.0; /* 2^27 + 1 */
     double p = a * b, c, ah, al, bh, bl;
@@ -3701,7 +3703,7 @@ static double rn__ex_two_prod(double a, double b, double *err)
  * active pair is tiny (1e-8 and below), and 1 - ||u||^2 in plain double would carry an absolute
  * error of ~1e-16, i.e. a large relative error in the multipliers 1/(t s): the difference and
  * the squares are therefore formed exactly (double-double) and rounded once at the end. */
-static double rn__ex_slacks(const rn__ex_ws *w, const double *x, double *s)
+RN__FN double rn__ex_slacks(const rn__ex_ws *w, const double *x, double *s)
 {
     size_t i, j, a, idx = 0, V = w->V, k = w->k, K = w->kmax;
     double mn = 1.0;
@@ -3722,7 +3724,7 @@ static double rn__ex_slacks(const rn__ex_ws *w, const double *x, double *s)
 }
 
 /* Gradient and Hessian of f(x) = t <h, x> - sum log s_ij at x (slacks s current). */
-static RN__NOINLINE void rn__ex_assemble(rn__ex_ws *w, double t)
+RN__FN RN__NOINLINE void rn__ex_assemble(rn__ex_ws *w, double t)
 {
     size_t V = w->V, k = w->k, K = w->kmax, n = w->n, i, j, a, b, idx = 0;
     double *H = w->H, *g = w->grad;
@@ -3758,7 +3760,7 @@ static RN__NOINLINE void rn__ex_assemble(rn__ex_ws *w, double t)
 
 /* Newton direction into w->dx (row V-1 zero); returns the squared Newton decrement, or -1 when
  * the Hessian could not be factored even with regularisation. */
-static RN__NOINLINE double rn__ex_direction(rn__ex_ws *w)
+RN__FN RN__NOINLINE double rn__ex_direction(rn__ex_ws *w)
 {
     size_t n = w->n, k = w->k, K = w->kmax, i, j, a, tries;
     double dmax = 0.0, shift = 0.0, dec2;
@@ -3787,7 +3789,7 @@ static RN__NOINLINE double rn__ex_direction(rn__ex_ws *w)
 
 /* Damped Newton step with backtracking: feasibility first, then Armijo on an accurately computed
  * decrease. Returns 1 if a step was taken. */
-static RN__NOINLINE int rn__ex_step(rn__ex_ws *w, double t, double dec2)
+RN__FN RN__NOINLINE int rn__ex_step(rn__ex_ws *w, double t, double dec2)
 {
     size_t V = w->V, k = w->k, K = w->kmax, i, j, a, idx, tries;
     double lin = 0.0, alpha = 1.0, dec = sqrt(dec2 > 0.0 ? dec2 : 0.0);
@@ -3828,7 +3830,7 @@ static RN__NOINLINE int rn__ex_step(rn__ex_ws *w, double t, double dec2)
 }
 
 /* D of the V x d rows of S (packed), pairwise in double. */
-static double rn__ex_diam(const double *S, size_t V, size_t d)
+RN__FN double rn__ex_diam(const double *S, size_t V, size_t d)
 {
     double D = 0.0;
     size_t i, j;
@@ -3845,7 +3847,7 @@ static double rn__ex_diam(const double *S, size_t V, size_t d)
  * y_ij + (r_i - r_j)/V, hi = eta sum ||.||. Primal: S = p centred and scaled about its centroid to
  * D(S) = eta (checked pairwise in double, shrunk by a few ulps if rounding left it above eta or
  * left -<G,S> above hi), lo = -<gc, S>. Writes S into w->sf and, if flow != NULL, the flow. */
-static RN__NOINLINE void rn__ex_certify(rn__ex_ws *w, double eta, double *lo, double *hi, double *diam,
+RN__FN RN__NOINLINE void rn__ex_certify(rn__ex_ws *w, double eta, double *lo, double *hi, double *diam,
                            double *flow, size_t ldf)
 {
     size_t V = w->V, d = w->d, i, j, c, idx;
@@ -3914,7 +3916,7 @@ static RN__NOINLINE void rn__ex_certify(rn__ex_ws *w, double eta, double *lo, do
 }
 
 /* Positions p_i = sum_a x_ia q_a and weights w_ij = sigma * 2 / (t s_ij). */
-static RN__NOINLINE void rn__ex_positions(rn__ex_ws *w, double t, double sigma)
+RN__FN RN__NOINLINE void rn__ex_positions(rn__ex_ws *w, double t, double sigma)
 {
     size_t V = w->V, d = w->d, k = w->k, K = w->kmax, i, a, c, idx;
     memset(w->p, 0, V * d * sizeof(double));
@@ -3935,7 +3937,7 @@ static RN__NOINLINE void rn__ex_positions(rn__ex_ws *w, double t, double sigma)
  * B_a = (+u_a at node i, -u_a at node j), u_a = x_j - x_i, r0 the reduced residual. Any weights
  * give a valid certificate (the exact repair in R^d follows), so this only tightens hi. Uses
  * H, T, xn, sn, ud as scratch (free between a Newton direction and the line search). */
-static RN__NOINLINE void rn__ex_refine(rn__ex_ws *w, double sigma)
+RN__FN RN__NOINLINE void rn__ex_refine(rn__ex_ws *w, double sigma)
 {
     size_t V = w->V, k = w->k, K = w->kmax, i, j, a, p, q, idx, m = 0;
     double *r0 = w->xn, *rhs = w->sn, *act = w->ud, *M = w->H, wmax = 0.0, dmax = 0.0;
@@ -3985,7 +3987,7 @@ static RN__NOINLINE void rn__ex_refine(rn__ex_ws *w, double sigma)
     }
 }
 
-static int rn__ex_overlap(const void *a, size_t abytes, const void *b, size_t bbytes)
+RN__FN int rn__ex_overlap(const void *a, size_t abytes, const void *b, size_t bbytes)
 {
     uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
     if (!a || !b || !abytes || !bbytes) return 0;
@@ -3993,7 +3995,7 @@ static int rn__ex_overlap(const void *a, size_t abytes, const void *b, size_t bb
 }
 
 /* Every check but the workspace; fills the byte extents of G, S, flow. */
-static rn_status rn__ex_validate(const float *G, size_t V, size_t d, size_t ldg, double eta,
+RN__FN rn_status rn__ex_validate(const float *G, size_t V, size_t d, size_t ldg, double eta,
                                  double rel_tol, const double *S, size_t lds, const double *flow,
                                  size_t ldf, const rn_exact_result *res, size_t *gb, size_t *sb,
                                  size_t *fb, int check_g)
