@@ -382,7 +382,7 @@ typedef struct rn_rownorm_state {
     unsigned long long t;
     double *rn__part, *rn__part2; /* per-chunk column partial sums (chunks of 256 rows) */
     double *rn__rowinv;           /* 1/(||b_i - mu|| + eps_t) per row */
-    double *rn__mu, *rn__nu;      /* inner and outer centres of this step */
+    double *rn__mu, *rn__nu;      /* mean rows of the inner and outer projections (SPEC 1.5) */
     double *rn__meanb;            /* column mean of B (tracked across steps) */
     size_t rn__nchunks;
     void *rn__mem;
@@ -899,14 +899,16 @@ RN__FN int rn__row_gsum_scalar(const float *g, size_t n, double *acc)
     return rn__all_finite_scalar(g, n);
 }
 
-/* acc += (b - mu) * inv, in double. */
+/* acc += (b - mu) * inv, in double: a row's share of nu, the mean row that the outer centring
+ * projection subtracts (SPEC 1.5; see "The two projections" before rn__sweep). */
 RN__FN void rn__row_nu_scalar(const float *b, const double *mu, double inv, double *acc, size_t n)
 {
     size_t k;
     for (k = 0; k < n; k++) acc[k] += ((double)b[k] - mu[k]) * inv;
 }
 
-/* s = neglr ((b - mu) inv - nu); w <- w decay + s; sout (may be NULL) = s. Double, rounded once. */
+/* s = neglr ((b - mu) inv - nu); w <- w decay + s; sout (may be NULL) = s. Double, rounded once.
+ * b - mu is the inner centring projection, "- nu" the outer one (SPEC 1.5). */
 RN__FN void rn__row_write_scalar(const float *b, const double *mu, double inv, const double *nu,
                                  double neglr, double decay, float *w, float *sout, size_t n)
 {
@@ -1242,13 +1244,15 @@ RN__FN void rn__row_write(const float *b, const double *mu, double inv, const do
     rn__vd vi = rn__vd_set1(inv), vl = rn__vd_set1(neglr), vd = rn__vd_set1(decay);
     size_t k = 0, nv = n - n % RN__VD;
     for (; k < nv; k += RN__VD) {
-        rn__vd d = rn__vd_sub(rn__vd_loadf(b + k), rn__vd_load(mu + k));
+        rn__vd d = rn__vd_sub(rn__vd_loadf(b + k), rn__vd_load(mu + k)); /* inner projection: b - mu */
+        /* the outer projection (SPEC 1.5): (b - mu) inv - nu, subtracted inside the fused
+         * multiply-subtract */
         rn__vd s = rn__vd_mul(vl, rn__vd_fms(d, vi, rn__vd_load(nu + k)));
         rn__vd_storef(w + k, rn__vd_fma(rn__vd_loadf(w + k), vd, s));
         if (sout) rn__vd_storef(sout + k, s);
     }
     for (; k < n; k++) {
-        double s = neglr * fma((double)b[k] - mu[k], inv, -nu[k]);
+        double s = neglr * fma((double)b[k] - mu[k], inv, -nu[k]); /* both projections, as above */
         w[k] = (float)fma((double)w[k], decay, s);
         if (sout) sout[k] = (float)s;
     }
@@ -1369,6 +1373,7 @@ RN__FN void rn__row_write(const float *b, const double *mu, double inv, const do
         return;
     }
     for (k = 0; k < n; k++) {
+        /* the inner projection (- mu) and the outer one (- nu) */
         float sv = fl * fmaf(b[k] - (float)mu[k], fi, -(float)nu[k]);
         w[k] = w[k] + fmaf(c, w[k], sv);
         if (sout) sout[k] = sv;
@@ -2800,8 +2805,9 @@ RNDEF rn_status rn_projected_rownorm_ws(const float *A, size_t rows, size_t cols
     mu = (double *)rn__carve(&cur, end, cols * sizeof(double));
     nu = (double *)rn__carve(&cur, end, cols * sizeof(double));
     RN_ASSERT(mu && nu);
-    rn__col_mean(A, rows, cols, lda, mu);
-    /* outer mean of the normalised rows: nu = (1/rows) sum_i (a_i - mu)/(||a_i - mu|| + eps) */
+    rn__col_mean(A, rows, cols, lda, mu); /* the inner projection P A (SPEC 1.4): subtract mu */
+    /* the outer projection P RN(.): the mean of the normalised rows,
+     * nu = (1/rows) sum_i (a_i - mu)/(||a_i - mu|| + eps) */
     for (k = 0; k < cols; k++) nu[k] = 0.0;
     for (r = 0; r < rows; r++) {
         const float *a = A + r * lda;
@@ -2810,7 +2816,8 @@ RNDEF rn_status rn_projected_rownorm_ws(const float *A, size_t rows, size_t cols
     }
     rn__ff_widen(nu, cols); /* RN_FLOAT_ARITH: the float pairs to doubles */
     for (k = 0; k < cols; k++) nu[k] /= (double)rows;
-    /* out_i = (a_i - mu)/(||a_i - mu|| + eps) - nu: same formula, elementwise (in place ok) */
+    /* out_i = (a_i - mu)/(||a_i - mu|| + eps) - nu, both projections: same formula, elementwise
+     * (in place ok) */
     for (r = 0; r < rows; r++) {
         const float *a = A + r * lda;
         float *o = out + r * ldo;
@@ -2952,7 +2959,19 @@ RN__FN int rn__row_at_centre(const float *b, const float *g, size_t n, float bet
     return 1;
 }
 
-/* One sweep over a chunk of rows [r0, r1) doing the enabled parts, in this order per row:
+/* The two projections of the RowNorm step (SPEC 1.5: S = -lr P RN_eps(P B-hat), P the centring
+ * projection of SPEC's notation, which subtracts the mean row; 1.4 for PRN):
+ *   - the inner (centring) projection P B-hat: mu = the mean row of the new B, computed in
+ *     rn_rownorm_step ("the inner projection") or rn_rownorm_shard_middle from column sums, and
+ *     subtracted from every row b before its norm (rn__row_ema_stats / rn__csumsq measure
+ *     ||b - mu||) and again where the row is used (rn__row_nu, rn__row_write: b - mu);
+ *   - the outer projection P RN(.): nu = the mean of the normalised rows (b - mu) inv, summed per
+ *     chunk by rn__row_nu (sweep A), combined in rn_rownorm_step ("the outer projection") or by
+ *     the caller's all-reduce before rn_rownorm_shard_finish, and subtracted in rn__row_write
+ *     (rn__vd_fms(d, inv, nu) = (b - mu) inv - nu; the scalar tail's fma(.., -nu)).
+ * RN_NO_CENTER_IN sets mu = 0, RN_NO_CENTER_OUT leaves nu = 0 (both off: the plain sweep).
+ *
+ * One sweep over a chunk of rows [r0, r1) doing the enabled parts, in this order per row:
  * EMA update (+ column sums of the new B into acc1), centred norm -> rowinv, outer-mean
  * accumulation into acc2, write of W (and S). Each row is touched once per sweep, so it stays
  * in L1 between the parts. */
@@ -2960,7 +2979,7 @@ typedef struct rn__sweep {
     float *B; size_t cols;
     float *W; size_t ldw; const float *G; size_t ldg; float *so; size_t lds;
     float beta, omb;
-    const double *mu, *nu;
+    const double *mu, *nu; /* the inner and outer projections' mean rows (0 when that one is off) */
     double *rowinv;
     double epsb, neglr, decay;
     int upd, colsum, norm, nuacc, write, plain;
@@ -3027,7 +3046,7 @@ RN__FN void rn__sweep_chunk(const rn__sweep *w, size_t r0, size_t r1, double *ac
              * float minus a double mean of floats), so inv is finite and |(b - mu) inv| <= 1 */
             inv = nr > 0.0 ? 1.0 / (sqrt(nr) + w->epsb) : 0.0;
             w->rowinv[r] = inv;
-            if (w->nuacc) rn__row_nu(b, w->mu, inv, acc2, n);
+            if (w->nuacc) rn__row_nu(b, w->mu, inv, acc2, n); /* sums for the outer projection's nu */
         } else {
             inv = w->rowinv[r];
         }
@@ -3205,7 +3224,8 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
         return RN_OK;
     }
     if (cin) {
-        /* the inner centre: mean(B_new) = beta mean(B) + (1 - beta) mean(G), with mean(B) carried
+        /* the inner projection (centring, SPEC 1.5's P B-hat): its mean row mu = mean(B_new) =
+         * beta mean(B) + (1 - beta) mean(G), with mean(B) carried
          * from the previous step (accumulated from the stored floats, so rounding never
          * accumulates across steps) and mean(G) from the pre-pass */
         if (st->rn__meanb_ok != 1) { rn__col_mean(st->B, rows, cols, cols, st->rn__meanb); st->rn__meanb_ok = 1; }
@@ -3223,6 +3243,8 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
     memset(st->rn__part, 0, nch * cols * sizeof(double)); /* the invariant (1/128 of B's bytes) */
     st->rn__meanb_ok = 1;
     if (cout) {
+        /* the outer projection (SPEC 1.5's P RN(.)): nu = the mean of the normalised rows, from
+         * sweep A's per-chunk sums; sweep B subtracts it in rn__row_write */
         rn__combine(st->rn__part2, nch, cols, rows, st->rn__nu);
         /* sweep B: the write */
         sw.upd = 0; sw.colsum = 0; sw.norm = 0; sw.nuacc = 0; sw.write = 1;
@@ -3377,7 +3399,8 @@ RNDEF rn_status rn_rownorm_shard_middle(rn_rownorm_state *st, const float *G, si
         *count = 0;
     } else {
         if (cin) {
-            /* as rn_rownorm_step: mu = beta mean(B_{t-1}) + (1 - beta) mean(G), global means */
+            /* the inner projection, as rn_rownorm_step: mu = beta mean(B_{t-1}) + (1 - beta) mean(G),
+             * global means */
             for (k = 0; k < cols; k++)
                 st->rn__mu[k] = (double)sw.beta * (recv[2 + cols + k] / R) + (double)sw.omb * (recv[2 + k] / R);
         } else {
@@ -3427,6 +3450,7 @@ RNDEF rn_status rn_rownorm_shard_finish(rn_rownorm_state *st, float *W, size_t l
     if (!cin && !cout) {
         sw.plain = 3;
     } else {
+        /* the outer projection's nu: the all-reduced sums of the normalised rows over all rows */
         if (cout) for (k = 0; k < cols; k++) st->rn__nu[k] = recv[k] / st->rn__srows;
         else memset(st->rn__nu, 0, cols * sizeof(double));
         sw.write = 1;
