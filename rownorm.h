@@ -72,8 +72,8 @@
  * Different SIMD paths may differ in the last bits (different summation order, FMA).
  *
  * Threading: functions are reentrant. Built with -fopenmp, the RowNorm step parallelises over
- * fixed chunks of 256 rows (partial sums combined in chunk order; one thread below 65536
- * elements), the exact diameter over tile rows (ties broken by index) and the Hilbert RMS over
+ * fixed chunks of RN_CHUNK_ROWS = 256 rows (partial sums combined in chunk order; one thread
+ * below 65536 elements), the exact diameter over tile rows (ties broken by index) and the Hilbert RMS over
  * token panels (one parallel region; per-token max/min, which do not depend on order): results
  * are independent of the thread count. On a machine short of cores the library's team regions
  * wait for their slowest member; while they are held up its regions run on the calling thread
@@ -357,6 +357,12 @@ RNDEF rn_status rn_projected_rownorm_ws(const float *A, size_t rows, size_t cols
                                      only when the inner P is off (the pre-pass also yields the
                                      column mean of G that the inner P needs) */
 
+/* Rows per chunk of the RowNorm step's column reductions (the inner and outer projections' mean
+ * rows): each chunk's column sums are formed alone and the chunks are added in order, so the
+ * bits do not depend on the thread count. Fixed, not an option: a reimplementation that must
+ * give the same bits (the example trainer's CUDA step) reads this constant. */
+#define RN_CHUNK_ROWS 256
+
 /* The largest learning rate the step accepts: a larger lr is RN_ERR_DOMAIN, so that the step
  * |S| <= 2 lr can never overflow float (FLT_MAX is about 3.4e38). */
 #define RN_LR_MAX 1e30
@@ -380,7 +386,7 @@ typedef struct rn_rownorm_state {
     float *B;
     size_t rows, cols;
     unsigned long long t;
-    double *rn__part, *rn__part2; /* per-chunk column partial sums (chunks of 256 rows) */
+    double *rn__part, *rn__part2; /* per-chunk column partial sums (chunks of RN_CHUNK_ROWS rows) */
     double *rn__rowinv;           /* 1/(||b_i - mu|| + eps_t) per row */
     double *rn__mu, *rn__nu;      /* mean rows of the inner and outer projections (SPEC 1.5) */
     double *rn__meanb;            /* column mean of B (tracked across steps) */
@@ -464,8 +470,8 @@ RNDEF void rn_rownorm_free(rn_rownorm_state *st);
  * and t of rn_rownorm_step, for every config. With several shards the union of the shards'
  * B is always bit-identical (the update is row-local), and W and step_out are bit-identical
  * to the unsharded step whenever the sums are exact: the only difference is the order in
- * which the column sums are added (rn_rownorm_step sums rows within chunks of 256 rows, then
- * the chunks in order; here each rank sums its own chunks and the all-reduce adds the ranks in
+ * which the column sums are added (rn_rownorm_step sums rows within chunks of RN_CHUNK_ROWS
+ * rows, then the chunks in order; here each rank sums its own chunks and the all-reduce adds the ranks in
  * its own order), so when every such double addition is exact (e.g. dyadic data with few
  * significant bits, as in the tests) the results coincide. Otherwise the centres differ from
  * the unsharded ones by double rounding (~1e-16 relative) and W, step_out can differ in the
@@ -709,7 +715,6 @@ RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t l
 #include <cblas.h>
 #endif
 
-#define RN__CHUNK_ROWS 256 /* rows per chunk of the step's column reductions (fixed: determinism) */
 #define RN__BS 64          /* rows per block of the diameter and Hilbert RMS tiles */
 
 RNDEF const char *rn_status_string(rn_status s)
@@ -2870,7 +2875,7 @@ RNDEF size_t rn_rownorm_init_workspace_size(size_t rows, size_t cols)
 {
     size_t nch, s;
     if (rows == 0 || cols == 0) return 0;
-    nch = (rows + RN__CHUNK_ROWS - 1) / RN__CHUNK_ROWS;
+    nch = (rows + RN_CHUNK_ROWS - 1) / RN_CHUNK_ROWS;
     s = rn__mul(rn__mul(rows, cols), sizeof(float));                 /* B */
     s = rn__add(s, rn__mul(rn__mul(rn__mul(nch, cols), 2), sizeof(double))); /* 2 partials */
     s = rn__add(s, rn__mul(rows, sizeof(double)));                   /* 1/(n_i + eps) */
@@ -2889,7 +2894,7 @@ RNDEF rn_status rn_rownorm_init_ws(rn_rownorm_state *st, size_t rows, size_t col
     if (!rn__extent(rows, cols, cols)) return RN_ERR_SIZE;
     need = rn_rownorm_init_workspace_size(rows, cols);
     if (need == 0 || mem_bytes < need) return RN_ERR_SIZE;
-    nch = (rows + RN__CHUNK_ROWS - 1) / RN__CHUNK_ROWS;
+    nch = (rows + RN_CHUNK_ROWS - 1) / RN_CHUNK_ROWS;
     cur = (char *)mem; end = cur + mem_bytes;
     memset(&s, 0, sizeof s);
     s.B = (float *)rn__carve(&cur, end, rows * cols * sizeof(float));
@@ -3069,8 +3074,8 @@ RN__FN void rn__sweep_all(const rn__sweep *w, size_t rows, size_t nch, double *p
          * chunk's result is its own, so the bits do not change) */
         RN__OMP(omp for schedule(dynamic, 1) nowait)
         for (c = 0; c < nc; c++) {
-            size_t r0 = (size_t)c * RN__CHUNK_ROWS;
-            size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;
+            size_t r0 = (size_t)c * RN_CHUNK_ROWS;
+            size_t r1 = r0 + RN_CHUNK_ROWS < rows ? r0 + RN_CHUNK_ROWS : rows;
             rn__sweep_chunk(w, r0, r1, part1 ? part1 + (size_t)c * w->cols : RN__NULL,
                             part2 ? part2 + (size_t)c * w->cols : RN__NULL);
         }
@@ -3088,8 +3093,8 @@ RN__FN int rn__gpass(const float *G, size_t ldg, size_t rows, size_t cols, size_
     int bad = 0;
     RN__OMP(omp parallel for schedule(static) reduction(| : bad) RN__PAR((double)rows * (double)cols))
     for (c = 0; c < nc; c++) {
-        size_t r0 = (size_t)c * RN__CHUNK_ROWS, r, k;
-        size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;
+        size_t r0 = (size_t)c * RN_CHUNK_ROWS, r, k;
+        size_t r1 = r0 + RN_CHUNK_ROWS < rows ? r0 + RN_CHUNK_ROWS : rows;
         double *acc = part ? part + (size_t)c * cols : RN__NULL;
         if (acc) for (k = 0; k < cols; k++) acc[k] = 0.0;
         for (r = r0; r < r1; r++) {
@@ -3287,8 +3292,8 @@ RN__FN size_t rn__gpass_count(const float *G, size_t ldg, size_t rows, size_t co
     size_t bad = 0;
     RN__OMP(omp parallel for schedule(static) reduction(+ : bad) RN__PAR((double)rows * (double)cols))
     for (c = 0; c < nc; c++) {
-        size_t r0 = (size_t)c * RN__CHUNK_ROWS, r, k;
-        size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;
+        size_t r0 = (size_t)c * RN_CHUNK_ROWS, r, k;
+        size_t r1 = r0 + RN_CHUNK_ROWS < rows ? r0 + RN_CHUNK_ROWS : rows;
         double *acc = part ? part + (size_t)c * cols : RN__NULL;
         if (acc) for (k = 0; k < cols; k++) acc[k] = 0.0;
         for (r = r0; r < r1; r++) {
