@@ -1,31 +1,56 @@
 /* rownorm.h - v0.3.0 - geometry of the language-model head: Hilbert distances, exact row
  * diameter, Hilbert RMS, projected RowNorm and the RowNorm head optimizer (SPEC.md section 1).
  *
- * CONTENTS (each section starts at a banner with its title: search for it)
- *   Declarations
- *     status codes and conventions         rn_status, rn_status_string
- *     1.1  Hilbert projective distance     rn_hilbert_logits, rn_hilbert_probs, rn_tv_bound
- *     1.2  Row diameter                    rn_row_diameter (+ _ws, _workspace_size)
- *     1.2b The exact diameter with the rows split across processes
- *                                          rn_row_diameter_pair (+ _ws, _workspace_size),
- *                                          rn_diameter_ring(_rounds), rn_diameter_best_*,
- *                                          rn_row_diameter_bounds (+ _ws, _workspace_size),
- *                                          rn_worst_hidden_state
- *     1.3  Hilbert RMS                     rn_hilbert_rms (+ _workspace_size, _partial_ws,
- *                                          _center_sums, _partial_centered_ws, _from_range)
- *     1.4  Projected RowNorm               rn_projected_rownorm (+ _ws, _workspace_size)
- *     1.5  The RowNorm head optimizer      rn_rownorm_config (+ _default, _resolve),
- *                                          rn_rownorm_init (+ _ws, _workspace_size),
- *                                          rn_rownorm_step, rn_rownorm_sync, rn_rownorm_free
- *     1.5b The RowNorm step with the vocabulary split across processes
- *                                          rn_rownorm_shard_begin / _middle / _finish
- *     Certified exact diameter-constrained steepest step
- *                                          rn_exact_step (+ _ws, _workspace_size)
- *   Implementation (#ifdef ROWNORM_IMPLEMENTATION)
- *     preamble (includes, allocator, SIMD selection), validation helpers
- *     Kernels: scalar references, SIMD layer (row kernels written once), panel micro-kernels
- *     1.1 Hilbert distance, 1.2 Row diameter, 1.3 Hilbert RMS, 1.4 Projected RowNorm,
- *     1.5 RowNorm optimizer, 1.5b the sharded step, the exact solver: the order above
+ * CONTENTS: every banner of this file ("---- title ----", or a "====" line and a one-line
+ * title), numbered in the order of the file (search for a title to find it; a title's own
+ * number, 1.1 to 1.5b, is its section of SPEC.md), and under each banner of the declarations
+ * the public functions it declares, in their order. tests/rel_contents.sh holds this list to
+ * the file.
+ *
+ *   Declarations (before the first banner: the version, RNDEF, rn_status and the conventions,
+ *   rn_status_string)
+ *     1. 1.1 Hilbert projective distance
+ *          rn_hilbert_logits, rn_hilbert_probs, rn_tv_bound
+ *     2. 1.2 Row diameter
+ *          rn_row_diameter, rn_row_diameter_workspace_size, rn_row_diameter_ws
+ *     3. 1.2b The exact diameter with the rows split across processes
+ *          rn_diameter_best_none, rn_diameter_best_merge, rn_row_diameter_pair_workspace_size,
+ *          rn_row_diameter_pair_ws, rn_row_diameter_pair, rn_diameter_ring_rounds,
+ *          rn_diameter_ring, rn_row_diameter_bounds, rn_row_diameter_bounds_workspace_size,
+ *          rn_row_diameter_bounds_ws, rn_worst_hidden_state
+ *     4. 1.3 Hilbert RMS
+ *          rn_hilbert_rms, rn_hilbert_rms_workspace_size, rn_hilbert_rms_partial_ws,
+ *          rn_hilbert_rms_center_sums, rn_hilbert_rms_partial_centered_ws,
+ *          rn_hilbert_rms_from_range
+ *     5. 1.4 Projected RowNorm
+ *          rn_projected_rownorm, rn_projected_rownorm_workspace_size, rn_projected_rownorm_ws
+ *     6. 1.5 The RowNorm head optimizer
+ *          rn_rownorm_default, rn_rownorm_config_resolve, rn_rownorm_init,
+ *          rn_rownorm_init_workspace_size, rn_rownorm_init_ws, rn_rownorm_step,
+ *          rn_rownorm_sync, rn_rownorm_free (and RN_CHUNK_ROWS, the step's chunk size)
+ *     7. 1.5b The RowNorm step with the vocabulary split across processes
+ *          rn_rownorm_shard_exchange_size, rn_rownorm_shard_begin, rn_rownorm_shard_middle,
+ *          rn_rownorm_shard_finish
+ *     8. Certified exact diameter-constrained steepest step (SPEC 1.4), small V
+ *          rn_exact_step_workspace_size, rn_exact_step_ws, rn_exact_step
+ *
+ *   Implementation (#ifdef ROWNORM_IMPLEMENTATION; before the first banner: includes,
+ *   allocator, assertions, SIMD selection, rn_status_string). The declarations' order; 1.2b
+ *   is implemented within 1.2.
+ *     9. validation helpers
+ *    10. Kernels
+ *    11.   SIMD layer
+ *    12.   panel micro-kernels (per ISA, BLIS-style register blocks)
+ *    13. 1.1 Hilbert distance
+ *    14. 1.2 Row diameter
+ *    15.   threads on a shared machine
+ *            the thread-team rule of every team region of this file (docs/embedding.md)
+ *    16. 1.3 Hilbert RMS
+ *    17. 1.4 Projected RowNorm
+ *    18. 1.5 RowNorm optimizer
+ *          the step's two projections: "The two projections of the RowNorm step"
+ *    19. 1.5b the sharded step
+ *    20. Certified exact diameter-constrained steepest step (SPEC 1.4): implementation
  * Long-form API: docs/api-rownorm.md; numerics and measurements: docs/numerics.md;
  * changes: CHANGELOG.md.
  *
@@ -776,7 +801,8 @@ RN__FN size_t rn__mul(size_t a, size_t b)
 }
 
 /* ======================================================================================= */
-/* Kernels. Every row kernel rn__X has a scalar reference rn__X_scalar, compiled always; rn__X
+/* Kernels */
+/* Every row kernel rn__X has a scalar reference rn__X_scalar, compiled always; rn__X
  * is written once on the SIMD layer below (or is the reference when there is no SIMD). */
 
 /* All n floats finite. */
