@@ -2,6 +2,7 @@
  * encode == replay of the merges, save/load, and every bad-file case gives a clear error and
  * leaves the output untouched. */
 #include "tests/test.h"
+#include "gpt_test.h"
 #include "tokenizer.h"
 #include "data.h"
 
@@ -352,23 +353,15 @@ static void test_save_load_roundtrip(void)
     tok_free(&u);
 }
 
-/* Parses a damaged image into a poisoned object; checks status, message and untouched object. */
+static gpt_status parse_tok(void *out, const unsigned char *buf, size_t len, const char *name, char *err,
+                            size_t errlen)
+{
+    return tok_parse((tok_tokenizer *)out, buf, len, name, err, errlen);
+}
+/* a damaged tokenizer file: status, message and untouched object (gt_bad_case) */
 static int bad_case(const unsigned char *buf, size_t len, gpt_status want, const char *word)
 {
-    tok_tokenizer out, before;
-    char err[256];
-    gpt_status st;
-    int ok;
-    memset(&out, 0x5A, sizeof out);
-    before = out;
-    err[0] = 0;
-    st = tok_parse(&out, buf, len, "tok.bin", err, sizeof err);
-    ok = st == want && memcmp(&out, &before, sizeof out) == 0 && strstr(err, "tok.bin") != NULL &&
-         (!word || strstr(err, word) != NULL);
-    if (!ok)
-        fprintf(stderr, "  bad_case len %lu: status %s (want %s), message \"%s\"\n", (unsigned long)len,
-                gpt_status_string(st), gpt_status_string(want), err);
-    return ok;
+    return gt_bad_case(parse_tok, sizeof(tok_tokenizer), "tok.bin", buf, len, want, word);
 }
 
 static void refresh_checksum(unsigned char *b, size_t len)
