@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data.h"
 #include "status.h"
 
 /* A parser of a file image into *out (data_tokens_parse, tok_parse, ...), behind a void * so that
@@ -38,6 +39,27 @@ static inline int gt_bad_case(gt_parse_fn parse, size_t size, const char *name, 
                 gpt_status_string(st), gpt_status_string(want), err);
     free(out);
     return ok;
+}
+
+/* Defines `static int bad_case(buf, len, want, word)`: gt_bad_case with PARSE, a parser of
+ * objects of TYPE (data_tokens_parse, tok_parse, ...), on an image named NAME. */
+#define GT_BAD_CASE(PARSE, TYPE, NAME)                                                                   \
+    static gpt_status gt__parse(void *out, const unsigned char *buf, size_t len, const char *name, char *err, \
+                                size_t errlen)                                                           \
+    {                                                                                                    \
+        return PARSE((TYPE *)out, buf, len, name, err, errlen);                                          \
+    }                                                                                                    \
+    static int bad_case(const unsigned char *buf, size_t len, gpt_status want, const char *word)         \
+    {                                                                                                    \
+        return gt_bad_case(gt__parse, sizeof(TYPE), NAME, buf, len, want, word);                         \
+    }
+
+/* Re-seals an edited image of len bytes: its last 8 bytes become the FNV-1a 64 checksum of the
+ * others (the trailer of token files and tokenizer files), so that a parser gets past the
+ * checksum to the damage under test. */
+static inline void gt_refresh_checksum(unsigned char *b, size_t len)
+{
+    data_put_u64le(b + len - 8, data_fnv1a64(b, len - 8, DATA_FNV64_INIT));
 }
 
 #endif

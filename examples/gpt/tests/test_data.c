@@ -69,21 +69,8 @@ static void test_token_file_roundtrip(void)
     }
 }
 
-static gpt_status parse_tokens(void *out, const unsigned char *buf, size_t len, const char *name, char *err,
-                               size_t errlen)
-{
-    return data_tokens_parse((data_tokens *)out, buf, len, name, err, errlen);
-}
-/* a damaged token file: status, message and untouched object (gt_bad_case) */
-static int bad_case(const unsigned char *buf, size_t len, gpt_status want, const char *word)
-{
-    return gt_bad_case(parse_tokens, sizeof(data_tokens), "val.bin", buf, len, want, word);
-}
-
-static void refresh_checksum(unsigned char *b, size_t len)
-{
-    data_put_u64le(b + len - 8, data_fnv1a64(b, len - 8, DATA_FNV64_INIT));
-}
+/* bad_case: a damaged token file's status, message and untouched object (gt_bad_case) */
+GT_BAD_CASE(data_tokens_parse, data_tokens, "val.bin")
 
 static void test_bad_token_files(void)
 {
@@ -124,15 +111,15 @@ static void test_bad_token_files(void)
     memcpy(b, good, len);
     b[DATA_HEADER_BYTES + 2 * 10] = 0xE8; /* token 10 := 1000 (0x03E8) = vocab_size */
     b[DATA_HEADER_BYTES + 2 * 10 + 1] = 0x03;
-    refresh_checksum(b, len);
+    gt_refresh_checksum(b, len);
     CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "index 10"));
     memcpy(b, good, len);
     data_put_u32le(b + 12, 4); /* dtype 4 for a small vocab */
-    refresh_checksum(b, len);
+    gt_refresh_checksum(b, len);
     CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "dtype"));
     memcpy(b, good, len);
     memset(b + len, 0, 8);
-    refresh_checksum(b, len + 8);
+    gt_refresh_checksum(b, len + 8);
     CHECK(bad_case(b, len + 8, GPT_ERR_CORRUPT, "corrupt"));
     /* through files: missing and truncated, with the path in the message */
     {
