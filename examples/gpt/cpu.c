@@ -541,9 +541,9 @@ static gpt_status cpu_last_logits(gpt_backend *be, const int *context, int len, 
 {
     cpu_backend *c = cpu_of(be);
     size_t d, v;
+    gpt_status st;
     if (!be || !context || !logits) return GPT_ERR_NULL;
-    if (len < 1 || len > be->max_seq) return GPT_ERR_SIZE;
-    if (!gpt_tokens_valid(context, (size_t)len, be->config.vocab_size)) return GPT_ERR_TOKEN;
+    if ((st = gpt_context_check(&be->config, be->max_seq, context, len)) != GPT_OK) return st;
     d = (size_t)be->config.d_model, v = (size_t)be->config.vocab_size;
     c->backward_ready = 0;
     memcpy(c->inputs, context, (size_t)len * sizeof(int));

@@ -250,3 +250,9 @@ gpt_status gpt_head_inputs_chunked(const gpt_config *cfg, int max_batch, int max
     }
     return GPT_OK;
 }
+
+gpt_status gpt_context_check(const gpt_config *cfg, int max_seq, const int *context, int len)
+{
+    if (len < 1 || len > max_seq) return GPT_ERR_SIZE;
+    return gpt_tokens_valid(context, (size_t)len, cfg->vocab_size) ? GPT_OK : GPT_ERR_TOKEN;
+}

@@ -125,6 +125,10 @@ size_t gpt_carve_acts(const gpt_config *cfg, int max_batch, int max_seq, size_t 
 /* 1 when every one of the n token ids is in [0, vocab). */
 int gpt_tokens_valid(const int *tokens, size_t n, int vocab);
 
+/* The checks of a backend's last_logits on a context of len tokens: GPT_ERR_SIZE unless
+ * 1 <= len <= max_seq, GPT_ERR_TOKEN for an id outside [0, vocab_size), else GPT_OK. */
+gpt_status gpt_context_check(const gpt_config *cfg, int max_seq, const int *context, int len);
+
 /* A backend's trunk (embedding -> blocks -> final norm) over n_seq <= max_batch sequences of
  * max_seq tokens (row-major, valid ids): writes their final-norm outputs, (n_seq * max_seq) x
  * d_model floats, to out (host memory). */
