@@ -6,33 +6,66 @@
  * global-norm gradient clipping.
  * The math is SPEC.md section 2; section numbers below refer to it.
  *
- * CONTENTS (each section starts at a banner with its title: search for it)
- *   Declarations
- *     status codes and compile-time options  muon_status, muon_status_string
- *     SGEMM / SSYRK (row-major)             muon_sgemm, muon_ssyrk (+ _ws), muon_gemm_workspace_size
- *     Newton-Schulz schedules (SPEC 2.1)    muon_ns_config, muon_ns_preset, muon_ns_resolve,
- *                                           muon_orthogonalize (+ _ws, _workspace_size),
- *                                           muon_orthogonalize_batched (+ _ws, _workspace_size)
- *     Transfer function and the NS budget   muon_ns_transfer, muon_ns_min_steps,
- *                                           muon_sv_quantile, muon_ns_choose
- *     Exact singular values (SPEC 2.5)      muon_singular_values (+ _ws, _workspace_size)
- *     The Muon step (SPEC 2.2, 2.4)         muon_config (+ muon_default, muon_config_resolve),
- *                                           muon_init, muon_init_ex, muon_step (+ _ws,
- *                                           _workspace_size), muon_free
- *     Data-parallel Muon                    muon_assign_owners (+ _ws, _workspace_size)
- *     Spectral cap and spectral diagnostics muon_top_singular_pair, muon_spectral_cap,
- *                                           muon_min_entropy, muon_spectral_decomposition
- *     Muown (SPEC 2.3)                      muown_config (+ _default, _resolve), muown_init,
- *                                           muown_step (+ _ws, _workspace_size), muown_gradients,
- *                                           muown_resync, muown_free
- *     AdamW and clipping (SPEC 2.6)         muon_adamw_config (+ _default, _resolve),
- *                                           muon_adamw_init (+ _ws, _workspace_size),
- *                                           muon_adamw_step, muon_adamw_free, muon_clip_grad_norm
- *   Implementation (#ifdef MUON_IMPLEMENTATION), in the same order
- *     preamble; SGEMM / SSYRK (micro-kernels per ISA, packing, driver with the blocked loops
- *     and the macro-kernel, entry points); schedules; Newton-Schulz; exact singular values;
- *     spectral cap and diagnostics; the Muon step; data-parallel work assignment; Muown;
- *     AdamW and clipping
+ * CONTENTS: every banner of this file ("---- title ----"), numbered in the order of the file
+ * (search for a title to find it), and under each banner of the declarations the public
+ * functions it declares, in their order. tests/rel_contents.sh holds this list to the file.
+ *
+ *   Declarations (before the first banner: the version, MUONDEF, muon_status and
+ *   muon_status_string)
+ *     1. SGEMM / SSYRK (row-major)
+ *          muon_sgemm, muon_ssyrk, muon_gemm_workspace_size, muon_sgemm_ws, muon_ssyrk_ws,
+ *          muon_team (the library's thread-team rule, for a host's own loops)
+ *     2. Newton-Schulz schedules (SPEC 2.1)
+ *          muon_ns_preset, muon_ns_resolve, muon_orthogonalize,
+ *          muon_orthogonalize_workspace_size, muon_orthogonalize_ws,
+ *          muon_orthogonalize_batched, muon_orthogonalize_batched_workspace_size,
+ *          muon_orthogonalize_batched_ws
+ *     3. Transfer function and the NS budget (SPEC 2.1, 2.5)
+ *          muon_ns_transfer, muon_ns_min_steps, muon_sv_quantile, muon_ns_choose
+ *     4. Exact singular values (SPEC 2.5)
+ *          muon_singular_values, muon_singular_values_workspace_size, muon_singular_values_ws
+ *     5. The Muon step (SPEC 2.2, 2.4)
+ *          muon_default, muon_config_resolve, muon_init, muon_init_ex,
+ *          muon_step_workspace_size, muon_step, muon_step_ws, muon_free
+ *     6. Many layers in one call: one parallel region for the whole model
+ *          muon_step_layers (the example trainer's Muon path), muon_step_layers_workspace_size,
+ *          muon_step_layers_ws, muon_matrix_shape (a PyTorch tensor's shape as matrices)
+ *     7. Data-parallel Muon: which rank orthogonalises which matrix
+ *          muon_assign_owners, muon_assign_owners_workspace_size, muon_assign_owners_ws
+ *     8. Spectral cap and spectral diagnostics (SPEC 2.3, 2.4)
+ *          muon_top_singular_pair, muon_spectral_cap, muon_min_entropy,
+ *          muon_spectral_decomposition
+ *     9. Muown (SPEC 2.3)
+ *          muown_default, muown_config_resolve, muown_init, muown_step_workspace_size,
+ *          muown_step, muown_step_ws, muown_gradients, muown_resync, muown_free
+ *    10. AdamW and clipping (SPEC 2.6)
+ *          muon_adamw_default, muon_adamw_config_resolve, muon_adamw_init,
+ *          muon_adamw_init_workspace_size, muon_adamw_init_ws, muon_adamw_step,
+ *          muon_adamw_free, muon_clip_grad_norm
+ *
+ *   Implementation (#ifdef MUON_IMPLEMENTATION; before the first banner: includes, allocator,
+ *   muon_status_string). The declarations' order, except that the spectral cap (22) comes
+ *   before the Muon step (23), which calls it; muon_matrix_shape is defined with the Muon step.
+ *    11. SGEMM / SSYRK (row-major)
+ *    12.   micro-kernels
+ *    13.   packing
+ *    14.   bf16 products
+ *    15.   driver
+ *    16.   threads on a shared machine
+ *            muon_team and the rule behind it (every team region of this file asks it)
+ *    17.   validation and entry points
+ *          (then a "====" line: what follows reaches the products through this section)
+ *    18. schedules
+ *          presets, muon_ns_resolve, the transfer function and the NS budget (3 above)
+ *    19. bf16 Newton-Schulz on AMX with its operands packed once
+ *    20. Newton-Schulz
+ *    21. exact singular values: one-sided Jacobi in double
+ *    22. spectral cap and diagnostics (SPEC 2.3, 2.4)
+ *    23. the Muon step (SPEC 2.2)
+ *    24. many layers in one region
+ *    25. data-parallel work assignment
+ *    26. Muown (SPEC 2.3)
+ *    27. AdamW and clipping (SPEC 2.6)
  * Long-form API: docs/api-muon.md, docs/api-muon-gemm.md; numerics and measurements:
  * docs/numerics.md; changes: CHANGELOG.md.
  *
@@ -830,6 +863,9 @@ MUONDEF muon_status muon_clip_grad_norm(float **grads, const size_t *sizes, size
 #include <cblas.h>
 #endif
 
+/* Internal functions: plain `static` (the one convention of this file), followed where needed by
+ * MUON__NOINLINE / MUON__ALWAYS_INLINE, or MUON__GEMM_UNUSED for the GEMM section's functions
+ * that a build may not call (rownorm.h spells the same rule RN__FN). */
 #ifdef _OPENMP
 #define MUON__OMP(x) _Pragma(#x)
 #else
@@ -2949,7 +2985,10 @@ MUONDEF muon_status muon_ssyrk(muon_transpose ta, size_t n, size_t k, float alph
 }
 
 /* ======================================================================================== */
-/* Everything below uses only the public GEMM entry points above.                          */
+/* Everything below reaches the products through the GEMM section's private entry points,
+ * muon__sgemm_ws_t / muon__ssyrk_ws_t / muon__bgemm_ws_t (the _ws forms with a thread count and,
+ * for bf16, a kernel choice); the AMX engine also uses its tile kernel and helpers
+ * (muon__gemm_ukr_amx, muon__gemm_blocking, muon__gemm_tr8x8, muon__gemm_need_geos). */
 
 #define MUON__ALIGN 64
 #define MUON__PAR_MIN 65536.0 /* elements below which an elementwise pass stays on one thread */

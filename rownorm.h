@@ -1,31 +1,56 @@
 /* rownorm.h - v0.3.0 - geometry of the language-model head: Hilbert distances, exact row
  * diameter, Hilbert RMS, projected RowNorm and the RowNorm head optimizer (SPEC.md section 1).
  *
- * CONTENTS (each section starts at a banner with its title: search for it)
- *   Declarations
- *     status codes and conventions         rn_status, rn_status_string
- *     1.1  Hilbert projective distance     rn_hilbert_logits, rn_hilbert_probs, rn_tv_bound
- *     1.2  Row diameter                    rn_row_diameter (+ _ws, _workspace_size)
- *     1.2b The exact diameter with the rows split across processes
- *                                          rn_row_diameter_pair (+ _ws, _workspace_size),
- *                                          rn_diameter_ring(_rounds), rn_diameter_best_*,
- *                                          rn_row_diameter_bounds (+ _ws, _workspace_size),
- *                                          rn_worst_hidden_state
- *     1.3  Hilbert RMS                     rn_hilbert_rms (+ _workspace_size, _partial_ws,
- *                                          _center_sums, _partial_centered_ws, _from_range)
- *     1.4  Projected RowNorm               rn_projected_rownorm (+ _ws, _workspace_size)
- *     1.5  The RowNorm head optimizer      rn_rownorm_config (+ _default, _resolve),
- *                                          rn_rownorm_init (+ _ws, _workspace_size),
- *                                          rn_rownorm_step, rn_rownorm_sync, rn_rownorm_free
- *     1.5b The RowNorm step with the vocabulary split across processes
- *                                          rn_rownorm_shard_begin / _middle / _finish
- *     Certified exact diameter-constrained steepest step
- *                                          rn_exact_step (+ _ws, _workspace_size)
- *   Implementation (#ifdef ROWNORM_IMPLEMENTATION)
- *     preamble (includes, allocator, SIMD selection), validation helpers
- *     Kernels: scalar references, SIMD layer (row kernels written once), panel micro-kernels
- *     1.1 Hilbert distance, 1.2 Row diameter, 1.3 Hilbert RMS, 1.4 Projected RowNorm,
- *     1.5 RowNorm optimizer, 1.5b the sharded step, the exact solver: the order above
+ * CONTENTS: every banner of this file ("---- title ----", or a "====" line and a one-line
+ * title), numbered in the order of the file (search for a title to find it; a title's own
+ * number, 1.1 to 1.5b, is its section of SPEC.md), and under each banner of the declarations
+ * the public functions it declares, in their order. tests/rel_contents.sh holds this list to
+ * the file.
+ *
+ *   Declarations (before the first banner: the version, RNDEF, rn_status and the conventions,
+ *   rn_status_string)
+ *     1. 1.1 Hilbert projective distance
+ *          rn_hilbert_logits, rn_hilbert_probs, rn_tv_bound
+ *     2. 1.2 Row diameter
+ *          rn_row_diameter, rn_row_diameter_workspace_size, rn_row_diameter_ws
+ *     3. 1.2b The exact diameter with the rows split across processes
+ *          rn_diameter_best_none, rn_diameter_best_merge, rn_row_diameter_pair_workspace_size,
+ *          rn_row_diameter_pair_ws, rn_row_diameter_pair, rn_diameter_ring_rounds,
+ *          rn_diameter_ring, rn_row_diameter_bounds, rn_row_diameter_bounds_workspace_size,
+ *          rn_row_diameter_bounds_ws, rn_worst_hidden_state
+ *     4. 1.3 Hilbert RMS
+ *          rn_hilbert_rms, rn_hilbert_rms_workspace_size, rn_hilbert_rms_partial_ws,
+ *          rn_hilbert_rms_center_sums, rn_hilbert_rms_partial_centered_ws,
+ *          rn_hilbert_rms_from_range
+ *     5. 1.4 Projected RowNorm
+ *          rn_projected_rownorm, rn_projected_rownorm_workspace_size, rn_projected_rownorm_ws
+ *     6. 1.5 The RowNorm head optimizer
+ *          rn_rownorm_default, rn_rownorm_config_resolve, rn_rownorm_init,
+ *          rn_rownorm_init_workspace_size, rn_rownorm_init_ws, rn_rownorm_step,
+ *          rn_rownorm_sync, rn_rownorm_free (and RN_CHUNK_ROWS, the step's chunk size)
+ *     7. 1.5b The RowNorm step with the vocabulary split across processes
+ *          rn_rownorm_shard_exchange_size, rn_rownorm_shard_begin, rn_rownorm_shard_middle,
+ *          rn_rownorm_shard_finish
+ *     8. Certified exact diameter-constrained steepest step (SPEC 1.4), small V
+ *          rn_exact_step_workspace_size, rn_exact_step_ws, rn_exact_step
+ *
+ *   Implementation (#ifdef ROWNORM_IMPLEMENTATION; before the first banner: includes,
+ *   allocator, assertions, SIMD selection, rn_status_string). The declarations' order; 1.2b
+ *   is implemented within 1.2.
+ *     9. validation helpers
+ *    10. Kernels
+ *    11.   SIMD layer
+ *    12.   panel micro-kernels (per ISA, BLIS-style register blocks)
+ *    13. 1.1 Hilbert distance
+ *    14. 1.2 Row diameter
+ *    15.   threads on a shared machine
+ *            the thread-team rule of every team region of this file (docs/embedding.md)
+ *    16. 1.3 Hilbert RMS
+ *    17. 1.4 Projected RowNorm
+ *    18. 1.5 RowNorm optimizer
+ *          the step's two projections: "The two projections of the RowNorm step"
+ *    19. 1.5b the sharded step
+ *    20. Certified exact diameter-constrained steepest step (SPEC 1.4): implementation
  * Long-form API: docs/api-rownorm.md; numerics and measurements: docs/numerics.md;
  * changes: CHANGELOG.md.
  *
@@ -72,8 +97,8 @@
  * Different SIMD paths may differ in the last bits (different summation order, FMA).
  *
  * Threading: functions are reentrant. Built with -fopenmp, the RowNorm step parallelises over
- * fixed chunks of 256 rows (partial sums combined in chunk order; one thread below 65536
- * elements), the exact diameter over tile rows (ties broken by index) and the Hilbert RMS over
+ * fixed chunks of RN_CHUNK_ROWS = 256 rows (partial sums combined in chunk order; one thread
+ * below 65536 elements), the exact diameter over tile rows (ties broken by index) and the Hilbert RMS over
  * token panels (one parallel region; per-token max/min, which do not depend on order): results
  * are independent of the thread count. On a machine short of cores the library's team regions
  * wait for their slowest member; while they are held up its regions run on the calling thread
@@ -357,6 +382,12 @@ RNDEF rn_status rn_projected_rownorm_ws(const float *A, size_t rows, size_t cols
                                      only when the inner P is off (the pre-pass also yields the
                                      column mean of G that the inner P needs) */
 
+/* Rows per chunk of the RowNorm step's column reductions (the inner and outer projections' mean
+ * rows): each chunk's column sums are formed alone and the chunks are added in order, so the
+ * bits do not depend on the thread count. Fixed, not an option: a reimplementation that must
+ * give the same bits (the example trainer's CUDA step) reads this constant. */
+#define RN_CHUNK_ROWS 256
+
 /* The largest learning rate the step accepts: a larger lr is RN_ERR_DOMAIN, so that the step
  * |S| <= 2 lr can never overflow float (FLT_MAX is about 3.4e38). */
 #define RN_LR_MAX 1e30
@@ -380,9 +411,9 @@ typedef struct rn_rownorm_state {
     float *B;
     size_t rows, cols;
     unsigned long long t;
-    double *rn__part, *rn__part2; /* per-chunk column partial sums (chunks of 256 rows) */
+    double *rn__part, *rn__part2; /* per-chunk column partial sums (chunks of RN_CHUNK_ROWS rows) */
     double *rn__rowinv;           /* 1/(||b_i - mu|| + eps_t) per row */
-    double *rn__mu, *rn__nu;      /* inner and outer centres of this step */
+    double *rn__mu, *rn__nu;      /* mean rows of the inner and outer projections (SPEC 1.5) */
     double *rn__meanb;            /* column mean of B (tracked across steps) */
     size_t rn__nchunks;
     void *rn__mem;
@@ -464,8 +495,8 @@ RNDEF void rn_rownorm_free(rn_rownorm_state *st);
  * and t of rn_rownorm_step, for every config. With several shards the union of the shards'
  * B is always bit-identical (the update is row-local), and W and step_out are bit-identical
  * to the unsharded step whenever the sums are exact: the only difference is the order in
- * which the column sums are added (rn_rownorm_step sums rows within chunks of 256 rows, then
- * the chunks in order; here each rank sums its own chunks and the all-reduce adds the ranks in
+ * which the column sums are added (rn_rownorm_step sums rows within chunks of RN_CHUNK_ROWS
+ * rows, then the chunks in order; here each rank sums its own chunks and the all-reduce adds the ranks in
  * its own order), so when every such double addition is exact (e.g. dyadic data with few
  * significant bits, as in the tests) the results coincide. Otherwise the centres differ from
  * the unsharded ones by double rounding (~1e-16 relative) and W, step_out can differ in the
@@ -679,7 +710,9 @@ RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t l
 #else
 #define RN__MAYBE_UNUSED
 #endif
-/* internal functions: static, possibly unused in a given build */
+/* internal functions: static, possibly unused in a given build. The one qualifier of every
+ * internal function of this file (none is declared plain `static`): RN__FN, then RN__NOINLINE
+ * where it applies */
 #define RN__FN static RN__MAYBE_UNUSED
 /* a function kept out of its callers, so that its locals are not on their frames */
 #if defined(__GNUC__) || defined(__clang__)
@@ -707,7 +740,6 @@ RNDEF rn_status rn_exact_step(const float *G, size_t rows, size_t cols, size_t l
 #include <cblas.h>
 #endif
 
-#define RN__CHUNK_ROWS 256 /* rows per chunk of the step's column reductions (fixed: determinism) */
 #define RN__BS 64          /* rows per block of the diameter and Hilbert RMS tiles */
 
 RNDEF const char *rn_status_string(rn_status s)
@@ -769,7 +801,8 @@ RN__FN size_t rn__mul(size_t a, size_t b)
 }
 
 /* ======================================================================================= */
-/* Kernels. Every row kernel rn__X has a scalar reference rn__X_scalar, compiled always; rn__X
+/* Kernels */
+/* Every row kernel rn__X has a scalar reference rn__X_scalar, compiled always; rn__X
  * is written once on the SIMD layer below (or is the reference when there is no SIMD). */
 
 /* All n floats finite. */
@@ -897,14 +930,16 @@ RN__FN int rn__row_gsum_scalar(const float *g, size_t n, double *acc)
     return rn__all_finite_scalar(g, n);
 }
 
-/* acc += (b - mu) * inv, in double. */
+/* acc += (b - mu) * inv, in double: a row's share of nu, the mean row that the outer centring
+ * projection subtracts (SPEC 1.5; see "The two projections" before rn__sweep). */
 RN__FN void rn__row_nu_scalar(const float *b, const double *mu, double inv, double *acc, size_t n)
 {
     size_t k;
     for (k = 0; k < n; k++) acc[k] += ((double)b[k] - mu[k]) * inv;
 }
 
-/* s = neglr ((b - mu) inv - nu); w <- w decay + s; sout (may be NULL) = s. Double, rounded once. */
+/* s = neglr ((b - mu) inv - nu); w <- w decay + s; sout (may be NULL) = s. Double, rounded once.
+ * b - mu is the inner centring projection, "- nu" the outer one (SPEC 1.5). */
 RN__FN void rn__row_write_scalar(const float *b, const double *mu, double inv, const double *nu,
                                  double neglr, double decay, float *w, float *sout, size_t n)
 {
@@ -1240,13 +1275,15 @@ RN__FN void rn__row_write(const float *b, const double *mu, double inv, const do
     rn__vd vi = rn__vd_set1(inv), vl = rn__vd_set1(neglr), vd = rn__vd_set1(decay);
     size_t k = 0, nv = n - n % RN__VD;
     for (; k < nv; k += RN__VD) {
-        rn__vd d = rn__vd_sub(rn__vd_loadf(b + k), rn__vd_load(mu + k));
+        rn__vd d = rn__vd_sub(rn__vd_loadf(b + k), rn__vd_load(mu + k)); /* inner projection: b - mu */
+        /* the outer projection (SPEC 1.5): (b - mu) inv - nu, subtracted inside the fused
+         * multiply-subtract */
         rn__vd s = rn__vd_mul(vl, rn__vd_fms(d, vi, rn__vd_load(nu + k)));
         rn__vd_storef(w + k, rn__vd_fma(rn__vd_loadf(w + k), vd, s));
         if (sout) rn__vd_storef(sout + k, s);
     }
     for (; k < n; k++) {
-        double s = neglr * fma((double)b[k] - mu[k], inv, -nu[k]);
+        double s = neglr * fma((double)b[k] - mu[k], inv, -nu[k]); /* both projections, as above */
         w[k] = (float)fma((double)w[k], decay, s);
         if (sout) sout[k] = (float)s;
     }
@@ -1367,6 +1404,7 @@ RN__FN void rn__row_write(const float *b, const double *mu, double inv, const do
         return;
     }
     for (k = 0; k < n; k++) {
+        /* the inner projection (- mu) and the outer one (- nu) */
         float sv = fl * fmaf(b[k] - (float)mu[k], fi, -(float)nu[k]);
         w[k] = w[k] + fmaf(c, w[k], sv);
         if (sout) sout[k] = sv;
@@ -1642,7 +1680,7 @@ RNDEF double rn_tv_bound(double hilbert_distance)
 
 typedef struct rn__radidx { double r; size_t idx; } rn__radidx;
 
-static int rn__cmp_radidx(const void *a, const void *b)
+RN__FN int rn__cmp_radidx(const void *a, const void *b)
 {
     const rn__radidx *x = (const rn__radidx *)a, *y = (const rn__radidx *)b;
     if (x->r > y->r) return -1;
@@ -2798,8 +2836,9 @@ RNDEF rn_status rn_projected_rownorm_ws(const float *A, size_t rows, size_t cols
     mu = (double *)rn__carve(&cur, end, cols * sizeof(double));
     nu = (double *)rn__carve(&cur, end, cols * sizeof(double));
     RN_ASSERT(mu && nu);
-    rn__col_mean(A, rows, cols, lda, mu);
-    /* outer mean of the normalised rows: nu = (1/rows) sum_i (a_i - mu)/(||a_i - mu|| + eps) */
+    rn__col_mean(A, rows, cols, lda, mu); /* the inner projection P A (SPEC 1.4): subtract mu */
+    /* the outer projection P RN(.): the mean of the normalised rows,
+     * nu = (1/rows) sum_i (a_i - mu)/(||a_i - mu|| + eps) */
     for (k = 0; k < cols; k++) nu[k] = 0.0;
     for (r = 0; r < rows; r++) {
         const float *a = A + r * lda;
@@ -2808,7 +2847,8 @@ RNDEF rn_status rn_projected_rownorm_ws(const float *A, size_t rows, size_t cols
     }
     rn__ff_widen(nu, cols); /* RN_FLOAT_ARITH: the float pairs to doubles */
     for (k = 0; k < cols; k++) nu[k] /= (double)rows;
-    /* out_i = (a_i - mu)/(||a_i - mu|| + eps) - nu: same formula, elementwise (in place ok) */
+    /* out_i = (a_i - mu)/(||a_i - mu|| + eps) - nu, both projections: same formula, elementwise
+     * (in place ok) */
     for (r = 0; r < rows; r++) {
         const float *a = A + r * lda;
         float *o = out + r * ldo;
@@ -2861,7 +2901,7 @@ RNDEF size_t rn_rownorm_init_workspace_size(size_t rows, size_t cols)
 {
     size_t nch, s;
     if (rows == 0 || cols == 0) return 0;
-    nch = (rows + RN__CHUNK_ROWS - 1) / RN__CHUNK_ROWS;
+    nch = (rows + RN_CHUNK_ROWS - 1) / RN_CHUNK_ROWS;
     s = rn__mul(rn__mul(rows, cols), sizeof(float));                 /* B */
     s = rn__add(s, rn__mul(rn__mul(rn__mul(nch, cols), 2), sizeof(double))); /* 2 partials */
     s = rn__add(s, rn__mul(rows, sizeof(double)));                   /* 1/(n_i + eps) */
@@ -2880,7 +2920,7 @@ RNDEF rn_status rn_rownorm_init_ws(rn_rownorm_state *st, size_t rows, size_t col
     if (!rn__extent(rows, cols, cols)) return RN_ERR_SIZE;
     need = rn_rownorm_init_workspace_size(rows, cols);
     if (need == 0 || mem_bytes < need) return RN_ERR_SIZE;
-    nch = (rows + RN__CHUNK_ROWS - 1) / RN__CHUNK_ROWS;
+    nch = (rows + RN_CHUNK_ROWS - 1) / RN_CHUNK_ROWS;
     cur = (char *)mem; end = cur + mem_bytes;
     memset(&s, 0, sizeof s);
     s.B = (float *)rn__carve(&cur, end, rows * cols * sizeof(float));
@@ -2950,7 +2990,19 @@ RN__FN int rn__row_at_centre(const float *b, const float *g, size_t n, float bet
     return 1;
 }
 
-/* One sweep over a chunk of rows [r0, r1) doing the enabled parts, in this order per row:
+/* The two projections of the RowNorm step (SPEC 1.5: S = -lr P RN_eps(P B-hat), P the centring
+ * projection of SPEC's notation, which subtracts the mean row; 1.4 for PRN):
+ *   - the inner (centring) projection P B-hat: mu = the mean row of the new B, computed in
+ *     rn_rownorm_step ("the inner projection") or rn_rownorm_shard_middle from column sums, and
+ *     subtracted from every row b before its norm (rn__row_ema_stats / rn__csumsq measure
+ *     ||b - mu||) and again where the row is used (rn__row_nu, rn__row_write: b - mu);
+ *   - the outer projection P RN(.): nu = the mean of the normalised rows (b - mu) inv, summed per
+ *     chunk by rn__row_nu (sweep A), combined in rn_rownorm_step ("the outer projection") or by
+ *     the caller's all-reduce before rn_rownorm_shard_finish, and subtracted in rn__row_write
+ *     (rn__vd_fms(d, inv, nu) = (b - mu) inv - nu; the scalar tail's fma(.., -nu)).
+ * RN_NO_CENTER_IN sets mu = 0, RN_NO_CENTER_OUT leaves nu = 0 (both off: the plain sweep).
+ *
+ * One sweep over a chunk of rows [r0, r1) doing the enabled parts, in this order per row:
  * EMA update (+ column sums of the new B into acc1), centred norm -> rowinv, outer-mean
  * accumulation into acc2, write of W (and S). Each row is touched once per sweep, so it stays
  * in L1 between the parts. */
@@ -2958,7 +3010,7 @@ typedef struct rn__sweep {
     float *B; size_t cols;
     float *W; size_t ldw; const float *G; size_t ldg; float *so; size_t lds;
     float beta, omb;
-    const double *mu, *nu;
+    const double *mu, *nu; /* the inner and outer projections' mean rows (0 when that one is off) */
     double *rowinv;
     double epsb, neglr, decay;
     int upd, colsum, norm, nuacc, write, plain;
@@ -3025,7 +3077,7 @@ RN__FN void rn__sweep_chunk(const rn__sweep *w, size_t r0, size_t r1, double *ac
              * float minus a double mean of floats), so inv is finite and |(b - mu) inv| <= 1 */
             inv = nr > 0.0 ? 1.0 / (sqrt(nr) + w->epsb) : 0.0;
             w->rowinv[r] = inv;
-            if (w->nuacc) rn__row_nu(b, w->mu, inv, acc2, n);
+            if (w->nuacc) rn__row_nu(b, w->mu, inv, acc2, n); /* sums for the outer projection's nu */
         } else {
             inv = w->rowinv[r];
         }
@@ -3048,8 +3100,8 @@ RN__FN void rn__sweep_all(const rn__sweep *w, size_t rows, size_t nch, double *p
          * chunk's result is its own, so the bits do not change) */
         RN__OMP(omp for schedule(dynamic, 1) nowait)
         for (c = 0; c < nc; c++) {
-            size_t r0 = (size_t)c * RN__CHUNK_ROWS;
-            size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;
+            size_t r0 = (size_t)c * RN_CHUNK_ROWS;
+            size_t r1 = r0 + RN_CHUNK_ROWS < rows ? r0 + RN_CHUNK_ROWS : rows;
             rn__sweep_chunk(w, r0, r1, part1 ? part1 + (size_t)c * w->cols : RN__NULL,
                             part2 ? part2 + (size_t)c * w->cols : RN__NULL);
         }
@@ -3067,8 +3119,8 @@ RN__FN int rn__gpass(const float *G, size_t ldg, size_t rows, size_t cols, size_
     int bad = 0;
     RN__OMP(omp parallel for schedule(static) reduction(| : bad) RN__PAR((double)rows * (double)cols))
     for (c = 0; c < nc; c++) {
-        size_t r0 = (size_t)c * RN__CHUNK_ROWS, r, k;
-        size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;
+        size_t r0 = (size_t)c * RN_CHUNK_ROWS, r, k;
+        size_t r1 = r0 + RN_CHUNK_ROWS < rows ? r0 + RN_CHUNK_ROWS : rows;
         double *acc = part ? part + (size_t)c * cols : RN__NULL;
         if (acc) for (k = 0; k < cols; k++) acc[k] = 0.0;
         for (r = r0; r < r1; r++) {
@@ -3203,7 +3255,8 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
         return RN_OK;
     }
     if (cin) {
-        /* the inner centre: mean(B_new) = beta mean(B) + (1 - beta) mean(G), with mean(B) carried
+        /* the inner projection (centring, SPEC 1.5's P B-hat): its mean row mu = mean(B_new) =
+         * beta mean(B) + (1 - beta) mean(G), with mean(B) carried
          * from the previous step (accumulated from the stored floats, so rounding never
          * accumulates across steps) and mean(G) from the pre-pass */
         if (st->rn__meanb_ok != 1) { rn__col_mean(st->B, rows, cols, cols, st->rn__meanb); st->rn__meanb_ok = 1; }
@@ -3221,6 +3274,8 @@ RNDEF rn_status rn_rownorm_step(rn_rownorm_state *st, const rn_rownorm_config *c
     memset(st->rn__part, 0, nch * cols * sizeof(double)); /* the invariant (1/128 of B's bytes) */
     st->rn__meanb_ok = 1;
     if (cout) {
+        /* the outer projection (SPEC 1.5's P RN(.)): nu = the mean of the normalised rows, from
+         * sweep A's per-chunk sums; sweep B subtracts it in rn__row_write */
         rn__combine(st->rn__part2, nch, cols, rows, st->rn__nu);
         /* sweep B: the write */
         sw.upd = 0; sw.colsum = 0; sw.norm = 0; sw.nuacc = 0; sw.write = 1;
@@ -3263,8 +3318,8 @@ RN__FN size_t rn__gpass_count(const float *G, size_t ldg, size_t rows, size_t co
     size_t bad = 0;
     RN__OMP(omp parallel for schedule(static) reduction(+ : bad) RN__PAR((double)rows * (double)cols))
     for (c = 0; c < nc; c++) {
-        size_t r0 = (size_t)c * RN__CHUNK_ROWS, r, k;
-        size_t r1 = r0 + RN__CHUNK_ROWS < rows ? r0 + RN__CHUNK_ROWS : rows;
+        size_t r0 = (size_t)c * RN_CHUNK_ROWS, r, k;
+        size_t r1 = r0 + RN_CHUNK_ROWS < rows ? r0 + RN_CHUNK_ROWS : rows;
         double *acc = part ? part + (size_t)c * cols : RN__NULL;
         if (acc) for (k = 0; k < cols; k++) acc[k] = 0.0;
         for (r = r0; r < r1; r++) {
@@ -3375,7 +3430,8 @@ RNDEF rn_status rn_rownorm_shard_middle(rn_rownorm_state *st, const float *G, si
         *count = 0;
     } else {
         if (cin) {
-            /* as rn_rownorm_step: mu = beta mean(B_{t-1}) + (1 - beta) mean(G), global means */
+            /* the inner projection, as rn_rownorm_step: mu = beta mean(B_{t-1}) + (1 - beta) mean(G),
+             * global means */
             for (k = 0; k < cols; k++)
                 st->rn__mu[k] = (double)sw.beta * (recv[2 + cols + k] / R) + (double)sw.omb * (recv[2 + k] / R);
         } else {
@@ -3425,6 +3481,7 @@ RNDEF rn_status rn_rownorm_shard_finish(rn_rownorm_state *st, float *W, size_t l
     if (!cin && !cout) {
         sw.plain = 3;
     } else {
+        /* the outer projection's nu: the all-reduced sums of the normalised rows over all rows */
         if (cout) for (k = 0; k < cols; k++) st->rn__nu[k] = recv[k] / st->rn__srows;
         else memset(st->rn__nu, 0, cols * sizeof(double));
         sw.write = 1;
@@ -3468,7 +3525,7 @@ typedef struct rn__ex_ws {
 } rn__ex_ws;
 
 /* a*b + c into *out with overflow check; returns 0 on overflow. */
-static int rn__ex_muladd(size_t a, size_t b, size_t c, size_t *out)
+RN__FN int rn__ex_muladd(size_t a, size_t b, size_t c, size_t *out)
 {
     if (a && b > ((size_t)-1 - c) / a) return 0;
     *out = a * b + c;
@@ -3476,7 +3533,7 @@ static int rn__ex_muladd(size_t a, size_t b, size_t c, size_t *out)
 }
 
 /* Number of doubles of the workspace; 0 on overflow/invalid. */
-static size_t rn__ex_doubles(size_t V, size_t d)
+RN__FN size_t rn__ex_doubles(size_t V, size_t d)
 {
     size_t kmax, n, P, m, tot = 0;
     if (V == 0 || d == 0 || V > RN_EXACT_MAX_ROWS) return 0;
@@ -3501,7 +3558,7 @@ RNDEF size_t rn_exact_step_workspace_size(size_t rows, size_t cols)
     return nd ? nd * sizeof(double) + sizeof(double) : 0;
 }
 
-static void rn__ex_carve(rn__ex_ws *w, size_t V, size_t d, double *base)
+RN__FN void rn__ex_carve(rn__ex_ws *w, size_t V, size_t d, double *base)
 {
     double *c = base;
     w->V = V; w->d = d;
@@ -3530,7 +3587,7 @@ static void rn__ex_carve(rn__ex_ws *w, size_t V, size_t d, double *base)
     w->w = c; c += w->P;
 }
 
-static double rn__ex_dot(const double *a, const double *b, size_t n)
+RN__FN double rn__ex_dot(const double *a, const double *b, size_t n)
 {
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     size_t i = 0;
@@ -3545,7 +3602,7 @@ static double rn__ex_dot(const double *a, const double *b, size_t n)
 }
 
 /* Euclidean norm of a double vector, scaled against overflow/underflow. */
-static double rn__ex_norm(const double *a, size_t n)
+RN__FN double rn__ex_norm(const double *a, size_t n)
 {
     double m = 0.0, s = 0.0;
     size_t i;
@@ -3562,7 +3619,7 @@ static double rn__ex_norm(const double *a, size_t n)
 }
 
 /* Norm of a - b (d-vectors), scaled. */
-static double rn__ex_dist(const double *a, const double *b, size_t n)
+RN__FN double rn__ex_dist(const double *a, const double *b, size_t n)
 {
     double m = 0.0, s = 0.0;
     size_t i;
@@ -3579,7 +3636,7 @@ static double rn__ex_dist(const double *a, const double *b, size_t n)
 }
 
 /* Unblocked Cholesky of the n x n diagonal block at A (row stride ld), lower part. */
-static int rn__ex_chol_unblocked(double *A, size_t n, size_t ld)
+RN__FN int rn__ex_chol_unblocked(double *A, size_t n, size_t ld)
 {
     size_t i, j;
     for (i = 0; i < n; i++) {
@@ -3604,7 +3661,7 @@ static int rn__ex_chol_unblocked(double *A, size_t n, size_t ld)
  * the trailing lower triangle 2 rows x 8 columns at a time (fixed-size accumulators that
  * compilers turn into vector FMAs; plain C, same arithmetic on every target). Returns 0 on a
  * non-positive pivot. */
-static int rn__ex_chol(double *A, size_t n, double *T)
+RN__FN int rn__ex_chol(double *A, size_t n, double *T)
 {
     size_t kb, i, j, p, c;
     for (kb = 0; kb < n; kb += RN__EX_NB) {
@@ -3660,7 +3717,7 @@ static int rn__ex_chol(double *A, size_t n, double *T)
 }
 
 /* Solve L L^T x = b in place (b -> x). */
-static void rn__ex_cholsolve(const double *L, size_t n, double *b)
+RN__FN void rn__ex_cholsolve(const double *L, size_t n, double *b)
 {
     size_t i, j;
     for (i = 0; i < n; i++) b[i] = (b[i] - rn__ex_dot(L + i * n, b, i)) / L[i * n + i];
@@ -3676,14 +3733,14 @@ static void rn__ex_cholsolve(const double *L, size_t n, double *b)
  * a*b+c across these statements (ISO C/C++ modes, -ffp-contract=off/on); under contraction they
  * are only as good as plain double. Only the accuracy of the slacks depends on it, never the
  * validity of the certificate. */
-static double rn__ex_two_sum(double a, double b, double *err)
+RN__FN double rn__ex_two_sum(double a, double b, double *err)
 {
     double s = a + b, bb = s - a;
     *err = (a - (s - bb)) + (b - bb);
     return s;
 }
 
-static double rn__ex_two_prod(double a, double b, double *err)
+RN__FN double rn__ex_two_prod(double a, double b, double *err)
 {
     const double split = 134217729.0; /* 2^27 + 1 */
     double p = a * b, c, ah, al, bh, bl;
@@ -3701,7 +3758,7 @@ static double rn__ex_two_prod(double a, double b, double *err)
  * active pair is tiny (1e-8 and below), and 1 - ||u||^2 in plain double would carry an absolute
  * error of ~1e-16, i.e. a large relative error in the multipliers 1/(t s): the difference and
  * the squares are therefore formed exactly (double-double) and rounded once at the end. */
-static double rn__ex_slacks(const rn__ex_ws *w, const double *x, double *s)
+RN__FN double rn__ex_slacks(const rn__ex_ws *w, const double *x, double *s)
 {
     size_t i, j, a, idx = 0, V = w->V, k = w->k, K = w->kmax;
     double mn = 1.0;
@@ -3722,7 +3779,7 @@ static double rn__ex_slacks(const rn__ex_ws *w, const double *x, double *s)
 }
 
 /* Gradient and Hessian of f(x) = t <h, x> - sum log s_ij at x (slacks s current). */
-static RN__NOINLINE void rn__ex_assemble(rn__ex_ws *w, double t)
+RN__FN RN__NOINLINE void rn__ex_assemble(rn__ex_ws *w, double t)
 {
     size_t V = w->V, k = w->k, K = w->kmax, n = w->n, i, j, a, b, idx = 0;
     double *H = w->H, *g = w->grad;
@@ -3758,7 +3815,7 @@ static RN__NOINLINE void rn__ex_assemble(rn__ex_ws *w, double t)
 
 /* Newton direction into w->dx (row V-1 zero); returns the squared Newton decrement, or -1 when
  * the Hessian could not be factored even with regularisation. */
-static RN__NOINLINE double rn__ex_direction(rn__ex_ws *w)
+RN__FN RN__NOINLINE double rn__ex_direction(rn__ex_ws *w)
 {
     size_t n = w->n, k = w->k, K = w->kmax, i, j, a, tries;
     double dmax = 0.0, shift = 0.0, dec2;
@@ -3787,7 +3844,7 @@ static RN__NOINLINE double rn__ex_direction(rn__ex_ws *w)
 
 /* Damped Newton step with backtracking: feasibility first, then Armijo on an accurately computed
  * decrease. Returns 1 if a step was taken. */
-static RN__NOINLINE int rn__ex_step(rn__ex_ws *w, double t, double dec2)
+RN__FN RN__NOINLINE int rn__ex_step(rn__ex_ws *w, double t, double dec2)
 {
     size_t V = w->V, k = w->k, K = w->kmax, i, j, a, idx, tries;
     double lin = 0.0, alpha = 1.0, dec = sqrt(dec2 > 0.0 ? dec2 : 0.0);
@@ -3828,7 +3885,7 @@ static RN__NOINLINE int rn__ex_step(rn__ex_ws *w, double t, double dec2)
 }
 
 /* D of the V x d rows of S (packed), pairwise in double. */
-static double rn__ex_diam(const double *S, size_t V, size_t d)
+RN__FN double rn__ex_diam(const double *S, size_t V, size_t d)
 {
     double D = 0.0;
     size_t i, j;
@@ -3845,7 +3902,7 @@ static double rn__ex_diam(const double *S, size_t V, size_t d)
  * y_ij + (r_i - r_j)/V, hi = eta sum ||.||. Primal: S = p centred and scaled about its centroid to
  * D(S) = eta (checked pairwise in double, shrunk by a few ulps if rounding left it above eta or
  * left -<G,S> above hi), lo = -<gc, S>. Writes S into w->sf and, if flow != NULL, the flow. */
-static RN__NOINLINE void rn__ex_certify(rn__ex_ws *w, double eta, double *lo, double *hi, double *diam,
+RN__FN RN__NOINLINE void rn__ex_certify(rn__ex_ws *w, double eta, double *lo, double *hi, double *diam,
                            double *flow, size_t ldf)
 {
     size_t V = w->V, d = w->d, i, j, c, idx;
@@ -3914,7 +3971,7 @@ static RN__NOINLINE void rn__ex_certify(rn__ex_ws *w, double eta, double *lo, do
 }
 
 /* Positions p_i = sum_a x_ia q_a and weights w_ij = sigma * 2 / (t s_ij). */
-static RN__NOINLINE void rn__ex_positions(rn__ex_ws *w, double t, double sigma)
+RN__FN RN__NOINLINE void rn__ex_positions(rn__ex_ws *w, double t, double sigma)
 {
     size_t V = w->V, d = w->d, k = w->k, K = w->kmax, i, a, c, idx;
     memset(w->p, 0, V * d * sizeof(double));
@@ -3935,7 +3992,7 @@ static RN__NOINLINE void rn__ex_positions(rn__ex_ws *w, double t, double sigma)
  * B_a = (+u_a at node i, -u_a at node j), u_a = x_j - x_i, r0 the reduced residual. Any weights
  * give a valid certificate (the exact repair in R^d follows), so this only tightens hi. Uses
  * H, T, xn, sn, ud as scratch (free between a Newton direction and the line search). */
-static RN__NOINLINE void rn__ex_refine(rn__ex_ws *w, double sigma)
+RN__FN RN__NOINLINE void rn__ex_refine(rn__ex_ws *w, double sigma)
 {
     size_t V = w->V, k = w->k, K = w->kmax, i, j, a, p, q, idx, m = 0;
     double *r0 = w->xn, *rhs = w->sn, *act = w->ud, *M = w->H, wmax = 0.0, dmax = 0.0;
@@ -3985,7 +4042,7 @@ static RN__NOINLINE void rn__ex_refine(rn__ex_ws *w, double sigma)
     }
 }
 
-static int rn__ex_overlap(const void *a, size_t abytes, const void *b, size_t bbytes)
+RN__FN int rn__ex_overlap(const void *a, size_t abytes, const void *b, size_t bbytes)
 {
     uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
     if (!a || !b || !abytes || !bbytes) return 0;
@@ -3993,7 +4050,7 @@ static int rn__ex_overlap(const void *a, size_t abytes, const void *b, size_t bb
 }
 
 /* Every check but the workspace; fills the byte extents of G, S, flow. */
-static rn_status rn__ex_validate(const float *G, size_t V, size_t d, size_t ldg, double eta,
+RN__FN rn_status rn__ex_validate(const float *G, size_t V, size_t d, size_t ldg, double eta,
                                  double rel_tol, const double *S, size_t lds, const double *flow,
                                  size_t ldf, const rn_exact_result *res, size_t *gb, size_t *sb,
                                  size_t *fb, int check_g)

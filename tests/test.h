@@ -115,6 +115,67 @@ static double t_rng_normal(t_rng *r)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
 }
 
+/* Matrices with NaN-poisoned padding (the edge suites): entries past `cols` inside a leading
+ * dimension hold a quiet NaN with the bits T_POISON_BITS, so that a routine that reads them
+ * gives NaN and one that writes them is caught by t_padding_intact. */
+#define T_POISON_BITS 0x7fc0deadu
+/* n floats from malloc (at least one); out of memory ends the program */
+static inline float *t_floats(size_t n)
+{
+    float *p = (float *)malloc((n ? n : 1) * sizeof(float));
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+static inline float t_nan_poison(void)
+{
+    unsigned int bits = T_POISON_BITS;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+/* rows x cols normal entries times `scale`, leading dimension ld; the padding set to the poison */
+static inline void t_fill_matrix(float *A, size_t rows, size_t cols, size_t ld, double scale,
+                                 unsigned long long seed)
+{
+    t_rng r;
+    size_t i, j;
+    r.s = seed;
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < ld; j++) A[i * ld + j] = j < cols ? (float)(scale * t_rng_normal(&r)) : t_nan_poison();
+}
+/* every entry of the rows x cols part finite */
+static inline int t_all_finite_matrix(const float *A, size_t rows, size_t cols, size_t ld)
+{
+    size_t i, j;
+    for (i = 0; i < rows; i++)
+        for (j = 0; j < cols; j++)
+            if (!t_finite(A[i * ld + j])) return 0;
+    return 1;
+}
+/* the padding columns cols..ld-1 still hold the poison pattern */
+static inline int t_padding_intact(const float *A, size_t rows, size_t cols, size_t ld)
+{
+    size_t i, j;
+    unsigned int bits;
+    for (i = 0; i < rows; i++)
+        for (j = cols; j < ld; j++) {
+            memcpy(&bits, A + i * ld + j, sizeof bits);
+            if (bits != T_POISON_BITS) return 0;
+        }
+    return 1;
+}
+/* bitwise equality of the rows x cols parts of two matrices */
+static inline int t_same_bits(const float *A, size_t lda, const float *B, size_t ldb, size_t rows, size_t cols)
+{
+    size_t i;
+    for (i = 0; i < rows; i++)
+        if (memcmp(A + i * lda, B + i * ldb, cols * sizeof(float)) != 0) return 0;
+    return 1;
+}
+
 /* The one-thread size of a workspace-size query (the least a _ws call accepts; the sizes count
  * a per-thread tile for the OpenMP thread count at the query): the query under 1 thread. */
 #ifdef _OPENMP

@@ -20,73 +20,11 @@
 #include <omp.h>
 #endif
 
-#define NAN_POISON_BITS 0x7fc0dead
-
-static float *edge_alloc(size_t n)
-{
-    float *p = (float *)malloc((n ? n : 1) * sizeof(float));
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(2);
-    }
-    return p;
-}
-
-static float nan_poison(void)
-{
-    unsigned int bits = NAN_POISON_BITS;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-/* rows x cols normal entries times `scale`, leading dimension ld; padding set to NaN poison */
-static void fill_matrix(float *A, size_t rows, size_t cols, size_t ld, double scale, unsigned long long seed)
-{
-    t_rng r;
-    size_t i, j;
-    r.s = seed;
-    for (i = 0; i < rows; i++)
-        for (j = 0; j < ld; j++)
-            A[i * ld + j] = j < cols ? (float)(scale * t_rng_normal(&r)) : nan_poison();
-}
-
-static int all_finite(const float *A, size_t rows, size_t cols, size_t ld)
-{
-    size_t i, j;
-    for (i = 0; i < rows; i++)
-        for (j = 0; j < cols; j++)
-            if (!t_finite(A[i * ld + j])) return 0;
-    return 1;
-}
-
 static int all_zero(const float *A, size_t n)
 {
     size_t i;
     for (i = 0; i < n; i++)
         if (A[i] != 0.0f) return 0;
-    return 1;
-}
-
-/* bitwise equality of the rows x cols parts of two matrices */
-static int same_bits(const float *A, size_t lda, const float *B, size_t ldb, size_t rows, size_t cols)
-{
-    size_t i;
-    for (i = 0; i < rows; i++)
-        if (memcmp(A + i * lda, B + i * ldb, cols * sizeof(float)) != 0) return 0;
-    return 1;
-}
-
-/* the padding columns cols..ld-1 still hold the poison pattern */
-static int padding_intact(const float *A, size_t rows, size_t cols, size_t ld)
-{
-    size_t i, j;
-    unsigned int bits;
-    for (i = 0; i < rows; i++)
-        for (j = cols; j < ld; j++) {
-            memcpy(&bits, A + i * ld + j, sizeof bits);
-            if (bits != NAN_POISON_BITS) return 0;
-        }
     return 1;
 }
 
@@ -125,20 +63,20 @@ static void test_ns_scaled_norms(void)
     size_t s;
     for (s = 0; s < 3; s++) {
         size_t r = shapes[s][0], c = shapes[s][1], n = r * c, k;
-        float *G = edge_alloc(n), *Gs = edge_alloc(n), *O = edge_alloc(n), *Os = edge_alloc(n);
+        float *G = t_floats(n), *Gs = t_floats(n), *O = t_floats(n), *Os = t_floats(n);
         double scales[4];
         scales[0] = ldexp(1.0, -100); /* powers of two: exact float scaling */
         scales[1] = ldexp(1.0, 100);
         scales[2] = 1e-30;
         scales[3] = 1e30;
-        fill_matrix(G, r, c, c, 1.0, 100 + s);
+        t_fill_matrix(G, r, c, c, 1.0, 100 + s);
         CHECK(muon_orthogonalize(G, r, c, c, &ns, O, c) == MUON_OK);
         for (k = 0; k < 4; k++) {
             size_t i;
             double maxd = 0.0;
             for (i = 0; i < n; i++) Gs[i] = (float)(scales[k] * G[i]);
             CHECK(muon_orthogonalize(Gs, r, c, c, &ns, Os, c) == MUON_OK);
-            CHECK(all_finite(Os, r, c, c));
+            CHECK(t_all_finite_matrix(Os, r, c, c));
             for (i = 0; i < n; i++) {
                 double d = fabs((double)Os[i] - O[i]);
                 if (d > maxd) maxd = d;
@@ -161,10 +99,10 @@ static void test_ns_scaled_norms(void)
 static void test_ns_huge_tiny_default_eps(void)
 {
     const size_t r = 9, c = 13, n = 9 * 13;
-    float *G = edge_alloc(n), *O = edge_alloc(n), *Ob = edge_alloc(n);
+    float *G = t_floats(n), *O = t_floats(n), *Ob = t_floats(n);
     size_t i, j;
     double maxd = 0.0;
-    fill_matrix(G, r, c, c, 1.0, 7);
+    t_fill_matrix(G, r, c, c, 1.0, 7);
     CHECK(muon_orthogonalize(G, r, c, c, NULL, O, c) == MUON_OK);
     for (i = 0; i < n; i++) G[i] *= 1e30f;
     CHECK(muon_orthogonalize(G, r, c, c, NULL, Ob, c) == MUON_OK);
@@ -174,30 +112,30 @@ static void test_ns_huge_tiny_default_eps(void)
     }
     CHECK_MSG(maxd <= 1e-5, "1e30 vs 1: max diff %.3g", maxd);
     /* entries near FLT_MAX */
-    fill_matrix(G, r, c, c, 1.0, 8);
+    t_fill_matrix(G, r, c, c, 1.0, 8);
     for (i = 0; i < n; i++) G[i] = G[i] >= 0 ? FLT_MAX / 2 : -FLT_MAX / 3;
     CHECK(muon_orthogonalize(G, r, c, c, NULL, O, c) == MUON_OK);
-    CHECK(all_finite(O, r, c, c));
+    CHECK(t_all_finite_matrix(O, r, c, c));
     CHECK(frob(O, r, c, c) > 0.5);
     /* mixed rows: row norms 1e30 and 1e-30 */
-    fill_matrix(G, r, c, c, 1.0, 9);
+    t_fill_matrix(G, r, c, c, 1.0, 9);
     for (i = 0; i < r; i++)
         for (j = 0; j < c; j++) G[i * c + j] *= (i % 2) ? 1e-31f : 1e29f;
     CHECK(muon_orthogonalize(G, r, c, c, NULL, O, c) == MUON_OK);
-    CHECK(all_finite(O, r, c, c));
+    CHECK(t_all_finite_matrix(O, r, c, c));
     /* tiny with the default eps: finite, never NaN, smaller than the unit result */
-    fill_matrix(G, r, c, c, 1e-30, 10);
+    t_fill_matrix(G, r, c, c, 1e-30, 10);
     CHECK(muon_orthogonalize(G, r, c, c, NULL, O, c) == MUON_OK);
-    CHECK(all_finite(O, r, c, c));
+    CHECK(t_all_finite_matrix(O, r, c, c));
     CHECK(frob(O, r, c, c) <= 3.0 + 1e-6);
     /* denormal entries only */
     for (i = 0; i < n; i++) G[i] = (i % 3 ? 1 : -1) * 1e-41f;
     CHECK(muon_orthogonalize(G, r, c, c, NULL, O, c) == MUON_OK);
-    CHECK(all_finite(O, r, c, c));
+    CHECK(t_all_finite_matrix(O, r, c, c));
     {
         muon_ns_config ns = jordan_eps0();
         CHECK(muon_orthogonalize(G, r, c, c, &ns, O, c) == MUON_OK);
-        CHECK(all_finite(O, r, c, c));
+        CHECK(t_all_finite_matrix(O, r, c, c));
         /* -Ofast links crtfastmath.o, which sets flush-to-zero / denormals-are-zero for the
          * whole process: the subnormal G then reads as 0, and zero in is zero out */
         CHECK(frob(O, r, c, c) > 0.1 || (subnormals_flushed() && frob(O, r, c, c) == 0.0));
@@ -211,11 +149,11 @@ static void test_ns_huge_tiny_default_eps(void)
 static void test_sv_scaled(void)
 {
     const size_t r = 7, c = 5, n = 35;
-    float *M = edge_alloc(n), *Ms = edge_alloc(n);
+    float *M = t_floats(n), *Ms = t_floats(n);
     double sv[5], svs[5], u[7], v[5], sigma = 0.0;
     static const double scales[2] = {1e-30, 1e30};
     size_t i, k;
-    fill_matrix(M, r, c, c, 1.0, 11);
+    t_fill_matrix(M, r, c, c, 1.0, 11);
     CHECK(muon_singular_values(M, r, c, c, sv) == MUON_OK);
     for (k = 0; k < 2; k++) {
         for (i = 0; i < n; i++) Ms[i] = (float)(scales[k] * M[i]);
@@ -234,11 +172,11 @@ static void test_sv_scaled(void)
 static void test_zero_gradients(void)
 {
     const size_t r = 6, c = 11, n = 66;
-    float *W = edge_alloc(n), *W0 = edge_alloc(n), *G = edge_alloc(n), *O = edge_alloc(n);
+    float *W = t_floats(n), *W0 = t_floats(n), *G = t_floats(n), *O = t_floats(n);
     double sv[6];
     int form, nest, cap;
     memset(G, 0, n * sizeof(float));
-    fill_matrix(W0, r, c, c, 0.1, 12);
+    t_fill_matrix(W0, r, c, c, 0.1, 12);
     /* NS, singular values, top pair */
     CHECK(muon_orthogonalize(G, r, c, c, NULL, O, c) == MUON_OK);
     CHECK(all_zero(O, n));
@@ -276,7 +214,7 @@ static void test_zero_gradients(void)
         CHECK(muown_init(&st, W, r, c, c) == MUON_OK);
         CHECK(muown_step(&st, &cfg, W, c, G, c, NULL, 0) == MUON_OK);
         CHECK(muown_step(&st, &cfg, W, c, G, c, NULL, 0) == MUON_OK);
-        CHECK(all_finite(W, r, c, c));
+        CHECK(t_all_finite_matrix(W, r, c, c));
         for (i = 0; i < n; i++) {
             double d = fabs((double)W[i] - W0[i]);
             if (d > maxd) maxd = d;
@@ -322,11 +260,11 @@ static void test_vectors(void)
     for (li = 0; li < 4; li++)
         for (orient = 0; orient < 2; orient++) {
             size_t len = lens[li], r = orient ? len : 1, c = orient ? 1 : len, i;
-            float *G = edge_alloc(len), *O = edge_alloc(len), *W = edge_alloc(len), *W0 = edge_alloc(len);
+            float *G = t_floats(len), *O = t_floats(len), *W = t_floats(len), *W0 = t_floats(len);
             double nrm, sv = -1.0, scale, maxd = 0.0;
             muon_state st;
             muon_config cfg = muon_default();
-            fill_matrix(G, r, c, c, 1.0, 20 + len);
+            t_fill_matrix(G, r, c, c, 1.0, 20 + len);
             nrm = frob(G, r, c, c);
             CHECK(muon_orthogonalize(G, r, c, c, &ns, O, c) == MUON_OK);
             for (i = 0; i < len; i++) {
@@ -337,7 +275,7 @@ static void test_vectors(void)
             CHECK(muon_singular_values(G, r, c, c, &sv) == MUON_OK);
             CHECK_NEAR(sv, nrm, 0.0, 1e-6);
             /* one Muon step: W - lr * sqrt(max(1, r/c)) * NS(u), u parallel to G */
-            fill_matrix(W0, r, c, c, 0.5, 40 + len);
+            t_fill_matrix(W0, r, c, c, 0.5, 40 + len);
             memcpy(W, W0, len * sizeof(float));
             cfg.ns = ns;
             CHECK(muon_init(&st, r, c) == MUON_OK);
@@ -368,23 +306,23 @@ static void test_leading_dimensions(void)
     size_t s;
     for (s = 0; s < 3; s++) {
         size_t r = shapes[s][0], c = shapes[s][1], ld = c + 5, i;
-        float *G = edge_alloc(r * c), *Gp = edge_alloc(r * ld), *O = edge_alloc(r * c), *Op = edge_alloc(r * ld);
-        float *W = edge_alloc(r * c), *Wp = edge_alloc(r * ld);
+        float *G = t_floats(r * c), *Gp = t_floats(r * ld), *O = t_floats(r * c), *Op = t_floats(r * ld);
+        float *W = t_floats(r * c), *Wp = t_floats(r * ld);
         double sv[9], svp[9];
         muon_state st, stp;
         muon_config cfg = muon_default();
-        fill_matrix(Gp, r, c, ld, 1.0, 50 + s);
+        t_fill_matrix(Gp, r, c, ld, 1.0, 50 + s);
         for (i = 0; i < r; i++) memcpy(G + i * c, Gp + i * ld, c * sizeof(float));
-        fill_matrix(Op, r, c, ld, 1.0, 0);
+        t_fill_matrix(Op, r, c, ld, 1.0, 0);
         CHECK(muon_orthogonalize(G, r, c, c, NULL, O, c) == MUON_OK);
         CHECK(muon_orthogonalize(Gp, r, c, ld, NULL, Op, ld) == MUON_OK);
-        CHECK(same_bits(O, c, Op, ld, r, c));
-        CHECK(padding_intact(Op, r, c, ld) && padding_intact(Gp, r, c, ld));
+        CHECK(t_same_bits(O, c, Op, ld, r, c));
+        CHECK(t_padding_intact(Op, r, c, ld) && t_padding_intact(Gp, r, c, ld));
         CHECK(muon_singular_values(G, r, c, c, sv) == MUON_OK);
         CHECK(muon_singular_values(Gp, r, c, ld, svp) == MUON_OK);
         CHECK(memcmp(sv, svp, (r < c ? r : c) * sizeof(double)) == 0);
         /* Muon steps with W and G both padded */
-        fill_matrix(Wp, r, c, ld, 0.3, 60 + s);
+        t_fill_matrix(Wp, r, c, ld, 0.3, 60 + s);
         for (i = 0; i < r; i++) memcpy(W + i * c, Wp + i * ld, c * sizeof(float));
         cfg.cap = MUON_CAP_GROWTH;
         cfg.weight_decay = 0.1;
@@ -394,18 +332,18 @@ static void test_leading_dimensions(void)
             CHECK(muon_step(&st, &cfg, W, c, G, c, NULL, 0) == MUON_OK);
             CHECK(muon_step(&stp, &cfg, Wp, ld, Gp, ld, NULL, 0) == MUON_OK);
         }
-        CHECK(same_bits(W, c, Wp, ld, r, c));
-        CHECK(padding_intact(Wp, r, c, ld));
+        CHECK(t_same_bits(W, c, Wp, ld, r, c));
+        CHECK(t_padding_intact(Wp, r, c, ld));
         muon_free(&st);
         muon_free(&stp);
         /* SGEMM with padded A, B, C (beta 0: C not read) */
         {
-            float *C = edge_alloc(r * r), *Cp = edge_alloc(r * ld);
-            fill_matrix(Cp, r, r, ld, 1.0, 0);
+            float *C = t_floats(r * r), *Cp = t_floats(r * ld);
+            t_fill_matrix(Cp, r, r, ld, 1.0, 0);
             CHECK(muon_sgemm(MUON_NO_TRANS, MUON_TRANS, r, r, c, 1.0f, G, c, G, c, 0.0f, C, r) == MUON_OK);
             CHECK(muon_sgemm(MUON_NO_TRANS, MUON_TRANS, r, r, c, 1.0f, Gp, ld, Gp, ld, 0.0f, Cp, ld) == MUON_OK);
-            CHECK(same_bits(C, r, Cp, ld, r, r));
-            CHECK(padding_intact(Cp, r, r, ld));
+            CHECK(t_same_bits(C, r, Cp, ld, r, r));
+            CHECK(t_padding_intact(Cp, r, r, ld));
             free(C);
             free(Cp);
         }
@@ -423,18 +361,18 @@ static void test_leading_dimensions(void)
 static void test_aliasing_rules(void)
 {
     const size_t r = 6, c = 8, n = 48;
-    float *buf = edge_alloc(2 * n), *G = edge_alloc(n), *O = edge_alloc(n), *snap = edge_alloc(2 * n);
-    float *W = edge_alloc(n);
+    float *buf = t_floats(2 * n), *G = t_floats(n), *O = t_floats(n), *snap = t_floats(2 * n);
+    float *W = t_floats(n);
     muon_state st;
     muon_config cfg = muon_default();
-    fill_matrix(G, r, c, c, 1.0, 70);
+    t_fill_matrix(G, r, c, c, 1.0, 70);
     CHECK(muon_orthogonalize(G, r, c, c, NULL, O, c) == MUON_OK);
     /* in place (out == G, same ld): the same bits as out of place */
     memcpy(buf, G, n * sizeof(float));
     CHECK(muon_orthogonalize(buf, r, c, c, NULL, buf, c) == MUON_OK);
     CHECK(memcmp(buf, O, n * sizeof(float)) == 0);
     /* any other overlap: ALIAS, nothing written */
-    fill_matrix(buf, 2 * r, c, c, 1.0, 71);
+    t_fill_matrix(buf, 2 * r, c, c, 1.0, 71);
     memcpy(snap, buf, 2 * n * sizeof(float));
     CHECK(muon_orthogonalize(buf, r, c, c, NULL, buf + 3, c) == MUON_ERR_ALIAS);
     CHECK(muon_orthogonalize(buf + c, r, c, c, NULL, buf, c) == MUON_ERR_ALIAS);
@@ -445,7 +383,7 @@ static void test_aliasing_rules(void)
     CHECK(muon_orthogonalize_batched(buf, 2, r, c, c, n, NULL, buf, c, n) == MUON_OK);
     CHECK(memcmp(buf, O, n * sizeof(float)) == 0 && memcmp(buf + n, O, n * sizeof(float)) == 0);
     /* SGEMM: C overlapping A or B is ALIAS */
-    fill_matrix(buf, 2 * r, c, c, 1.0, 72);
+    t_fill_matrix(buf, 2 * r, c, c, 1.0, 72);
     memcpy(snap, buf, 2 * n * sizeof(float));
     CHECK(muon_sgemm(MUON_NO_TRANS, MUON_TRANS, r, r, c, 1.0f, buf, c, G, c, 0.0f, buf + 4, c) == MUON_ERR_ALIAS);
     CHECK(muon_sgemm(MUON_NO_TRANS, MUON_TRANS, r, r, c, 1.0f, G, c, buf + 2, c, 1.0f, buf, c) == MUON_ERR_ALIAS);
@@ -453,12 +391,12 @@ static void test_aliasing_rules(void)
     CHECK(memcmp(buf, snap, 2 * n * sizeof(float)) == 0);
     /* Muon step: G overlapping W is ALIAS, W and the state untouched */
     CHECK(muon_init(&st, r, c) == MUON_OK);
-    fill_matrix(W, r, c, c, 0.2, 73);
+    t_fill_matrix(W, r, c, c, 0.2, 73);
     CHECK(muon_step(&st, &cfg, W, c, G, c, NULL, 0) == MUON_OK);
-    fill_matrix(buf, 2 * r, c, c, 1.0, 74);
+    t_fill_matrix(buf, 2 * r, c, c, 1.0, 74);
     memcpy(snap, buf, 2 * n * sizeof(float));
     {
-        float *mom = edge_alloc(n);
+        float *mom = t_floats(n);
         long long step = st.step;
         memcpy(mom, st.momentum, n * sizeof(float));
         CHECK(muon_step(&st, &cfg, buf, c, buf + 5, c, NULL, 0) == MUON_ERR_ALIAS);
@@ -493,11 +431,11 @@ static void test_alias_before_content(void)
 {
     const size_t r = 4, c = 6, n = r * c;
     size_t k;
-    float *buf = edge_alloc(2 * n), *snap = edge_alloc(2 * n), *W1 = edge_alloc(n), *G0 = edge_alloc(n);
+    float *buf = t_floats(2 * n), *snap = t_floats(2 * n), *W1 = t_floats(n), *G0 = t_floats(n);
     double u[4], sigma = -1.0, *v;
     memset(buf, 0, 2 * n * sizeof(float)); /* the whole span compared below is defined (valgrind) */
     /* muon_top_singular_pair: v (the warm start, read) inside W, its bytes a NaN */
-    fill_matrix(buf, r, c, c, 1.0, 80);
+    t_fill_matrix(buf, r, c, c, 1.0, 80);
     v = (double *)(void *)(buf + 2);
     for (k = 0; k < c; k++) v[k] = NAN;
     memcpy(snap, buf, 2 * n * sizeof(float));
@@ -516,9 +454,9 @@ static void test_alias_before_content(void)
         muon_config cfg = muon_default();
         muon_layer L[2];
         CHECK(muon_init(&s0, r, c) == MUON_OK && muon_init(&s1, r, c) == MUON_OK);
-        fill_matrix(buf, r, c, c, 0.5, 81);
-        fill_matrix(W1, r, c, c, 0.5, 82);
-        fill_matrix(G0, r, c, c, 1.0, 83);
+        t_fill_matrix(buf, r, c, c, 0.5, 81);
+        t_fill_matrix(W1, r, c, c, 0.5, 82);
+        t_fill_matrix(G0, r, c, c, 1.0, 83);
         buf[5] = NAN;
         memcpy(snap, buf, n * sizeof(float));
         memset(L, 0, sizeof L);
@@ -579,26 +517,26 @@ static int edge_compute(edge_run *e)
 {
     int bad = 0, t;
     size_t nm = (size_t)E_M * E_N, nk = (size_t)(E_M > E_N ? E_M : E_N) * E_K;
-    float *A = edge_alloc(nk), *B = edge_alloc(nk), *G = edge_alloc((size_t)E_R * E_C);
-    float *Gb = edge_alloc((size_t)E_BATCH * E_BR * E_BC);
+    float *A = t_floats(nk), *B = t_floats(nk), *G = t_floats((size_t)E_R * E_C);
+    float *Gb = t_floats((size_t)E_BATCH * E_BR * E_BC);
     size_t i;
     memset(e, 0, sizeof *e);
-    fill_matrix(A, nk, 1, 1, 1.0, 80);
-    fill_matrix(B, nk, 1, 1, 1.0, 81);
-    fill_matrix(G, E_R, E_C, E_C, 1.0, 82);
-    fill_matrix(Gb, (size_t)E_BATCH * E_BR, E_BC, E_BC, 1.0, 83);
+    t_fill_matrix(A, nk, 1, 1, 1.0, 80);
+    t_fill_matrix(B, nk, 1, 1, 1.0, 81);
+    t_fill_matrix(G, E_R, E_C, E_C, 1.0, 82);
+    t_fill_matrix(Gb, (size_t)E_BATCH * E_BR, E_BC, E_BC, 1.0, 83);
     /* all four transpose combinations, odd shapes, beta 1 on a filled C */
     for (t = 0; t < 4; t++) {
         muon_transpose ta = (muon_transpose)(t & 1), tb = (muon_transpose)(t >> 1);
         size_t lda = ta ? E_M : E_K, ldb = tb ? E_K : E_N;
-        e->gemm[t] = edge_alloc(nm);
-        fill_matrix(e->gemm[t], E_M, E_N, E_N, 1.0, 84);
+        e->gemm[t] = t_floats(nm);
+        t_fill_matrix(e->gemm[t], E_M, E_N, E_N, 1.0, 84);
         bad |= muon_sgemm(ta, tb, E_M, E_N, E_K, 0.75f, A, lda, B, ldb, 0.5f, e->gemm[t], E_N) != MUON_OK;
     }
-    e->syrk = edge_alloc((size_t)E_M * E_M);
-    fill_matrix(e->syrk, E_M, E_M, E_M, 1.0, 85);
+    e->syrk = t_floats((size_t)E_M * E_M);
+    t_fill_matrix(e->syrk, E_M, E_M, E_M, 1.0, 85);
     bad |= muon_ssyrk(MUON_NO_TRANS, E_M, E_K, 1.25f, A, E_K, 0.0f, e->syrk, E_M) != MUON_OK;
-    e->ns = edge_alloc((size_t)E_R * E_C);
+    e->ns = t_floats((size_t)E_R * E_C);
     bad |= muon_orthogonalize(G, E_R, E_C, E_C, NULL, e->ns, E_C) != MUON_OK;
     bad |= muon_singular_values(G, 8, 8, E_C, e->sv) != MUON_OK;
     /* batched: concurrent workspace and sequential workspace */
@@ -606,8 +544,8 @@ static int edge_compute(edge_run *e)
         size_t nb = (size_t)E_BATCH * E_BR * E_BC, wsc = muon_orthogonalize_batched_workspace_size(E_BATCH, E_BR, E_BC);
         size_t wss = muon_orthogonalize_workspace_size(E_BR, E_BC);
         void *ws = malloc(wsc > wss ? wsc : wss);
-        e->batched_conc = edge_alloc(nb);
-        e->batched_seq = edge_alloc(nb);
+        e->batched_conc = t_floats(nb);
+        e->batched_seq = t_floats(nb);
         bad |= ws == NULL;
         if (ws) {
             bad |= muon_orthogonalize_batched_ws(Gb, E_BATCH, E_BR, E_BC, E_BC, (size_t)E_BR * E_BC, NULL,
@@ -624,8 +562,8 @@ static int edge_compute(edge_run *e)
         cfg.cap = MUON_CAP_GROWTH;
         cfg.weight_decay = 0.01;
         cfg.split_rows = 2;
-        e->W_muon = edge_alloc((size_t)E_R * E_C);
-        fill_matrix(e->W_muon, E_R, E_C, E_C, 0.05, 86);
+        e->W_muon = t_floats((size_t)E_R * E_C);
+        t_fill_matrix(e->W_muon, E_R, E_C, E_C, 0.05, 86);
         bad |= muon_init(&st, E_R, E_C) != MUON_OK;
         for (t = 0; t < 3 && !bad; t++) {
             for (i = 0; i < (size_t)E_R * E_C; i++) G[i] = G[i] * 0.9f + 0.01f * (float)t;
@@ -637,8 +575,8 @@ static int edge_compute(edge_run *e)
     {
         muown_state st;
         muown_config cfg = muown_default();
-        e->W_muown = edge_alloc((size_t)E_R * E_C);
-        fill_matrix(e->W_muown, E_R, E_C, E_C, 0.05, 87);
+        e->W_muown = t_floats((size_t)E_R * E_C);
+        t_fill_matrix(e->W_muown, E_R, E_C, E_C, 0.05, 87);
         bad |= muown_init(&st, e->W_muown, E_R, E_C, E_C) != MUON_OK;
         for (t = 0; t < 2 && !bad; t++) bad |= muown_step(&st, &cfg, e->W_muown, E_C, G, E_C, NULL, 0) != MUON_OK;
         muown_free(&st);
@@ -650,12 +588,12 @@ static int edge_compute(edge_run *e)
         size_t n = (size_t)E_R * E_C, sizes[2];
         float *grads[2];
         double total = 0.0;
-        e->p_adamw = edge_alloc(n);
-        fill_matrix(e->p_adamw, n, 1, 1, 0.1, 88);
+        e->p_adamw = t_floats(n);
+        t_fill_matrix(e->p_adamw, n, 1, 1, 0.1, 88);
         bad |= muon_adamw_init(&st, n) != MUON_OK;
         for (t = 0; t < 2 && !bad; t++) bad |= muon_adamw_step(&st, &cfg, e->p_adamw, G, NULL) != MUON_OK;
         muon_adamw_free(&st);
-        e->clip = edge_alloc(n + 1);
+        e->clip = t_floats(n + 1);
         memcpy(e->clip, G, n * sizeof(float));
         grads[0] = e->clip;
         grads[1] = e->clip + n / 3;
@@ -724,12 +662,12 @@ static void test_determinism_threads(void)
 static void test_config_threads(void)
 {
     const size_t r = 256, c = 384, n = r * c;
-    float *W0 = edge_alloc(n), *G = edge_alloc(n), *W = edge_alloc(n), *S = edge_alloc(n), *Wref = edge_alloc(n),
-          *Sref = edge_alloc(n), *Mref = edge_alloc(n);
+    float *W0 = t_floats(n), *G = t_floats(n), *W = t_floats(n), *S = t_floats(n), *Wref = t_floats(n),
+          *Sref = t_floats(n), *Mref = t_floats(n);
     static const int counts[5] = {1, 0, 2, 3, INT_MAX}; /* 3, INT_MAX: capped at the OpenMP default */
     int k, t;
-    fill_matrix(W0, r, c, c, 0.05, 120);
-    fill_matrix(G, r, c, c, 1.0, 121);
+    t_fill_matrix(W0, r, c, c, 0.05, 120);
+    t_fill_matrix(G, r, c, c, 1.0, 121);
     for (k = 0; k < 5; k++) {
         muon_state st;
         muown_state ow;
@@ -789,12 +727,12 @@ static void test_config_threads(void)
 static void test_gemm_workspace_sizes(void)
 {
     const size_t m = 70, n = 90, k = 50;
-    float *A = edge_alloc(m * k), *B = edge_alloc(k * n), *C1 = edge_alloc(m * n), *C = edge_alloc(m * n);
+    float *A = t_floats(m * k), *B = t_floats(k * n), *C1 = t_floats(m * n), *C = t_floats(m * n);
     int t;
     size_t big = muon_gemm_workspace_size(4);
     void *ws = malloc(big);
-    fill_matrix(A, m, k, k, 1.0, 90);
-    fill_matrix(B, k, n, n, 1.0, 91);
+    t_fill_matrix(A, m, k, k, 1.0, 90);
+    t_fill_matrix(B, k, n, n, 1.0, 91);
     CHECK(ws != NULL);
     CHECK(muon_sgemm_ws(MUON_NO_TRANS, MUON_NO_TRANS, m, n, k, 1.0f, A, k, B, n, 0.0f, C1, n, ws,
                         muon_gemm_workspace_size(1)) == MUON_OK);

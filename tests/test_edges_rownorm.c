@@ -19,64 +19,6 @@
 #include <omp.h>
 #endif
 
-#define POISON_BITS 0x7fc0beef
-
-static float *ealloc(size_t n)
-{
-    float *p = (float *)malloc((n ? n : 1) * sizeof(float));
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(2);
-    }
-    return p;
-}
-
-static float poison(void)
-{
-    unsigned int b = POISON_BITS;
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
-static void fill(float *A, size_t rows, size_t cols, size_t ld, double scale, unsigned long long seed)
-{
-    t_rng r;
-    size_t i, j;
-    r.s = seed;
-    for (i = 0; i < rows; i++)
-        for (j = 0; j < ld; j++) A[i * ld + j] = j < cols ? (float)(scale * t_rng_normal(&r)) : poison();
-}
-
-static int finite_all(const float *A, size_t rows, size_t cols, size_t ld)
-{
-    size_t i, j;
-    for (i = 0; i < rows; i++)
-        for (j = 0; j < cols; j++)
-            if (!t_finite(A[i * ld + j])) return 0;
-    return 1;
-}
-
-static int pad_intact(const float *A, size_t rows, size_t cols, size_t ld)
-{
-    size_t i, j;
-    unsigned int b;
-    for (i = 0; i < rows; i++)
-        for (j = cols; j < ld; j++) {
-            memcpy(&b, A + i * ld + j, sizeof b);
-            if (b != POISON_BITS) return 0;
-        }
-    return 1;
-}
-
-static int same_rows(const float *A, size_t lda, const float *B, size_t ldb, size_t rows, size_t cols)
-{
-    size_t i;
-    for (i = 0; i < rows; i++)
-        if (memcmp(A + i * lda, B + i * ldb, cols * sizeof(float))) return 0;
-    return 1;
-}
-
 /* ---- scaled norms ------------------------------------------------------------------------ */
 
 /* The diameter is exact at every scale: rows of norm ~1e-30 (float products of such rows
@@ -84,7 +26,7 @@ static int same_rows(const float *A, size_t lda, const float *B, size_t ldb, siz
 static void test_diameter_scaled(void)
 {
     const size_t r = 40, c = 19;
-    float *S = ealloc(r * c);
+    float *S = t_floats(r * c);
     double scales[6];
     int k, seed;
     scales[0] = 1.0;
@@ -98,7 +40,7 @@ static void test_diameter_scaled(void)
         for (seed = 1; seed <= 40; seed++) {
             double D = -1.0, want, lo = -1.0, hi = -1.0;
             size_t i, j;
-            fill(S, r, c, c, scales[k], (unsigned long long)seed * 7919u);
+            t_fill_matrix(S, r, c, c, scales[k], (unsigned long long)seed * 7919u);
             want = t_ref_diameter(S, r, c, c);
             CHECK(rn_row_diameter(S, r, c, c, &D, &i, &j) == RN_OK);
             if (fabs(D - want) / want > worst) worst = fabs(D - want) / want;
@@ -115,7 +57,7 @@ static void test_diameter_scaled(void)
 static void test_projection_scaled(void)
 {
     const size_t r = 12, c = 9, n = 108;
-    float *A = ealloc(n), *As = ealloc(n), *O = ealloc(n), *Os = ealloc(n);
+    float *A = t_floats(n), *As = t_floats(n), *O = t_floats(n), *Os = t_floats(n);
     double scales[4];
     size_t i;
     int k;
@@ -123,22 +65,22 @@ static void test_projection_scaled(void)
     scales[1] = ldexp(1.0, 100);
     scales[2] = 1e-30;
     scales[3] = 1e30;
-    fill(A, r, c, c, 1.0, 11);
+    t_fill_matrix(A, r, c, c, 1.0, 11);
     CHECK(rn_projected_rownorm(A, r, c, c, 0.0f, O, c) == RN_OK);
     for (k = 0; k < 4; k++) {
         double maxd = 0.0;
         for (i = 0; i < n; i++) As[i] = (float)(scales[k] * A[i]);
         CHECK(rn_projected_rownorm(As, r, c, c, 0.0f, Os, c) == RN_OK);
-        CHECK(finite_all(Os, r, c, c));
+        CHECK(t_all_finite_matrix(Os, r, c, c));
         for (i = 0; i < n; i++)
             if (fabs((double)Os[i] - O[i]) > maxd) maxd = fabs((double)Os[i] - O[i]);
         CHECK_MSG(maxd <= 1e-6, "eps 0, scale %g: max diff %.3g", scales[k], maxd);
         CHECK(rn_projected_rownorm(As, r, c, c, 1e-8f, Os, c) == RN_OK);
-        CHECK(finite_all(Os, r, c, c));
+        CHECK(t_all_finite_matrix(Os, r, c, c));
     }
     for (i = 0; i < n; i++) As[i] = (i % 3) ? FLT_MAX / 2 : -FLT_MAX / 3;
     CHECK(rn_projected_rownorm(As, r, c, c, 1e-8f, Os, c) == RN_OK);
-    CHECK(finite_all(Os, r, c, c));
+    CHECK(t_all_finite_matrix(Os, r, c, c));
     free(A);
     free(As);
     free(O);
@@ -170,14 +112,14 @@ static void test_hilbert_scaled(void)
     }
     {
         const size_t r = 30, c = 8, tokens = 20;
-        float *S = ealloc(r * c), *Ss = ealloc(r * c), *H = ealloc(tokens * c);
+        float *S = t_floats(r * c), *Ss = t_floats(r * c), *H = t_floats(tokens * c);
         double rms = -1.0, rs = -1.0, scales[2];
         size_t i;
         int k;
         scales[0] = 1e-30;
         scales[1] = 1e30;
-        fill(S, r, c, c, 1.0, 12);
-        fill(H, tokens, c, c, 1.0, 13);
+        t_fill_matrix(S, r, c, c, 1.0, 12);
+        t_fill_matrix(H, tokens, c, c, 1.0, 13);
         CHECK(rn_hilbert_rms(S, r, c, c, H, tokens, c, &rms) == RN_OK);
         for (k = 0; k < 2; k++) {
             for (i = 0; i < r * c; i++) Ss[i] = (float)(scales[k] * S[i]);
@@ -195,11 +137,11 @@ static void test_hilbert_scaled(void)
 static void test_zero_gradient_step(void)
 {
     const size_t r = 7, c = 5, n = 35;
-    float *W = ealloc(n), *W0 = ealloc(n), *G = ealloc(n), *S = ealloc(n);
+    float *W = t_floats(n), *W0 = t_floats(n), *G = t_floats(n), *S = t_floats(n);
     unsigned flags;
     int e;
     memset(G, 0, n * sizeof(float));
-    fill(W0, r, c, c, 0.3, 14);
+    t_fill_matrix(W0, r, c, c, 0.3, 14);
     for (flags = 0; flags < 32; flags++)
         for (e = 0; e < 2; e++) {
             rn_rownorm_state st;
@@ -216,7 +158,7 @@ static void test_zero_gradient_step(void)
             rn_rownorm_free(&st);
         }
     {
-        float *O = ealloc(n);
+        float *O = t_floats(n);
         size_t i;
         int zero = 1;
         CHECK(rn_projected_rownorm(G, r, c, c, 0.0f, O, c) == RN_OK);
@@ -238,12 +180,12 @@ static void test_vectors(void)
     size_t li;
     for (li = 0; li < 3; li++) {
         size_t len = lens[li], k;
-        float *v = ealloc(len), *O = ealloc(len), *W = ealloc(len), *S = ealloc(len);
+        float *v = t_floats(len), *O = t_floats(len), *W = t_floats(len), *S = t_floats(len);
         double D = -1.0, mx = -1e300, mn = 1e300, lo = 1.0, hi = -1.0; /* unwritten: fails */
         size_t i = 99, j = 99;
         rn_rownorm_state st;
         rn_rownorm_config cfg = rn_rownorm_default();
-        fill(v, len, 1, 1, 1.0, 20 + len);
+        t_fill_matrix(v, len, 1, 1, 1.0, 20 + len);
         /* 1 x n: one row; diameter 0 with the pair (0, 0); projection and step are zero */
         CHECK(rn_row_diameter(v, 1, len, len, &D, &i, &j) == RN_OK);
         CHECK(D == 0.0 && i == 0 && j == 0);
@@ -264,7 +206,7 @@ static void test_vectors(void)
         CHECK(rn_row_diameter_bounds(v, len, 1, 1, &lo, &hi) == RN_OK);
         CHECK(lo <= D && D <= hi);
         CHECK(rn_projected_rownorm(v, len, 1, 1, 0.0f, O, 1) == RN_OK);
-        CHECK(finite_all(O, len, 1, 1));
+        CHECK(t_all_finite_matrix(O, len, 1, 1));
         {
             double sum = 0.0;
             for (k = 0; k < len; k++) sum += O[k];
@@ -273,7 +215,7 @@ static void test_vectors(void)
         CHECK(rn_rownorm_init(&st, len, 1) == RN_OK);
         memset(W, 0, len * sizeof(float));
         CHECK(rn_rownorm_step(&st, &cfg, W, 1, v, 1, S, 1) == RN_OK);
-        CHECK(finite_all(W, len, 1, 1));
+        CHECK(t_all_finite_matrix(W, len, 1, 1));
         rn_rownorm_free(&st);
         free(v);
         free(O);
@@ -287,15 +229,15 @@ static void test_vectors(void)
 static void test_leading_dimensions(void)
 {
     const size_t r = 70, c = 13, ld = 18, tokens = 9;
-    float *S = ealloc(r * c), *Sp = ealloc(r * ld), *H = ealloc(tokens * c), *Hp = ealloc(tokens * ld);
-    float *O = ealloc(r * c), *Op = ealloc(r * ld), *W = ealloc(r * c), *Wp = ealloc(r * ld);
-    float *T = ealloc(r * c), *Tp = ealloc(r * ld);
+    float *S = t_floats(r * c), *Sp = t_floats(r * ld), *H = t_floats(tokens * c), *Hp = t_floats(tokens * ld);
+    float *O = t_floats(r * c), *Op = t_floats(r * ld), *W = t_floats(r * c), *Wp = t_floats(r * ld);
+    float *T = t_floats(r * c), *Tp = t_floats(r * ld);
     double D1, D2, l1, l2, h1, h2, m1, m2;
     size_t i, i1, j1, i2, j2;
     rn_rownorm_state s1, s2;
     rn_rownorm_config cfg = rn_rownorm_default();
-    fill(Sp, r, c, ld, 1.0, 30);
-    fill(Hp, tokens, c, ld, 1.0, 31);
+    t_fill_matrix(Sp, r, c, ld, 1.0, 30);
+    t_fill_matrix(Hp, tokens, c, ld, 1.0, 31);
     for (i = 0; i < r; i++) memcpy(S + i * c, Sp + i * ld, c * sizeof(float));
     for (i = 0; i < tokens; i++) memcpy(H + i * c, Hp + i * ld, c * sizeof(float));
     CHECK(rn_row_diameter(S, r, c, c, &D1, &i1, &j1) == RN_OK);
@@ -307,13 +249,13 @@ static void test_leading_dimensions(void)
     CHECK(rn_hilbert_rms(S, r, c, c, H, tokens, c, &m1) == RN_OK);
     CHECK(rn_hilbert_rms(Sp, r, c, ld, Hp, tokens, ld, &m2) == RN_OK);
     CHECK(memcmp(&m1, &m2, sizeof m1) == 0);
-    fill(Op, r, c, ld, 0.0, 0); /* padding poison, values 0 */
+    t_fill_matrix(Op, r, c, ld, 0.0, 0); /* padding poison, values 0 */
     CHECK(rn_projected_rownorm(S, r, c, c, 1e-8f, O, c) == RN_OK);
     CHECK(rn_projected_rownorm(Sp, r, c, ld, 1e-8f, Op, ld) == RN_OK);
-    CHECK(same_rows(O, c, Op, ld, r, c) && pad_intact(Op, r, c, ld) && pad_intact(Sp, r, c, ld));
+    CHECK(t_same_bits(O, c, Op, ld, r, c) && t_padding_intact(Op, r, c, ld) && t_padding_intact(Sp, r, c, ld));
     /* two steps, W, G and step_out all padded */
-    fill(Wp, r, c, ld, 0.2, 32);
-    fill(Tp, r, c, ld, 0.0, 0);
+    t_fill_matrix(Wp, r, c, ld, 0.2, 32);
+    t_fill_matrix(Tp, r, c, ld, 0.0, 0);
     for (i = 0; i < r; i++) memcpy(W + i * c, Wp + i * ld, c * sizeof(float));
     cfg.weight_decay = 0.1;
     CHECK(rn_rownorm_init(&s1, r, c) == RN_OK);
@@ -322,8 +264,8 @@ static void test_leading_dimensions(void)
         CHECK(rn_rownorm_step(&s1, &cfg, W, c, S, c, T, c) == RN_OK);
         CHECK(rn_rownorm_step(&s2, &cfg, Wp, ld, Sp, ld, Tp, ld) == RN_OK);
     }
-    CHECK(same_rows(W, c, Wp, ld, r, c) && same_rows(T, c, Tp, ld, r, c));
-    CHECK(pad_intact(Wp, r, c, ld) && pad_intact(Tp, r, c, ld));
+    CHECK(t_same_bits(W, c, Wp, ld, r, c) && t_same_bits(T, c, Tp, ld, r, c));
+    CHECK(t_padding_intact(Wp, r, c, ld) && t_padding_intact(Tp, r, c, ld));
     rn_rownorm_free(&s1);
     rn_rownorm_free(&s2);
     free(S);
@@ -343,17 +285,17 @@ static void test_leading_dimensions(void)
 static void test_aliasing_rules(void)
 {
     const size_t r = 6, c = 5, n = 30;
-    float *buf = ealloc(3 * n), *snap = ealloc(3 * n), *A = ealloc(n), *O = ealloc(n);
+    float *buf = t_floats(3 * n), *snap = t_floats(3 * n), *A = t_floats(n), *O = t_floats(n);
     rn_rownorm_state st;
     rn_rownorm_config cfg = rn_rownorm_default();
-    fill(A, r, c, c, 1.0, 40);
+    t_fill_matrix(A, r, c, c, 1.0, 40);
     CHECK(rn_projected_rownorm(A, r, c, c, 1e-8f, O, c) == RN_OK);
     /* in place, same ld: the bits of out of place */
     memcpy(buf, A, n * sizeof(float));
     CHECK(rn_projected_rownorm(buf, r, c, c, 1e-8f, buf, c) == RN_OK);
     CHECK(memcmp(buf, O, n * sizeof(float)) == 0);
     /* any other overlap: ALIAS, nothing written */
-    fill(buf, 3 * r, c, c, 1.0, 41);
+    t_fill_matrix(buf, 3 * r, c, c, 1.0, 41);
     memcpy(snap, buf, 3 * n * sizeof(float));
     CHECK(rn_projected_rownorm(buf, r, c, c, 1e-8f, buf + 2, c) == RN_ERR_ALIAS);
     CHECK(rn_projected_rownorm(buf, r, c, c, 1e-8f, buf, c + 1) == RN_ERR_ALIAS);
@@ -363,7 +305,7 @@ static void test_aliasing_rules(void)
     CHECK(rn_rownorm_step(&st, &cfg, buf, c, buf + n, c, NULL, 0) == RN_OK);
     memcpy(snap, buf, 3 * n * sizeof(float));
     {
-        float *B0 = ealloc(n);
+        float *B0 = t_floats(n);
         unsigned long long t = st.t;
         memcpy(B0, st.B, n * sizeof(float));
         CHECK(rn_rownorm_step(&st, &cfg, buf, c, buf + 3, c, NULL, 0) == RN_ERR_ALIAS);
@@ -393,19 +335,19 @@ static void test_alias_before_content(void)
 {
     const size_t r = 6, c = 5, n = r * c, tok = 4;
     size_t need;
-    float *S = ealloc(n), *H = ealloc(tok * c), *big, *snap;
+    float *S = t_floats(n), *H = t_floats(tok * c), *big, *snap;
     double lo = -1.0, hi = -1.0, D = -1.0, mx[4], mn[4];
     rn_exact_result res;
-    fill(S, r, c, c, 1.0, 60);
-    fill(H, tok, c, c, 1.0, 61);
+    t_fill_matrix(S, r, c, c, 1.0, 60);
+    t_fill_matrix(H, tok, c, c, 1.0, 61);
     /* one buffer holding S (or G) at its start and large enough to be every workspace too */
     need = rn_row_diameter_bounds_workspace_size(c);
     if (rn_row_diameter_workspace_size(r, c) > need) need = rn_row_diameter_workspace_size(r, c);
     if (rn_hilbert_rms_workspace_size(c, tok) > need) need = rn_hilbert_rms_workspace_size(c, tok);
     if (rn_exact_step_workspace_size(r, c) > need) need = rn_exact_step_workspace_size(r, c);
     if (rn_projected_rownorm_workspace_size(c) > need) need = rn_projected_rownorm_workspace_size(c);
-    big = ealloc(n + need / sizeof(float) + 16);
-    snap = ealloc(n + need / sizeof(float) + 16);
+    big = t_floats(n + need / sizeof(float) + 16);
+    snap = t_floats(n + need / sizeof(float) + 16);
     memset(big, 0, (n + need / sizeof(float) + 16) * sizeof(float)); /* all of it compared below */
     memcpy(big, S, n * sizeof(float));
     big[7] = (float)NAN;
@@ -420,7 +362,7 @@ static void test_alias_before_content(void)
     CHECK(lo == -1.0 && hi == -1.0 && D == -1.0);
     /* tok_max inside H, which holds an Inf */
     {
-        float *H2 = ealloc(tok * c + 16);
+        float *H2 = t_floats(tok * c + 16);
         void *ws = malloc(need);
         CHECK(ws != NULL);
         memcpy(H2, H, tok * c * sizeof(float));
@@ -445,10 +387,10 @@ static void test_equal_rows_zero_step(void)
     size_t si;
     for (si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const size_t r = shapes[si][0], c = shapes[si][1], n = r * c;
-        float *W = ealloc(n), *W0 = ealloc(n), *G = ealloc(n), *S = ealloc(n), *row = ealloc(c);
+        float *W = t_floats(n), *W0 = t_floats(n), *G = t_floats(n), *S = t_floats(n), *row = t_floats(c);
         unsigned flags;
         int e;
-        fill(W0, r, c, c, 0.3, 70 + si);
+        t_fill_matrix(W0, r, c, c, 0.3, 70 + si);
         for (flags = 0; flags < 32; flags++) {
             if (flags & (RN_NO_CENTER_IN | RN_REFERENCE_COMPAT)) continue; /* the inner projection is on */
             for (e = 0; e < 3; e++) {
@@ -463,7 +405,7 @@ static void test_equal_rows_zero_step(void)
                 memcpy(W, W0, n * sizeof(float));
                 CHECK(rn_rownorm_init(&st, r, c) == RN_OK);
                 for (t = 0; t < 6; t++) {
-                    fill(row, 1, c, c, t == 3 ? 1e-20 : 1.7, 80 + (unsigned long long)t);
+                    t_fill_matrix(row, 1, c, c, t == 3 ? 1e-20 : 1.7, 80 + (unsigned long long)t);
                     for (i = 0; i < r; i++) memcpy(G + i * c, row, c * sizeof(float));
                     if (t == 4) { /* B written directly (equal rows), then sync */
                         for (i = 0; i < r; i++) memcpy(st.B + i * c, row, c * sizeof(float));
@@ -562,7 +504,7 @@ static void test_step_param_domain(void)
                                     {0.1, -1.0}, {0.1, (double)NAN}};
     size_t bytes = rn_rownorm_init_workspace_size(r, c), q, nx = rn_rownorm_shard_exchange_size(c);
     unsigned char *mem = (unsigned char *)malloc(bytes), *mem0 = (unsigned char *)malloc(bytes);
-    float *W = ealloc(n), *W0 = ealloc(n), *G = ealloc(n), *S = ealloc(n), *S0 = ealloc(n);
+    float *W = t_floats(n), *W0 = t_floats(n), *G = t_floats(n), *S = t_floats(n), *S0 = t_floats(n);
     double *snd = (double *)malloc(nx * sizeof(double)), *snd0 = (double *)malloc(nx * sizeof(double));
     rn_rownorm_state st, st0;
     rn_rownorm_config cfg = rn_rownorm_default();
@@ -571,8 +513,8 @@ static void test_step_param_domain(void)
     if (!mem || !mem0 || !snd || !snd0) exit(2);
     memset(mem, 0, bytes); /* the byte comparisons below also read the block's alignment slack */
     memset(&st, 0, sizeof st);
-    fill(W0, r, c, c, 0.3, 90);
-    fill(G, r, c, c, 1.0, 91);
+    t_fill_matrix(W0, r, c, c, 0.3, 90);
+    t_fill_matrix(G, r, c, c, 1.0, 91);
     for (flags = 0; flags < 32; flags += 4) {
         CHECK(rn_rownorm_init_ws(&st, r, c, mem, bytes) == RN_OK);
         cfg = rn_rownorm_default();
@@ -580,7 +522,7 @@ static void test_step_param_domain(void)
         memcpy(W, W0, n * sizeof(float));
         CHECK(rn_rownorm_step(&st, &cfg, W, c, G, c, S, c) == RN_OK); /* a non-trivial B and W */
         memcpy(W0, W, n * sizeof(float));
-        fill(S, r, c, c, 5.0, 92);
+        t_fill_matrix(S, r, c, c, 5.0, 92);
         memcpy(S0, S, n * sizeof(float));
         for (q = 0; q < nx; q++) snd[q] = snd0[q] = -2.5;
         for (q = 0; q < sizeof bad / sizeof bad[0]; q++) {
@@ -649,16 +591,16 @@ typedef struct {
 
 static int re_compute(re_run *e)
 {
-    float *A = ealloc((size_t)RE_R * RE_C), *H = ealloc((size_t)RE_T * RE_C), *G = ealloc((size_t)RE_R * RE_C);
+    float *A = t_floats((size_t)RE_R * RE_C), *H = t_floats((size_t)RE_T * RE_C), *G = t_floats((size_t)RE_R * RE_C);
     rn_rownorm_state st;
     rn_rownorm_config cfg = rn_rownorm_default();
     int bad = 0, t;
-    e->P = ealloc((size_t)RE_R * RE_C);
-    e->W = ealloc((size_t)RE_R * RE_C);
-    e->S = ealloc((size_t)RE_R * RE_C);
-    fill(A, RE_R, RE_C, RE_C, 1.0, 50);
-    fill(H, RE_T, RE_C, RE_C, 1.0, 51);
-    fill(e->W, RE_R, RE_C, RE_C, 0.1, 52);
+    e->P = t_floats((size_t)RE_R * RE_C);
+    e->W = t_floats((size_t)RE_R * RE_C);
+    e->S = t_floats((size_t)RE_R * RE_C);
+    t_fill_matrix(A, RE_R, RE_C, RE_C, 1.0, 50);
+    t_fill_matrix(H, RE_T, RE_C, RE_C, 1.0, 51);
+    t_fill_matrix(e->W, RE_R, RE_C, RE_C, 0.1, 52);
     bad |= rn_row_diameter(A, RE_R, RE_C, RE_C, &e->D, &e->i, &e->j) != RN_OK;
     bad |= rn_row_diameter_bounds(A, RE_R, RE_C, RE_C, &e->lo, &e->hi) != RN_OK;
     bad |= rn_hilbert_rms(A, RE_R, RE_C, RE_C, H, RE_T, RE_C, &e->rms) != RN_OK;
@@ -666,7 +608,7 @@ static int re_compute(re_run *e)
     cfg.weight_decay = 0.01;
     bad |= rn_rownorm_init(&st, RE_R, RE_C) != RN_OK;
     for (t = 0; t < 3 && !bad; t++) {
-        fill(G, RE_R, RE_C, RE_C, 1.0, 60 + (unsigned long long)t);
+        t_fill_matrix(G, RE_R, RE_C, RE_C, 1.0, 60 + (unsigned long long)t);
         bad |= rn_rownorm_step(&st, &cfg, e->W, RE_C, G, RE_C, e->S, RE_C) != RN_OK;
     }
     rn_rownorm_free(&st);
@@ -740,9 +682,9 @@ static void test_nonfinite_scalars(void)
     float W[4 * 3], G[4 * 3];
     size_t i;
     int k;
-    fill(S, 4, 3, 3, 1.0, 90);
-    fill(G, 4, 3, 3, 1.0, 91);
-    fill(W, 4, 3, 3, 1.0, 92);
+    t_fill_matrix(S, 4, 3, 3, 1.0, 90);
+    t_fill_matrix(G, 4, 3, 3, 1.0, 91);
+    t_fill_matrix(W, 4, 3, 3, 1.0, 92);
     for (k = 0; k < 3; k++) {
         double x = k == 0 ? (double)NAN : k == 1 ? (double)INFINITY : -(double)INFINITY;
         tmax[1] = x;

@@ -75,12 +75,12 @@ typedef struct gpt_backend_ops {
      * (1 <= len <= max_seq). Clobbers the activations of the last forward. */
     gpt_status (*last_logits)(gpt_backend *be, const int *context, int len, float *logits);
 
-    /* The optimizer set run where this backend keeps its parameters (optim.h): 0 with *out set,
-     * or -1 with a message in err; it may hand out the host implementation instead (mirrored)
-     * with the reason in note. NULL: the host implementation on params()/grads() (the CPU
-     * backend, whose blocks are the ones it computes on). */
-    int (*create_optimizer)(const struct gpt_optimizer_env *env, struct gpt_optimizer **out, char *note,
-                            size_t notelen, char *err, size_t errlen);
+    /* The optimizer set run where this backend keeps its parameters (optim.h): GPT_OK with *out
+     * set, or a status with a message in err; it may hand out the host implementation instead
+     * (mirrored) with the reason in note. NULL: the host implementation on params()/grads() (the
+     * CPU backend, whose blocks are the ones it computes on). */
+    gpt_status (*create_optimizer)(const struct gpt_optimizer_env *env, struct gpt_optimizer **out, char *note,
+                                   size_t notelen, char *err, size_t errlen);
 } gpt_backend_ops;
 
 /* The common head of every backend object (a backend's private struct starts with it). */

@@ -4,20 +4,9 @@
 #include "data.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* the message into err, and s */
-static gpt_status fail(char *err, size_t errlen, gpt_status s, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    gpt_verrorf(err, errlen, fmt, ap);
-    va_end(ap);
-    return s;
-}
 
 static size_t type_size(uint32_t t) { return t == CKPT_F32 ? 4u : (t == CKPT_U64 || t == CKPT_F64) ? 8u : 0u; }
 
@@ -149,7 +138,7 @@ gpt_status ckpt_write_file(ckpt_writer *w, const char *path, char *err, size_t e
     size_t len;
     gpt_status ds;
     gpt_status s = ckpt_finish(w, &image, &len);
-    if (s != GPT_OK) return fail(err, errlen, s, "%s: cannot build the checkpoint: %s", path, gpt_status_string(s));
+    if (s != GPT_OK) return gpt_fail(err, errlen, s, "%s: cannot build the checkpoint: %s", path, gpt_status_string(s));
     ds = data_write_file_atomic(path, image, len, err, errlen);
     free(image);
     return ds == GPT_OK ? GPT_OK : GPT_ERR_IO;
@@ -171,34 +160,37 @@ gpt_status ckpt_parse(ckpt_reader *r, const unsigned char *image, size_t len, co
     uint32_t version, n, k;
     size_t off, end;
     ckpt_field *fields;
-    if (!r || !image) return fail(err, errlen, GPT_ERR_NULL, "checkpoint: NULL argument");
+    if (!r || !image) return gpt_fail(err, errlen, GPT_ERR_NULL, "checkpoint: NULL argument");
     if (!name) name = "checkpoint";
     if (len < 8)
-        return fail(err, errlen, GPT_ERR_TRUNCATED, "%s: truncated: %zu bytes, shorter than a checkpoint header", name, len);
+        return gpt_fail(err, errlen, GPT_ERR_TRUNCATED, "%s: truncated: %zu bytes, shorter than a checkpoint header",
+                        name, len);
     if (memcmp(image, CKPT_MAGIC_BYTES, 4) != 0)
-        return fail(err, errlen, GPT_ERR_MAGIC, "%s: not a checkpoint (magic is not \"%s\")", name, CKPT_MAGIC_BYTES);
+        return gpt_fail(err, errlen, GPT_ERR_MAGIC, "%s: not a checkpoint (magic is not \"%s\")", name,
+                        CKPT_MAGIC_BYTES);
     version = data_get_u32le(image + 4);
     if (version != CKPT_VERSION)
-        return fail(err, errlen, GPT_ERR_VERSION, "%s: checkpoint version %u, this build reads version %u", name,
-                    (unsigned)version, (unsigned)CKPT_VERSION);
+        return gpt_fail(err, errlen, GPT_ERR_VERSION, "%s: checkpoint version %u, this build reads version %u", name,
+                        (unsigned)version, (unsigned)CKPT_VERSION);
     if (len < CKPT_HEADER_BYTES + CKPT_TRAILER_BYTES)
-        return fail(err, errlen, GPT_ERR_TRUNCATED, "%s: truncated: %zu bytes, shorter than header and checksum", name, len);
+        return gpt_fail(err, errlen, GPT_ERR_TRUNCATED, "%s: truncated: %zu bytes, shorter than header and checksum",
+                        name, len);
     total = data_get_u64le(image + 8);
     if (total > len)
-        return fail(err, errlen, GPT_ERR_TRUNCATED, "%s: truncated: %zu bytes, the header says %llu", name, len,
-                    (unsigned long long)total);
+        return gpt_fail(err, errlen, GPT_ERR_TRUNCATED, "%s: truncated: %zu bytes, the header says %llu", name, len,
+                        (unsigned long long)total);
     if (total < len)
-        return fail(err, errlen, GPT_ERR_CORRUPT, "%s: %zu bytes, the header says %llu (trailing bytes)", name, len,
-                    (unsigned long long)total);
+        return gpt_fail(err, errlen, GPT_ERR_CORRUPT, "%s: %zu bytes, the header says %llu (trailing bytes)", name, len,
+                        (unsigned long long)total);
     end = len - CKPT_TRAILER_BYTES;
     stored = data_get_u64le(image + end);
     if (stored != data_fnv1a64(image, end, DATA_FNV64_INIT))
-        return fail(err, errlen, GPT_ERR_CHECKSUM, "%s: checksum mismatch (the file is corrupted)", name);
+        return gpt_fail(err, errlen, GPT_ERR_CHECKSUM, "%s: checksum mismatch (the file is corrupted)", name);
     n = data_get_u32le(image + 16);
     if (n > (end - CKPT_HEADER_BYTES) / 16)
-        return fail(err, errlen, GPT_ERR_CORRUPT, "%s: %u fields cannot fit in the file", name, (unsigned)n);
+        return gpt_fail(err, errlen, GPT_ERR_CORRUPT, "%s: %u fields cannot fit in the file", name, (unsigned)n);
     fields = (ckpt_field *)calloc(n ? n : 1, sizeof *fields);
-    if (!fields) return fail(err, errlen, GPT_ERR_NOMEM, "%s: out of memory", name);
+    if (!fields) return gpt_fail(err, errlen, GPT_ERR_NOMEM, "%s: out of memory", name);
     off = CKPT_HEADER_BYTES;
     for (k = 0; k < n; k++) {
         ckpt_field *f = &fields[k];
@@ -228,8 +220,9 @@ gpt_status ckpt_parse(ckpt_reader *r, const unsigned char *image, size_t len, co
     return GPT_OK;
 bad:
     free(fields);
-    return fail(err, errlen, GPT_ERR_CORRUPT, "%s: malformed field %u (bad name, type, size or a duplicate name)", name,
-                (unsigned)k);
+    return gpt_fail(err, errlen, GPT_ERR_CORRUPT, "%s: malformed field %u (bad name, type, size or a duplicate name)",
+                    name,
+                    (unsigned)k);
 }
 
 gpt_status ckpt_read_file(ckpt_reader *r, const char *path, char *err, size_t errlen)
@@ -237,7 +230,7 @@ gpt_status ckpt_read_file(ckpt_reader *r, const char *path, char *err, size_t er
     unsigned char *buf;
     size_t n;
     gpt_status s;
-    if (!r || !path) return fail(err, errlen, GPT_ERR_NULL, "checkpoint: NULL argument");
+    if (!r || !path) return gpt_fail(err, errlen, GPT_ERR_NULL, "checkpoint: NULL argument");
     if (data_read_file(path, &buf, &n, err, errlen) != GPT_OK) return GPT_ERR_IO;
     s = ckpt_parse(r, buf, n, path, err, errlen);
     if (s != GPT_OK) {
@@ -266,12 +259,12 @@ static const ckpt_field *find_as(const ckpt_reader *r, const char *name, ckpt_ty
     static const char *const tn[] = {"?", "u64", "f64", "f32"};
     const ckpt_field *f = find(r, name);
     if (!f) {
-        *s = fail(err, errlen, GPT_ERR_MISSING, "%s: no field \"%s\"", r->file, name);
+        *s = gpt_fail(err, errlen, GPT_ERR_MISSING, "%s: no field \"%s\"", r->file, name);
         return NULL;
     }
     if (f->type != type || f->count != (uint64_t)count) {
-        *s = fail(err, errlen, GPT_ERR_MISMATCH, "%s: field \"%s\" is %llu x %s, expected %zu x %s", r->file, name,
-                  (unsigned long long)f->count, tn[f->type <= 3 ? f->type : 0], count, tn[type]);
+        *s = gpt_fail(err, errlen, GPT_ERR_MISMATCH, "%s: field \"%s\" is %llu x %s, expected %zu x %s", r->file, name,
+                      (unsigned long long)f->count, tn[f->type <= 3 ? f->type : 0], count, tn[type]);
         return NULL;
     }
     return f;
@@ -312,11 +305,11 @@ gpt_status ckpt_check_field(const ckpt_reader *r, const char *name, ckpt_type ty
     gpt_status s = GPT_OK;
     uint64_t bad;
     int neg;
-    if (!r || !name) return fail(err, errlen, GPT_ERR_NULL, "checkpoint: NULL argument");
+    if (!r || !name) return gpt_fail(err, errlen, GPT_ERR_NULL, "checkpoint: NULL argument");
     if (!(f = find_as(r, name, type, count, &s, err, errlen))) return s;
     if (finite && (bad = first_bad(f, finite == CKPT_NONNEGATIVE, &neg)) < f->count)
-        return fail(err, errlen, GPT_ERR_CORRUPT, "%s: field \"%s\" holds %s (value %llu)", r->file, name,
-                    neg ? "a negative value" : "a NaN or Inf", (unsigned long long)bad);
+        return gpt_fail(err, errlen, GPT_ERR_CORRUPT, "%s: field \"%s\" holds %s (value %llu)", r->file, name,
+                        neg ? "a negative value" : "a NaN or Inf", (unsigned long long)bad);
     return GPT_OK;
 }
 
@@ -326,7 +319,7 @@ static gpt_status get(const ckpt_reader *r, const char *name, ckpt_type type, vo
     const ckpt_field *f;
     gpt_status s = GPT_OK;
     size_t i;
-    if (!r || !name || (!out && count)) return fail(err, errlen, GPT_ERR_NULL, "checkpoint: NULL argument");
+    if (!r || !name || (!out && count)) return gpt_fail(err, errlen, GPT_ERR_NULL, "checkpoint: NULL argument");
     if (!(f = find_as(r, name, type, count, &s, err, errlen))) return s;
     for (i = 0; i < count; i++) {
         if (type == CKPT_F32) {
@@ -358,15 +351,16 @@ gpt_status ckpt_get_f32_range(const ckpt_reader *r, const char *name, size_t tot
 {
     const ckpt_field *f;
     size_t i;
-    if (!r || !name || (!out && count)) return fail(err, errlen, GPT_ERR_NULL, "checkpoint: NULL argument");
+    if (!r || !name || (!out && count)) return gpt_fail(err, errlen, GPT_ERR_NULL, "checkpoint: NULL argument");
     if (first > total || count > total - first)
-        return fail(err, errlen, GPT_ERR_MISMATCH, "%s: range [%zu, %zu) of field \"%s\" is outside %zu values", r->file,
+        return gpt_fail(err, errlen, GPT_ERR_MISMATCH, "%s: range [%zu, %zu) of field \"%s\" is outside %zu values",
+                        r->file,
                     first, first + count, name, total);
     f = find(r, name);
-    if (!f) return fail(err, errlen, GPT_ERR_MISSING, "%s: no field \"%s\"", r->file, name);
+    if (!f) return gpt_fail(err, errlen, GPT_ERR_MISSING, "%s: no field \"%s\"", r->file, name);
     if (f->type != CKPT_F32 || f->count != (uint64_t)total)
-        return fail(err, errlen, GPT_ERR_MISMATCH, "%s: field \"%s\" is %llu values of type %u, expected %zu x f32",
-                    r->file, name, (unsigned long long)f->count, (unsigned)f->type, total);
+        return gpt_fail(err, errlen, GPT_ERR_MISMATCH, "%s: field \"%s\" is %llu values of type %u, expected %zu x f32",
+                        r->file, name, (unsigned long long)f->count, (unsigned)f->type, total);
     for (i = 0; i < count; i++) {
         uint32_t bits = data_get_u32le(f->data + 4 * (first + i));
         memcpy(out + i, &bits, 4);

@@ -328,7 +328,7 @@ int cli_parse(train_cli *cli, int argc, char **argv)
     }
     { /* lr x weight decay of every optimizer within muon.h's / rownorm.h's domain, up front */
         char err[512];
-        if (optim_recipe_check(&cli->opt.recipe, mode == M_RUN, err, sizeof err)) {
+        if (optim_recipe_check(&cli->opt.recipe, mode == M_RUN, err, sizeof err) != GPT_OK) {
             fprintf(stderr, "train: %s\n", err);
             return -1;
         }
@@ -354,14 +354,14 @@ int cli_parse(train_cli *cli, int argc, char **argv)
             snprintf(wd_what, sizeof wd_what, "the %s arm's head weight decay", arm[k]);
             if (cli->exp_head_lr[k] > 0.0) {
                 snprintf(what, sizeof what, "--lr-head-%s", arm[k]);
-                if (optim_lr_wd_check(what, cli->exp_head_lr[k], wd_what, wd, err, sizeof err)) {
+                if (optim_lr_wd_check(what, cli->exp_head_lr[k], wd_what, wd, err, sizeof err) != GPT_OK) {
                     fprintf(stderr, "train: %s\n", err);
                     return -1;
                 }
             } else if (cli->sweep[k]) {
                 snprintf(what, sizeof what, "--sweep-%s rate", arm[k]);
                 for (j = 0; j < n; j++)
-                    if (optim_lr_wd_check(what, rates[j], wd_what, wd, err, sizeof err)) {
+                    if (optim_lr_wd_check(what, rates[j], wd_what, wd, err, sizeof err) != GPT_OK) {
                         fprintf(stderr, "train: %s\n", err);
                         return -1;
                     }
@@ -402,20 +402,21 @@ static void flag_value(const train_cli *cli, const cli_flag *c, char *out, size_
     }
 }
 
-int cli_resume_conflicts(const train_cli *cli, char *err, size_t errlen)
+gpt_status cli_resume_conflicts(const train_cli *cli, int *count, char *err, size_t errlen)
 {
     ckpt_reader ck;
     train_result res;
     train_cli at; /* the command line with the checkpoint's values */
     size_t used = 0;
     int k, n = 0;
-    if (!cli->opt.resume) return 0;
-    if (ckpt_read_file(&ck, cli->opt.resume, NULL, 0) != GPT_OK) return 0; /* train_run reports it */
+    if (count) *count = 0;
+    if (!cli->opt.resume) return GPT_OK;
+    if (ckpt_read_file(&ck, cli->opt.resume, NULL, 0) != GPT_OK) return GPT_OK; /* train_run reports it */
     at = *cli;
     memset(&res, 0, sizeof res);
     if (train_check_checkpoint(&ck, &at.opt, &res)) {
         ckpt_reader_free(&ck);
-        return 0;
+        return GPT_OK;
     }
     ckpt_reader_free(&ck);
     if (err && errlen) err[0] = 0;
@@ -435,7 +436,8 @@ int cli_resume_conflicts(const train_cli *cli, char *err, size_t errlen)
         }
         n++;
     }
-    return n;
+    if (count) *count = n;
+    return n ? GPT_ERR_CONFIG : GPT_OK;
 }
 
 /* ---- main ------------------------------------------------------------------------------------ */
@@ -505,7 +507,7 @@ static int one_run(train_cli *cli)
     if (strcmp(cli->opt.ckpt_path, "none") == 0) cli->opt.ckpt_path = NULL;
     if (cli->opt.resume && comm->rank == 0) {
         char why[2048];
-        if (cli_resume_conflicts(cli, why, sizeof why) > 0) {
+        if (cli_resume_conflicts(cli, NULL, why, sizeof why) != GPT_OK) {
             fprintf(stderr, "train: --resume %s: the checkpoint holds the model, batch, schedule and recipe, and these "
                             "flags differ from it: %s; leave them out or give the checkpoint's values\n",
                     cli->opt.resume, why);

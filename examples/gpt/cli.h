@@ -41,10 +41,11 @@ typedef struct train_cli {
  * stdout), -1 on a bad flag (message on stderr, *cli partly written). */
 int cli_parse(train_cli *cli, int argc, char **argv);
 /* With --resume: the flags given on the command line that the checkpoint decides (marked [ckpt]
- * in the usage: model, batch, schedule, recipe) whose value differs from the checkpoint's. Returns
- * their number, and lists them in err ("--steps 100 (the checkpoint's: 12), ..."); 0 also when
- * the checkpoint cannot be read or is invalid (train_run reports that). */
-int cli_resume_conflicts(const train_cli *cli, char *err, size_t errlen);
+ * in the usage: model, batch, schedule, recipe) whose value differs from the checkpoint's.
+ * GPT_ERR_CONFIG when there are any: their number in *count (count may be NULL) and their list
+ * in err ("--steps 100 (the checkpoint's: 12), ..."); GPT_OK with *count 0 when there are none,
+ * and also when the checkpoint cannot be read or is invalid (train_run reports that). */
+gpt_status cli_resume_conflicts(const train_cli *cli, int *count, char *err, size_t errlen);
 /* The usage text, from the flag table: every flag with its value, its help and its mode. */
 void cli_usage(FILE *f);
 /* The number of flags in the table, and the name of flag k (tests: every flag is documented and

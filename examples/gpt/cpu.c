@@ -481,14 +481,6 @@ static float *cpu_params(gpt_backend *be) { return be ? cpu_of(be)->params : NUL
 static float *cpu_grads(gpt_backend *be) { return be ? cpu_of(be)->grads : NULL; }
 static gpt_status cpu_nothing_to_sync(gpt_backend *be) { return be ? GPT_OK : GPT_ERR_NULL; }
 
-static int tokens_valid(const int *tokens, size_t n, int vocab)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= vocab) return 0;
-    return 1;
-}
-
 /* Embedding -> blocks -> final norm, for n_seq sequences of t tokens (c->inputs). Leaves the
  * head inputs in c->acts.xf. */
 static void cpu_trunk_forward(cpu_backend *c, int n_seq, int t)
@@ -527,8 +519,8 @@ static gpt_status cpu_forward(gpt_backend *be, const int *inputs, const int *tar
     if (!be || !inputs || !loss) return GPT_ERR_NULL;
     n = (size_t)be->max_batch * be->max_seq, d = (size_t)be->config.d_model;
     v = (size_t)be->config.vocab_size;
-    if (!tokens_valid(inputs, n, be->config.vocab_size)) return GPT_ERR_TOKEN;
-    if (targets && !tokens_valid(targets, n, be->config.vocab_size)) return GPT_ERR_TOKEN;
+    if (!gpt_tokens_valid(inputs, n, be->config.vocab_size)) return GPT_ERR_TOKEN;
+    if (targets && !gpt_tokens_valid(targets, n, be->config.vocab_size)) return GPT_ERR_TOKEN;
     memcpy(c->inputs, inputs, n * sizeof(int));
     c->n_seq = be->max_batch, c->t = be->max_seq;
     cpu_trunk_forward(c, c->n_seq, c->t);
@@ -598,32 +590,32 @@ static gpt_status cpu_zero_grad(gpt_backend *be)
     return GPT_OK;
 }
 
+/* gpt_trunk_fn: one chunk of cpu_head_inputs */
+static gpt_status cpu_trunk_chunk(void *ctx, const int *tokens, int n_seq, float *out)
+{
+    gpt_backend *be = (gpt_backend *)ctx;
+    cpu_backend *c = cpu_of(be);
+    size_t d = (size_t)be->config.d_model, t = (size_t)be->max_seq;
+    c->backward_ready = 0;
+    memcpy(c->inputs, tokens, (size_t)n_seq * t * sizeof(int));
+    cpu_trunk_forward(c, n_seq, (int)t);
+    memcpy(out, c->acts.xf, (size_t)n_seq * t * d * sizeof(float));
+    return GPT_OK;
+}
+
 static gpt_status cpu_head_inputs(gpt_backend *be, const int *tokens, int n_seq, float *out)
 {
-    cpu_backend *c = cpu_of(be);
-    size_t d, t;
-    int s0;
-    if (!be || !tokens || !out) return GPT_ERR_NULL;
-    if (n_seq < 1) return GPT_ERR_SIZE;
-    d = (size_t)be->config.d_model, t = (size_t)be->max_seq;
-    if (!tokens_valid(tokens, (size_t)n_seq * t, be->config.vocab_size)) return GPT_ERR_TOKEN;
-    c->backward_ready = 0;
-    for (s0 = 0; s0 < n_seq; s0 += be->max_batch) {
-        int chunk = n_seq - s0 < be->max_batch ? n_seq - s0 : be->max_batch;
-        memcpy(c->inputs, tokens + (size_t)s0 * t, (size_t)chunk * t * sizeof(int));
-        cpu_trunk_forward(c, chunk, (int)t);
-        memcpy(out + (size_t)s0 * t * d, c->acts.xf, (size_t)chunk * t * d * sizeof(float));
-    }
-    return GPT_OK;
+    if (!be) return GPT_ERR_NULL;
+    return gpt_head_inputs_chunked(&be->config, be->max_batch, be->max_seq, tokens, n_seq, out, cpu_trunk_chunk, be);
 }
 
 static gpt_status cpu_last_logits(gpt_backend *be, const int *context, int len, float *logits)
 {
     cpu_backend *c = cpu_of(be);
     size_t d, v;
+    gpt_status st;
     if (!be || !context || !logits) return GPT_ERR_NULL;
-    if (len < 1 || len > be->max_seq) return GPT_ERR_SIZE;
-    if (!tokens_valid(context, (size_t)len, be->config.vocab_size)) return GPT_ERR_TOKEN;
+    if ((st = gpt_context_check(&be->config, be->max_seq, context, len)) != GPT_OK) return st;
     d = (size_t)be->config.d_model, v = (size_t)be->config.vocab_size;
     c->backward_ready = 0;
     memcpy(c->inputs, context, (size_t)len * sizeof(int));

@@ -482,14 +482,6 @@ static gpt_status cuda_pull_grads(gpt_backend *be)
                      c->ctx.stream);
 }
 
-static int tokens_valid(const int *tokens, size_t n, int vocab)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= vocab) return 0;
-    return 1;
-}
-
 /* ---- layer launchers (the cpu_layers.h signatures, on device pointers) -------------------- */
 
 static int rmsnorm_forward(const cuda_backend *c, float *y, size_t ldy, float *rstd, const float *x,
@@ -660,8 +652,8 @@ static gpt_status cuda_forward(gpt_backend *be, const int *inputs, const int *ta
     if (!c || !inputs || !loss) return GPT_ERR_NULL;
     n = (size_t)be->max_batch * be->max_seq, d = (size_t)be->config.d_model;
     v = (size_t)be->config.vocab_size;
-    if (!tokens_valid(inputs, n, be->config.vocab_size)) return GPT_ERR_TOKEN;
-    if (targets && !tokens_valid(targets, n, be->config.vocab_size)) return GPT_ERR_TOKEN;
+    if (!gpt_tokens_valid(inputs, n, be->config.vocab_size)) return GPT_ERR_TOKEN;
+    if (targets && !gpt_tokens_valid(targets, n, be->config.vocab_size)) return GPT_ERR_TOKEN;
     st = c->ctx.stream;
     c->backward_ready = 0;
     if (!CU_OK(cudaMemcpyAsync(c->inputs, inputs, n * sizeof(int), cudaMemcpyHostToDevice, st)))
@@ -745,35 +737,34 @@ static gpt_status cuda_zero_grad(gpt_backend *be)
     return CU_OK(cudaStreamSynchronize(c->ctx.stream)) ? GPT_OK : GPT_ERR_BACKEND;
 }
 
+/* gpt_trunk_fn: one chunk of cuda_head_inputs (tokens up, the final-norm outputs down) */
+static gpt_status cuda_trunk_chunk(void *ctx, const int *tokens, int n_seq, float *out)
+{
+    gpt_backend *be = (gpt_backend *)ctx;
+    cuda_backend *c = cuda_of(be);
+    size_t d = (size_t)be->config.d_model, t = (size_t)be->max_seq;
+    c->backward_ready = 0;
+    if (cuda_copy(c->inputs, tokens, (size_t)n_seq * t * sizeof(int), cudaMemcpyHostToDevice, c->ctx.stream) != GPT_OK ||
+        !cuda_trunk_forward(c, n_seq, (int)t) ||
+        cuda_copy(out, c->acts.xf, (size_t)n_seq * t * d * sizeof(float), cudaMemcpyDeviceToHost, c->ctx.stream) !=
+            GPT_OK)
+        return GPT_ERR_BACKEND;
+    return GPT_OK;
+}
+
 static gpt_status cuda_head_inputs(gpt_backend *be, const int *tokens, int n_seq, float *out)
 {
-    cuda_backend *c = cuda_of(be);
-    size_t d, t;
-    int s0;
-    if (!c || !tokens || !out) return GPT_ERR_NULL;
-    if (n_seq < 1) return GPT_ERR_SIZE;
-    d = (size_t)be->config.d_model, t = (size_t)be->max_seq;
-    if (!tokens_valid(tokens, (size_t)n_seq * t, be->config.vocab_size)) return GPT_ERR_TOKEN;
-    c->backward_ready = 0;
-    for (s0 = 0; s0 < n_seq; s0 += be->max_batch) {
-        int chunk = n_seq - s0 < be->max_batch ? n_seq - s0 : be->max_batch;
-        if (cuda_copy(c->inputs, tokens + (size_t)s0 * t, (size_t)chunk * t * sizeof(int), cudaMemcpyHostToDevice,
-                      c->ctx.stream) != GPT_OK ||
-            !cuda_trunk_forward(c, chunk, (int)t) ||
-            cuda_copy(out + (size_t)s0 * t * d, c->acts.xf, (size_t)chunk * t * d * sizeof(float),
-                      cudaMemcpyDeviceToHost, c->ctx.stream) != GPT_OK)
-            return GPT_ERR_BACKEND;
-    }
-    return GPT_OK;
+    if (!cuda_of(be)) return GPT_ERR_NULL;
+    return gpt_head_inputs_chunked(&be->config, be->max_batch, be->max_seq, tokens, n_seq, out, cuda_trunk_chunk, be);
 }
 
 static gpt_status cuda_last_logits(gpt_backend *be, const int *context, int len, float *logits)
 {
     cuda_backend *c = cuda_of(be);
     size_t d, v;
+    gpt_status st;
     if (!c || !context || !logits) return GPT_ERR_NULL;
-    if (len < 1 || len > be->max_seq) return GPT_ERR_SIZE;
-    if (!tokens_valid(context, (size_t)len, be->config.vocab_size)) return GPT_ERR_TOKEN;
+    if ((st = gpt_context_check(&be->config, be->max_seq, context, len)) != GPT_OK) return st;
     d = (size_t)be->config.d_model, v = (size_t)be->config.vocab_size;
     c->backward_ready = 0;
     if (cuda_copy(c->inputs, context, (size_t)len * sizeof(int), cudaMemcpyHostToDevice, c->ctx.stream) != GPT_OK ||

@@ -100,15 +100,17 @@ gpt_status gpt_cuda_rownorm_step(gpt_backend *be, float *w, const float *g, floa
  * (adamw.step, muon.step, rownorm.t) and o->last_grad_norm / last_lr_factor current, so the
  * loop's logging works unchanged; call gpt_cuda_optim_download before optim_save, spectra or any
  * host read of the states or of o->head_step. Muown and the spectral cap are CPU-only (create
- * fails with a message). */
+ * fails with GPT_ERR_CONFIG and a message). create and step return GPT_OK or a status with a
+ * message in err, as optim.h's functions do. */
 struct optim_set;
 typedef struct gpt_cuda_optim gpt_cuda_optim;
-int gpt_cuda_optim_create(gpt_backend *be, const struct optim_set *o, gpt_cuda_optim **out, char *err,
-                          size_t errlen);
+gpt_status gpt_cuda_optim_create(gpt_backend *be, const struct optim_set *o, gpt_cuda_optim **out, char *err,
+                                 size_t errlen);
 void gpt_cuda_optim_free(gpt_cuda_optim *d);
 /* Uploads the host states of o (after optim_load on resume). */
 gpt_status gpt_cuda_optim_upload(gpt_cuda_optim *d, const struct optim_set *o);
-int gpt_cuda_optim_step(gpt_cuda_optim *d, struct optim_set *o, long step, long total, char *err, size_t errlen);
+gpt_status gpt_cuda_optim_step(gpt_cuda_optim *d, struct optim_set *o, long step, long total, char *err,
+                               size_t errlen);
 /* Device states -> o's host states (RowNorm's cached mean re-synced) and S -> o->head_step. */
 gpt_status gpt_cuda_optim_download(gpt_cuda_optim *d, struct optim_set *o);
 /* The device head step S of the last step (V x d), e.g. for gpt_cuda_row_diameter. */
@@ -120,8 +122,8 @@ const float *gpt_cuda_optim_head_step(const gpt_cuda_optim *d);
  * recipe the device cannot run (Muown, the spectral cap). */
 struct gpt_optimizer_env;
 struct gpt_optimizer;
-int gpt_cuda_create_optimizer(const struct gpt_optimizer_env *env, struct gpt_optimizer **out, char *note,
-                              size_t notelen, char *err, size_t errlen);
+gpt_status gpt_cuda_create_optimizer(const struct gpt_optimizer_env *env, struct gpt_optimizer **out, char *note,
+                                     size_t notelen, char *err, size_t errlen);
 
 /* ---- head diagnostics --------------------------------------------------------------------- */
 

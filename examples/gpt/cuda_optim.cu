@@ -14,7 +14,8 @@
 
 #define GS_LOOP(i, n) for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
                            i += (size_t)gridDim.x * blockDim.x)
-#define RN_CHUNK_ROWS 256 /* rows per column-sum chunk (the CPU step's chunk size too) */
+/* rows per column-sum chunk of the RowNorm step: RN_CHUNK_ROWS, rownorm.h's own (public) constant,
+ * so that the device's chunk sums are the CPU step's */
 
 /* ---- clipping helpers --------------------------------------------------------------------- */
 

@@ -80,23 +80,26 @@ gpt_status gpt_cuda_optim_upload(gpt_cuda_optim *d, const struct optim_set *o)
     return st;
 }
 
-int gpt_cuda_optim_create(gpt_backend *be, const struct optim_set *o, gpt_cuda_optim **out, char *err, size_t errlen)
+gpt_status gpt_cuda_optim_create(gpt_backend *be, const struct optim_set *o, gpt_cuda_optim **out, char *err,
+                                 size_t errlen)
 {
     gpt_cuda_optim *d;
     size_t muon_ws = 0, rn_ws = 0, head_n;
     int i;
-    if (!out) return gpt_errorf(err, errlen, "gpt_cuda_optim_create: NULL output");
+    gpt_status st;
+    if (!out) return gpt_fail(err, errlen, GPT_ERR_NULL, "gpt_cuda_optim_create: NULL output");
     *out = NULL;
-    if (!gpt_cuda__ctx(be) || !o) return gpt_errorf(err, errlen, "gpt_cuda_optim_create: needs a CUDA backend and an optimizer set");
-    if (o->head_sharded) return gpt_errorf(err, errlen, "the sharded RowNorm head has no CUDA version");
+    if (!gpt_cuda__ctx(be) || !o)
+        return gpt_fail(err, errlen, GPT_ERR_NULL, "gpt_cuda_optim_create: needs a CUDA backend and an optimizer set");
+    if (o->head_sharded) return gpt_fail(err, errlen, GPT_ERR_CONFIG, "the sharded RowNorm head has no CUDA version");
     d = (gpt_cuda_optim *)calloc(1, sizeof *d);
-    if (!d) return gpt_errorf(err, errlen, "out of memory");
+    if (!d) return gpt_fail(err, errlen, GPT_ERR_NOMEM, "out of memory");
     d->be = be;
     d->n_slots = o->n_slots;
     d->slots = (cuda_slot *)calloc((size_t)o->n_slots, sizeof *d->slots);
     if (!d->slots) {
         gpt_cuda_optim_free(d);
-        return gpt_errorf(err, errlen, "out of memory");
+        return gpt_fail(err, errlen, GPT_ERR_NOMEM, "out of memory");
     }
     for (i = 0; i < o->n_slots; i++) {
         const optim_slot *s = &o->slots[i];
@@ -109,12 +112,13 @@ int gpt_cuda_optim_create(gpt_backend *be, const struct optim_set *o, gpt_cuda_o
         case OPTIM_MUON:
             if (s->muon_cfg.cap != MUON_CAP_OFF) {
                 gpt_cuda_optim_free(d);
-                return gpt_errorf(err, errlen, "%s: the spectral cap has no CUDA version (use the CPU backend)", s->t.name);
+                return gpt_fail(err, errlen, GPT_ERR_CONFIG, "%s: the spectral cap has no CUDA version (use the CPU "
+                                "backend)", s->t.name);
             }
             if (!gpt_cuda_muon_supported(&s->muon_cfg)) {
                 gpt_cuda_optim_free(d);
-                return gpt_errorf(err, errlen, "%s: NorMuon, per-head (column-split) NS, cautious decay and bf16 NS "
-                                  "have no CUDA version", s->t.name);
+                return gpt_fail(err, errlen, GPT_ERR_CONFIG, "%s: NorMuon, per-head (column-split) NS, cautious decay "
+                                "and bf16 NS have no CUDA version", s->t.name);
             }
             if (!optim_owns(o, i)) break; /* data parallel: its momentum lives on its owner */
             ok = (d->slots[i].mom = dalloc(n)) != NULL;
@@ -128,11 +132,12 @@ int gpt_cuda_optim_create(gpt_backend *be, const struct optim_set *o, gpt_cuda_o
             break;
         case OPTIM_MUOWN:
             gpt_cuda_optim_free(d);
-            return gpt_errorf(err, errlen, "%s: Muown has no CUDA version (use the CPU backend)", s->t.name);
+            return gpt_fail(err, errlen, GPT_ERR_CONFIG, "%s: Muown has no CUDA version (use the CPU backend)",
+                            s->t.name);
         }
         if (!ok) {
             gpt_cuda_optim_free(d);
-            return gpt_errorf(err, errlen, "out of device memory for the state of %s", s->t.name);
+            return gpt_fail(err, errlen, GPT_ERR_NOMEM, "out of device memory for the state of %s", s->t.name);
         }
     }
     head_n = o->head_slot >= 0 ? o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols : 0;
@@ -145,40 +150,43 @@ int gpt_cuda_optim_create(gpt_backend *be, const struct optim_set *o, gpt_cuda_o
     d->rn_ws = rn_ws ? (double *)gpt_cuda_malloc(rn_ws * sizeof(double)) : NULL;
     if (!d->head_step || !d->h_step || (muon_ws && !d->muon_ws) || (rn_ws && !d->rn_ws)) {
         gpt_cuda_optim_free(d);
-        return gpt_errorf(err, errlen, "out of device memory for the optimizer workspaces");
+        return gpt_fail(err, errlen, GPT_ERR_NOMEM, "out of device memory for the optimizer workspaces");
     }
-    if (gpt_cuda_optim_upload(d, o) != GPT_OK) {
+    if ((st = gpt_cuda_optim_upload(d, o)) != GPT_OK) {
         gpt_cuda_optim_free(d);
-        return gpt_errorf(err, errlen, "cannot upload the optimizer state");
+        return gpt_fail(err, errlen, st, "cannot upload the optimizer state");
     }
     *out = d;
-    return 0;
+    return GPT_OK;
 }
 
-int gpt_cuda_optim_step(gpt_cuda_optim *d, struct optim_set *o, long step, long total, char *err, size_t errlen)
+gpt_status gpt_cuda_optim_step(gpt_cuda_optim *d, struct optim_set *o, long step, long total, char *err, size_t errlen)
 {
     gpt_backend *be;
     gpt_cuda_ctx *c;
     float *P, *G;
     double factor, ss = 0.0, norm, clip;
     int i;
-    if (!d || !o) return gpt_errorf(err, errlen, "gpt_cuda_optim_step: NULL");
+    gpt_status gs;
+    if (!d || !o) return gpt_fail(err, errlen, GPT_ERR_NULL, "gpt_cuda_optim_step: NULL");
     be = d->be;
     c = gpt_cuda__ctx(be);
     P = gpt_cuda_device_params(be), G = gpt_cuda_device_grads(be);
     factor = optim_lr_factor(&o->recipe, step, total);
     /* clip by the global norm of the whole gradient block (the slots tile it) */
-    if (gpt_cuda_sumsq(be, G, be->layout.n_params, &ss) != GPT_OK) return gpt_errorf(err, errlen, "gradient norm failed");
+    if ((gs = gpt_cuda_sumsq(be, G, be->layout.n_params, &ss)) != GPT_OK)
+        return gpt_fail(err, errlen, gs, "gradient norm failed");
     norm = sqrt(ss);
     if (!isfinite(norm)) {
         int bad;
-        if (be->ops->pull_grads(be) != GPT_OK) return gpt_errorf(err, errlen, "non-finite gradient");
+        if (be->ops->pull_grads(be) != GPT_OK) return gpt_fail(err, errlen, GPT_ERR_RANGE, "non-finite gradient");
         bad = optim_first_nonfinite(&o->model, be->ops->grads(be));
-        return gpt_errorf(err, errlen, "non-finite gradient in tensor %s", bad >= 0 ? o->slots[bad].t.name : "?");
+        return gpt_fail(err, errlen, GPT_ERR_RANGE, "non-finite gradient in tensor %s",
+                        bad >= 0 ? o->slots[bad].t.name : "?");
     }
     clip = o->recipe.clip > 0.0 ? o->recipe.clip : HUGE_VAL;
-    if (norm > clip && gpt_cuda_scale(be, G, be->layout.n_params, clip / norm) != GPT_OK)
-        return gpt_errorf(err, errlen, "gradient clipping failed");
+    if (norm > clip && (gs = gpt_cuda_scale(be, G, be->layout.n_params, clip / norm)) != GPT_OK)
+        return gpt_fail(err, errlen, gs, "gradient clipping failed");
     o->last_grad_norm = norm;
     o->last_lr_factor = factor;
     for (i = 0; i < o->n_slots; i++) {
@@ -219,9 +227,12 @@ int gpt_cuda_optim_step(gpt_cuda_optim *d, struct optim_set *o, long step, long 
             st = GPT_ERR_CONFIG;
             break;
         }
-        if (st != GPT_OK) return gpt_errorf(err, errlen, "device step on %s failed: %s", s->t.name, gpt_status_string(st));
+        if (st != GPT_OK)
+            return gpt_fail(err, errlen, st, "device step on %s failed: %s", s->t.name, gpt_status_string(st));
     }
-    return CU_OK(cudaStreamSynchronize(c->stream)) ? 0 : gpt_errorf(err, errlen, "device optimizer step failed");
+    return CU_OK(cudaStreamSynchronize(c->stream)) ? GPT_OK
+                                                   : gpt_fail(err, errlen, GPT_ERR_BACKEND,
+                                                              "device optimizer step failed");
 }
 
 static gpt_status dn(float *dst, const float *src, size_t n)
@@ -264,28 +275,29 @@ typedef struct cuda_optimizer {
     gpt_cuda_optim *d;
 } cuda_optimizer;
 
-static int dev_reduce(gpt_optimizer *go, double scale, char *err, size_t errlen)
+static gpt_status dev_reduce(gpt_optimizer *go, double scale, char *err, size_t errlen)
 {
     gpt_backend *be = go->be;
     float *dg = gpt_cuda_device_grads(be);
-    if (scale != 1.0 && gpt_cuda_scale(be, dg, be->layout.n_params, scale) != GPT_OK)
-        return gpt_errorf(err, errlen, "cannot scale the gradients");
+    gpt_status st;
+    if (scale != 1.0 && (st = gpt_cuda_scale(be, dg, be->layout.n_params, scale)) != GPT_OK)
+        return gpt_fail(err, errlen, st, "cannot scale the gradients");
     if (go->comm->size > 1 && go->comm->ops->allreduce_f32(go->comm, dg, be->layout.n_params))
-        return gpt_errorf(err, errlen, "gradient all-reduce failed");
-    return 0;
+        return gpt_fail(err, errlen, GPT_ERR_IO, "gradient all-reduce failed");
+    return GPT_OK;
 }
 
-static int dev_step(gpt_optimizer *go, long step, long total, char *err, size_t errlen)
+static gpt_status dev_step(gpt_optimizer *go, long step, long total, char *err, size_t errlen)
 {
     return gpt_cuda_optim_step(((cuda_optimizer *)go)->d, go->set, step, total, err, errlen);
 }
 
-static int dev_share(gpt_optimizer *go, char *err, size_t errlen)
+static gpt_status dev_share(gpt_optimizer *go, char *err, size_t errlen)
 {
     optim_set *o = go->set;
     if (o->n_segs > 0 && go->comm->ops->share(go->comm, gpt_cuda_device_params(go->be), o->segs, o->n_segs))
-        return gpt_errorf(err, errlen, "parameter exchange failed");
-    return 0;
+        return gpt_fail(err, errlen, GPT_ERR_IO, "parameter exchange failed");
+    return GPT_OK;
 }
 
 /* S into pinned host memory (a pageable destination would be staged by the driver: a second
@@ -320,33 +332,34 @@ static const gpt_optimizer_ops cuda_optimizer_ops = {
 };
 
 /* the host implementation instead, with the reason */
-static int host_instead(const gpt_optimizer_env *env, gpt_optimizer **out, char *note, size_t notelen, char *err,
-                        size_t errlen, const char *why)
+static gpt_status host_instead(const gpt_optimizer_env *env, gpt_optimizer **out, char *note, size_t notelen, char *err,
+                               size_t errlen, const char *why)
 {
     if (note && notelen) snprintf(note, notelen, "%s", why);
     return gpt_host_optimizer_create(env, 1, out, err, errlen);
 }
 
-int gpt_cuda_create_optimizer(const gpt_optimizer_env *env, gpt_optimizer **out, char *note, size_t notelen,
-                              char *err, size_t errlen)
+gpt_status gpt_cuda_create_optimizer(const gpt_optimizer_env *env, gpt_optimizer **out, char *note, size_t notelen,
+                                     char *err, size_t errlen)
 {
     cuda_optimizer *co;
     gpt_cuda_optim *d = NULL;
     char why[512];
     gpt_comm *comm;
-    if (!env || !env->be || !env->set || !env->comm || !out) return gpt_errorf(err, errlen, "optimizer: NULL argument");
+    if (!env || !env->be || !env->set || !env->comm || !out)
+        return gpt_fail(err, errlen, GPT_ERR_NULL, "optimizer: NULL argument");
     if (env->host_only) return gpt_host_optimizer_create(env, 1, out, err, errlen);
     if (env->set->head_sharded)
         return host_instead(env, out, note, notelen, err, errlen, "the sharded RowNorm head has no device version");
     comm = env->dcomm ? env->dcomm : env->comm;
     if (env->comm->size > 1 && (!env->dcomm || !env->dcomm->on_device))
         return host_instead(env, out, note, notelen, err, errlen, "no device communicator: build train_cuda_nccl");
-    if (gpt_cuda_optim_create(env->be, env->set, &d, why, sizeof why))
+    if (gpt_cuda_optim_create(env->be, env->set, &d, why, sizeof why) != GPT_OK)
         return host_instead(env, out, note, notelen, err, errlen, why);
     co = (cuda_optimizer *)calloc(1, sizeof *co);
     if (!co) {
         gpt_cuda_optim_free(d);
-        return gpt_errorf(err, errlen, "out of memory");
+        return gpt_fail(err, errlen, GPT_ERR_NOMEM, "out of memory");
     }
     co->base.ops = &cuda_optimizer_ops;
     co->base.set = env->set;
@@ -354,5 +367,5 @@ int gpt_cuda_create_optimizer(const gpt_optimizer_env *env, gpt_optimizer **out,
     co->base.comm = comm;
     co->d = d;
     *out = &co->base;
-    return 0;
+    return GPT_OK;
 }

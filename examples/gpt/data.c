@@ -156,16 +156,15 @@ static char *data__write_target(const char *path, char *err, size_t errlen)
     return NULL;
 }
 
-/* 0 if nothing is at p or a regular file is; else -1 with a message naming path (and p). */
-static int data__replaceable(const char *path, const char *p, char *err, size_t errlen)
+/* GPT_OK if nothing is at p or a regular file is; else GPT_ERR_IO with a message naming path
+ * (and p). */
+static gpt_status data__replaceable(const char *path, const char *p, char *err, size_t errlen)
 {
     struct stat sb;
-    if (lstat(p, &sb) != 0 || S_ISREG(sb.st_mode)) return 0;
-    if (strcmp(path, p) == 0)
-        gpt_errorf(err, errlen, "%s: not a regular file (refusing to replace it)", path);
-    else
-        gpt_errorf(err, errlen, "%s: %s is not a regular file (refusing to replace it)", path, p);
-    return -1;
+    if (lstat(p, &sb) != 0 || S_ISREG(sb.st_mode)) return GPT_OK;
+    if (strcmp(path, p) == 0) return gpt_fail(err, errlen, GPT_ERR_IO,
+                                              "%s: not a regular file (refusing to replace it)", path);
+    return gpt_fail(err, errlen, GPT_ERR_IO, "%s: %s is not a regular file (refusing to replace it)", path, p);
 }
 
 /* Writes all n bytes to fd and syncs them to the disk. */
@@ -217,15 +216,16 @@ gpt_status data_write_file_atomic(const char *path, const void *buf, size_t n, c
     size_t plen;
     char *target, *tmp;
     int fd, bad, e;
+    gpt_status st;
     if (!path || (!buf && n)) {
         gpt_errorf(err, errlen, "data_write_file_atomic: null argument");
         return GPT_ERR_NULL;
     }
     target = data__write_target(path, err, errlen);
     if (!target) return GPT_ERR_IO;
-    if (data__replaceable(path, target, err, errlen)) {
+    if ((st = data__replaceable(path, target, err, errlen)) != GPT_OK) {
         free(target);
-        return GPT_ERR_IO;
+        return st;
     }
     plen = strlen(target);
     tmp = (char *)malloc(plen + 5);

@@ -13,12 +13,12 @@ $(GPT_B):
 #   $(CC) $(GPT_CFLAGS) [$(SAN_FLAGS)] FLAGS -DTEST_VARIANT='"VARIANT"' ... SRCS $(LDLIBS)
 # and appended to GPT_TEST_BINS.
 #   $(eval $(call gpt_test,NAME,VARIANT,DEPS,SRCS,FLAGS,SAN))
-# DEPS: prerequisites besides the test's .c and tests/test.h. SRCS: the sources it links.
+# DEPS: prerequisites besides the test's .c, tests/test.h and tests/gpt_test.h. SRCS: the sources it links.
 # SAN: empty: NAME only; twin: NAME and its twin NAME_asan under $(SAN_FLAGS) (VARIANT_asan);
 #      only: NAME itself under $(SAN_FLAGS) (VARIANT_asan), no plain build.
 # gpt_test_bin BIN,NAME,VARIANT,DEPS,SRCS,FLAGS: one binary (FLAGS include SAN_FLAGS if any).
 define gpt_test_bin
-$(GPT_B)/$(1): $(GPT_DIR)/tests/$(2).c $(4) tests/test.h | $(GPT_B)
+$(GPT_B)/$(1): $(GPT_DIR)/tests/$(2).c $(4) tests/test.h $(GPT_DIR)/tests/gpt_test.h | $(GPT_B)
 	$$(CC) $$(GPT_CFLAGS) $(strip $(6) -DTEST_VARIANT='"$(3)"') -o $$@ $$< $(strip $(5)) $$(LDLIBS)
 GPT_TEST_BINS += $(GPT_B)/$(1)
 endef

@@ -225,3 +225,34 @@ size_t gpt_carve_acts(const gpt_config *cfg, int max_batch, int max_seq, size_t 
 #undef TAKE
     return off;
 }
+
+int gpt_tokens_valid(const int *tokens, size_t n, int vocab)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= vocab) return 0;
+    return 1;
+}
+
+gpt_status gpt_head_inputs_chunked(const gpt_config *cfg, int max_batch, int max_seq, const int *tokens, int n_seq,
+                                   float *out, gpt_trunk_fn trunk, void *ctx)
+{
+    size_t d, t;
+    int s0;
+    if (!cfg || !tokens || !out || !trunk) return GPT_ERR_NULL;
+    if (n_seq < 1 || max_batch < 1 || max_seq < 1) return GPT_ERR_SIZE;
+    d = (size_t)cfg->d_model, t = (size_t)max_seq;
+    if (!gpt_tokens_valid(tokens, (size_t)n_seq * t, cfg->vocab_size)) return GPT_ERR_TOKEN;
+    for (s0 = 0; s0 < n_seq; s0 += max_batch) {
+        int chunk = n_seq - s0 < max_batch ? n_seq - s0 : max_batch;
+        gpt_status st = trunk(ctx, tokens + (size_t)s0 * t, chunk, out + (size_t)s0 * t * d);
+        if (st != GPT_OK) return st;
+    }
+    return GPT_OK;
+}
+
+gpt_status gpt_context_check(const gpt_config *cfg, int max_seq, const int *context, int len)
+{
+    if (len < 1 || len > max_seq) return GPT_ERR_SIZE;
+    return gpt_tokens_valid(context, (size_t)len, cfg->vocab_size) ? GPT_OK : GPT_ERR_TOKEN;
+}

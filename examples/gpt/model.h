@@ -122,6 +122,25 @@ typedef struct gpt_acts {
 size_t gpt_carve_acts(const gpt_config *cfg, int max_batch, int max_seq, size_t align, float *arena,
                       gpt_acts *acts);
 
+/* 1 when every one of the n token ids is in [0, vocab). */
+int gpt_tokens_valid(const int *tokens, size_t n, int vocab);
+
+/* The checks of a backend's last_logits on a context of len tokens: GPT_ERR_SIZE unless
+ * 1 <= len <= max_seq, GPT_ERR_TOKEN for an id outside [0, vocab_size), else GPT_OK. */
+gpt_status gpt_context_check(const gpt_config *cfg, int max_seq, const int *context, int len);
+
+/* A backend's trunk (embedding -> blocks -> final norm) over n_seq <= max_batch sequences of
+ * max_seq tokens (row-major, valid ids): writes their final-norm outputs, (n_seq * max_seq) x
+ * d_model floats, to out (host memory). */
+typedef gpt_status (*gpt_trunk_fn)(void *ctx, const int *tokens, int n_seq, float *out);
+/* The LM-head inputs of any n_seq >= 1 sequences (backend.h's head_inputs): checks the arguments
+ * (GPT_ERR_NULL, GPT_ERR_SIZE for n_seq < 1, GPT_ERR_TOKEN for an id outside [0, vocab_size)),
+ * then runs trunk(ctx, ...) on chunks of at most max_batch sequences, in order, each writing
+ * its rows of out; stops at the first chunk that fails and returns its status. The one loop of
+ * both backends (cpu.c, cuda.cu). */
+gpt_status gpt_head_inputs_chunked(const gpt_config *cfg, int max_batch, int max_seq, const int *tokens, int n_seq,
+                                   float *out, gpt_trunk_fn trunk, void *ctx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -124,27 +124,55 @@ static optim_kind kind_for(const optim_recipe *r, gpt_tensor_kind k)
     return r->head == OPTIM_HEAD_ROWNORM ? OPTIM_ROWNORM : r->head == OPTIM_HEAD_MUON ? OPTIM_MUON : OPTIM_ADAMW;
 }
 
+/* A failed muon.h / rownorm.h call as a gpt_status: a NULL, a size and out of memory as such,
+ * a NaN/Inf or a result out of float range GPT_ERR_RANGE, anything else (a parameter outside
+ * its domain, an alias, a phase) GPT_ERR_DOMAIN. */
+static gpt_status from_muon(muon_status ms)
+{
+    switch (ms) {
+    case MUON_OK: return GPT_OK;
+    case MUON_ERR_NULL: return GPT_ERR_NULL;
+    case MUON_ERR_SIZE: return GPT_ERR_SIZE;
+    case MUON_ERR_NOMEM: return GPT_ERR_NOMEM;
+    case MUON_ERR_NONFINITE:
+    case MUON_ERR_RANGE: return GPT_ERR_RANGE;
+    default: return GPT_ERR_DOMAIN;
+    }
+}
+static gpt_status from_rn(rn_status rs)
+{
+    switch (rs) {
+    case RN_OK: return GPT_OK;
+    case RN_ERR_NULL: return GPT_ERR_NULL;
+    case RN_ERR_SIZE: return GPT_ERR_SIZE;
+    case RN_ERR_NOMEM: return GPT_ERR_NOMEM;
+    case RN_ERR_NONFINITE: return GPT_ERR_RANGE;
+    default: return GPT_ERR_DOMAIN;
+    }
+}
+
 int optim_owns(const optim_set *o, int i)
 {
     return !o->owner || o->owner[i] < 0 || o->owner[i] == o->rank;
 }
 
-int optim_create(optim_set *o, const optim_recipe *r, const gpt_config *model, const float *params,
-                 char *err, size_t errlen)
+gpt_status optim_create(optim_set *o, const optim_recipe *r, const gpt_config *model, const float *params,
+                        char *err, size_t errlen)
 {
     return optim_create_dist(o, r, model, params, NULL, err, errlen);
 }
 
 /* Owners of the block matrices (muon_assign_owners over the Muon / Muown slots). */
-static int assign_owners(optim_set *o, char *err, size_t errlen)
+static gpt_status assign_owners(optim_set *o, char *err, size_t errlen)
 {
     size_t *rows = (size_t *)malloc((size_t)o->n_slots * sizeof *rows);
     size_t *cols = (size_t *)malloc((size_t)o->n_slots * sizeof *cols);
     int *idx = (int *)malloc((size_t)o->n_slots * sizeof *idx), *own = (int *)malloc((size_t)o->n_slots * sizeof *own);
-    int i, n = 0, rc = 0;
+    int i, n = 0;
+    gpt_status rc = GPT_OK;
     muon_status ms;
     if (!rows || !cols || !idx || !own) {
-        rc = gpt_errorf(err, errlen, "optimizer: out of memory");
+        rc = gpt_fail(err, errlen, GPT_ERR_NOMEM, "optimizer: out of memory");
         goto out;
     }
     for (i = 0; i < o->n_slots; i++)
@@ -152,7 +180,7 @@ static int assign_owners(optim_set *o, char *err, size_t errlen)
     if (n == 0) goto out;
     ms = muon_assign_owners(rows, cols, (size_t)n, o->nranks, own, o->load);
     if (ms != MUON_OK) {
-        rc = gpt_errorf(err, errlen, "optimizer: muon_assign_owners failed: %s", muon_status_string(ms));
+        rc = gpt_fail(err, errlen, from_muon(ms), "optimizer: muon_assign_owners failed: %s", muon_status_string(ms));
         goto out;
     }
     for (i = 0; i < n; i++) o->owner[idx[i]] = own[i];
@@ -192,32 +220,35 @@ static int build_segments(optim_set *o)
     return 0;
 }
 
-int optim_lr_wd_check(const char *lr_what, double lr, const char *wd_what, double wd, char *err, size_t errlen)
+gpt_status optim_lr_wd_check(const char *lr_what, double lr, const char *wd_what, double wd, char *err, size_t errlen)
 {
-    if (lr <= MUON_LR_MAX && lr * wd <= 1.0) return 0;
-    if (lr > MUON_LR_MAX) return gpt_errorf(err, errlen, "%s %g is above the largest rate, %g", lr_what, lr, MUON_LR_MAX);
-    return gpt_errorf(err, errlen, "%s %g with %s %g: lr x weight decay = %.6g must be <= 1 (the decoupled decay "
-                      "multiplies the weights by 1 - lr x weight decay, which must stay in [0, 1])",
-                      lr_what, lr, wd_what, wd, lr * wd);
+    if (lr <= MUON_LR_MAX && lr * wd <= 1.0) return GPT_OK;
+    if (lr > MUON_LR_MAX)
+        return gpt_fail(err, errlen, GPT_ERR_DOMAIN, "%s %g is above the largest rate, %g", lr_what, lr, MUON_LR_MAX);
+    return gpt_fail(err, errlen, GPT_ERR_DOMAIN, "%s %g with %s %g: lr x weight decay = %.6g must be <= 1 (the "
+                    "decoupled decay multiplies the weights by 1 - lr x weight decay, which must stay in [0, 1])",
+                    lr_what, lr, wd_what, wd, lr * wd);
 }
 
-int optim_recipe_check(const optim_recipe *r, int with_head, char *err, size_t errlen)
+gpt_status optim_recipe_check(const optim_recipe *r, int with_head, char *err, size_t errlen)
 {
-    if (optim_lr_wd_check("--lr-muon", r->muon_lr, "--wd-muon", r->muon_wd, err, errlen) ||
-        optim_lr_wd_check("--lr-embed", r->embed_lr, "--wd-embed", r->embed_wd, err, errlen) ||
-        (with_head && optim_lr_wd_check("--lr-head", r->head_lr, "--wd-head", r->head_wd, err, errlen)))
-        return -1;
-    return 0;
+    gpt_status st = optim_lr_wd_check("--lr-muon", r->muon_lr, "--wd-muon", r->muon_wd, err, errlen);
+    if (st == GPT_OK) st = optim_lr_wd_check("--lr-embed", r->embed_lr, "--wd-embed", r->embed_wd, err, errlen);
+    if (st == GPT_OK && with_head)
+        st = optim_lr_wd_check("--lr-head", r->head_lr, "--wd-head", r->head_wd, err, errlen);
+    return st;
 }
 
-int optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *model, const float *params,
-                      const optim_dist *dist, char *err, size_t errlen)
+gpt_status optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *model, const float *params,
+                             const optim_dist *dist, char *err, size_t errlen)
 {
     gpt_layout lay = gpt_layout_of(model);
     int i;
     char why[384];
+    gpt_status st;
     memset(o, 0, sizeof *o);
-    if (optim_recipe_check(r, 1, why, sizeof why)) return gpt_errorf(err, errlen, "optimizer: %s", why);
+    if ((st = optim_recipe_check(r, 1, why, sizeof why)) != GPT_OK) return gpt_fail(err, errlen, st, "optimizer: %s",
+                                                                                    why);
     o->recipe = *r;
     o->model = *model;
     o->n_slots = lay.n_tensors;
@@ -272,18 +303,20 @@ int optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *mod
         }
     }
     o->head_lo = 0, o->head_hi = o->slots[o->head_slot].t.rows;
-    if (o->nranks > 1 && dist->split_muon && assign_owners(o, err, errlen)) {
+    if (o->nranks > 1 && dist->split_muon && (st = assign_owners(o, err, errlen)) != GPT_OK) {
         optim_free(o);
-        return -1;
+        return st;
     }
     if (o->nranks > 1 && dist->shard_head) {
         if (r->head != OPTIM_HEAD_ROWNORM) {
             optim_free(o);
-            return gpt_errorf(err, errlen, "optimizer: a sharded head needs the RowNorm head (--head rownorm)");
+            return gpt_fail(err, errlen, GPT_ERR_CONFIG,
+                            "optimizer: a sharded head needs the RowNorm head (--head rownorm)");
         }
         if ((size_t)o->nranks > o->slots[o->head_slot].t.rows) {
             optim_free(o);
-            return gpt_errorf(err, errlen, "optimizer: %d ranks for a head of %zu rows", o->nranks, o->slots[o->head_slot].t.rows);
+            return gpt_fail(err, errlen, GPT_ERR_SIZE, "optimizer: %d ranks for a head of %zu rows", o->nranks,
+                            o->slots[o->head_slot].t.rows);
         }
         o->head_sharded = 1;
         gpt_comm_split(o->slots[o->head_slot].t.rows, o->rank, o->nranks, &o->head_lo, &o->head_hi);
@@ -294,24 +327,25 @@ int optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *mod
     for (i = 0; i < lay.n_tensors; i++) {
         optim_slot *s = &o->slots[i];
         size_t n = s->t.rows * s->t.cols;
-        int rc = 0;
+        gpt_status rc = GPT_OK;
         if (!optim_owns(o, i)) continue; /* its state lives on its owner */
         switch (s->kind) {
-        case OPTIM_ADAMW: rc = muon_adamw_init(&s->adamw, n) != MUON_OK; break;
+        case OPTIM_ADAMW: rc = from_muon(muon_adamw_init(&s->adamw, n)); break;
         case OPTIM_MUON: /* stepped from one shared workspace (muon_step_layers_ws, below) */
-            rc = muon_init_ex(&s->muon, s->t.rows, s->t.cols, MUON_INIT_NO_WORKSPACE) != MUON_OK;
+            rc = from_muon(muon_init_ex(&s->muon, s->t.rows, s->t.cols, MUON_INIT_NO_WORKSPACE));
             break;
         case OPTIM_MUOWN:
-            rc = muown_init(&s->muown, params + s->t.offset, s->t.rows, s->t.cols, s->t.cols) != MUON_OK;
+            rc = from_muon(muown_init(&s->muown, params + s->t.offset, s->t.rows, s->t.cols, s->t.cols));
             break;
         case OPTIM_ROWNORM:
-            rc = rn_rownorm_init(&s->rownorm, i == o->head_slot ? o->head_hi - o->head_lo : s->t.rows, s->t.cols) != RN_OK;
+            rc = from_rn(
+                rn_rownorm_init(&s->rownorm, i == o->head_slot ? o->head_hi - o->head_lo : s->t.rows, s->t.cols));
             break;
         }
-        if (rc) {
+        if (rc != GPT_OK) {
             optim_free(o);
-            return gpt_errorf(err, errlen, "optimizer: cannot create the state of %s (out of memory, or a zero row "
-                                     "for Muown)", s->t.name);
+            return gpt_fail(err, errlen, rc, "optimizer: cannot create the state of %s (out of memory, or a zero row "
+                                             "for Muown)", s->t.name);
         }
     }
     { /* one workspace for every Muon matrix: each thread's slice for the one-matrix-per-thread
@@ -327,17 +361,17 @@ int optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *mod
             o->muon_ws_bytes = muon_step_layers_workspace_size(o->muon_layers, (size_t)n, 0);
             if (!o->muon_ws_bytes) { /* muon.h gives no size for a config outside its domain */
                 optim_free(o);
-                return gpt_errorf(err, errlen, "optimizer: muon.h refuses the block matrices' config (no workspace "
-                                  "size): a rate, momentum or decay outside its domain");
+                return gpt_fail(err, errlen, GPT_ERR_CONFIG, "optimizer: muon.h refuses the block matrices' config "
+                                "(no workspace size): a rate, momentum or decay outside its domain");
             }
             o->muon_ws = malloc(o->muon_ws_bytes);
             if (!o->muon_ws) goto nomem;
         }
     }
-    return 0;
+    return GPT_OK;
 nomem:
     optim_free(o);
-    return gpt_errorf(err, errlen, "optimizer: out of memory");
+    return gpt_fail(err, errlen, GPT_ERR_NOMEM, "optimizer: out of memory");
 }
 
 void optim_free(optim_set *o)
@@ -384,26 +418,34 @@ int optim_first_nonfinite(const gpt_config *model, const float *block)
 
 /* RowNorm on this rank's vocabulary rows of the head (SPEC 1.5 on the whole head: the column
  * statistics of the projections come from every rank through o->comm). */
-static int rownorm_sharded_step(optim_set *o, optim_slot *s, float *W, const float *G, char *err, size_t errlen)
+static gpt_status rownorm_sharded_step(optim_set *o, optim_slot *s, float *W, const float *G, char *err, size_t errlen)
 {
     size_t d = s->t.cols, off = o->head_lo * d, n = 0;
     gpt_comm *c = o->comm ? o->comm : gpt_comm_single();
     rn_status rs = rn_rownorm_shard_begin(&s->rownorm, &s->rownorm_cfg, G + off, d, o->xbuf, &n);
-    if (rs != RN_OK) return gpt_errorf(err, errlen, "RowNorm (sharded) on %s failed: %s", s->t.name, rn_status_string(rs));
-    if (c->ops->allreduce_f64(c, o->xbuf, n)) return gpt_errorf(err, errlen, "RowNorm (sharded): all-reduce failed");
+    if (rs != RN_OK)
+        return gpt_fail(err, errlen, from_rn(rs), "RowNorm (sharded) on %s failed: %s", s->t.name,
+                        rn_status_string(rs));
+    if (c->ops->allreduce_f64(c, o->xbuf, n)) return gpt_fail(err, errlen, GPT_ERR_IO,
+                                                              "RowNorm (sharded): all-reduce failed");
     rs = rn_rownorm_shard_middle(&s->rownorm, G + off, d, o->xbuf, o->xbuf, &n);
-    if (rs != RN_OK) return gpt_errorf(err, errlen, "RowNorm (sharded) on %s failed: %s", s->t.name, rn_status_string(rs));
-    if (n && c->ops->allreduce_f64(c, o->xbuf, n)) return gpt_errorf(err, errlen, "RowNorm (sharded): all-reduce failed");
+    if (rs != RN_OK)
+        return gpt_fail(err, errlen, from_rn(rs), "RowNorm (sharded) on %s failed: %s", s->t.name,
+                        rn_status_string(rs));
+    if (n && c->ops->allreduce_f64(c, o->xbuf, n))
+        return gpt_fail(err, errlen, GPT_ERR_IO, "RowNorm (sharded): all-reduce failed");
     rs = rn_rownorm_shard_finish(&s->rownorm, W + off, d, n ? o->xbuf : NULL, o->head_step + off, d);
-    if (rs != RN_OK) return gpt_errorf(err, errlen, "RowNorm (sharded) on %s failed: %s", s->t.name, rn_status_string(rs));
-    return 0;
+    if (rs != RN_OK)
+        return gpt_fail(err, errlen, from_rn(rs), "RowNorm (sharded) on %s failed: %s", s->t.name,
+                        rn_status_string(rs));
+    return GPT_OK;
 }
 
 /* Every Muon matrix this rank owns in one muon_step_layers call: one parallel region for all of
  * them (one matrix per thread, the costliest first) instead of a few per product of each, the
  * same bits as a muon_step per matrix (muon.h). */
-static int muon_layers_step(optim_set *o, float *params, const float *grads, double factor, char *err,
-                            size_t errlen)
+static gpt_status muon_layers_step(optim_set *o, float *params, const float *grads, double factor, char *err,
+                                   size_t errlen)
 {
     int i, n = 0;
     muon_status ms;
@@ -421,20 +463,21 @@ static int muon_layers_step(optim_set *o, float *params, const float *grads, dou
         L->step_out = i == o->head_slot ? o->head_step : NULL; /* the head's stepper writes its S */
         o->muon_layer_slot[n++] = i;
     }
-    if (n == 0) return 0;
+    if (n == 0) return GPT_OK;
     ms = muon_step_layers_ws(o->muon_layers, (size_t)n, 0, o->muon_ws, o->muon_ws_bytes);
-    if (ms == MUON_OK) return 0;
+    if (ms == MUON_OK) return GPT_OK;
     for (i = 0; i < n; i++)
         if (o->muon_layers[i].status != MUON_OK)
-            return gpt_errorf(err, errlen, "Muon step on %s failed: %s", o->slots[o->muon_layer_slot[i]].t.name,
-                              muon_status_string(o->muon_layers[i].status));
-    return gpt_errorf(err, errlen, "Muon step failed: %s", muon_status_string(ms));
+            return gpt_fail(err, errlen, from_muon(o->muon_layers[i].status), "Muon step on %s failed: %s",
+                            o->slots[o->muon_layer_slot[i]].t.name, muon_status_string(o->muon_layers[i].status));
+    return gpt_fail(err, errlen, from_muon(ms), "Muon step failed: %s", muon_status_string(ms));
 }
 
-int optim_step(optim_set *o, float *params, float *grads, long step, long total, char *err, size_t errlen)
+gpt_status optim_step(optim_set *o, float *params, float *grads, long step, long total, char *err, size_t errlen)
 {
     double factor = optim_lr_factor(&o->recipe, step, total), norm = 0.0;
     muon_status ms;
+    gpt_status st;
     int i;
     for (i = 0; i < o->n_slots; i++) o->grad_ptrs[i] = grads + o->slots[i].t.offset;
     /* clip gradients (never the orthogonalised updates: SPEC §4); with clipping off the norm is
@@ -443,12 +486,14 @@ int optim_step(optim_set *o, float *params, float *grads, long step, long total,
                              o->recipe.clip > 0.0 ? o->recipe.clip : HUGE_VAL, &norm);
     if (ms == MUON_ERR_NONFINITE) {
         int bad = optim_first_nonfinite(&o->model, grads);
-        return gpt_errorf(err, errlen, "non-finite gradient in tensor %s", bad >= 0 ? o->slots[bad].t.name : "?");
+        return gpt_fail(err, errlen, GPT_ERR_RANGE, "non-finite gradient in tensor %s",
+                        bad >= 0 ? o->slots[bad].t.name : "?");
     }
-    if (ms != MUON_OK) return gpt_errorf(err, errlen, "gradient clipping failed: %s", muon_status_string(ms));
+    if (ms != MUON_OK) return gpt_fail(err, errlen, from_muon(ms), "gradient clipping failed: %s",
+                                       muon_status_string(ms));
     o->last_grad_norm = norm;
     o->last_lr_factor = factor;
-    if (muon_layers_step(o, params, grads, factor, err, errlen)) return -1;
+    if ((st = muon_layers_step(o, params, grads, factor, err, errlen)) != GPT_OK) return st;
     for (i = 0; i < o->n_slots; i++) {
         optim_slot *s = &o->slots[i];
         float *W = params + s->t.offset;
@@ -478,17 +523,21 @@ int optim_step(optim_set *o, float *params, float *grads, long step, long total,
         case OPTIM_ROWNORM:
             s->rownorm_cfg.lr = lr;
             if (is_head && o->head_sharded) {
-                if (rownorm_sharded_step(o, s, W, G, err, errlen)) return -1;
+                if ((st = rownorm_sharded_step(o, s, W, G, err, errlen)) != GPT_OK) return st;
             } else {
                 rs = rn_rownorm_step(&s->rownorm, &s->rownorm_cfg, W, ld, G, ld, S, ld);
             }
             what = "RowNorm";
             break;
         }
-        if (ms != MUON_OK) return gpt_errorf(err, errlen, "%s step on %s failed: %s", what, s->t.name, muon_status_string(ms));
-        if (rs != RN_OK) return gpt_errorf(err, errlen, "%s step on %s failed: %s", what, s->t.name, rn_status_string(rs));
+        if (ms != MUON_OK)
+            return gpt_fail(err, errlen, from_muon(ms), "%s step on %s failed: %s", what, s->t.name,
+                            muon_status_string(ms));
+        if (rs != RN_OK)
+            return gpt_fail(err, errlen, from_rn(rs), "%s step on %s failed: %s", what, s->t.name,
+                            rn_status_string(rs));
     }
-    return 0;
+    return GPT_OK;
 }
 
 int optim_momentum_spectrum(const optim_set *o, int slot, optim_spectrum *out)
@@ -569,32 +618,33 @@ static const recipe_f64 recipe_f64s[] = {
 #undef RECIPE_F64
 
 /* u64 field `name` into *out, which must be in [lo, hi]. */
-static int recipe_u64(const ckpt_reader *rd, const char *name, uint64_t lo, uint64_t hi, uint64_t *out, char *err,
-                      size_t errlen)
+static gpt_status recipe_u64(const ckpt_reader *rd, const char *name, uint64_t lo, uint64_t hi, uint64_t *out,
+                             char *err, size_t errlen)
 {
-    if (ckpt_get_u64(rd, name, out, 1, err, errlen)) return -1;
+    gpt_status st = ckpt_get_u64(rd, name, out, 1, err, errlen);
+    if (st != GPT_OK) return st;
     if (*out < lo || *out > hi)
-        return gpt_errorf(err, errlen, "%s: field \"%s\" is %llu, expected %llu..%llu", rd->file, name,
-                    (unsigned long long)*out, (unsigned long long)lo, (unsigned long long)hi);
-    return 0;
+        return gpt_fail(err, errlen, GPT_ERR_CORRUPT, "%s: field \"%s\" is %llu, expected %llu..%llu", rd->file, name,
+                        (unsigned long long)*out, (unsigned long long)lo, (unsigned long long)hi);
+    return GPT_OK;
 }
 
-int optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, size_t errlen)
+gpt_status optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, size_t errlen)
 {
     optim_recipe t = *r;
     uint64_t u[6] = {0, 0, 0, 0, 0, 0};
     size_t k;
-    if (recipe_u64(rd, "recipe.head", 0, OPTIM_HEAD_MUON, &u[0], err, errlen) ||
-        recipe_u64(rd, "recipe.block", 0, OPTIM_BLOCK_NORMUON, &u[1], err, errlen) ||
-        recipe_u64(rd, "recipe.cap", 0, MUON_CAP_ALWAYS, &u[2], err, errlen) ||
-        recipe_u64(rd, "recipe.ns_steps", 1, 100, &u[3], err, errlen))
-        return -1;
+    gpt_status st = recipe_u64(rd, "recipe.head", 0, OPTIM_HEAD_MUON, &u[0], err, errlen);
+    if (st == GPT_OK) st = recipe_u64(rd, "recipe.block", 0, OPTIM_BLOCK_NORMUON, &u[1], err, errlen);
+    if (st == GPT_OK) st = recipe_u64(rd, "recipe.cap", 0, MUON_CAP_ALWAYS, &u[2], err, errlen);
+    if (st == GPT_OK) st = recipe_u64(rd, "recipe.ns_steps", 1, 100, &u[3], err, errlen);
     /* a checkpoint from before per-head NS has no such field: it ran without */
-    if (ckpt_has(rd, "recipe.ns_per_head") && recipe_u64(rd, "recipe.ns_per_head", 0, 1, &u[4], err, errlen)) return -1;
+    if (st == GPT_OK && ckpt_has(rd, "recipe.ns_per_head"))
+        st = recipe_u64(rd, "recipe.ns_per_head", 0, 1, &u[4], err, errlen);
     /* nor one from before bf16 NS: it ran in fp32 */
-    if (ckpt_has(rd, "recipe.ns_precision") &&
-        recipe_u64(rd, "recipe.ns_precision", MUON_NS_FP32, MUON_NS_BF16, &u[5], err, errlen))
-        return -1;
+    if (st == GPT_OK && ckpt_has(rd, "recipe.ns_precision"))
+        st = recipe_u64(rd, "recipe.ns_precision", MUON_NS_FP32, MUON_NS_BF16, &u[5], err, errlen);
+    if (st != GPT_OK) return st;
     t.head = (optim_head_kind)u[0];
     t.block = (optim_block_kind)u[1];
     t.cap = (muon_cap_mode)u[2];
@@ -604,14 +654,14 @@ int optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, size_t 
     for (k = 0; k < sizeof recipe_f64s / sizeof recipe_f64s[0]; k++) {
         const recipe_f64 *f = &recipe_f64s[k];
         double v;
-        if (ckpt_get_f64(rd, f->name, &v, 1, err, errlen)) return -1;
+        if ((st = ckpt_get_f64(rd, f->name, &v, 1, err, errlen)) != GPT_OK) return st;
         if (!(v >= 0.0 && (f->hi_open ? v < f->hi : v <= f->hi)))
-            return gpt_errorf(err, errlen, "%s: field \"%s\" is %g, expected a number in [0, %g%s", rd->file, f->name, v,
-                        f->hi, f->hi_open ? ")" : "]");
+            return gpt_fail(err, errlen, GPT_ERR_CORRUPT, "%s: field \"%s\" is %g, expected a number in [0, %g%s",
+                            rd->file, f->name, v, f->hi, f->hi_open ? ")" : "]");
         memcpy((char *)&t + f->offset, &v, sizeof v);
     }
     *r = t;
-    return 0;
+    return GPT_OK;
 }
 
 static void field(char *out, size_t cap, const optim_slot *s, const char *what)
@@ -665,12 +715,12 @@ void optim_save(const optim_set *o, ckpt_writer *w)
     ckpt_put_f32(w, "opt.head_step", o->head_step, o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols);
 }
 
-int optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *c, char *err, size_t errlen)
+gpt_status optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *c, char *err, size_t errlen)
 {
     int i, rank = gpt_comm_rank(c), size = gpt_comm_size(c);
     if (!c || size == 1 || o->nranks == 1) {
         if (rank == 0) optim_save(o, w);
-        return 0;
+        return GPT_OK;
     }
     for (i = 0; i < o->n_slots; i++) {
         const optim_slot *s = &o->slots[i];
@@ -680,17 +730,18 @@ int optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *c, char *err, 
             int r;
             if (rank != 0) {
                 if (c->ops->send(c, s->rownorm.B, (o->head_hi - o->head_lo) * d * sizeof(float), 0))
-                    return gpt_errorf(err, errlen, "checkpoint: cannot send the head state to rank 0");
+                    return gpt_fail(err, errlen, GPT_ERR_IO, "checkpoint: cannot send the head state to rank 0");
                 continue;
             } else {
                 float *B = (float *)malloc(s->t.rows * d * sizeof(float));
-                if (!B) return gpt_errorf(err, errlen, "checkpoint: out of memory");
+                if (!B) return gpt_fail(err, errlen, GPT_ERR_NOMEM, "checkpoint: out of memory");
                 memcpy(B, s->rownorm.B, (o->head_hi - o->head_lo) * d * sizeof(float));
                 for (r = 1; r < size; r++) {
                     gpt_comm_split(s->t.rows, r, size, &lo, &hi);
                     if (c->ops->recv(c, B + lo * d, (hi - lo) * d * sizeof(float), r)) {
                         free(B);
-                        return gpt_errorf(err, errlen, "checkpoint: cannot receive the head state of rank %d", r);
+                        return gpt_fail(err, errlen, GPT_ERR_IO,
+                                        "checkpoint: cannot receive the head state of rank %d", r);
                     }
                 }
                 save_slot(s, w, B);
@@ -708,20 +759,23 @@ int optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *c, char *err, 
             hdr[1] = mine.n_fields;
             if (c->ops->send(c, hdr, sizeof hdr, 0) || (hdr[0] && c->ops->send(c, body, (size_t)hdr[0], 0))) {
                 ckpt_writer_free(&mine);
-                return gpt_errorf(err, errlen, "checkpoint: cannot send the state of %s to rank 0", s->t.name);
+                return gpt_fail(err, errlen, GPT_ERR_IO, "checkpoint: cannot send the state of %s to rank 0",
+                                s->t.name);
             }
             ckpt_writer_free(&mine);
         } else if (rank == 0) {
             uint64_t hdr[2];
             unsigned char *body;
             if (c->ops->recv(c, hdr, sizeof hdr, owner))
-                return gpt_errorf(err, errlen, "checkpoint: cannot receive the state of %s", s->t.name);
-            if (hdr[0] == 0) return gpt_errorf(err, errlen, "checkpoint: rank %d could not serialise %s", owner, s->t.name);
+                return gpt_fail(err, errlen, GPT_ERR_IO, "checkpoint: cannot receive the state of %s", s->t.name);
+            if (hdr[0] == 0)
+                return gpt_fail(err, errlen, GPT_ERR_NOMEM, "checkpoint: rank %d could not serialise %s", owner,
+                                s->t.name);
             body = (unsigned char *)malloc((size_t)hdr[0]);
-            if (!body) return gpt_errorf(err, errlen, "checkpoint: out of memory");
+            if (!body) return gpt_fail(err, errlen, GPT_ERR_NOMEM, "checkpoint: out of memory");
             if (c->ops->recv(c, body, (size_t)hdr[0], owner)) {
                 free(body);
-                return gpt_errorf(err, errlen, "checkpoint: cannot receive the state of %s", s->t.name);
+                return gpt_fail(err, errlen, GPT_ERR_IO, "checkpoint: cannot receive the state of %s", s->t.name);
             }
             ckpt_put_raw(w, body, (size_t)hdr[0], (uint32_t)hdr[1]);
             free(body);
@@ -730,7 +784,7 @@ int optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *c, char *err, 
     /* S: every rank has all of it (a sharded head's S is completed by share() each update) */
     if (rank == 0)
         ckpt_put_f32(w, "opt.head_step", o->head_step, o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols);
-    return 0;
+    return GPT_OK;
 }
 
 /* The arrays optim_save writes for a slot of each kind: name, type and size (a slot's
@@ -755,21 +809,22 @@ static const slot_array slot_arrays[] = {
     {OPTIM_ROWNORM, "B", CKPT_F32, DIM_ALL, 0, 0}};
 
 /* The fields of one tensor's optimizer state (see optim_check_checkpoint). */
-static int check_slot(const optim_slot *s, const ckpt_reader *rd, char *err, size_t errlen)
+static gpt_status check_slot(const optim_slot *s, const ckpt_reader *rd, char *err, size_t errlen)
 {
     char name[96];
     uint64_t v;
     size_t k;
+    gpt_status st;
     field(name, sizeof name, s, "kind");
-    if (ckpt_get_u64(rd, name, &v, 1, err, errlen)) return -1;
+    if ((st = ckpt_get_u64(rd, name, &v, 1, err, errlen)) != GPT_OK) return st;
     if (v != (uint64_t)s->kind)
-        return gpt_errorf(err, errlen, "%s: field \"%s\": tensor %s was trained with another optimizer (kind %llu, this "
-                    "run %d)", rd->file, name, s->t.name, (unsigned long long)v, (int)s->kind);
+        return gpt_fail(err, errlen, GPT_ERR_MISMATCH, "%s: field \"%s\": tensor %s was trained with another optimizer "
+                        "(kind %llu, this run %d)", rd->file, name, s->t.name, (unsigned long long)v, (int)s->kind);
     field(name, sizeof name, s, "step");
-    if (ckpt_get_u64(rd, name, &v, 1, err, errlen)) return -1;
+    if ((st = ckpt_get_u64(rd, name, &v, 1, err, errlen)) != GPT_OK) return st;
     if (v > (uint64_t)OPTIM_MAX_STEPS)
-        return gpt_errorf(err, errlen, "%s: field \"%s\" is %llu, expected 0..%ld", rd->file, name, (unsigned long long)v,
-                    OPTIM_MAX_STEPS);
+        return gpt_fail(err, errlen, GPT_ERR_CORRUPT, "%s: field \"%s\" is %llu, expected 0..%ld", rd->file, name,
+                        (unsigned long long)v, OPTIM_MAX_STEPS);
     for (k = 0; k < sizeof slot_arrays / sizeof slot_arrays[0]; k++) {
         const slot_array *a = &slot_arrays[k];
         size_t n = a->dim == DIM_ALL ? s->t.rows * s->t.cols : a->dim == DIM_ROWS ? s->t.rows
@@ -778,35 +833,38 @@ static int check_slot(const optim_slot *s, const ckpt_reader *rd, char *err, siz
         field(name, sizeof name, s, a->what);
         if (a->normuon_only && !s->muon_cfg.normuon && !ckpt_has(rd, name)) continue; /* an older file */
         /* second moments (AdamW's v, NorMuon's row_v) are >= 0: a negative one gives NaN steps */
-        if (ckpt_check_field(rd, name, a->type, n, a->second_moment ? CKPT_NONNEGATIVE : CKPT_FINITE, err, errlen))
-            return -1;
+        st = ckpt_check_field(rd, name, a->type, n, a->second_moment ? CKPT_NONNEGATIVE : CKPT_FINITE, err, errlen);
+        if (st != GPT_OK) return st;
     }
-    return 0;
+    return GPT_OK;
 }
 
-int optim_check_checkpoint(const optim_recipe *r, const gpt_config *model, const ckpt_reader *rd, char *err,
-                           size_t errlen)
+gpt_status optim_check_checkpoint(const optim_recipe *r, const gpt_config *model, const ckpt_reader *rd, char *err,
+                                  size_t errlen)
 {
     gpt_layout lay = gpt_layout_of(model);
     optim_slot s;
     size_t head_n = 0;
     int i;
+    gpt_status st;
     memset(&s, 0, sizeof s);
     for (i = 0; i < lay.n_tensors; i++) {
-        if (gpt_tensor_info(model, i, &s.t) != GPT_OK) return gpt_errorf(err, errlen, "%s: bad model", rd->file);
+        if ((st = gpt_tensor_info(model, i, &s.t)) != GPT_OK) return gpt_fail(err, errlen, st, "%s: bad model",
+                                                                              rd->file);
         s.kind = kind_for(r, s.t.kind);
         memset(&s.muon_cfg, 0, sizeof s.muon_cfg); /* the head's Muon runs without the blocks' switches */
         if (s.t.kind == GPT_TENSOR_BLOCK_MATRIX) block_switches(&s.muon_cfg, r, model, (i - 1) % GPT_N_LAYER_TENSORS);
         if (s.t.kind == GPT_TENSOR_HEAD) head_n = s.t.rows * s.t.cols;
-        if (check_slot(&s, rd, err, errlen)) return -1;
+        if ((st = check_slot(&s, rd, err, errlen)) != GPT_OK) return st;
     }
-    return ckpt_check_field(rd, "opt.head_step", CKPT_F32, head_n, 1, err, errlen) ? -1 : 0;
+    return ckpt_check_field(rd, "opt.head_step", CKPT_F32, head_n, 1, err, errlen);
 }
 
-int optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errlen)
+gpt_status optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errlen)
 {
     char name[96];
     int i;
+    gpt_status st;
     /* every field is checked by ckpt_get_* before it is copied; a failure part-way leaves the set
      * partly loaded, which the caller treats as fatal */
     for (i = 0; i < o->n_slots; i++) {
@@ -814,75 +872,74 @@ int optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errlen)
         size_t n = s->t.rows * s->t.cols;
         uint64_t kind, step;
         field(name, sizeof name, s, "kind");
-        if (ckpt_get_u64(r, name, &kind, 1, err, errlen)) return -1;
+        if ((st = ckpt_get_u64(r, name, &kind, 1, err, errlen)) != GPT_OK) return st;
         if (kind != (uint64_t)s->kind)
-            return gpt_errorf(err, errlen, "%s: tensor %s was trained with another optimizer (kind %llu, this run %d)",
-                        r->file, s->t.name, (unsigned long long)kind, (int)s->kind);
+            return gpt_fail(err, errlen, GPT_ERR_MISMATCH,
+                            "%s: tensor %s was trained with another optimizer (kind %llu, "
+                            "this run %d)", r->file, s->t.name, (unsigned long long)kind, (int)s->kind);
         field(name, sizeof name, s, "step");
-        if (ckpt_get_u64(r, name, &step, 1, err, errlen)) return -1;
+        if ((st = ckpt_get_u64(r, name, &step, 1, err, errlen)) != GPT_OK) return st;
         if (step > (uint64_t)OPTIM_MAX_STEPS)
-            return gpt_errorf(err, errlen, "%s: field \"%s\" is %llu, expected 0..%ld", r->file, name,
-                        (unsigned long long)step, OPTIM_MAX_STEPS);
+            return gpt_fail(err, errlen, GPT_ERR_CORRUPT, "%s: field \"%s\" is %llu, expected 0..%ld", r->file, name,
+                            (unsigned long long)step, OPTIM_MAX_STEPS);
         if (!optim_owns(o, i)) continue; /* its owner loads it */
         switch (s->kind) {
         case OPTIM_ADAMW:
             s->adamw.step = (long long)step;
             field(name, sizeof name, s, "m");
-            if (ckpt_get_f32(r, name, s->adamw.m, n, err, errlen)) return -1;
+            if ((st = ckpt_get_f32(r, name, s->adamw.m, n, err, errlen)) != GPT_OK) return st;
             field(name, sizeof name, s, "v");
-            if (ckpt_get_f32(r, name, s->adamw.v, n, err, errlen)) return -1;
+            if ((st = ckpt_get_f32(r, name, s->adamw.v, n, err, errlen)) != GPT_OK) return st;
             break;
         case OPTIM_MUON: {
             double cap[2];
             s->muon.step = (long long)step;
             field(name, sizeof name, s, "momentum");
-            if (ckpt_get_f32(r, name, s->muon.momentum, n, err, errlen)) return -1;
+            if ((st = ckpt_get_f32(r, name, s->muon.momentum, n, err, errlen)) != GPT_OK) return st;
             field(name, sizeof name, s, "cap_u");
-            if (ckpt_get_f64(r, name, s->muon.cap_u, s->t.rows, err, errlen)) return -1;
+            if ((st = ckpt_get_f64(r, name, s->muon.cap_u, s->t.rows, err, errlen)) != GPT_OK) return st;
             field(name, sizeof name, s, "cap_v");
-            if (ckpt_get_f64(r, name, s->muon.cap_v, s->t.cols, err, errlen)) return -1;
+            if ((st = ckpt_get_f64(r, name, s->muon.cap_v, s->t.cols, err, errlen)) != GPT_OK) return st;
             field(name, sizeof name, s, "cap");
-            if (ckpt_get_f64(r, name, cap, 2, err, errlen)) return -1;
+            if ((st = ckpt_get_f64(r, name, cap, 2, err, errlen)) != GPT_OK) return st;
             s->muon.cap_sigma = cap[0];
             s->muon.cap_valid = cap[1] != 0.0;
             field(name, sizeof name, s, "row_v");
             if (!s->muon_cfg.normuon && !ckpt_has(r, name)) /* an older file: the state starts at zero */
                 memset(s->muon.row_v, 0, s->t.rows * sizeof *s->muon.row_v);
-            else if (ckpt_get_f64(r, name, s->muon.row_v, s->t.rows, err, errlen))
-                return -1;
+            else if ((st = ckpt_get_f64(r, name, s->muon.row_v, s->t.rows, err, errlen)) != GPT_OK)
+                return st;
             break;
         }
         case OPTIM_MUOWN:
             s->muown.step = (long long)step;
             field(name, sizeof name, s, "g");
-            if (ckpt_get_f64(r, name, s->muown.g, s->t.rows, err, errlen)) return -1;
+            if ((st = ckpt_get_f64(r, name, s->muown.g, s->t.rows, err, errlen)) != GPT_OK) return st;
             field(name, sizeof name, s, "vnorm");
-            if (ckpt_get_f64(r, name, s->muown.vnorm, s->t.rows, err, errlen)) return -1;
+            if ((st = ckpt_get_f64(r, name, s->muown.vnorm, s->t.rows, err, errlen)) != GPT_OK) return st;
             field(name, sizeof name, s, "mag_m");
-            if (ckpt_get_f64(r, name, s->muown.mag_m, s->t.rows, err, errlen)) return -1;
+            if ((st = ckpt_get_f64(r, name, s->muown.mag_m, s->t.rows, err, errlen)) != GPT_OK) return st;
             field(name, sizeof name, s, "mag_v");
-            if (ckpt_get_f64(r, name, s->muown.mag_v, s->t.rows, err, errlen)) return -1;
+            if ((st = ckpt_get_f64(r, name, s->muown.mag_v, s->t.rows, err, errlen)) != GPT_OK) return st;
             field(name, sizeof name, s, "momentum");
-            if (ckpt_get_f32(r, name, s->muown.momentum, n, err, errlen)) return -1;
+            if ((st = ckpt_get_f32(r, name, s->muown.momentum, n, err, errlen)) != GPT_OK) return st;
             break;
         case OPTIM_ROWNORM:
             s->rownorm.t = (unsigned long long)step;
             field(name, sizeof name, s, "B");
             if (i == o->head_slot && o->head_sharded) {
-                if (ckpt_get_f32_range(r, name, n, o->head_lo * s->t.cols, (o->head_hi - o->head_lo) * s->t.cols,
-                                       s->rownorm.B, err, errlen))
-                    return -1;
-            } else if (ckpt_get_f32(r, name, s->rownorm.B, n, err, errlen)) {
-                return -1;
+                st = ckpt_get_f32_range(r, name, n, o->head_lo * s->t.cols, (o->head_hi - o->head_lo) * s->t.cols,
+                                        s->rownorm.B, err, errlen);
+            } else {
+                st = ckpt_get_f32(r, name, s->rownorm.B, n, err, errlen);
             }
+            if (st != GPT_OK) return st;
             rn_rownorm_sync(&s->rownorm); /* B was written directly: re-derive what the step tracks */
             break;
         }
     }
-    return ckpt_get_f32(r, "opt.head_step", o->head_step,
-                        o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols, err, errlen)
-               ? -1
-               : 0;
+    return ckpt_get_f32(r, "opt.head_step", o->head_step, o->slots[o->head_slot].t.rows * o->slots[o->head_slot].t.cols,
+                        err, errlen);
 }
 
 /* ---- the host implementation of gpt_optimizer ---------------------------------------------- */
@@ -892,14 +949,14 @@ typedef struct host_optimizer {
     int mirrored; /* the backend's host blocks mirror device memory */
 } host_optimizer;
 
-static int host_reduce(gpt_optimizer *go, double scale, char *err, size_t errlen)
+static gpt_status host_reduce(gpt_optimizer *go, double scale, char *err, size_t errlen)
 {
     host_optimizer *h = (host_optimizer *)go;
     gpt_backend *be = go->be;
     float *grads;
     gpt_status gs;
     if (h->mirrored && (gs = be->ops->pull_grads(be)) != GPT_OK)
-        return gpt_errorf(err, errlen, "pull_grads: %s", gpt_status_string(gs));
+        return gpt_fail(err, errlen, gs, "pull_grads: %s", gpt_status_string(gs));
     grads = be->ops->grads(be);
     if (scale != 1.0) { /* the backward passes summed micro-batch means: average them (and weight
                            by this rank's share of the batch) */
@@ -908,27 +965,27 @@ static int host_reduce(gpt_optimizer *go, double scale, char *err, size_t errlen
         for (i = 0; i < n; i++) grads[i] *= f;
     }
     if (go->comm->size > 1 && go->comm->ops->allreduce_f32(go->comm, grads, be->layout.n_params))
-        return gpt_errorf(err, errlen, "gradient all-reduce failed");
-    return 0;
+        return gpt_fail(err, errlen, GPT_ERR_IO, "gradient all-reduce failed");
+    return GPT_OK;
 }
 
-static int host_step(gpt_optimizer *go, long step, long total, char *err, size_t errlen)
+static gpt_status host_step(gpt_optimizer *go, long step, long total, char *err, size_t errlen)
 {
     return optim_step(go->set, go->be->ops->params(go->be), go->be->ops->grads(go->be), step, total, err, errlen);
 }
 
-static int host_share(gpt_optimizer *go, char *err, size_t errlen)
+static gpt_status host_share(gpt_optimizer *go, char *err, size_t errlen)
 {
     host_optimizer *h = (host_optimizer *)go;
     optim_set *o = go->set;
     gpt_status gs;
     if (o->n_segs > 0 && go->comm->ops->share(go->comm, go->be->ops->params(go->be), o->segs, o->n_segs))
-        return gpt_errorf(err, errlen, "parameter exchange failed");
+        return gpt_fail(err, errlen, GPT_ERR_IO, "parameter exchange failed");
     if (o->n_step_segs > 0 && go->comm->ops->share(go->comm, o->head_step, o->step_segs, o->n_step_segs))
-        return gpt_errorf(err, errlen, "head-step exchange failed");
+        return gpt_fail(err, errlen, GPT_ERR_IO, "head-step exchange failed");
     if (h->mirrored && (gs = go->be->ops->push_params(go->be)) != GPT_OK)
-        return gpt_errorf(err, errlen, "push_params: %s", gpt_status_string(gs));
-    return 0;
+        return gpt_fail(err, errlen, gs, "push_params: %s", gpt_status_string(gs));
+    return GPT_OK;
 }
 
 static const float *host_head_step(gpt_optimizer *go) { return go->set->head_step; }
@@ -943,27 +1000,28 @@ static const gpt_optimizer_ops host_optimizer_ops = {
     "host", 1, host_reduce, host_step, host_share, host_head_step, host_nothing, host_nothing, host_destroy,
 };
 
-int gpt_host_optimizer_create(const gpt_optimizer_env *env, int mirrored, gpt_optimizer **out, char *err,
-                              size_t errlen)
+gpt_status gpt_host_optimizer_create(const gpt_optimizer_env *env, int mirrored, gpt_optimizer **out, char *err,
+                                     size_t errlen)
 {
     host_optimizer *h;
-    if (!env || !env->be || !env->set || !env->comm || !out) return gpt_errorf(err, errlen, "optimizer: NULL argument");
+    if (!env || !env->be || !env->set || !env->comm || !out)
+        return gpt_fail(err, errlen, GPT_ERR_NULL, "optimizer: NULL argument");
     h = (host_optimizer *)calloc(1, sizeof *h);
-    if (!h) return gpt_errorf(err, errlen, "out of memory");
+    if (!h) return gpt_fail(err, errlen, GPT_ERR_NOMEM, "out of memory");
     h->base.ops = &host_optimizer_ops;
     h->base.set = env->set;
     h->base.be = env->be;
     h->base.comm = env->comm;
     h->mirrored = mirrored;
     *out = &h->base;
-    return 0;
+    return GPT_OK;
 }
 
-int gpt_optimizer_create(const gpt_optimizer_env *env, gpt_optimizer **out, char *note, size_t notelen, char *err,
-                         size_t errlen)
+gpt_status gpt_optimizer_create(const gpt_optimizer_env *env, gpt_optimizer **out, char *note, size_t notelen,
+                                char *err, size_t errlen)
 {
     if (note && notelen) note[0] = '\0';
-    if (!env || !env->be) return gpt_errorf(err, errlen, "optimizer: NULL argument");
+    if (!env || !env->be) return gpt_fail(err, errlen, GPT_ERR_NULL, "optimizer: NULL argument");
     if (env->be->ops->create_optimizer) return env->be->ops->create_optimizer(env, out, note, notelen, err, errlen);
     return gpt_host_optimizer_create(env, 0, out, err, errlen);
 }

@@ -149,28 +149,36 @@ typedef struct optim_set {
 /* 1 if this rank steps slot i (and holds its optimizer state). */
 int optim_owns(const optim_set *o, int i);
 
+/* Errors: every function below that takes (err, errlen) returns a gpt_status with a message in
+ * err (status.h): a rate outside the libraries' domain GPT_ERR_DOMAIN, an inconsistent recipe
+ * GPT_ERR_CONFIG, a failed exchange between ranks GPT_ERR_IO, a NaN/Inf gradient GPT_ERR_RANGE,
+ * a checkpoint field out of range GPT_ERR_CORRUPT (another optimizer kind: GPT_ERR_MISMATCH),
+ * out of memory GPT_ERR_NOMEM; what checkpoint.h's readers return is passed on. */
+
 /* Allocates every state for the tensors of `model` (resolved) with weights `params` (Muown reads
- * the initial row norms). Returns 0 on success, else writes a message into err. */
-int optim_create(optim_set *o, const optim_recipe *r, const gpt_config *model, const float *params,
-                 char *err, size_t errlen);
+ * the initial row norms). GPT_OK, or a status with a message in err. */
+gpt_status optim_create(optim_set *o, const optim_recipe *r, const gpt_config *model, const float *params,
+                        char *err, size_t errlen);
 /* As optim_create for one rank of a data-parallel run (dist NULL: optim_create). Every rank
  * must pass the same model, recipe and dist (except rank) so that they agree on the owners. */
-int optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *model, const float *params,
-                      const optim_dist *dist, char *err, size_t errlen);
+gpt_status optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_config *model, const float *params,
+                             const optim_dist *dist, char *err, size_t errlen);
 void optim_free(optim_set *o);
 /* The rates against muon.h's and rownorm.h's domain: lr <= MUON_LR_MAX and lr * weight decay <= 1
  * (the decoupled decay factor 1 - lr wd stays in [0, 1]). optim_lr_wd_check names the two values
  * with lr_what / wd_what (the flags) in its message; optim_recipe_check checks the block
  * matrices, the embedding and, with with_head, the head (--lr-muon / --wd-muon, ...). Both
- * return 0, or -1 with the message in err. optim_create runs optim_recipe_check first. */
-int optim_lr_wd_check(const char *lr_what, double lr, const char *wd_what, double wd, char *err, size_t errlen);
-int optim_recipe_check(const optim_recipe *r, int with_head, char *err, size_t errlen);
+ * return GPT_OK, or GPT_ERR_DOMAIN with the message in err. optim_create runs optim_recipe_check
+ * first. */
+gpt_status optim_lr_wd_check(const char *lr_what, double lr, const char *wd_what, double wd, char *err,
+                             size_t errlen);
+gpt_status optim_recipe_check(const optim_recipe *r, int with_head, char *err, size_t errlen);
 
 /* One update, `step` of `total` (0-based): clip the gradient block by its global norm, then every
  * tensor's optimizer at peak * optim_lr_factor, and the head step S into o->head_step.
- * grads is modified by clipping. Returns 0, or -1 with a message (e.g. non-finite gradient: then
- * nothing was updated). */
-int optim_step(optim_set *o, float *params, float *grads, long step, long total, char *err, size_t errlen);
+ * grads is modified by clipping. GPT_OK, or a status with a message (a non-finite gradient:
+ * GPT_ERR_RANGE, and nothing was updated). */
+gpt_status optim_step(optim_set *o, float *params, float *grads, long step, long total, char *err, size_t errlen);
 
 /* The longest schedule (--steps) and the largest optimizer step counter a checkpoint may hold:
  * a counter counts the updates done, at most one per update, so it never exceeds the schedule;
@@ -179,36 +187,37 @@ int optim_step(optim_set *o, float *params, float *grads, long step, long total,
  * exact integers. */
 #define OPTIM_MAX_STEPS (1L << 30)
 
-/* Checkpoint fields "recipe.*" (every field of the recipe). load returns 0 or -1 with a message
+/* Checkpoint fields "recipe.*" (every field of the recipe). load returns GPT_OK or a status with a message
  * naming the file and the field, and checks every value as the command line does: head, block,
  * cap among the known kinds, ns_steps in [1, 100] (--ns-steps), ns_per_head 0 or 1 (absent in a
  * checkpoint written before it existed: 0), every rate, decay, eps and the clip finite in
  * [0, 1e30], the betas in [0, 1), warmup_frac and final_frac in [0, 1]. On error *r is untouched. */
 void optim_recipe_save(const optim_recipe *r, ckpt_writer *w);
-int optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, size_t errlen);
+gpt_status optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, size_t errlen);
 
-/* Checkpoint fields "opt.<tensor>.*" and "opt.head_step". load returns 0 or -1 with a message.
+/* Checkpoint fields "opt.<tensor>.*" and "opt.head_step". load returns GPT_OK or a status with a
+ * message.
  * A Muon tensor's "row_v" (NorMuon's per-row second moment, rows doubles) is written for every
  * Muon tensor; a checkpoint written before it existed lacks it and resumes as zeros, except
  * under NorMuon, which refuses it (its second moment would restart from zero).
  * optim_load reads what this rank holds (the states of the slots it owns, its rows of a sharded
  * head), so a checkpoint of any number of ranks resumes on any number of ranks. */
 void optim_save(const optim_set *o, ckpt_writer *w);
-int optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errlen);
+gpt_status optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errlen);
 /* Checks, without allocating, every "opt.*" field optim_load will read for a set of recipe r on
  * model (resolved): each tensor's optimizer kind is the one r gives it, each step counter is in
  * [0, OPTIM_MAX_STEPS], each array has its type and size for the tensor's shape, and every value
  * is finite (AdamW's second moment v >= 0 too). Call it before creating the model: a file whose
- * fields do not match its model.config fails here, whatever model it claims. Returns 0, or -1
- * with a message naming the file and the field. */
-int optim_check_checkpoint(const optim_recipe *r, const gpt_config *model, const ckpt_reader *rd, char *err,
-                           size_t errlen);
+ * fields do not match its model.config fails here, whatever model it claims. GPT_OK, or a
+ * status with a message naming the file and the field. */
+gpt_status optim_check_checkpoint(const optim_recipe *r, const gpt_config *model, const ckpt_reader *rd, char *err,
+                                  size_t errlen);
 /* optim_save for a data-parallel set, collective over comm: rank 0's writer receives every field
  * in optim_save's order (the states of matrices owned elsewhere are serialised by their owners
  * and sent to rank 0; a sharded head's B rows are gathered), so the file is the one a single
- * process writes. Other ranks' writers get nothing. Returns 0, or -1 with a message (every rank
- * fails together only if comm does; the caller agrees on the outcome). */
-int optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *comm, char *err, size_t errlen);
+ * process writes. Other ranks' writers get nothing. GPT_OK, or a status with a message (every
+ * rank fails together only if comm does; the caller agrees on the outcome). */
+gpt_status optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *comm, char *err, size_t errlen);
 
 /* SPEC §2.5 diagnostic: singular values of the Frobenius-normalised momentum buffer of slot i
  * (Muon / Muown tensors), their 10/50/90 % quantiles, and the least number of Jordan steps K with
@@ -235,14 +244,15 @@ int optim_first_nonfinite(const gpt_config *model, const float *block);
  * inverse (create does it once). The host implementation steps the backend's host blocks (a
  * backend whose blocks are mirrors of device memory gets pull_grads before and push_params
  * after); a backend with its own (gpt_backend_ops.create_optimizer) steps where its parameters
- * live. Every function returns 0, or -1 with a message in err. */
+ * live. reduce, step and share return GPT_OK, or a status with a message in err; upload and
+ * download 0 or -1. */
 typedef struct gpt_optimizer gpt_optimizer;
 typedef struct gpt_optimizer_ops {
     const char *name;  /* "host", "cuda" */
     int agreed_errors; /* a step error happens on every rank alike (identical inputs) */
-    int (*reduce)(gpt_optimizer *o, double scale, char *err, size_t errlen);
-    int (*step)(gpt_optimizer *o, long step, long total, char *err, size_t errlen);
-    int (*share)(gpt_optimizer *o, char *err, size_t errlen);
+    gpt_status (*reduce)(gpt_optimizer *o, double scale, char *err, size_t errlen);
+    gpt_status (*step)(gpt_optimizer *o, long step, long total, char *err, size_t errlen);
+    gpt_status (*share)(gpt_optimizer *o, char *err, size_t errlen);
     const float *(*head_step)(gpt_optimizer *o); /* NULL if it cannot be read back */
     int (*upload)(gpt_optimizer *o);
     int (*download)(gpt_optimizer *o);
@@ -268,13 +278,13 @@ struct gpt_optimizer {
 
 /* The backend's optimizer (be->ops->create_optimizer) or the host one; when a backend's own
  * declines (a recipe or layout it cannot run), the host one with a reason in note (else note is
- * ""). Returns 0 or -1 with a message. */
-int gpt_optimizer_create(const gpt_optimizer_env *env, gpt_optimizer **out, char *note, size_t notelen, char *err,
-                         size_t errlen);
+ * ""). GPT_OK or a status with a message. */
+gpt_status gpt_optimizer_create(const gpt_optimizer_env *env, gpt_optimizer **out, char *note, size_t notelen,
+                                char *err, size_t errlen);
 /* The host implementation; mirrored: the backend's host blocks mirror device memory (pull_grads
  * before the step, push_params after). */
-int gpt_host_optimizer_create(const gpt_optimizer_env *env, int mirrored, gpt_optimizer **out, char *err,
-                              size_t errlen);
+gpt_status gpt_host_optimizer_create(const gpt_optimizer_env *env, int mirrored, gpt_optimizer **out, char *err,
+                                     size_t errlen);
 void gpt_optimizer_destroy(gpt_optimizer *o); /* NULL is fine */
 
 #ifdef __cplusplus

@@ -1,4 +1,4 @@
-/* status.c - gpt_status_string and the error-formatting helper (status.h). */
+/* status.c - gpt_status_string and the error-formatting helpers (status.h). */
 #include "status.h"
 
 #include <stdio.h>
@@ -41,4 +41,13 @@ int gpt_errorf(char *err, size_t errlen, const char *fmt, ...)
     gpt_verrorf(err, errlen, fmt, ap);
     va_end(ap);
     return -1;
+}
+
+gpt_status gpt_fail(char *err, size_t errlen, gpt_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    gpt_verrorf(err, errlen, fmt, ap);
+    va_end(ap);
+    return s;
 }

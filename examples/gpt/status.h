@@ -2,8 +2,8 @@
  *
  * Every part of the trainer (model and backends, checkpoints, token files, tokenizer, plots)
  * returns a gpt_status; gpt_status_string names it. A function that also takes (err, errlen)
- * writes a message there that says what and where (a file, a field, a flag): gpt_errorf formats
- * it, the one helper for that.
+ * writes a message there that says what and where (a file, a field, a flag): gpt_fail formats
+ * it and returns the status (gpt_errorf formats it alone).
  */
 #ifndef GPT_STATUS_H
 #define GPT_STATUS_H
@@ -38,8 +38,14 @@ typedef enum gpt_status {
 
 const char *gpt_status_string(gpt_status s);
 
-/* Formats a message into err (nothing when err is NULL or errlen is 0; always terminated);
- * returns -1, the trainer's "failed" for functions that return int. */
+/* Formats a message into err (nothing when err is NULL or errlen is 0; always terminated) and
+ * returns s: `return gpt_fail(err, errlen, GPT_ERR_IO, "%s: ...", path);`. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 4, 5)))
+#endif
+gpt_status gpt_fail(char *err, size_t errlen, gpt_status s, const char *fmt, ...);
+/* The message alone (as gpt_fail); returns -1, for the few functions that still return int
+ * (experiment.c's, until they return gpt_status). */
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 3, 4)))
 #endif

@@ -299,7 +299,7 @@ static int save_checkpoint(run *r)
             ckpt_put_f32(&w, name, r->be->ops->params(r->be) + t.offset, t.rows * t.cols);
         }
     }
-    if (optim_save_comm(&r->opt, &w, r->comm, err, sizeof err)) {
+    if (optim_save_comm(&r->opt, &w, r->comm, err, sizeof err) != GPT_OK) {
         set_error(r->res, "checkpoint: %s", err);
         failed = 1;
     }
@@ -390,7 +390,7 @@ static int read_checkpoint_settings(run *r, const ckpt_reader *ck)
     r->o.model.seq_len = (int)words[3], r->o.model.vocab_size = (int)words[4], r->o.model.mlp_hidden = (int)words[5];
     r->o.steps = (long)v[0], r->o.batch = (int)v[1], r->o.seq = (int)v[2], r->o.accum = (int)v[3];
     r->o.seed = v[4];
-    if (optim_recipe_load(&r->o.recipe, ck, err, sizeof err)) return set_error(r->res, "resume: %s", err);
+    if (optim_recipe_load(&r->o.recipe, ck, err, sizeof err) != GPT_OK) return set_error(r->res, "resume: %s", err);
     return 0;
 }
 
@@ -422,7 +422,8 @@ static int check_checkpoint_fields(run *r, const ckpt_reader *ck)
         if (ckpt_check_field(ck, name, CKPT_F32, t.rows * t.cols, 1, err, sizeof err))
             return set_error(r->res, "resume: %s", err);
     }
-    if (optim_check_checkpoint(&r->o.recipe, &cfg, ck, err, sizeof err)) return set_error(r->res, "resume: %s", err);
+    if (optim_check_checkpoint(&r->o.recipe, &cfg, ck, err, sizeof err) != GPT_OK)
+        return set_error(r->res, "resume: %s", err);
     return 0;
 }
 
@@ -464,7 +465,7 @@ static int read_checkpoint_state(run *r, const ckpt_reader *ck)
             return set_error(r->res, "resume: %s", err);
     }
     if (r->be->ops->push_params(r->be) != GPT_OK) return set_error(r->res, "backend: cannot upload the parameters");
-    if (optim_load(&r->opt, ck, err, sizeof err)) return set_error(r->res, "resume: %s", err);
+    if (optim_load(&r->opt, ck, err, sizeof err) != GPT_OK) return set_error(r->res, "resume: %s", err);
     r->step = (long)step;
     r->sampler.rng = sampler[0];
     r->sampler.pos = sampler[1];
@@ -895,7 +896,8 @@ static int setup(run *r)
             set_error(r->res, "--shard-head needs the RowNorm head (--head rownorm)");
             goto done;
         }
-        if (optim_create_dist(&r->opt, &r->o.recipe, cfg, r->be->ops->params(r->be), &dist, err, sizeof err)) {
+        if (optim_create_dist(&r->opt, &r->o.recipe, cfg, r->be->ops->params(r->be), &dist, err, sizeof err) !=
+            GPT_OK) {
             set_error(r->res, "%s", err);
             goto done;
         }
@@ -908,7 +910,7 @@ static int setup(run *r)
         char note[512];
         env.be = r->be, env.set = &r->opt, env.comm = r->comm, env.dcomm = r->o.dcomm;
         env.host_only = r->o.host_optim;
-        if (gpt_optimizer_create(&env, &r->optimizer, note, sizeof note, err, sizeof err)) {
+        if (gpt_optimizer_create(&env, &r->optimizer, note, sizeof note, err, sizeof err) != GPT_OK) {
             set_error(r->res, "%s", err);
             goto done;
         }
@@ -1034,13 +1036,13 @@ static int update(run *r, train_step_rec *rec)
     if (agree(r, &loss_sum, failed, nonfinite, bad_loss)) return -1;
     /* the gradient block is the same on every rank after reduce: clipping uses the global norm,
      * and a host step fails on every rank alike */
-    if (opt->ops->reduce(opt, r->w_rank / (double)r->o.accum, err, sizeof err))
+    if (opt->ops->reduce(opt, r->w_rank / (double)r->o.accum, err, sizeof err) != GPT_OK)
         return set_error(r->res, "step %ld: %s", r->step + 1, err);
-    if (opt->ops->step(opt, r->step, r->o.steps, err, sizeof err)) {
+    if (opt->ops->step(opt, r->step, r->o.steps, err, sizeof err) != GPT_OK) {
         r->res->agreed = r->size > 1 && opt->ops->agreed_errors && !r->opt.head_sharded;
         return set_error(r->res, "step %ld: %s", r->step + 1, err);
     }
-    if (opt->ops->share(opt, err, sizeof err)) return set_error(r->res, "step %ld: %s", r->step + 1, err);
+    if (opt->ops->share(opt, err, sizeof err) != GPT_OK) return set_error(r->res, "step %ld: %s", r->step + 1, err);
     r->step++;
     rec->step = r->step;
     rec->tokens = (double)r->step * (double)r->tokens_per_update;

@@ -637,9 +637,9 @@ static void test_optim_set(void)
         r.clip = 0.5; /* clipping active */
         CHECK(c && gpt_cpu_backend.create(&cfg, B, T, 9, &cpu) == GPT_OK);
         if (!c || !cpu) return;
-        CHECK(optim_create(&oc, &r, &cpu->config, cpu->ops->params(cpu), err, sizeof err) == 0);
-        CHECK(optim_create(&og, &r, &c->base.config, c->h_params, err, sizeof err) == 0);
-        CHECK_MSG(gpt_cuda_optim_create(&c->base, &og, &dopt, err, sizeof err) == 0, "%s", err);
+        CHECK(optim_create(&oc, &r, &cpu->config, cpu->ops->params(cpu), err, sizeof err) == GPT_OK);
+        CHECK(optim_create(&og, &r, &c->base.config, c->h_params, err, sizeof err) == GPT_OK);
+        CHECK_MSG(gpt_cuda_optim_create(&c->base, &og, &dopt, err, sizeof err) == GPT_OK, "%s", err);
         if (!dopt) return;
         for (s = 0; s < 20; s++) {
             float l0, l1;
@@ -648,9 +648,9 @@ static void test_optim_set(void)
                 tg[i] = (in[i] * 5 + 1) % cfg.vocab_size;
             }
             cpu->ops->zero_grad(cpu), cpu->ops->forward(cpu, in, tg, &l0), cpu->ops->backward(cpu);
-            CHECK(optim_step(&oc, cpu->ops->params(cpu), cpu->ops->grads(cpu), s, 20, err, sizeof err) == 0);
+            CHECK(optim_step(&oc, cpu->ops->params(cpu), cpu->ops->grads(cpu), s, 20, err, sizeof err) == GPT_OK);
             c->base.ops->zero_grad(&c->base), c->base.ops->forward(&c->base, in, tg, &l1), c->base.ops->backward(&c->base);
-            CHECK_MSG(gpt_cuda_optim_step(dopt, &og, s, 20, err, sizeof err) == 0, "%s", err);
+            CHECK_MSG(gpt_cuda_optim_step(dopt, &og, s, 20, err, sizeof err) == GPT_OK, "%s", err);
             worst_loss = fmax(worst_loss, fabs((double)l1 - l0) / fabs((double)l0));
             worst_norm = fmax(worst_norm, fabs(og.last_grad_norm - oc.last_grad_norm) / oc.last_grad_norm);
         }

@@ -2,6 +2,7 @@
  * seed, state save/restore, sequential coverage), the corpus and the file helpers. */
 #define _POSIX_C_SOURCE 200809L
 #include "tests/test.h"
+#include "gpt_test.h"
 #include "data.h"
 #include "tokenizer.h"
 
@@ -70,28 +71,8 @@ static void test_token_file_roundtrip(void)
     }
 }
 
-static int bad_case(const unsigned char *buf, size_t len, gpt_status want, const char *word)
-{
-    data_tokens out, before;
-    char err[256];
-    gpt_status st;
-    int ok;
-    memset(&out, 0x5A, sizeof out);
-    before = out;
-    err[0] = 0;
-    st = data_tokens_parse(&out, buf, len, "val.bin", err, sizeof err);
-    ok = st == want && memcmp(&out, &before, sizeof out) == 0 && strstr(err, "val.bin") != NULL &&
-         (!word || strstr(err, word) != NULL);
-    if (!ok)
-        fprintf(stderr, "  bad_case len %lu: status %s (want %s), message \"%s\"\n", (unsigned long)len,
-                gpt_status_string(st), gpt_status_string(want), err);
-    return ok;
-}
-
-static void refresh_checksum(unsigned char *b, size_t len)
-{
-    data_put_u64le(b + len - 8, data_fnv1a64(b, len - 8, DATA_FNV64_INIT));
-}
+/* bad_case: a damaged token file's status, message and untouched object (gt_bad_case) */
+GT_BAD_CASE(data_tokens_parse, data_tokens, "val.bin")
 
 static void test_bad_token_files(void)
 {
@@ -146,15 +127,15 @@ static void test_bad_token_files(void)
     memcpy(b, good, len);
     b[DATA_HEADER_BYTES + 2 * 10] = 0xE8; /* token 10 := 1000 (0x03E8) = vocab_size */
     b[DATA_HEADER_BYTES + 2 * 10 + 1] = 0x03;
-    refresh_checksum(b, len);
+    gt_refresh_checksum(b, len);
     CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "index 10"));
     memcpy(b, good, len);
     data_put_u32le(b + 12, 4); /* dtype 4 for a small vocab */
-    refresh_checksum(b, len);
+    gt_refresh_checksum(b, len);
     CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "dtype"));
     memcpy(b, good, len);
     memset(b + len, 0, 8);
-    refresh_checksum(b, len + 8);
+    gt_refresh_checksum(b, len + 8);
     CHECK(bad_case(b, len + 8, GPT_ERR_CORRUPT, "corrupt"));
     /* through files: missing and truncated, with the path in the message */
     {

@@ -2,6 +2,7 @@
  * encode == replay of the merges, save/load, and every bad-file case gives a clear error and
  * leaves the output untouched. */
 #include "tests/test.h"
+#include "gpt_test.h"
 #include "tokenizer.h"
 #include "data.h"
 
@@ -352,29 +353,8 @@ static void test_save_load_roundtrip(void)
     tok_free(&u);
 }
 
-/* Parses a damaged image into a poisoned object; checks status, message and untouched object. */
-static int bad_case(const unsigned char *buf, size_t len, gpt_status want, const char *word)
-{
-    tok_tokenizer out, before;
-    char err[256];
-    gpt_status st;
-    int ok;
-    memset(&out, 0x5A, sizeof out);
-    before = out;
-    err[0] = 0;
-    st = tok_parse(&out, buf, len, "tok.bin", err, sizeof err);
-    ok = st == want && memcmp(&out, &before, sizeof out) == 0 && strstr(err, "tok.bin") != NULL &&
-         (!word || strstr(err, word) != NULL);
-    if (!ok)
-        fprintf(stderr, "  bad_case len %lu: status %s (want %s), message \"%s\"\n", (unsigned long)len,
-                gpt_status_string(st), gpt_status_string(want), err);
-    return ok;
-}
-
-static void refresh_checksum(unsigned char *b, size_t len)
-{
-    data_put_u64le(b + len - 8, data_fnv1a64(b, len - 8, DATA_FNV64_INIT));
-}
+/* bad_case: a damaged tokenizer file's status, message and untouched object (gt_bad_case) */
+GT_BAD_CASE(tok_parse, tok_tokenizer, "tok.bin")
 
 static void test_bad_files(void)
 {
@@ -399,7 +379,7 @@ static void test_bad_files(void)
     data_put_u32le(b + 4, 2);
     CHECK(bad_case(b, len, GPT_ERR_VERSION, "version"));
     data_put_u32le(b + 4, 0);
-    refresh_checksum(b, len);
+    gt_refresh_checksum(b, len);
     CHECK(bad_case(b, len, GPT_ERR_VERSION, "version"));
 
     /* one flipped bit anywhere outside magic, version and the merge count: checksum error */
@@ -421,33 +401,33 @@ static void test_bad_files(void)
     memcpy(b, good, len);
     memset(b + len, 0, 16);
     CHECK(bad_case(b, len + 16, GPT_ERR_CHECKSUM, "checksum"));
-    refresh_checksum(b, len + 16);
+    gt_refresh_checksum(b, len + 16);
     CHECK(bad_case(b, len + 16, GPT_ERR_CORRUPT, "corrupt"));
 
     /* intact checksum, inconsistent content */
     memcpy(b, good, len);
     data_put_u32le(b + 8, t.vocab_size + 1);
-    refresh_checksum(b, len);
+    gt_refresh_checksum(b, len);
     CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "vocab_size"));
     memcpy(b, good, len);
     data_put_u32le(b + 16, 3);
-    refresh_checksum(b, len);
+    gt_refresh_checksum(b, len);
     CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "eot"));
     memcpy(b, good, len);
     data_put_u32le(b + TOK_HEADER_BYTES + 8 * 5, 256 + 5); /* merge 5 uses itself */
-    refresh_checksum(b, len);
+    gt_refresh_checksum(b, len);
     CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "not defined"));
     memcpy(b, good, len);
     data_put_u32le(b + TOK_HEADER_BYTES + 8 * 7, 0xFFFFFFFFu);
-    refresh_checksum(b, len);
+    gt_refresh_checksum(b, len);
     CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "not defined"));
     memcpy(b, good, len);
     memcpy(b + TOK_HEADER_BYTES + 8 * 9, b + TOK_HEADER_BYTES + 8 * 2, 8); /* duplicate merge */
-    refresh_checksum(b, len);
+    gt_refresh_checksum(b, len);
     CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "repeats"));
     memcpy(b, good, len);
     data_put_u32le(b + 20, 32);
-    refresh_checksum(b, len);
+    gt_refresh_checksum(b, len);
     CHECK(bad_case(b, len, GPT_ERR_CORRUPT, "chunk"));
     /* merges whose bytes double each time exceed the chunk limit instead of overflowing */
     {

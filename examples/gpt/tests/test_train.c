@@ -631,7 +631,7 @@ static void test_block_switches(void)
     memcpy(w0, p, lay.n_params * sizeof *p);
     rc.block = OPTIM_BLOCK_NORMUON;
     rc.ns_per_head = 1;
-    CHECK(optim_create(&os, &rc, &cfg, p, NULL, 0) == 0);
+    CHECK(optim_create(&os, &rc, &cfg, p, NULL, 0) == GPT_OK);
     for (i = 0; i < GPT_N_LAYER_TENSORS; i++) {
         const optim_slot *s = &os.slots[1 + i];
         int attn_rows = i == GPT_WQ || i == GPT_WK || i == GPT_WV;
@@ -646,7 +646,7 @@ static void test_block_switches(void)
     }
     for (step = 0; step < 3; step++) {
         for (k = 0; k < lay.n_params; k++) g[k] = (float)(1e-2 * t_rng_normal(&rng));
-        CHECK(optim_step(&os, p, g, step, 10, NULL, 0) == 0);
+        CHECK(optim_step(&os, p, g, step, 10, NULL, 0) == GPT_OK);
         /* optim_step clipped g in place: the references step on the same gradient */
         for (i = 0; i < GPT_N_LAYER_TENSORS; i++) {
             const optim_slot *s = &os.slots[1 + i];
@@ -676,9 +676,11 @@ static void test_block_switches(void)
         memcpy(p2, w0, lay.n_params * sizeof *p);
         for (k = 0; k < lay.n_params; k++) g[k] = (float)(1e-2 * t_rng_normal(&rng));
         memcpy(g2, g, lay.n_params * sizeof *g);
-        CHECK(optim_create(&split, &rc, &cfg, p, NULL, 0) == 0 && optim_create(&whole, &r2, &cfg, p2, NULL, 0) == 0);
+        CHECK(optim_create(&split, &rc, &cfg, p, NULL, 0) == GPT_OK &&
+              optim_create(&whole, &r2, &cfg, p2, NULL, 0) == GPT_OK);
         CHECK(whole.slots[1 + GPT_WQ].muon_cfg.split_rows <= 1 && whole.slots[1 + GPT_WO].muon_cfg.split_cols <= 1);
-        CHECK(optim_step(&split, p, g, 0, 10, NULL, 0) == 0 && optim_step(&whole, p2, g2, 0, 10, NULL, 0) == 0);
+        CHECK(optim_step(&split, p, g, 0, 10, NULL, 0) == GPT_OK &&
+              optim_step(&whole, p2, g2, 0, 10, NULL, 0) == GPT_OK);
         CHECK(memcmp(p + q->offset, p2 + q->offset, q->rows * q->cols * sizeof *p) != 0);
         CHECK(memcmp(p + o->offset, p2 + o->offset, o->rows * o->cols * sizeof *p) != 0);
         CHECK(memcmp(p + up->offset, p2 + up->offset, up->rows * up->cols * sizeof *p) == 0);
@@ -717,8 +719,9 @@ static void test_ns_precision_bf16(void)
     memcpy(w0, p16, lay.n_params * sizeof(float));
     for (k = 0; k < lay.n_params; k++) g16[k] = g32[k] = (float)(1e-2 * t_rng_normal(&rng));
     r16.ns_precision = MUON_NS_BF16;
-    CHECK(optim_create(&o16, &r16, &cfg, p16, NULL, 0) == 0 && optim_create(&o32, &r32, &cfg, p32, NULL, 0) == 0);
-    CHECK(optim_step(&o16, p16, g16, 0, 10, NULL, 0) == 0 && optim_step(&o32, p32, g32, 0, 10, NULL, 0) == 0);
+    CHECK(optim_create(&o16, &r16, &cfg, p16, NULL, 0) == GPT_OK &&
+          optim_create(&o32, &r32, &cfg, p32, NULL, 0) == GPT_OK);
+    CHECK(optim_step(&o16, p16, g16, 0, 10, NULL, 0) == GPT_OK && optim_step(&o32, p32, g32, 0, 10, NULL, 0) == GPT_OK);
     for (i = 0; i < o16.n_slots; i++) {
         const optim_slot *s = &o16.slots[i];
         size_t n = s->t.rows * s->t.cols;
@@ -1048,6 +1051,7 @@ static void test_resume_conflicting_flags_named(void)
     train_result r;
     train_cli cli;
     char ck[160], msg[1024];
+    int n_conflicts = -1;
     path_in(ck, sizeof ck, "conflicts.ck");
     o.ckpt_path = ck;
     o.steps = 3;
@@ -1059,7 +1063,7 @@ static void test_resume_conflicting_flags_named(void)
         memset(&cli, 0, sizeof cli);
         cli.opt = train_default_options();
         CHECK(cli_parse(&cli, 14, a) == 0);
-        CHECK(cli_resume_conflicts(&cli, msg, sizeof msg) == 4);
+        CHECK(cli_resume_conflicts(&cli, &n_conflicts, msg, sizeof msg) == GPT_ERR_CONFIG && n_conflicts == 4);
         CHECK_MSG(strstr(msg, "--steps 100 (the checkpoint's: 3)") && strstr(msg, "--d-model 128 (the checkpoint's: 16)") &&
                       strstr(msg, "--lr-head 0.5 (the checkpoint's: 0.004)") &&
                       strstr(msg, "--ns-per-head (the checkpoint's: off)") && !strstr(msg, "--head ") &&
@@ -1072,7 +1076,7 @@ static void test_resume_conflicting_flags_named(void)
         memset(&cli, 0, sizeof cli);
         cli.opt = train_default_options();
         CHECK(cli_parse(&cli, 15, b) == 0);
-        CHECK_MSG(cli_resume_conflicts(&cli, msg, sizeof msg) == 0, "%s", msg);
+        CHECK_MSG(cli_resume_conflicts(&cli, &n_conflicts, msg, sizeof msg) == GPT_OK && n_conflicts == 0, "%s", msg);
     }
 }
 
@@ -1125,13 +1129,13 @@ static void test_adamw_head_step(void)
     g = (float *)malloc(lay.n_params * sizeof *g);
     before = (float *)malloc(lay.n_params * sizeof *before);
     gpt_init_params(&cfg, p, 5);
-    CHECK(optim_create(&os, &rc, &cfg, p, NULL, 0) == 0);
+    CHECK(optim_create(&os, &rc, &cfg, p, NULL, 0) == GPT_OK);
     V = (size_t)cfg.vocab_size, d = (size_t)cfg.d_model;
     for (i = 0; i < 3 && ok; i++) {
         size_t k;
         for (k = 0; k < lay.n_params; k++) g[k] = (float)(1e-3 * t_rng_normal(&rng));
         memcpy(before, p, lay.n_params * sizeof *p);
-        ok &= optim_step(&os, p, g, (long)i, 10, NULL, 0) == 0;
+        ok &= optim_step(&os, p, g, (long)i, 10, NULL, 0) == GPT_OK;
         lr = rc.head_lr * os.last_lr_factor;
         decay = 1.0 - lr * rc.head_wd;
         for (k = 0; k < V * d; k++) {
