@@ -95,10 +95,10 @@ static int check_dir(const char *dir)
             if (k < 2)
                 rc = tok_check_tokens(&tok, tok_path, &d, path, err, sizeof err) != GPT_OK;
             else if (d.corpus_id != DATA_DEMO_CORPUS_ID)
-                rc = gpt_errorf(err, sizeof err, "%s comes from corpus %016llx%s, not the demo's (%016llx, %s)",
-                                path, (unsigned long long)d.corpus_id,
-                                d.corpus_id ? "" : " (unknown: an older format)",
-                                (unsigned long long)DATA_DEMO_CORPUS_ID, DATA_DEMO_CORPUS) != 0;
+                rc = gpt_fail(err, sizeof err, GPT_ERR_MISMATCH, "%s comes from corpus %016llx%s, not the demo's "
+                              "(%016llx, %s)", path, (unsigned long long)d.corpus_id,
+                              d.corpus_id ? "" : " (unknown: an older format)", (unsigned long long)DATA_DEMO_CORPUS_ID,
+                              DATA_DEMO_CORPUS) != GPT_OK;
             data_tokens_free(&d);
         }
         if (rc) fprintf(stderr, "prepare: %s\n", err);

@@ -28,19 +28,17 @@ const char *gpt_status_string(gpt_status s)
     return "unknown gpt_status";
 }
 
-int gpt_verrorf(char *err, size_t errlen, const char *fmt, va_list ap)
+void gpt_verrorf(char *err, size_t errlen, const char *fmt, va_list ap)
 {
     if (err && errlen) vsnprintf(err, errlen, fmt, ap);
-    return -1;
 }
 
-int gpt_errorf(char *err, size_t errlen, const char *fmt, ...)
+void gpt_errorf(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     gpt_verrorf(err, errlen, fmt, ap);
     va_end(ap);
-    return -1;
 }
 
 gpt_status gpt_fail(char *err, size_t errlen, gpt_status s, const char *fmt, ...)

@@ -3,7 +3,7 @@
  * Every part of the trainer (model and backends, checkpoints, token files, tokenizer, plots)
  * returns a gpt_status; gpt_status_string names it. A function that also takes (err, errlen)
  * writes a message there that says what and where (a file, a field, a flag): gpt_fail formats
- * it and returns the status (gpt_errorf formats it alone).
+ * it and returns the status (gpt_errorf formats it alone, returning nothing).
  */
 #ifndef GPT_STATUS_H
 #define GPT_STATUS_H
@@ -44,13 +44,12 @@ const char *gpt_status_string(gpt_status s);
 __attribute__((format(printf, 4, 5)))
 #endif
 gpt_status gpt_fail(char *err, size_t errlen, gpt_status s, const char *fmt, ...);
-/* The message alone (as gpt_fail); returns -1, for the few functions that still return int
- * (experiment.c's, until they return gpt_status). */
+/* The message alone (as gpt_fail), where the status is decided apart from it. */
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 3, 4)))
 #endif
-int gpt_errorf(char *err, size_t errlen, const char *fmt, ...);
-int gpt_verrorf(char *err, size_t errlen, const char *fmt, va_list ap);
+void gpt_errorf(char *err, size_t errlen, const char *fmt, ...);
+void gpt_verrorf(char *err, size_t errlen, const char *fmt, va_list ap);
 
 #ifdef __cplusplus
 }

@@ -101,7 +101,7 @@ static void test_bad_token_files(void)
         memcpy(v2, good, 32);
         memcpy(v2 + 32, good + 40, len - 40);
         data_put_u32le(v2 + 4, 2);
-        refresh_checksum(v2, len - 8);
+        gt_refresh_checksum(v2, len - 8);
         memset(&o, 0x5A, sizeof o);
         CHECK(data_tokens_parse(&o, v2, len - 8, "val.bin", err, sizeof err) == GPT_OK && o.corpus_id == 0 &&
               o.tokenizer_id == 1 && o.n_tokens == 100 && o.tokens[99] == t[99]);
