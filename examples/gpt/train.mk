@@ -57,3 +57,6 @@ demo: config $(GPT_TRAIN) $(GPT_PREPARE)
 # run instead).
 GPT_DEMO_TEST := $(GPT_DIR)/tests/demo_table.sh
 GPT_TEST_BINS += $(GPT_DEMO_TEST)
+.PHONY: print-demo-flags
+print-demo-flags:
+	@echo $(DEMO_FLAGS)
