@@ -1,11 +1,13 @@
 /* fuzz_gpt_files.c - the example trainer's file readers (examples/gpt): checkpoints (ckpt_parse /
  * ckpt_read_file, then train_check_checkpoint: the settings and field checks a --resume runs
  * before it allocates the model), token files (data_tokens_parse / data_tokens_read) and
- * tokenizer files (tok_parse / tok_load).
+ * tokenizer files (tok_parse / tok_load), and corpus snapshots (data_corpus_add_snapshot).
  * Input: a selector byte, then the file's bytes. Selector bits 0-1: the reader (0 and 3
  * checkpoint, 1 token file, 2 tokenizer); bit 2: first rewrite the checksum trailer (and a
  * checkpoint's declared size) to match the bytes, so mutations get past the checksum; bit 3: go
- * through a temporary file and the path reader instead of the in-memory parser.
+ * through a temporary file and the path reader instead of the in-memory parser; bit 4: the corpus
+ * snapshot reader instead (always from a file; its documents must lie inside the input, in order,
+ * each followed by its newline).
  * Checks: every error has a non-empty message and leaves the output object untouched; an
  * accepted checkpoint has every field inside the image, model.config of 6 values that match the
  * settings read, and param.* fields of exactly the sizes model.config implies, whose total (what
@@ -163,17 +165,20 @@ static void fz_tokens(const unsigned char *p, size_t n, int file)
         fz_say("tokens", err);
         return;
     }
-    FZ_CHECK(n >= DATA_HEADER_BYTES + DATA_TRAILER_BYTES, "accepted a %zu-byte token file", n);
     {
-        uint32_t dtype = data_get_u32le(p + 12);
+        uint32_t dtype = data_get_u32le(p + 12), version = n >= 8 ? data_get_u32le(p + 4) : 0;
+        size_t hb = version == 2 ? 32 : DATA_HEADER_BYTES; /* version 2: no corpus_id */
+        FZ_CHECK(version == 2 || version == DATA_VERSION, "accepted version %u", version);
+        FZ_CHECK(n >= hb + DATA_TRAILER_BYTES, "accepted a %zu-byte token file", n);
+        FZ_CHECK(d.corpus_id == (version == 2 ? 0 : data_get_u64le(p + 32)), "corpus_id, header differs");
         FZ_CHECK(dtype == 2 || dtype == 4, "accepted dtype %u", dtype);
         FZ_CHECK(d.vocab_size == data_get_u32le(p + 8), "vocab %u, header %u", d.vocab_size, data_get_u32le(p + 8));
         FZ_CHECK(d.n_tokens == data_get_u64le(p + 16), "n_tokens %zu, header differs", d.n_tokens);
         FZ_CHECK(d.tokenizer_id == data_get_u64le(p + 24), "tokenizer_id, header differs");
-        FZ_CHECK(n == DATA_HEADER_BYTES + DATA_TRAILER_BYTES + d.n_tokens * dtype,
+        FZ_CHECK(n == hb + DATA_TRAILER_BYTES + d.n_tokens * dtype,
                  "%zu tokens of %u bytes accepted from %zu bytes", d.n_tokens, dtype, n);
         for (i = 0; i < d.n_tokens; i++) {
-            const uint8_t *t = p + DATA_HEADER_BYTES;
+            const uint8_t *t = p + hb;
             uint32_t v = dtype == 2 ? (uint32_t)t[2 * i] | (uint32_t)t[2 * i + 1] << 8 : data_get_u32le(t + 4 * i);
             FZ_CHECK(d.tokens[i] == v && v < d.vocab_size, "token %zu: %u (file %u), vocab %u", i, d.tokens[i], v,
                      d.vocab_size);
@@ -228,6 +233,47 @@ static void fz_tokenizer(const unsigned char *p, size_t n, int file)
     tok_free(&t);
 }
 
+static void fz_snapshot(const unsigned char *p, size_t n)
+{
+    data_corpus c, before;
+    gpt_status st;
+    char err[512];
+    size_t k;
+    memset(&c, 0, sizeof c);
+    before = c;
+    err[0] = 0;
+    st = data_corpus_add_snapshot(&c, fz_tmp_path(), err, sizeof err);
+    if (st != GPT_OK) {
+        FZ_CHECK(err[0] != 0, "snapshot status %d (%s) with an empty message", (int)st, gpt_status_string(st));
+        FZ_CHECK(memcmp(&c, &before, sizeof c) == 0, "corpus changed on error %d", (int)st);
+        fz_say("snapshot", err);
+        return;
+    }
+    FZ_CHECK(c.n_docs >= 1 && c.doc_start[0] == 0 && c.doc_start[c.n_docs] == c.n_bytes, "%zu documents, %zu bytes",
+             c.n_docs, c.n_bytes);
+    FZ_CHECK(c.n_bytes + c.n_docs * 6 <= n, "%zu bytes in %zu documents from a %zu-byte file", c.n_bytes, c.n_docs, n);
+    for (k = 0; k < c.n_docs; k++) /* each document's bytes are the input's, followed by its newline */
+        FZ_CHECK(c.doc_start[k] <= c.doc_start[k + 1], "document %zu ends before it starts", k);
+    {
+        size_t at = 0;
+        for (k = 0; k < c.n_docs; k++) {
+            size_t len = c.doc_start[k + 1] - c.doc_start[k];
+            const unsigned char *hit = NULL;
+            while (at + len + 1 <= n) { /* the document appears in the input, in order */
+                if (memcmp(p + at, c.text + c.doc_start[k], len) == 0 && p[at + len] == '\n') {
+                    hit = p + at;
+                    break;
+                }
+                at++;
+            }
+            FZ_CHECK(hit != NULL, "document %zu is not in the input", k);
+            at += len + 1;
+        }
+    }
+    fz_say("snapshot", "accepted");
+    data_corpus_free(&c);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     unsigned sel;
@@ -241,6 +287,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (n) memcpy(p, data + 1, n);
     reader = (int)(sel & 3u);
     file = (sel & 8u) != 0;
+    if (sel & 16u) {
+        fz_write_tmp(p, n);
+        fz_snapshot(p, n);
+        unlink(fz_tmp_path());
+        free(p);
+        return 0;
+    }
     if (sel & 4u) fz_fix(p, n, reader == 0 || reader == 3);
     if (file) fz_write_tmp(p, n);
     if (reader == 1)
