@@ -44,28 +44,33 @@
  *          muon_adamw_free, muon_clip_grad_norm
  *
  *   Implementation (#ifdef MUON_IMPLEMENTATION; before the first banner: includes, allocator,
- *   muon_status_string). The declarations' order, except that the spectral cap (22) comes
- *   before the Muon step (23), which calls it; muon_matrix_shape is defined with the Muon step.
+ *   muon_status_string). The declarations' order, except that the spectral cap (24) comes
+ *   before the Muon step (25), which calls it; muon_matrix_shape is defined with the Muon step.
  *    11. SGEMM / SSYRK (row-major)
  *    12.   micro-kernels
  *    13.   packing
  *    14.   bf16 products
- *    15.   driver
- *    16.   threads on a shared machine
+ *    15.   the kernel table
+ *            every kernel described once (its blocks, packers, SSYRK variant, AMX engine),
+ *            the bf16 rule and the one chooser of a product's kernel (the bf16 dispatch)
+ *    16.   driver
+ *    17.   threads on a shared machine
  *            muon_team and the rule behind it (every team region of this file asks it)
- *    17.   validation and entry points
- *          (then a "====" line: what follows reaches the products through this section)
- *    18. schedules
+ *    18.   validation and entry points
+ *    19.   the product interface
+ *            what the rest of the file calls for its products (then a "====" line: what
+ *            follows reaches the products only through it and the public entry points)
+ *    20. schedules
  *          presets, muon_ns_resolve, the transfer function and the NS budget (3 above)
- *    19. bf16 Newton-Schulz on AMX with its operands packed once
- *    20. Newton-Schulz
- *    21. exact singular values: one-sided Jacobi in double
- *    22. spectral cap and diagnostics (SPEC 2.3, 2.4)
- *    23. the Muon step (SPEC 2.2)
- *    24. many layers in one region
- *    25. data-parallel work assignment
- *    26. Muown (SPEC 2.3)
- *    27. AdamW and clipping (SPEC 2.6)
+ *    21. bf16 Newton-Schulz on AMX with its operands packed once
+ *    22. Newton-Schulz
+ *    23. exact singular values: one-sided Jacobi in double
+ *    24. spectral cap and diagnostics (SPEC 2.3, 2.4)
+ *    25. the Muon step (SPEC 2.2)
+ *    26. many layers in one region
+ *    27. data-parallel work assignment
+ *    28. Muown (SPEC 2.3)
+ *    29. AdamW and clipping (SPEC 2.6)
  * Long-form API: docs/api-muon.md, docs/api-muon-gemm.md; numerics and measurements:
  * docs/numerics.md; changes: CHANGELOG.md.
  *
@@ -950,10 +955,11 @@ MUONDEF const char *muon_status_string(muon_status s)
 #endif
 
 /* Cache blocking (elements), per kernel (BLIS registers MR/NR and MC/KC/NC with each
- * micro-kernel): each kernel's entry in muon__gemm_pick_kernel names its upper bounds, and
- * muon__gemm_blocking fits them to the problem at run time (so the packing space of a small
- * product is small). Every kernel uses the values tuned for the 14 x 32 AVX-512 kernel on a
- * Sapphire Rapids-class core (48 KB L1d, 2 MB L2, large shared L3):
+ * micro-kernel, bli_blksz_init_easy): each kernel's entry in "the kernel table" names its own
+ * upper bounds (MUON__GEMM_BLK_*), and muon__gemm_blocking fits them to the problem at run time
+ * (so the packing space of a small product is small). Every kernel has, for now, the values
+ * tuned for the 14 x 32 AVX-512 kernel on a Sapphire Rapids-class core (48 KB L1d, 2 MB L2,
+ * large shared L3); a kernel measured to want others changes its own entry only:
  *   KC 384:  the A micro-panel (14 x 384 x 4 B = 21 KB) stays in L1d while B streams past it;
  *   NC 512:  a thread's B block (384 x 512 x 4 B = 768 KB) sits in L2 next to the streaming data;
  *   MC 1008: a thread's A panel (at most 1008 x 384 x 4 B = 1.5 MB; L2 or L3): large, so B is
@@ -962,9 +968,6 @@ MUONDEF const char *muon_status_string(muon_status s)
  * m = 1024 on one thread as 518 + 506) and rounded to the kernel's MR / NR. On the NS shapes
  * KC 256/320/512 and NC 256/768/1024 measured within noise of these. -DMUON_GEMM_KC=... (and
  * _MC, _NC) overrides the bound of every kernel (the workspace size follows). */
-#define MUON__GEMM_KC_DEFAULT 384
-#define MUON__GEMM_MC_DEFAULT 1008
-#define MUON__GEMM_NC_DEFAULT 512
 #ifdef MUON_GEMM_KC
 #define MUON__GEMM_KC(dflt) ((size_t)(MUON_GEMM_KC))
 #else
@@ -1047,15 +1050,33 @@ typedef enum muon__gemm_pack_kind {
     MUON__PACK_AMX,     /* A [p/32][MR][32] (tile rows), B [p/2][NR][2] (VNNI, as DP) */
     MUON__PACK_MMLA     /* bf16 quads: A [p/4][MR][4], B [p/4][NR][4] (BFMMLA: 2 x 4 by 4 x 2) */
 } muon__gemm_pack_kind;
-typedef struct muon__gemm_kernel {
+/* A kernel, described once (its entry in "the kernel table" below): what the blocked loops and
+ * the macro-kernel need to run it, so that they never ask which kernel they hold. */
+typedef struct muon__gemm_kernel muon__gemm_kernel;
+/* Packs rows [i0, i0 + eff) of op(M) (A: micro-panel of MR rows; B: panel of NR columns), k
+ * range [p0, p0 + kc), into dst in the kernel's layout, zero padded to MR / NR and kgran. */
+typedef void (*muon__gemm_pack_fn)(const muon__gemm_kernel *kr, muon_transpose t, const float *M, size_t ld,
+                                   size_t i0, size_t eff, size_t p0, size_t kc, unsigned char *dst);
+/* Packs the NR panels [jq, jqend) of B (op(B) = B, n columns) in one pass (a whole NC block) */
+typedef void (*muon__gemm_pack_block_fn)(const float *M, size_t ld, size_t jq, size_t jqend, size_t n, size_t p0,
+                                         size_t kc, size_t kgran, unsigned char *dst);
+/* SSYRK reading A in place from the B panels: the kernel instance for an A micro-panel whose
+ * first n0 rows lie in one panel and the rest in the next (MUON__NULL: none for that split) */
+typedef muon__gemm_ukr2_fn (*muon__gemm_syrk_fn)(size_t n0);
+struct muon__gemm_kernel {
+    const char *name;  /* precision, ISA, MR x NR (what the tests and the bench print) */
+    int bf16;          /* 1: operands rounded to bf16 as packed, fp32 accumulation ("bf16 products") */
     muon__gemm_ukr_fn fn;
     size_t mr, nr;     /* register block */
-    size_t mc, kc, nc; /* cache blocks: upper bounds, fitted to each problem by muon__gemm_blocking */
-    const char *name;
-    muon__gemm_pack_kind pack;
+    size_t mc, kc, nc; /* its cache blocks: upper bounds, fitted to each problem by muon__gemm_blocking */
+    muon__gemm_pack_kind pack; /* the packed layout (documentation and the tests; the loops call pack_a/b) */
     size_t kgran, esz; /* packed k is a multiple of kgran (zero padded); bytes per packed value */
-    void (*enter)(void), (*leave)(void); /* per thread, around its share (AMX tile config) */
-} muon__gemm_kernel;
+    muon__gemm_pack_fn pack_a, pack_b;
+    muon__gemm_pack_block_fn pack_b_block; /* op(B) = B: whole blocks at once; MUON__NULL: panel by panel */
+    muon__gemm_syrk_fn syrk;               /* SSYRK with A read in place; MUON__NULL: packed as a GEMM */
+    void (*enter)(void), (*leave)(void);   /* per thread, around its share (AMX tile config) */
+    int ns_engine; /* 1: a bf16 Newton-Schulz on this kernel runs on the AMX engine (operands packed once) */
+};
 
 static size_t muon__gemm_ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
 static size_t muon__gemm_round_up(size_t a, size_t b) { return muon__gemm_ceil_div(a, b) * b; }
@@ -1336,37 +1357,6 @@ static void muon__gemm_ukr_neon(size_t kc, const float *a, const float *b, float
     }
 }
 #endif /* MUON__GEMM_NEON */
-
-/* The kernels: constant descriptors, passed by pointer (no copy on a product's stack path).
- * Positional fields: fn, mr, nr, mc, kc, nc, name, pack, kgran, esz, enter, leave. */
-#define MUON__GEMM_BLOCKS_INIT                                                                     \
-    MUON__GEMM_MC(MUON__GEMM_MC_DEFAULT), MUON__GEMM_KC(MUON__GEMM_KC_DEFAULT),                   \
-        MUON__GEMM_NC(MUON__GEMM_NC_DEFAULT)
-/* the build's fp32 kernel (the scalar one without SIMD) */
-#if defined(MUON__GEMM_AVX512)
-#define MUON__GEMM_B_UKR muon__gemm_ukr_avx512, MUON__GEMM_AVX512_MR, MUON__GEMM_AVX512_NR
-#define MUON__GEMM_B_NAME "avx512 14x32"
-#elif defined(MUON__GEMM_AVX2)
-#define MUON__GEMM_B_UKR muon__gemm_ukr_avx2, MUON__GEMM_AVX2_MR, MUON__GEMM_AVX2_NR
-#define MUON__GEMM_B_NAME "avx2 6x16"
-#elif defined(MUON__GEMM_NEON)
-#define MUON__GEMM_B_UKR muon__gemm_ukr_neon, MUON__GEMM_NEON_MR, MUON__GEMM_NEON_NR
-#define MUON__GEMM_B_NAME "neon 8x8"
-#else
-#define MUON__GEMM_B_UKR muon__gemm_ukr_scalar, MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR
-#define MUON__GEMM_B_NAME "scalar 4x8"
-#endif
-#define MUON__GEMM_S_UKR muon__gemm_ukr_scalar, MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR
-/* UKR: fn, mr, nr as one macro argument list (MUON__GEMM_B_UKR, MUON__GEMM_S_UKR) */
-#define MUON__GEMM_KERNEL_F32(UKR, name) {UKR, MUON__GEMM_BLOCKS_INIT, name, MUON__PACK_F32, 1, sizeof(float), MUON__NULL, MUON__NULL}
-static const muon__gemm_kernel muon__gemm_k_scalar = MUON__GEMM_KERNEL_F32(MUON__GEMM_S_UKR, "scalar 4x8");
-static const muon__gemm_kernel muon__gemm_k_build = MUON__GEMM_KERNEL_F32(MUON__GEMM_B_UKR, MUON__GEMM_B_NAME);
-
-/* The kernel a build uses (scalar != 0: the scalar reference, whatever the build). */
-static const muon__gemm_kernel *muon__gemm_pick_kernel(int scalar)
-{
-    return scalar ? &muon__gemm_k_scalar : &muon__gemm_k_build;
-}
 
 /* ---- packing ----------------------------------------------------------------------------- */
 /* The transposing copy both strided packings reduce to: rows [0, rows_eff) of src (ld apart,
@@ -1730,59 +1720,79 @@ static MUON__NOINLINE void muon__gemm_pack_pairs_rowwise16(const float *M, size_
 #undef MUON__T16_ST
 #endif
 
-/* k values per group of a bf16 pack kind that muon__gemm_pack_pairs writes (MMLA 4, else 2) */
-static size_t muon__gemm_pack_group(const muon__gemm_kernel *kr) { return kr->pack == MUON__PACK_MMLA ? 4 : 2; }
-
-/* (frames of their own: the packers stay off the stack path of the micro-kernel call) */
-static MUON__NOINLINE void muon__gemm_pack_a_any(const muon__gemm_kernel *kr, muon_transpose ta, const float *A,
-                                                 size_t lda, size_t i0, size_t mr_eff, size_t p0, size_t kc,
+/* Each kernel's packers (its table entry names them; the loops call kr->pack_a / kr->pack_b,
+ * never asking the layout). Frames of their own: the packers stay off the stack path of the
+ * micro-kernel call. */
+static MUON__NOINLINE void muon__gemm_pack_a_f32(const muon__gemm_kernel *kr, muon_transpose t, const float *M,
+                                                 size_t ld, size_t i0, size_t eff, size_t p0, size_t kc,
                                                  unsigned char *dst)
 {
-    switch (kr->pack) {
-    case MUON__PACK_EMU:
-        muon__gemm_pack_emu(1, ta, A, lda, i0, mr_eff, p0, kc, kr->mr, (float *)(void *)dst);
-        return;
-    case MUON__PACK_DP:
-    case MUON__PACK_MMLA:
-        muon__gemm_pack_pairs(1, ta, A, lda, i0, mr_eff, p0, kc, kr->mr, kr->kgran, muon__gemm_pack_group(kr),
-                              (uint16_t *)(void *)dst);
-        return;
-    case MUON__PACK_AMX:
+    muon__gemm_pack_a(t, M, ld, i0, eff, p0, kc, kr->mr, (float *)(void *)dst);
+}
+static MUON__NOINLINE void muon__gemm_pack_b_f32(const muon__gemm_kernel *kr, muon_transpose t, const float *M,
+                                                 size_t ld, size_t i0, size_t eff, size_t p0, size_t kc,
+                                                 unsigned char *dst)
+{
+    muon__gemm_pack_b(t, M, ld, i0, eff, p0, kc, kr->nr, (float *)(void *)dst);
+}
+/* the emulation: bf16 values as floats, k pairs swapped */
+static MUON__NOINLINE void muon__gemm_pack_a_emu(const muon__gemm_kernel *kr, muon_transpose t, const float *M,
+                                                 size_t ld, size_t i0, size_t eff, size_t p0, size_t kc,
+                                                 unsigned char *dst)
+{
+    muon__gemm_pack_emu(1, t, M, ld, i0, eff, p0, kc, kr->mr, (float *)(void *)dst);
+}
+static MUON__NOINLINE void muon__gemm_pack_b_emu(const muon__gemm_kernel *kr, muon_transpose t, const float *M,
+                                                 size_t ld, size_t i0, size_t eff, size_t p0, size_t kc,
+                                                 unsigned char *dst)
+{
+    muon__gemm_pack_emu(0, t, M, ld, i0, eff, p0, kc, kr->nr, (float *)(void *)dst);
+}
+/* bf16 pairs (vdpbf16ps, BFDOT; AMX's B) and quads (BFMMLA); unused where no kernel packs them */
+static MUON__GEMM_UNUSED MUON__NOINLINE void muon__gemm_pack_a_pairs(const muon__gemm_kernel *kr, muon_transpose t, const float *M,
+                                                   size_t ld, size_t i0, size_t eff, size_t p0, size_t kc,
+                                                   unsigned char *dst)
+{
+    muon__gemm_pack_pairs(1, t, M, ld, i0, eff, p0, kc, kr->mr, kr->kgran, 2, (uint16_t *)(void *)dst);
+}
+static MUON__GEMM_UNUSED MUON__NOINLINE void muon__gemm_pack_b_pairs(const muon__gemm_kernel *kr, muon_transpose t, const float *M,
+                                                   size_t ld, size_t i0, size_t eff, size_t p0, size_t kc,
+                                                   unsigned char *dst)
+{
+    muon__gemm_pack_pairs(0, t, M, ld, i0, eff, p0, kc, kr->nr, kr->kgran, 2, (uint16_t *)(void *)dst);
+}
+static MUON__GEMM_UNUSED MUON__NOINLINE void muon__gemm_pack_a_quads(const muon__gemm_kernel *kr, muon_transpose t, const float *M,
+                                                   size_t ld, size_t i0, size_t eff, size_t p0, size_t kc,
+                                                   unsigned char *dst)
+{
+    muon__gemm_pack_pairs(1, t, M, ld, i0, eff, p0, kc, kr->mr, kr->kgran, 4, (uint16_t *)(void *)dst);
+}
+static MUON__GEMM_UNUSED MUON__NOINLINE void muon__gemm_pack_b_quads(const muon__gemm_kernel *kr, muon_transpose t, const float *M,
+                                                   size_t ld, size_t i0, size_t eff, size_t p0, size_t kc,
+                                                   unsigned char *dst)
+{
+    muon__gemm_pack_pairs(0, t, M, ld, i0, eff, p0, kc, kr->nr, kr->kgran, 4, (uint16_t *)(void *)dst);
+}
+#ifdef MUON__BF16_DP
+/* pairs for a 32-column kernel (vdpbf16ps, AMX): op(B) = B^T 16 rows at a time */
+static MUON__NOINLINE void muon__gemm_pack_b_pairs32(const muon__gemm_kernel *kr, muon_transpose t, const float *M,
+                                                     size_t ld, size_t i0, size_t eff, size_t p0, size_t kc,
+                                                     unsigned char *dst)
+{
+    if (t == MUON_TRANS)
+        muon__gemm_pack_pairs_rowwise16(M, ld, i0, eff, p0, kc, kr->nr, kr->kgran, (uint16_t *)(void *)dst);
+    else
+        muon__gemm_pack_pairs(0, t, M, ld, i0, eff, p0, kc, kr->nr, kr->kgran, 2, (uint16_t *)(void *)dst);
+}
+#endif
 #ifdef MUON__BF16_AMX
-        muon__gemm_pack_amx_a(ta, A, lda, i0, mr_eff, p0, kc, kr->mr, (uint16_t *)(void *)dst);
-#endif
-        return;
-    case MUON__PACK_F32:
-        break;
-    }
-    muon__gemm_pack_a(ta, A, lda, i0, mr_eff, p0, kc, kr->mr, (float *)(void *)dst);
-}
-
-static MUON__NOINLINE void muon__gemm_pack_b_any(const muon__gemm_kernel *kr, muon_transpose tb, const float *B,
-                                                 size_t ldb, size_t j0, size_t nr_eff, size_t p0, size_t kc,
+static MUON__NOINLINE void muon__gemm_pack_a_amx(const muon__gemm_kernel *kr, muon_transpose t, const float *M,
+                                                 size_t ld, size_t i0, size_t eff, size_t p0, size_t kc,
                                                  unsigned char *dst)
 {
-    switch (kr->pack) {
-    case MUON__PACK_EMU:
-        muon__gemm_pack_emu(0, tb, B, ldb, j0, nr_eff, p0, kc, kr->nr, (float *)(void *)dst);
-        return;
-    case MUON__PACK_DP:
-    case MUON__PACK_AMX:
-    case MUON__PACK_MMLA:
-#ifdef MUON__BF16_DP /* (op(B) = B with NR 32: the driver packs whole blocks, pack_pairs_b_block) */
-        if (tb == MUON_TRANS && kr->nr % 16 == 0 && muon__gemm_pack_group(kr) == 2) {
-            muon__gemm_pack_pairs_rowwise16(B, ldb, j0, nr_eff, p0, kc, kr->nr, kr->kgran, (uint16_t *)(void *)dst);
-            return;
-        }
-#endif
-        muon__gemm_pack_pairs(0, tb, B, ldb, j0, nr_eff, p0, kc, kr->nr, kr->kgran, muon__gemm_pack_group(kr),
-                              (uint16_t *)(void *)dst);
-        return;
-    case MUON__PACK_F32:
-        break;
-    }
-    muon__gemm_pack_b(tb, B, ldb, j0, nr_eff, p0, kc, kr->nr, (float *)(void *)dst);
+    muon__gemm_pack_amx_a(t, M, ld, i0, eff, p0, kc, kr->mr, (uint16_t *)(void *)dst);
 }
+#endif
 
 #ifdef MUON__BF16_DP
 #define MUON__GEMM_DP_MR 14
@@ -2002,7 +2012,13 @@ static void muon__gemm_ukr_amx(size_t kc, const float *af, const float *bf, floa
 /* Which bf16 kernel: MUON__BF16_BEST (AMX if granted, else DP where this CPU runs it faster than
  * fp32 FMA, else the emulation on the build's fp32 kernel; on AArch64 with BF16, BFMMLA), or a
  * named one for the tests (one not compiled in gives the best). */
-enum {
+/* ---- the kernel table ------------------------------------------------------------------
+ * Every kernel described once: its name (precision, ISA, MR x NR), the micro-kernel, its own
+ * cache blocks (MC, KC, NC), its packed layout and packers, its SSYRK variant that reads A in
+ * place, its per-thread enter/leave, and whether a bf16 NS on it is the AMX engine. The blocked
+ * loops and the macro-kernel read these fields; muon__gemm_choose is the one place a product's
+ * kernel is chosen (bf16: the rule muon__gemm_pick_bf16_as). */
+enum { /* a bf16 product's request (muon__ns_view.bf16_kernel; the tests name all of them) */
     MUON__BF16_BEST = 0,
     MUON__BF16_REF = 1,
     MUON__BF16_EMU = 2,
@@ -2010,37 +2026,126 @@ enum {
     MUON__BF16_AMXK = 4, /* AMX (where not compiled: the best) */
     MUON__BF16_MMLAK = 5 /* AArch64 BFMMLA (where not compiled: the best without AMX) */
 };
-/* The bf16 kernels: the emulations pack bf16-rounded values into an fp32 kernel's layout
- * (k in swapped pairs, kgran 2); the reference one uses the scalar kernel. */
-#define MUON__GEMM_KERNEL_EMU(UKR, name) {UKR, MUON__GEMM_BLOCKS_INIT, name, MUON__PACK_EMU, 2, sizeof(float), MUON__NULL, MUON__NULL}
-static const muon__gemm_kernel muon__gemm_k_bf16_ref =
-    MUON__GEMM_KERNEL_EMU(MUON__GEMM_S_UKR, "bf16 reference (scalar 4x8)");
-static const muon__gemm_kernel muon__gemm_k_bf16_emu = MUON__GEMM_KERNEL_EMU(MUON__GEMM_B_UKR, "bf16 emulation");
+/* SSYRK's in-place split instances of the build's fp32 kernel (AVX-512, AVX2: muon__gemm_ukr_*_split) */
+#if defined(MUON__GEMM_NEON)
+/* NEON 8 x 8: A micro-panels and B panels have the same [kc][8] layout and grid, so an A
+ * micro-panel is its rows' B panel: the kernel itself, a1 unused */
+static void muon__gemm_ukr_neon_s8(size_t kc, const float *a, const float *a1, const float *b, float *c, size_t ldc,
+                                   float alpha, float beta)
+{
+    (void)a1;
+    muon__gemm_ukr_neon(kc, a, b, c, ldc, alpha, beta);
+}
+static muon__gemm_ukr2_fn muon__gemm_ukr_neon_split(size_t n0)
+{
+    return n0 >= MUON__GEMM_NEON_MR ? muon__gemm_ukr_neon_s8 : MUON__NULL;
+}
+#endif
+/* Each kernel's cache blocks, MC, KC, NC (elements; see "Cache blocking" above). Every kernel
+ * keeps the values measured for the 14 x 32 AVX-512 one until its own are measured: on the NS
+ * shapes other values measured within noise (bench/RESULTS.md). -DMUON_GEMM_MC=... (KC, NC)
+ * overrides them all. */
+#define MUON__GEMM_BLOCKS(mc, kc, nc) MUON__GEMM_MC(mc), MUON__GEMM_KC(kc), MUON__GEMM_NC(nc)
+#define MUON__GEMM_BLK_SCALAR MUON__GEMM_BLOCKS(1008, 384, 512)
+#define MUON__GEMM_BLK_AVX512 MUON__GEMM_BLOCKS(1008, 384, 512)
+#define MUON__GEMM_BLK_AVX2 MUON__GEMM_BLOCKS(1008, 384, 512)
+#define MUON__GEMM_BLK_NEON MUON__GEMM_BLOCKS(1008, 384, 512)
+#define MUON__GEMM_BLK_DP MUON__GEMM_BLOCKS(1008, 384, 512)
+#define MUON__GEMM_BLK_NEON_BF16 MUON__GEMM_BLOCKS(1008, 384, 512)
+#define MUON__GEMM_BLK_AMX MUON__GEMM_BLOCKS(1008, 384, 512)
+/* Positional fields (C++11 has no designated initialisers): name, bf16, fn, mr, nr, mc, kc, nc,
+ * pack, kgran, esz, pack_a, pack_b, pack_b_block, syrk, enter, leave, ns_engine. */
+/* fp32: the scalar reference (the tests' path), and the build's kernel */
+static const muon__gemm_kernel muon__gemm_k_scalar = {
+    "scalar 4x8", 0, muon__gemm_ukr_scalar, MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR, MUON__GEMM_BLK_SCALAR,
+    MUON__PACK_F32, 1, sizeof(float), muon__gemm_pack_a_f32, muon__gemm_pack_b_f32, MUON__NULL, MUON__NULL,
+    MUON__NULL, MUON__NULL, 0};
+#if defined(MUON__GEMM_AVX512)
+#define MUON__GEMM_B_UKR muon__gemm_ukr_avx512, MUON__GEMM_AVX512_MR, MUON__GEMM_AVX512_NR, MUON__GEMM_BLK_AVX512
+static const muon__gemm_kernel muon__gemm_k_build = {
+    "avx512 14x32", 0, MUON__GEMM_B_UKR, MUON__PACK_F32, 1, sizeof(float), muon__gemm_pack_a_f32,
+    muon__gemm_pack_b_f32, MUON__NULL, muon__gemm_ukr_avx512_split, MUON__NULL, MUON__NULL, 0};
+#elif defined(MUON__GEMM_AVX2)
+#define MUON__GEMM_B_UKR muon__gemm_ukr_avx2, MUON__GEMM_AVX2_MR, MUON__GEMM_AVX2_NR, MUON__GEMM_BLK_AVX2
+static const muon__gemm_kernel muon__gemm_k_build = {
+    "avx2 6x16", 0, MUON__GEMM_B_UKR, MUON__PACK_F32, 1, sizeof(float), muon__gemm_pack_a_f32,
+    muon__gemm_pack_b_f32, MUON__NULL, muon__gemm_ukr_avx2_split, MUON__NULL, MUON__NULL, 0};
+#elif defined(MUON__GEMM_NEON)
+#define MUON__GEMM_B_UKR muon__gemm_ukr_neon, MUON__GEMM_NEON_MR, MUON__GEMM_NEON_NR, MUON__GEMM_BLK_NEON
+static const muon__gemm_kernel muon__gemm_k_build = {
+    "neon 8x8", 0, MUON__GEMM_B_UKR, MUON__PACK_F32, 1, sizeof(float), muon__gemm_pack_a_f32,
+    muon__gemm_pack_b_f32, MUON__NULL, muon__gemm_ukr_neon_split, MUON__NULL, MUON__NULL, 0};
+#else
+#define MUON__GEMM_B_UKR muon__gemm_ukr_scalar, MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR, MUON__GEMM_BLK_SCALAR
+static const muon__gemm_kernel muon__gemm_k_build = {
+    "scalar 4x8", 0, MUON__GEMM_B_UKR, MUON__PACK_F32, 1, sizeof(float), muon__gemm_pack_a_f32,
+    muon__gemm_pack_b_f32, MUON__NULL, MUON__NULL, MUON__NULL, MUON__NULL, 0};
+#endif
+/* bf16: the emulations pack bf16-rounded values into an fp32 kernel's layout (k in swapped
+ * pairs, kgran 2): the reference on the scalar kernel, the emulation on the build's */
+static const muon__gemm_kernel muon__gemm_k_bf16_ref = {
+    "bf16 reference (scalar 4x8)", 1, muon__gemm_ukr_scalar, MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR,
+    MUON__GEMM_BLK_SCALAR, MUON__PACK_EMU, 2, sizeof(float), muon__gemm_pack_a_emu, muon__gemm_pack_b_emu,
+    MUON__NULL, MUON__NULL, MUON__NULL, MUON__NULL, 0};
+static const muon__gemm_kernel muon__gemm_k_bf16_emu = {
+    "bf16 emulation", 1, MUON__GEMM_B_UKR, MUON__PACK_EMU, 2, sizeof(float), muon__gemm_pack_a_emu,
+    muon__gemm_pack_b_emu, MUON__NULL, MUON__NULL, MUON__NULL, MUON__NULL, 0};
+#undef MUON__GEMM_B_UKR
 #ifdef MUON__BF16_AMX
-static const muon__gemm_kernel muon__gemm_k_bf16_amx = {
-    muon__gemm_ukr_amx, MUON__GEMM_AMX_MR, MUON__GEMM_AMX_NR, MUON__GEMM_BLOCKS_INIT, "bf16 amx 32x32",
-    MUON__PACK_AMX, 32, 2, muon__amx_enter, muon__amx_leave};
+/* AMX: as a product's kernel (the generic loops), and as the bf16 NS's engine (the same
+ * kernel for a single product; a Newton-Schulz on it runs muon__ns_bf16_amx) */
+#define MUON__GEMM_K_AMX(engine)                                                                                \
+    {"bf16 amx 32x32", 1, muon__gemm_ukr_amx, MUON__GEMM_AMX_MR, MUON__GEMM_AMX_NR, MUON__GEMM_BLK_AMX,         \
+     MUON__PACK_AMX, 32, 2, muon__gemm_pack_a_amx, muon__gemm_pack_b_pairs32, muon__gemm_pack_pairs_b_block,    \
+     MUON__NULL, muon__amx_enter, muon__amx_leave, engine}
+static const muon__gemm_kernel muon__gemm_k_bf16_amx = MUON__GEMM_K_AMX(0);
+static const muon__gemm_kernel muon__gemm_k_bf16_amx_engine = MUON__GEMM_K_AMX(1);
+#undef MUON__GEMM_K_AMX
 #endif
 #if defined(MUON__BF16_NEON)
 static const muon__gemm_kernel muon__gemm_k_bf16_dp = {
-    muon__gemm_ukr_neon_bf16, MUON__GEMM_NBF_MR, MUON__GEMM_NBF_NR, MUON__GEMM_BLOCKS_INIT, "bf16 neon bfdot 8x8",
-    MUON__PACK_DP, 2, 2, MUON__NULL, MUON__NULL};
+    "bf16 neon bfdot 8x8", 1, muon__gemm_ukr_neon_bf16, MUON__GEMM_NBF_MR, MUON__GEMM_NBF_NR,
+    MUON__GEMM_BLK_NEON_BF16, MUON__PACK_DP, 2, 2, muon__gemm_pack_a_pairs, muon__gemm_pack_b_pairs, MUON__NULL,
+    MUON__NULL, MUON__NULL, MUON__NULL, 0};
 static const muon__gemm_kernel muon__gemm_k_bf16_mmla = {
-    muon__gemm_ukr_neon_bfmmla, MUON__GEMM_NBF_MR, MUON__GEMM_NBF_NR, MUON__GEMM_BLOCKS_INIT, "bf16 neon bfmmla 8x8",
-    MUON__PACK_MMLA, 4, 2, MUON__NULL, MUON__NULL};
+    "bf16 neon bfmmla 8x8", 1, muon__gemm_ukr_neon_bfmmla, MUON__GEMM_NBF_MR, MUON__GEMM_NBF_NR,
+    MUON__GEMM_BLK_NEON_BF16, MUON__PACK_MMLA, 4, 2, muon__gemm_pack_a_quads, muon__gemm_pack_b_quads, MUON__NULL,
+    MUON__NULL, MUON__NULL, MUON__NULL, 0};
 #elif defined(MUON__BF16_DP)
 static const muon__gemm_kernel muon__gemm_k_bf16_dp = {
-    muon__gemm_ukr_dp, MUON__GEMM_DP_MR, MUON__GEMM_DP_NR, MUON__GEMM_BLOCKS_INIT, "bf16 avx512-bf16 14x32",
-    MUON__PACK_DP, 2, 2, MUON__NULL, MUON__NULL};
+    "bf16 avx512-bf16 14x32", 1, muon__gemm_ukr_dp, MUON__GEMM_DP_MR, MUON__GEMM_DP_NR, MUON__GEMM_BLK_DP,
+    MUON__PACK_DP, 2, 2, muon__gemm_pack_a_pairs, muon__gemm_pack_b_pairs32, muon__gemm_pack_pairs_b_block,
+    MUON__NULL, MUON__NULL, MUON__NULL, 0};
 #endif
+/* The kernels a product can run on, for the size queries (the largest packing space over a
+ * range of them): the build's fp32 kernel first, then the bf16 ones as compiled, then the bf16
+ * reference (the tests' path only) last. */
+static const muon__gemm_kernel *const muon__gemm_table[] = {
+    &muon__gemm_k_build, &muon__gemm_k_bf16_emu,
+#if defined(MUON__BF16_NEON)
+    &muon__gemm_k_bf16_dp, &muon__gemm_k_bf16_mmla,
+#elif defined(MUON__BF16_DP)
+    &muon__gemm_k_bf16_dp,
+#endif
+#ifdef MUON__BF16_AMX
+    &muon__gemm_k_bf16_amx,
+#endif
+    &muon__gemm_k_bf16_ref};
+#define MUON__GEMM_NTABLE (sizeof muon__gemm_table / sizeof muon__gemm_table[0])
 
 #ifdef MUON__BF16_DP
-/* Whether this CPU's vdpbf16ps outruns its fp32 FMA, asked once per process: the best of three
- * timings (rdtsc) of 12 independent chains of each; vdpbf16ps does 64 flops, a zmm FMA 32. The
- * Xeon of bench/RESULTS.md ("bf16 Newton-Schulz without AMX") retires one vdpbf16ps per two
- * cycles and two FMAs per cycle: there the fp32 kernel on bf16-rounded operands (the emulation:
- * the same bits on normal values, tests/test_muon_bf16.c) runs the bf16 NS 1.4-1.6x faster. A
- * CPU with a full-rate vdpbf16ps (twice the FMA's flops) gets the dot-product kernel. */
+/* The one run-time fact of the bf16 rule besides AMX's grant (muon__gemm_pick_bf16_as): whether
+ * this CPU's vdpbf16ps outruns its fp32 FMA, asked once per process: the best of three timings
+ * (rdtsc) of 12 independent chains of each; vdpbf16ps does 64 flops, a zmm FMA 32. The Xeon of
+ * bench/RESULTS.md ("bf16 Newton-Schulz without AMX") retires one vdpbf16ps per two cycles and
+ * two FMAs per cycle: there the fp32 kernel on bf16-rounded operands (the emulation) runs the
+ * bf16 NS 1.4-1.6x faster. A CPU with a full-rate vdpbf16ps (twice the FMA's flops) gets the
+ * dot-product kernel.
+ * Why a probe and not a compile-time rule: both kinds of core are built with the same target
+ * flags (-mavx512bf16, -march=sapphirerapids or znver4 alike), so the compiler's macros cannot
+ * tell a half-rate vdpbf16ps from a full-rate one. The choice moves speed only, never a result:
+ * the two kernels give the same bits (tests/test_muon_bf16.c, test_products_all_kernels), and
+ * test_dp_choice forces each answer through the rule and checks the kernel it gives. */
 #define MUON__DP_Z12(I) I " %0, %0, %%zmm20\n\t" I " %0, %0, %%zmm21\n\t" I " %0, %0, %%zmm22\n\t" \
     I " %0, %0, %%zmm23\n\t" I " %0, %0, %%zmm24\n\t" I " %0, %0, %%zmm25\n\t" I " %0, %0, %%zmm26\n\t" \
     I " %0, %0, %%zmm27\n\t" I " %0, %0, %%zmm28\n\t" I " %0, %0, %%zmm29\n\t" I " %0, %0, %%zmm30\n\t" \
@@ -2088,32 +2193,50 @@ static int muon__bf16_dp_fast(void)
 }
 #endif
 
-static const muon__gemm_kernel *muon__gemm_pick_bf16_as(int which, int amx_ok)
+/* The bf16 rule: the kernel for request `which` given the two facts of the machine it depends
+ * on, amx_ok (AMX compiled, and the kernel grants the tile data: muon__amx_ready) and dp_fast
+ * (vdpbf16ps outruns the fp32 FMA: muon__bf16_dp_fast). A pure function, so that the tests can
+ * force every outcome; muon__gemm_choose asks the facts. Fastest compiled first:
+ *   REF, EMU: the scalar reference, the emulation on the build's kernel (the tests' names);
+ *   BEST with AMX: the AMX engine (a single product: the AMX kernel); AMXK with AMX: the AMX kernel;
+ *   AArch64 with BF16: BFMMLA unless BFDOT (DPK) is named (not timed: BFMMLA does twice BFDOT's
+ *     multiply-adds per instruction and is what Arm's own bf16 GEMMs build on);
+ *   x86 with AVX512-BF16: vdpbf16ps where dp_fast (DPK: always), else the emulation;
+ *   otherwise the emulation. */
+static const muon__gemm_kernel *muon__gemm_pick_bf16_as(int which, int amx_ok, int dp_fast)
 {
     (void)amx_ok;
+    (void)dp_fast;
     if (which == MUON__BF16_REF) return &muon__gemm_k_bf16_ref;
     if (which == MUON__BF16_EMU) return &muon__gemm_k_bf16_emu;
 #ifdef MUON__BF16_AMX
-    if (which != MUON__BF16_DPK && amx_ok) return &muon__gemm_k_bf16_amx;
+    if (amx_ok && which == MUON__BF16_BEST) return &muon__gemm_k_bf16_amx_engine;
+    if (amx_ok && which == MUON__BF16_AMXK) return &muon__gemm_k_bf16_amx;
 #endif
 #if defined(MUON__BF16_NEON)
-    /* BFMMLA unless BFDOT is named (not timed here: no AArch64 core; BFMMLA does twice BFDOT's
-     * multiply-adds per instruction and is what Arm's own bf16 GEMMs build on) */
     return which == MUON__BF16_DPK ? &muon__gemm_k_bf16_dp : &muon__gemm_k_bf16_mmla;
 #elif defined(MUON__BF16_DP)
-    /* the best without AMX: vdpbf16ps where it is the faster (DPK: always, for the tests) */
-    return which == MUON__BF16_DPK || muon__bf16_dp_fast() ? &muon__gemm_k_bf16_dp : &muon__gemm_k_bf16_emu;
+    return which == MUON__BF16_DPK || dp_fast ? &muon__gemm_k_bf16_dp : &muon__gemm_k_bf16_emu;
 #else
     return &muon__gemm_k_bf16_emu;
 #endif
 }
-static const muon__gemm_kernel *muon__gemm_pick_bf16(int which)
+/* The one chooser: the kernel of a product (bf16 0: fp32, `which` 1 for the scalar reference,
+ * else the build's kernel; bf16 1: request `which`, a MUON__BF16_*). Called once per product by
+ * the entry points, once per Newton-Schulz by muon__prod_make (whose kernel then runs all of
+ * its products, and whose ns_engine field sends a bf16 NS to the AMX engine). */
+static const muon__gemm_kernel *muon__gemm_choose(int bf16, int which)
 {
-    int amx_ok = 0;
+    int amx_ok = 0, dp_fast = 0;
+    if (!bf16) return which ? &muon__gemm_k_scalar : &muon__gemm_k_build;
 #ifdef MUON__BF16_AMX
     if (which == MUON__BF16_BEST || which == MUON__BF16_AMXK) amx_ok = muon__amx_ready();
 #endif
-    return muon__gemm_pick_bf16_as(which, amx_ok);
+#ifdef MUON__BF16_DP /* (asked only where the rule reads it: the probe runs once per process) */
+    if (!amx_ok && which != MUON__BF16_REF && which != MUON__BF16_EMU && which != MUON__BF16_DPK)
+        dp_fast = muon__bf16_dp_fast();
+#endif
+    return muon__gemm_pick_bf16_as(which, amx_ok, dp_fast);
 }
 
 /* A partial tile (edge of C, or a tile crossing SSYRK's diagonal) from t (mr x nr, ld nr):
@@ -2143,7 +2266,6 @@ typedef struct muon__gemm_problem {
     size_t lda, ldb, ldc;
     float *C;
     int syrk; /* C = op(A) op(A)^T: only tiles touching the lower triangle, then mirrored */
-    int bf16; /* operands rounded to bf16, fp32 accumulation (alpha 1, beta 0: bf16 products) */
 } muon__gemm_problem;
 
 
@@ -2311,54 +2433,26 @@ static void muon__gemm_macro(const muon__gemm_problem *g, const muon__gemm_kerne
     }
 }
 
-/* SSYRK with the build's AVX-512, AVX2 or NEON kernel (MR x NR: 14 x 32, 6 x 16, 8 x 8) */
-#if defined(MUON__GEMM_AVX512)
-#define MUON__SYRK_MR MUON__GEMM_AVX512_MR
-#define MUON__SYRK_NR MUON__GEMM_AVX512_NR
-#define MUON__SYRK_UKR muon__gemm_ukr_avx512
-#define MUON__SYRK_SPLIT muon__gemm_ukr_avx512_split
-#elif defined(MUON__GEMM_AVX2)
-#define MUON__SYRK_MR MUON__GEMM_AVX2_MR
-#define MUON__SYRK_NR MUON__GEMM_AVX2_NR
-#define MUON__SYRK_UKR muon__gemm_ukr_avx2
-#define MUON__SYRK_SPLIT muon__gemm_ukr_avx2_split
-#elif defined(MUON__GEMM_NEON)
-/* NEON 8 x 8: A micro-panels and B panels have the same [kc][8] layout and grid, so an A
- * micro-panel is its rows' B panel: the kernel itself, a1 unused */
-static void muon__gemm_ukr_neon_s8(size_t kc, const float *a, const float *a1, const float *b, float *c, size_t ldc,
-                                   float alpha, float beta)
-{
-    (void)a1;
-    muon__gemm_ukr_neon(kc, a, b, c, ldc, alpha, beta);
-}
-static muon__gemm_ukr2_fn muon__gemm_ukr_neon_split(size_t n0)
-{
-    return n0 >= MUON__GEMM_NEON_MR ? muon__gemm_ukr_neon_s8 : MUON__NULL;
-}
-#define MUON__SYRK_MR MUON__GEMM_NEON_MR
-#define MUON__SYRK_NR MUON__GEMM_NEON_NR
-#define MUON__SYRK_UKR muon__gemm_ukr_neon
-#define MUON__SYRK_SPLIT muon__gemm_ukr_neon_split
-#endif
-#ifdef MUON__SYRK_UKR
-/* For row block [i0, i0 + mc) and k block [p0, p0 + kc): both operands are the same rows of
+/* SSYRK on a kernel with an in-place variant (kr->syrk: the build's AVX-512, AVX2 or NEON fp32
+ * kernel). For row block [i0, i0 + mc) and k block [p0, p0 + kc): both operands are the same rows of
  * op(A), so each k block is packed once, as B panels ([kc][NR]).
  * The panels of the block's own rows (global panels [qr0, npb)) go to the A region (arows: mc + 2
  * NR rows hold them), where the split instances of the kernel read each A micro-panel in place
- * (MUON__SYRK_SPLIT); the columns left of them are packed a chunk at a time into the B region,
+ * (kr->syrk); the columns left of them are packed a chunk at a time into the B region,
  * as for a GEMM. The same values in the same k order as packing A from X: the same
  * bits. (Rows past op(A)'s end read some packed values; their C rows are never stored.) */
-static MUON__ALWAYS_INLINE void muon__gemm_syrk_tiles(const muon__gemm_problem *g, const float *ra, size_t qr0,
-                                                   size_t npb, const float *bp, size_t jq, size_t jqend, size_t i0,
-                                                   size_t npa, size_t kc, float beta, float *tile)
+static MUON__ALWAYS_INLINE void muon__gemm_syrk_tiles(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
+                                                   const float *ra, size_t qr0, size_t npb, const float *bp,
+                                                   size_t jq, size_t jqend, size_t i0, size_t npa, size_t kc,
+                                                   float beta, float *tile)
 {
-    const size_t mr = MUON__SYRK_MR, nr = MUON__SYRK_NR, ps = nr * kc;
+    const size_t mr = kr->mr, nr = kr->nr, ps = nr * kc;
     size_t ir, q;
     for (ir = 0; ir < npa; ir++) {
         size_t ii = i0 + ir * mr, mre = g->m - ii < mr ? g->m - ii : mr, pa = ii / nr, n0 = nr - ii % nr;
         const float *a = ra + (pa - qr0) * ps + ii % nr;
         const float *a1 = n0 < mr && pa + 1 < npb ? ra + (pa + 1 - qr0) * ps : a; /* the next panel */
-        muon__gemm_ukr2_fn fn = MUON__SYRK_SPLIT(n0); /* (n0 is even: MR and NR are) */
+        muon__gemm_ukr2_fn fn = kr->syrk(n0); /* (n0 is even: MR and NR are) */
         for (q = jq; q < jqend; q++) {
             size_t jj = q * nr, nre = g->n - jj < nr ? g->n - jj : nr;
             const float *bq = bp + (q - jq) * ps;
@@ -2378,7 +2472,7 @@ static MUON__ALWAYS_INLINE void muon__gemm_syrk_direct(const muon__gemm_problem 
                                                     size_t kc, float beta, unsigned char *apack,
                                                     unsigned char *bpack, float *tile)
 {
-    const size_t nr = MUON__SYRK_NR, ncp = bl->nc / nr, ps = nr * kc;
+    const size_t nr = kr->nr, ncp = bl->nc / nr, ps = nr * kc;
     const size_t qr0 = i0 / nr, npb = muon__gemm_ceil_div(i0 + mc, nr), npa = muon__gemm_ceil_div(mc, kr->mr);
     float *ra = (float *)(void *)apack, *bp = (float *)(void *)bpack;
     size_t q, jq, jqend;
@@ -2388,14 +2482,13 @@ static MUON__ALWAYS_INLINE void muon__gemm_syrk_direct(const muon__gemm_problem 
     for (jq = 0; jq < qr0; jq = jqend) { /* the columns left of the block's rows */
         jqend = jq + ncp < qr0 ? jq + ncp : qr0;
         for (q = jq; q < jqend; q++) muon__gemm_pack_b(g->tb, g->B, g->ldb, q * nr, nr, p0, kc, nr, bp + (q - jq) * ps);
-        muon__gemm_syrk_tiles(g, ra, qr0, npb, bp, jq, jqend, i0, npa, kc, beta, tile);
+        muon__gemm_syrk_tiles(g, kr, ra, qr0, npb, bp, jq, jqend, i0, npa, kc, beta, tile);
     }
     for (jq = qr0; jq < npb; jq = jqend) { /* the block's own columns, read from the A region */
         jqend = jq + ncp < npb ? jq + ncp : npb;
-        muon__gemm_syrk_tiles(g, ra, qr0, npb, ra + (jq - qr0) * ps, jq, jqend, i0, npa, kc, beta, tile);
+        muon__gemm_syrk_tiles(g, kr, ra, qr0, npb, ra + (jq - qr0) * ps, jq, jqend, i0, npa, kc, beta, tile);
     }
 }
-#endif
 
 /* One thread's share: rows [r0, r1) x column panels [q0, q1) of C, all of k: the blocked
  * loops (BLIS loops 5, 4, 3: MC row blocks, KC k blocks, NC column blocks) with their packing,
@@ -2417,28 +2510,25 @@ static void muon__gemm_part(const muon__gemm_problem *g, const muon__gemm_kernel
             size_t kc = g->k - p0 < bl->kc ? g->k - p0 : bl->kc, qa, jq;
             size_t pstride = muon__gemm_round_up(kc, kr->kgran) * kr->esz; /* bytes per packed row */
             float beta = p0 == 0 ? g->beta : 1.0f;
-#ifdef MUON__SYRK_UKR
-            if (g->syrk && kr->fn == MUON__SYRK_UKR && kr->pack == MUON__PACK_F32) { /* (not bf16 EMU) */
+            if (g->syrk && kr->syrk) { /* A read in place from the B panels */
                 muon__gemm_syrk_direct(g, kr, bl, i0, mc, p0, kc, beta, apack, bpack, tile);
                 continue;
             }
-#endif
             for (qa = 0; qa < npa; qa++) {
                 size_t ii = i0 + qa * mr;
-                muon__gemm_pack_a_any(kr, g->ta, g->A, g->lda, ii, g->m - ii < mr ? g->m - ii : mr, p0, kc,
-                                      apack + qa * mr * pstride);
+                kr->pack_a(kr, g->ta, g->A, g->lda, ii, g->m - ii < mr ? g->m - ii : mr, p0, kc,
+                           apack + qa * mr * pstride);
             }
             for (jq = q0; jq < npb; jq += ncp) {
                 size_t jqend = jq + ncp < npb ? jq + ncp : npb, q;
-#ifdef MUON__BF16_DP
-                if (kr->pack != MUON__PACK_F32 && kr->pack != MUON__PACK_EMU && g->tb == MUON_NO_TRANS && nr == 32) {
-                    muon__gemm_pack_pairs_b_block(g->B, g->ldb, jq, jqend, g->n, p0, kc, kr->kgran, bpack);
-                } else
-#endif
-                for (q = jq; q < jqend; q++) {
-                    size_t jj = q * nr;
-                    muon__gemm_pack_b_any(kr, g->tb, g->B, g->ldb, jj, g->n - jj < nr ? g->n - jj : nr, p0, kc,
-                                          bpack + (q - jq) * nr * pstride);
+                if (kr->pack_b_block && g->tb == MUON_NO_TRANS) {
+                    kr->pack_b_block(g->B, g->ldb, jq, jqend, g->n, p0, kc, kr->kgran, bpack);
+                } else {
+                    for (q = jq; q < jqend; q++) {
+                        size_t jj = q * nr;
+                        kr->pack_b(kr, g->tb, g->B, g->ldb, jj, g->n - jj < nr ? g->n - jj : nr, p0, kc,
+                                   bpack + (q - jq) * nr * pstride);
+                    }
                 }
                 muon__gemm_macro(g, kr, apack, bpack, i0, npa, jq, jqend, kc, beta, tile);
             }
@@ -2641,18 +2731,16 @@ static MUON__NOINLINE void muon__gemm_exec_stack(const muon__gemm_problem *g, co
     muon__gemm_exec(g, kr, bl, stackbuf, t);
 }
 
-/* The kernel, blocks and thread count of a validated problem; returns 0 when alpha == 0 has
- * already been handled (BLAS convention: op(A) op(B) not formed, no 0 * Inf). scalar: force the
- * scalar kernel (the tests' reference path). threads <= 0: the OpenMP default. */
-static int muon__gemm_setup(const muon__gemm_problem *g, int scalar, int threads, const muon__gemm_kernel **kp,
+/* The blocks and thread count of a validated problem on kernel kr (muon__gemm_choose's); returns
+ * 0 when alpha == 0 has already been handled (BLAS convention: op(A) op(B) not formed, no 0 * Inf).
+ * threads <= 0: the OpenMP default. */
+static int muon__gemm_setup(const muon__gemm_problem *g, const muon__gemm_kernel *kr, int threads,
                             muon__gemm_blocks *bl, int *t)
 {
     if (g->alpha == 0.0f) {
         muon__gemm_scale_c(g);
         return 0;
     }
-    const muon__gemm_kernel *kr = g->bf16 ? muon__gemm_pick_bf16(scalar) : muon__gemm_pick_kernel(scalar);
-    *kp = kr;
     *bl = muon__gemm_blocking(kr, g->m, g->n, g->k);
     *t = threads > 0 ? threads : muon__gemm_threads_wanted(g, 0);
     if ((size_t)*t > muon__gemm_max_parts(g, kr)) *t = (int)muon__gemm_max_parts(g, kr);
@@ -2661,13 +2749,12 @@ static int muon__gemm_setup(const muon__gemm_problem *g, int scalar, int threads
 
 /* Runs a validated problem in caller workspace ws (not NULL): never allocates, and its call
  * paths never reach muon__gemm_exec_stack's buffer (a step's products stay shallow). */
-static MUON__GEMM_UNUSED muon_status muon__gemm_run_ws(const muon__gemm_problem *g, int scalar, void *ws,
-                                                       size_t ws_bytes, int threads)
+static muon_status muon__gemm_run_ws(const muon__gemm_problem *g, const muon__gemm_kernel *kr, void *ws,
+                                     size_t ws_bytes, int threads)
 {
-    const muon__gemm_kernel *kr;
     muon__gemm_blocks bl;
     int t;
-    if (!muon__gemm_setup(g, scalar, threads, &kr, &bl, &t)) return MUON_OK;
+    if (!muon__gemm_setup(g, kr, threads, &bl, &t)) return MUON_OK;
     while (t > 1 && muon__gemm_ws_need(&bl, t) > ws_bytes) t--;
     if (muon__gemm_ws_need(&bl, t) > ws_bytes) return MUON_ERR_SIZE;
     muon__gemm_exec(g, kr, &bl, ws, t);
@@ -2676,13 +2763,12 @@ static MUON__GEMM_UNUSED muon_status muon__gemm_run_ws(const muon__gemm_problem 
 
 /* Runs a validated problem with its own packing space: the stack buffer when it fits
  * (no allocation), MUON_MALLOC otherwise. */
-static muon_status muon__gemm_run(const muon__gemm_problem *g, int scalar, int threads)
+static muon_status muon__gemm_run(const muon__gemm_problem *g, const muon__gemm_kernel *kr, int threads)
 {
-    const muon__gemm_kernel *kr;
     muon__gemm_blocks bl;
     int t;
     void *mem;
-    if (!muon__gemm_setup(g, scalar, threads, &kr, &bl, &t)) return MUON_OK;
+    if (!muon__gemm_setup(g, kr, threads, &bl, &t)) return MUON_OK;
     if (muon__gemm_ws_need(&bl, t) <= (size_t)MUON_GEMM_STACK_BYTES) {
         muon__gemm_exec_stack(g, kr, &bl, t);
         return MUON_OK;
@@ -2738,7 +2824,6 @@ static muon__gemm_problem muon__gemm_make(int syrk, muon_transpose ta, muon_tran
     muon__gemm_problem g;
     g.ta = ta; g.tb = tb; g.m = m; g.n = n; g.k = k; g.alpha = alpha; g.beta = beta;
     g.A = A; g.B = B; g.lda = lda; g.ldb = ldb; g.C = C; g.ldc = ldc; g.syrk = syrk;
-    g.bf16 = 0;
     return g;
 }
 
@@ -2761,7 +2846,7 @@ static MUON__GEMM_UNUSED muon_status muon__sgemm_builtin(int scalar, int threads
 {
     muon__gemm_problem g = muon__gemm_make(0, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
     muon_status st = muon__gemm_check(&g, MUON__NULL, 0);
-    return st != MUON_OK ? st : muon__gemm_run(&g, scalar, threads);
+    return st != MUON_OK ? st : muon__gemm_run(&g, muon__gemm_choose(0, scalar), threads);
 }
 
 static MUON__GEMM_UNUSED muon_status muon__ssyrk_builtin(int scalar, int threads, muon_transpose ta, size_t n,
@@ -2770,12 +2855,12 @@ static MUON__GEMM_UNUSED muon_status muon__ssyrk_builtin(int scalar, int threads
 {
     muon__gemm_problem g = muon__gemm_make_syrk(ta, n, k, alpha, A, lda, beta, C, ldc);
     muon_status st = muon__gemm_check(&g, MUON__NULL, 0);
-    return st != MUON_OK ? st : muon__gemm_run(&g, scalar, threads);
+    return st != MUON_OK ? st : muon__gemm_run(&g, muon__gemm_choose(0, scalar), threads);
 }
 
 static MUON__GEMM_UNUSED const char *muon__gemm_kernel_name(int scalar)
 {
-    return muon__gemm_pick_kernel(scalar)->name;
+    return muon__gemm_choose(0, scalar)->name;
 }
 
 #ifdef MUON_USE_CBLAS
@@ -2802,10 +2887,10 @@ static muon_status muon__gemm_cblas(const muon__gemm_problem *g)
     return MUON_OK;
 }
 #define MUON__GEMM_EXEC(g) muon__gemm_cblas(g)
-#define MUON__GEMM_EXEC_WS(g, ws, ws_bytes, threads) ((void)(threads), muon__gemm_cblas(g)) /* the BLAS threads itself */
+#define MUON__GEMM_EXEC_WS(g, kr, ws, ws_bytes, threads) ((void)(kr), (void)(threads), muon__gemm_cblas(g)) /* the BLAS threads itself */
 #else
-#define MUON__GEMM_EXEC(g) muon__gemm_run(g, 0, 0)
-#define MUON__GEMM_EXEC_WS(g, ws, ws_bytes, threads) muon__gemm_run_ws(g, 0, ws, ws_bytes, threads)
+#define MUON__GEMM_EXEC(g) muon__gemm_run(g, muon__gemm_choose(0, 0), 0)
+#define MUON__GEMM_EXEC_WS(g, kr, ws, ws_bytes, threads) muon__gemm_run_ws(g, kr, ws, ws_bytes, threads)
 #endif
 
 /* Per-thread packing space (and edge tile) for the largest blocks kernel kr can use. */
@@ -2819,7 +2904,7 @@ static size_t muon__gemm_ws_bound(const muon__gemm_kernel *kr)
 MUONDEF size_t muon_gemm_workspace_size(int threads)
 {
     /* the larger of the build's kernel and the scalar reference (the tests' path) */
-    size_t bv = muon__gemm_ws_bound(muon__gemm_pick_kernel(0)), bs = muon__gemm_ws_bound(muon__gemm_pick_kernel(1));
+    size_t bv = muon__gemm_ws_bound(muon__gemm_choose(0, 0)), bs = muon__gemm_ws_bound(muon__gemm_choose(0, 1));
     if (threads <= 0) {
 #ifdef _OPENMP
         threads = omp_get_max_threads();
@@ -2838,18 +2923,19 @@ static MUON__NOINLINE muon_status muon__gemm_ws_check(const muon__gemm_problem *
     muon_status st = muon__gemm_check(g, ws, 1);
     if (st != MUON_OK) return st;
     {   /* the workspace contract holds in every build, CBLAS included */
-        muon__gemm_blocks bl = muon__gemm_blocking(muon__gemm_pick_kernel(0), g->m, g->n, g->k);
+        muon__gemm_blocks bl = muon__gemm_blocking(muon__gemm_choose(0, 0), g->m, g->n, g->k);
         if (muon__gemm_ws_need(&bl, 1) > ws_bytes) return MUON_ERR_SIZE;
         if (muon__gemm_ws_overlaps(g, ws, ws_bytes)) return MUON_ERR_ALIAS;
     }
     return MUON_OK;
 }
 
-static muon_status muon__gemm_ws_entry(const muon__gemm_problem *g, void *ws, size_t ws_bytes, int threads)
+static muon_status muon__gemm_ws_entry(const muon__gemm_problem *g, const muon__gemm_kernel *kr, void *ws,
+                                       size_t ws_bytes, int threads)
 {
     muon_status st = muon__gemm_ws_check(g, ws, ws_bytes);
     if (st != MUON_OK) return st;
-    return MUON__GEMM_EXEC_WS(g, ws, ws_bytes, threads > 0 ? muon__gemm_threads_wanted(g, threads) : 0);
+    return MUON__GEMM_EXEC_WS(g, kr, ws, ws_bytes, threads > 0 ? muon__gemm_threads_wanted(g, threads) : 0);
 }
 
 static muon_status muon__sgemm_ws_t(int threads, muon_transpose ta, muon_transpose tb, size_t m, size_t n,
@@ -2857,7 +2943,7 @@ static muon_status muon__sgemm_ws_t(int threads, muon_transpose ta, muon_transpo
                                     float beta, float *C, size_t ldc, void *ws, size_t ws_bytes)
 {
     muon__gemm_problem g = muon__gemm_make(0, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-    return muon__gemm_ws_entry(&g, ws, ws_bytes, threads);
+    return muon__gemm_ws_entry(&g, muon__gemm_choose(0, 0), ws, ws_bytes, threads);
 }
 
 static muon_status muon__ssyrk_ws_t(int threads, muon_transpose ta, size_t n, size_t k, float alpha,
@@ -2865,69 +2951,73 @@ static muon_status muon__ssyrk_ws_t(int threads, muon_transpose ta, size_t n, si
                                     size_t ws_bytes)
 {
     muon__gemm_problem g = muon__gemm_make_syrk(ta, n, k, alpha, A, lda, beta, C, ldc);
-    return muon__gemm_ws_entry(&g, ws, ws_bytes, threads);
+    return muon__gemm_ws_entry(&g, muon__gemm_choose(0, 0), ws, ws_bytes, threads);
 }
 
-/* bf16 products (never CBLAS): C = op(A) op(B), or op(A) op(A)^T (syrk), operands rounded to
- * bf16 as packed; `which` a MUON__BF16_* kernel; validated problems, workspace sized by
- * muon__ns_gemm_bytes (or muon__bgemm_ws_need). */
-static muon_status muon__bgemm_ws_t(int threads, int which, int syrk, muon_transpose ta, muon_transpose tb,
-                                    size_t m, size_t n, size_t k, const float *A, size_t lda, const float *B,
-                                    size_t ldb, float *C, size_t ldc, void *ws, size_t ws_bytes)
+/* Packing space on t threads of an m x n x k product, the largest over kernels [k0, k1) of
+ * muon__gemm_table (each with its own blocks, fitted to the shape). */
+static size_t muon__gemm_need_table(size_t k0, size_t k1, size_t m, size_t n, size_t k, int t)
 {
-    muon__gemm_problem g = syrk ? muon__gemm_make_syrk(ta, n, k, 1.0f, A, lda, 0.0f, C, ldc)
-                                : muon__gemm_make(0, ta, tb, m, n, k, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
-    g.bf16 = 1;
-    return muon__gemm_run_ws(&g, which, ws, ws_bytes, threads > 0 ? muon__gemm_threads_wanted(&g, threads) : 0);
-}
-/* The geometries {mr, nr, kgran, esz} a Newton-Schulz product can run on: the build's fp32
- * kernel, then the bf16 ones (emulation, vdpbf16ps, BFDOT and BFMMLA, AMX, as compiled), then
- * the bf16 scalar reference (the tests' path only). Sizes are queried from this table, not from
- * kernel structs, to keep the size queries' stack small. */
-#if defined(MUON__GEMM_AVX512)
-#define MUON__GEMM_BUILD_GEO MUON__GEMM_AVX512_MR, MUON__GEMM_AVX512_NR
-#elif defined(MUON__GEMM_AVX2)
-#define MUON__GEMM_BUILD_GEO MUON__GEMM_AVX2_MR, MUON__GEMM_AVX2_NR
-#elif defined(MUON__GEMM_NEON)
-#define MUON__GEMM_BUILD_GEO MUON__GEMM_NEON_MR, MUON__GEMM_NEON_NR
-#else
-#define MUON__GEMM_BUILD_GEO MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR
-#endif
-static const unsigned char muon__gemm_geos[][4] = {
-    {MUON__GEMM_BUILD_GEO, 1, 4},
-    {MUON__GEMM_BUILD_GEO, 2, 4},
-#ifdef MUON__BF16_DP
-    {MUON__GEMM_DP_MR, MUON__GEMM_DP_NR, 2, 2},
-#endif
-#ifdef MUON__BF16_NEON
-    {MUON__GEMM_NBF_MR, MUON__GEMM_NBF_NR, 2, 2},
-    {MUON__GEMM_NBF_MR, MUON__GEMM_NBF_NR, 4, 2},
-#endif
-#ifdef MUON__BF16_AMX
-    {MUON__GEMM_AMX_MR, MUON__GEMM_AMX_NR, 32, 2},
-#endif
-    {MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR, 2, 4}};
-#define MUON__GEMM_NGEO (sizeof muon__gemm_geos / sizeof muon__gemm_geos[0])
-/* Packing space on t threads of an m x n x k product, the largest over geometries [g0, g1). */
-static size_t muon__gemm_need_geos(size_t g0, size_t g1, size_t m, size_t n, size_t k, int t)
-{
-    size_t best = 0, g;
-    for (g = g0; g < g1; g++) {
-        muon__gemm_blocks bl = muon__gemm_blocking_geo(
-            muon__gemm_geos[g][0], muon__gemm_geos[g][1], muon__gemm_geos[g][2], muon__gemm_geos[g][3],
-            MUON__GEMM_MC(MUON__GEMM_MC_DEFAULT), MUON__GEMM_KC(MUON__GEMM_KC_DEFAULT),
-            MUON__GEMM_NC(MUON__GEMM_NC_DEFAULT), m, n, k);
+    size_t best = 0, i;
+    for (i = k0; i < k1; i++) {
+        const muon__gemm_kernel *kr = muon__gemm_table[i]; /* (inline: the size queries' stack stays small) */
+        muon__gemm_blocks bl = muon__gemm_blocking_geo(kr->mr, kr->nr, kr->kgran, kr->esz, kr->mc, kr->kc, kr->nc, m, n, k);
         size_t need = muon__gemm_ws_need(&bl, t);
         if (need > best) best = need;
     }
     return best;
 }
-/* Packing space of a bf16 product on t threads, for any bf16 kernel. */
-static size_t muon__bgemm_ws_need(size_t m, size_t n, size_t k, int t)
+
+/* ---- the product interface ---------------------------------------------------------------
+ * What the rest of the file calls for its products (Newton-Schulz, plain, Gram and bf16):
+ *   muon__prod_make   the kernel, chosen once (muon__gemm_choose) for all the products of one
+ *                     Newton-Schulz, with the team-size cap and the caller's workspace;
+ *   muon__prod_syrk   C = alpha X X^T + beta C (X n x k, row-major, as given);
+ *   muon__prod_gemm   C = alpha A B + beta C (neither transposed);
+ *   muon__prod_need   packing space of one product on any kernel a Newton-Schulz can choose.
+ * fp32 products are validated and go to CBLAS under MUON_USE_CBLAS, as muon_sgemm_ws does; bf16
+ * ones (alpha 1, beta 0: the operands rounded to bf16 as packed) are never CBLAS and trust their
+ * caller's shapes (validated once, before the Newton-Schulz). */
+typedef struct muon__prod {
+    const muon__gemm_kernel *kr; /* kr->bf16: the products' precision; kr->ns_engine: the AMX engine */
+    int threads;                 /* team-size cap (muon_config.threads; 0: the default) */
+    void *ws;
+    size_t ws_bytes;
+} muon__prod;
+static muon__prod muon__prod_make(int bf16, int which, int threads, void *ws, size_t ws_bytes)
 {
-    return muon__gemm_need_geos(1, MUON__GEMM_NGEO, m, n, k, t);
+    muon__prod p;
+    p.kr = muon__gemm_choose(bf16, which);
+    p.threads = threads;
+    p.ws = ws;
+    p.ws_bytes = ws_bytes;
+    return p;
 }
-/* Internal entry used by the tests: a bf16 product with its own packing space. */
+static MUON__ALWAYS_INLINE muon_status muon__prod_run(const muon__prod *p, const muon__gemm_problem *g)
+{
+    if (!p->kr->bf16) return muon__gemm_ws_entry(g, p->kr, p->ws, p->ws_bytes, p->threads);
+    return muon__gemm_run_ws(g, p->kr, p->ws, p->ws_bytes, p->threads > 0 ? muon__gemm_threads_wanted(g, p->threads) : 0);
+}
+static MUON__ALWAYS_INLINE muon_status muon__prod_syrk(const muon__prod *p, size_t n, size_t k, float alpha, const float *X, size_t ldx,
+                                   float beta, float *C, size_t ldc)
+{
+    muon__gemm_problem g = muon__gemm_make_syrk(MUON_NO_TRANS, n, k, alpha, X, ldx, beta, C, ldc);
+    return muon__prod_run(p, &g);
+}
+static MUON__ALWAYS_INLINE muon_status muon__prod_gemm(const muon__prod *p, size_t m, size_t n, size_t k, float alpha, const float *A,
+                                   size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc)
+{
+    muon__gemm_problem g = muon__gemm_make(0, MUON_NO_TRANS, MUON_NO_TRANS, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    return muon__prod_run(p, &g);
+}
+static size_t muon__prod_need(size_t m, size_t n, size_t k, int t)
+{
+    return muon__gemm_need_table(0, MUON__GEMM_NTABLE - 1, m, n, k, t); /* all but the bf16 reference */
+}
+
+/* Internal entries used by the tests: a bf16 product (C = op(A) op(B), or op(A) op(A)^T with
+ * syrk) on request `which` (a MUON__BF16_*) with its own packing space, sized for every bf16
+ * kernel; and the name of the kernel a request gets. */
 static MUON__GEMM_UNUSED muon_status muon__bgemm_builtin(int which, int threads, int syrk, muon_transpose ta,
                                                          muon_transpose tb, size_t m, size_t n, size_t k,
                                                          const float *A, size_t lda, const float *B, size_t ldb,
@@ -2943,15 +3033,15 @@ static MUON__GEMM_UNUSED muon_status muon__bgemm_builtin(int which, int threads,
     if (threads <= 0) t = omp_get_max_threads();
 #endif
     if (st != MUON_OK) return st;
-    need = muon__bgemm_ws_need(g.m, g.n, g.k, t);
+    need = muon__gemm_need_table(1, MUON__GEMM_NTABLE, g.m, g.n, g.k, t);
     mem = MUON_MALLOC(need);
     if (!mem) return MUON_ERR_NOMEM;
-    st = muon__bgemm_ws_t(threads, which, syrk, ta, tb, g.m, g.n, g.k, A, lda, syrk ? A : B, ldb, C, ldc, mem,
-                          need);
+    st = muon__gemm_run_ws(&g, muon__gemm_choose(1, which), mem, need,
+                           threads > 0 ? muon__gemm_threads_wanted(&g, threads) : 0);
     MUON_FREE(mem);
     return st;
 }
-static MUON__GEMM_UNUSED const char *muon__bgemm_kernel_name(int which) { return muon__gemm_pick_bf16(which)->name; }
+static MUON__GEMM_UNUSED const char *muon__bgemm_kernel_name(int which) { return muon__gemm_choose(1, which)->name; }
 
 MUONDEF muon_status muon_sgemm_ws(muon_transpose ta, muon_transpose tb, size_t m, size_t n, size_t k,
                                   float alpha, const float *A, size_t lda, const float *B, size_t ldb,
@@ -2985,10 +3075,12 @@ MUONDEF muon_status muon_ssyrk(muon_transpose ta, size_t n, size_t k, float alph
 }
 
 /* ======================================================================================== */
-/* Everything below reaches the products through the GEMM section's private entry points,
- * muon__sgemm_ws_t / muon__ssyrk_ws_t / muon__bgemm_ws_t (the _ws forms with a thread count and,
- * for bf16, a kernel choice); the AMX engine also uses its tile kernel and helpers
- * (muon__gemm_ukr_amx, muon__gemm_blocking, muon__gemm_tr8x8, muon__gemm_need_geos). */
+/* Everything below reaches the products only through the product interface above (muon__prod_make,
+ * muon__prod_syrk, muon__prod_gemm, muon__prod_need) and the public entry points. Besides, the
+ * bf16 Newton-Schulz and its AMX engine (which runs its own loops on operands packed once) use
+ * muon__bf16_round, the AMX tile kernel's pieces (muon__amx_enter, muon__amx_leave,
+ * muon__amx_tile32: the layouts of muon__gemm_ukr_amx), and the section's index helpers
+ * (muon__gemm_ceil_div, muon__gemm_round_up, muon__gemm_tr8x8). */
 
 #define MUON__ALIGN 64
 #define MUON__PAR_MIN 65536.0 /* elements below which an elementwise pass stays on one thread */
@@ -4098,9 +4190,9 @@ static MUON__NOINLINE muon_status muon__ns_bf16_amx(const muon__ns_view *ns, con
 static size_t muon__ns_gemm_bytes(size_t m, size_t n, int t)
 {
     /* every product of either precision: the build's kernel and the bf16 ones but the reference */
-    size_t a = muon__gemm_need_geos(0, MUON__GEMM_NGEO - 1, m, m, n, t);
-    size_t b = muon__gemm_need_geos(0, MUON__GEMM_NGEO - 1, m, m, m, t);
-    size_t c = muon__gemm_need_geos(0, MUON__GEMM_NGEO - 1, m, n, m, t);
+    size_t a = muon__prod_need(m, m, n, t);
+    size_t b = muon__prod_need(m, m, m, t);
+    size_t c = muon__prod_need(m, n, m, t);
     return a > b ? (a > c ? a : c) : (b > c ? b : c);
 }
 
@@ -4214,21 +4306,21 @@ static void muon__ns_symmetrise(float *M, size_t m)
  * they are dead. With gram_restart 1 every step is a restart and the operations are those of the
  * plain iteration, bit for bit. On return *Xp holds the result and *Yp the free buffer. */
 static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, float **Xp, float **Yp,
-                                 float *A, float *B, void *gws, size_t gbytes)
+                                 float *A, float *B, const muon__prod *pr)
 {
     size_t mm = m * m, i;
     int restart = ns->gram_restart > 0 ? ns->gram_restart : 2, k, seg = 0, q_id = 1;
     float *X = *Xp, *Y = *Yp, *Q = A, *Qs = B, *R = Y, *P = Y + mm, *S = Y + 2 * mm, *sw;
     muon_status s;
 
-    s = muon__ssyrk_ws_t(ns->threads, MUON_NO_TRANS, m, n, 1.0f, X, n, 0.0f, R, m, gws, gbytes);
+    s = muon__prod_syrk(pr, m, n, 1.0f, X, n, 0.0f, R, m);
     if (s != MUON_OK) return s;
     for (k = 0; k < ns->steps; k++) {
         const double *t = muon__ns_triple(ns, k);
         float a = (float)t[0], b = (float)t[1], c = (float)t[2];
         int keep_r;
         if (seg == restart) { /* X_s <- Q X_s; R <- X_s X_s^T; Q <- I */
-            s = muon__sgemm_ws_t(ns->threads, MUON_NO_TRANS, MUON_NO_TRANS, m, n, m, 1.0f, Q, m, X, n, 0.0f, Y, n, gws, gbytes);
+            s = muon__prod_gemm(pr, m, n, m, 1.0f, Q, m, X, n, 0.0f, Y, n);
             if (s != MUON_OK) return s;
             sw = X;
             X = Y;
@@ -4236,7 +4328,7 @@ static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, fl
             R = Y;
             P = Y + mm;
             S = Y + 2 * mm;
-            s = muon__ssyrk_ws_t(ns->threads, MUON_NO_TRANS, m, n, 1.0f, X, n, 0.0f, R, m, gws, gbytes);
+            s = muon__prod_syrk(pr, m, n, 1.0f, X, n, 0.0f, R, m);
             if (s != MUON_OK) return s;
             q_id = 1;
             seg = 0;
@@ -4245,7 +4337,7 @@ static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, fl
         /* P = b R + c R R^T + a I, formed as the plain iteration forms B */
         if (c != 0.0f) {
             memcpy(P, R, mm * sizeof(float));
-            s = muon__ssyrk_ws_t(ns->threads, MUON_NO_TRANS, m, m, c, R, m, b, P, m, gws, gbytes);
+            s = muon__prod_syrk(pr, m, m, c, R, m, b, P, m);
             if (s != MUON_OK) return s;
         } else {
             for (i = 0; i < mm; i++) P[i] = b * R[i];
@@ -4255,7 +4347,7 @@ static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, fl
             memcpy(Q, P, mm * sizeof(float));
             q_id = 0;
         } else {
-            s = muon__sgemm_ws_t(ns->threads, MUON_NO_TRANS, MUON_NO_TRANS, m, m, m, 1.0f, Q, m, P, m, 0.0f, Qs, m, gws, gbytes);
+            s = muon__prod_gemm(pr, m, m, m, 1.0f, Q, m, P, m, 0.0f, Qs, m);
             if (s != MUON_OK) return s;
             muon__ns_symmetrise(Qs, m);
             sw = Q;
@@ -4263,9 +4355,9 @@ static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, fl
             Qs = sw;
         }
         if (keep_r) { /* R <- R P^2 into P's slot, symmetrised; the old R's slot is free */
-            s = muon__ssyrk_ws_t(ns->threads, MUON_NO_TRANS, m, m, 1.0f, P, m, 0.0f, S, m, gws, gbytes);
+            s = muon__prod_syrk(pr, m, m, 1.0f, P, m, 0.0f, S, m);
             if (s != MUON_OK) return s;
-            s = muon__sgemm_ws_t(ns->threads, MUON_NO_TRANS, MUON_NO_TRANS, m, m, m, 1.0f, R, m, S, m, 0.0f, P, m, gws, gbytes);
+            s = muon__prod_gemm(pr, m, m, m, 1.0f, R, m, S, m, 0.0f, P, m);
             if (s != MUON_OK) return s;
             muon__ns_symmetrise(P, m);
             sw = R;
@@ -4275,7 +4367,7 @@ static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, fl
         seg++;
     }
     if (!q_id) {
-        s = muon__sgemm_ws_t(ns->threads, MUON_NO_TRANS, MUON_NO_TRANS, m, n, m, 1.0f, Q, m, X, n, 0.0f, Y, n, gws, gbytes);
+        s = muon__prod_gemm(pr, m, n, m, 1.0f, Q, m, X, n, 0.0f, Y, n);
         if (s != MUON_OK) return s;
         sw = X;
         X = Y;
@@ -4295,7 +4387,7 @@ static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, fl
  * lose B's diagonal to a's 8-bit mantissa. The combinations use fmaf, so every build (with or
  * without hardware FMA, contracted or not) rounds them alike. On return *Xp holds the result. */
 static muon_status muon__ns_bf16(const muon__ns_view *ns, size_t m, size_t n, float **Xp, float **Yp, float *A,
-                                 float *B, void *gws, size_t gbytes, int which)
+                                 float *B, const muon__prod *pr)
 {
     float *X = *Xp, *Y = *Yp;
     const ptrdiff_t mn = (ptrdiff_t)(m * n), mm = (ptrdiff_t)(m * m);
@@ -4308,20 +4400,17 @@ static muon_status muon__ns_bf16(const muon__ns_view *ns, size_t m, size_t n, fl
     for (k = 0; k < ns->steps; k++) {
         const double *t = muon__ns_triple(ns, k);
         const float a = (float)t[0], b = (float)t[1], c = (float)t[2];
-        s = muon__bgemm_ws_t(ns->threads, which, 1, MUON_NO_TRANS, MUON_TRANS, m, m, n, X, n, X, n, A,
-                             m, gws, gbytes);
+        s = muon__prod_syrk(pr, m, n, 1.0f, X, n, 0.0f, A, m);
         if (s != MUON_OK) return s;
         if (c != 0.0f) {
-            s = muon__bgemm_ws_t(ns->threads, which, 1, MUON_NO_TRANS, MUON_TRANS, m, m, m, A, m, A, m,
-                                 B, m, gws, gbytes);
+            s = muon__prod_syrk(pr, m, m, 1.0f, A, m, 0.0f, B, m);
             if (s != MUON_OK) return s;
             MUON__OMP(omp parallel for schedule(static) MUON__PAR(nt, mm))
             for (i = 0; i < mm; i++) B[i] = fmaf(c, B[i], b * A[i]);
         } else {
             for (i = 0; i < mm; i++) B[i] = b * A[i];
         }
-        s = muon__bgemm_ws_t(ns->threads, which, 0, MUON_NO_TRANS, MUON_NO_TRANS, m, n, m, B, m, X, n,
-                             Y, n, gws, gbytes);
+        s = muon__prod_gemm(pr, m, n, m, 1.0f, B, m, X, n, 0.0f, Y, n);
         if (s != MUON_OK) return s;
         MUON__OMP(omp parallel for schedule(static) MUON__PAR(nt, mn))
         for (i = 0; i < mn; i += 4096) muon__bf16_axpy(i, i + 4096 < mn ? i + 4096 : mn, a, X, Y);
@@ -4419,7 +4508,11 @@ static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t
           *B = (float *)(base + 2 * xb + ab);
     unsigned char *gws = base + 2 * xb + 2 * ab;
     size_t used = (size_t)(gws - (unsigned char *)ws_raw);
-    size_t gbytes = ws_bytes > used ? ws_bytes - used : 0;
+    /* the products' kernel, chosen once for the whole iteration (bf16: the one bf16 dispatch,
+     * muon__gemm_choose), with the team cap and the rest of the workspace */
+    const muon__prod pr = muon__prod_make(ns->precision == MUON_NS_BF16, ns->precision == MUON_NS_BF16 ? ns->bf16_kernel : 0,
+                                          ns->threads, gws,
+                                          ws_bytes > used ? ws_bytes - used : 0);
     double norm, inv;
     size_t i;
     int k, plain_steps;
@@ -4438,9 +4531,10 @@ static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t
     else
         inv = 1.0 / (ns->safety * norm + ns->eps);
 #ifdef MUON__BF16_AMX
-    /* bf16 with AMX granted: the engine (muon__ns_bf16_amx), in this workspace when it fits, on
-     * as many threads as fit (the size query makes room for it: muon__ns_ws_bytes) */
-    if (ns->precision == MUON_NS_BF16 && ns->bf16_kernel == MUON__BF16_BEST && muon__amx_ready()) {
+    /* the chosen kernel is the AMX engine (bf16, AMX granted, the best asked for): the engine
+     * (muon__ns_bf16_amx), in this workspace when it fits, on as many threads as fit (the size
+     * query makes room for it: muon__ns_ws_bytes); else the products on the same AMX kernel */
+    if (pr.kr->ns_engine) {
         unsigned char *reg = base;
         size_t regb = ws_bytes - (size_t)(reg - (unsigned char *)ws_raw);
         int t = muon__threads_for((double)m * (double)m * (double)n, ns->threads);
@@ -4452,11 +4546,11 @@ static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t
     muon__ns_copy_in(G, rows, cols, ldg, inv, X, n, tall, ns->threads);
     plain_steps = ns->steps;
     if (ns->precision == MUON_NS_BF16) { /* plain only (GRAM with BF16 is DOMAIN) */
-        s = muon__ns_bf16(ns, m, n, &X, &Y, A, B, gws, gbytes, ns->bf16_kernel);
+        s = muon__ns_bf16(ns, m, n, &X, &Y, A, B, &pr);
         if (s != MUON_OK) return s;
         plain_steps = 0;
     } else if (ns->method == MUON_NS_GRAM && n / 3 >= m) { /* opt-in; n >= 3m: fits this workspace */
-        s = muon__ns_gram(ns, m, n, &X, &Y, A, B, gws, gbytes);
+        s = muon__ns_gram(ns, m, n, &X, &Y, A, B, &pr);
         if (s != MUON_OK) return s;
         plain_steps = 0;
     }
@@ -4465,19 +4559,19 @@ static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t
         float a = (float)t[0], b = (float)t[1], c = (float)t[2];
         float *sw;
         /* A = X X^T (symmetric: SYRK) */
-        s = muon__ssyrk_ws_t(ns->threads, MUON_NO_TRANS, m, n, 1.0f, X, n, 0.0f, A, m, gws, gbytes);
+        s = muon__prod_syrk(&pr, m, n, 1.0f, X, n, 0.0f, A, m);
         if (s != MUON_OK) return s;
         /* B = b A + c A A; A A = A A^T since A is symmetric: SYRK again */
         if (c != 0.0f) {
             memcpy(B, A, m * m * sizeof(float));
-            s = muon__ssyrk_ws_t(ns->threads, MUON_NO_TRANS, m, m, c, A, m, b, B, m, gws, gbytes);
+            s = muon__prod_syrk(&pr, m, m, c, A, m, b, B, m);
             if (s != MUON_OK) return s;
         } else {
             for (i = 0; i < m * m; i++) B[i] = b * A[i];
         }
         /* X <- a X + B X = (B + a I) X: fold a into the diagonal, one GEMM */
         for (i = 0; i < m; i++) B[i * m + i] += a;
-        s = muon__sgemm_ws_t(ns->threads, MUON_NO_TRANS, MUON_NO_TRANS, m, n, m, 1.0f, B, m, X, n, 0.0f, Y, n, gws, gbytes);
+        s = muon__prod_gemm(&pr, m, n, m, 1.0f, B, m, X, n, 0.0f, Y, n);
         if (s != MUON_OK) return s;
         sw = X;
         X = Y;

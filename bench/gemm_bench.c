@@ -87,7 +87,7 @@ int main(int argc, char **argv)
     size_t si, wsb = muon_gemm_workspace_size(2);
     void *ws = malloc(wsb);
     if (reps < 5) reps = 5;
-    const muon__gemm_kernel *kr = muon__gemm_pick_kernel(0);
+    const muon__gemm_kernel *kr = muon__gemm_choose(0, 0);
     printf("muon kernel: %s; blocks KC=%d MC=%d NC=%d; reps=%d (median)\n", kr->name, (int)kr->kc, (int)kr->mc,
            (int)kr->nc, reps);
     printf("cblas: %s\n", openblas_get_config());

@@ -451,15 +451,48 @@ static void test_dp_choice(void)
 {
     int a = muon__bf16_dp_fast(), b = muon__bf16_dp_fast();
     unsigned long long td = muon__dp_time(1), tf = muon__dp_time(0);
-    const muon__gemm_kernel *k = muon__gemm_pick_bf16_as(MUON__BF16_BEST, 0);
+    const muon__gemm_kernel *k = muon__gemm_pick_bf16_as(MUON__BF16_BEST, 0, a);
     double per_flop = ((double)td / 64.0) / ((double)tf / 32.0);
+    t_rng r = {77};
+    const size_t m = 70, n = 90, kk = 131;
+    float *A = randm(m * kk, &r, 1.0), *B = randm(kk * n, &r, 1.0);
+    float *C1 = (float *)malloc(m * n * sizeof(float)), *C2 = (float *)malloc(m * n * sizeof(float));
+    int syrk;
     printf("  without AMX: %s (vdpbf16ps %llu, fma %llu cycles of 3072; per flop dp/fma %.2f)\n", k->name, td, tf,
            per_flop);
     CHECK(a == b);
     CHECK(k == (a ? &muon__gemm_k_bf16_dp : &muon__gemm_k_bf16_emu));
-    CHECK(muon__gemm_pick_bf16_as(MUON__BF16_DPK, 0) == &muon__gemm_k_bf16_dp);
+    CHECK(muon__gemm_pick_bf16_as(MUON__BF16_DPK, 0, 0) == &muon__gemm_k_bf16_dp);
     CHECK(td > 300 && tf > 300);
     CHECK(per_flop > 0.25 && per_flop < 4.0);
+    /* the probe's two answers forced through the rule: the kernel each names (an AMX request
+     * without AMX falls back the same way), and the chooser agrees with the rule here */
+    CHECK(muon__gemm_pick_bf16_as(MUON__BF16_BEST, 0, 1) == &muon__gemm_k_bf16_dp);
+    CHECK(muon__gemm_pick_bf16_as(MUON__BF16_BEST, 0, 0) == &muon__gemm_k_bf16_emu);
+    CHECK(muon__gemm_pick_bf16_as(MUON__BF16_AMXK, 0, 1) == &muon__gemm_k_bf16_dp);
+    CHECK(muon__gemm_pick_bf16_as(MUON__BF16_AMXK, 0, 0) == &muon__gemm_k_bf16_emu);
+    CHECK(muon__gemm_pick_bf16_as(MUON__BF16_REF, 0, 1) == &muon__gemm_k_bf16_ref);
+    CHECK(muon__gemm_pick_bf16_as(MUON__BF16_EMU, 0, 1) == &muon__gemm_k_bf16_emu);
+#ifdef MUON__BF16_AMX
+    CHECK(muon__gemm_pick_bf16_as(MUON__BF16_BEST, 1, a) == &muon__gemm_k_bf16_amx_engine);
+    CHECK(muon__gemm_pick_bf16_as(MUON__BF16_AMXK, 1, a) == &muon__gemm_k_bf16_amx);
+    CHECK(muon__gemm_pick_bf16_as(MUON__BF16_DPK, 1, a) == &muon__gemm_k_bf16_dp);
+    CHECK(muon__gemm_k_bf16_amx_engine.ns_engine && !muon__gemm_k_bf16_amx.ns_engine);
+    if (!muon__amx_ready())
+#endif
+        CHECK(muon__gemm_choose(1, MUON__BF16_BEST) == k && muon__gemm_choose(1, MUON__BF16_AMXK) == k);
+    CHECK(!muon__gemm_k_bf16_dp.ns_engine && !muon__gemm_k_bf16_emu.ns_engine);
+    /* ... and the same bits from either (the probe moves speed, never a result) */
+    for (syrk = 0; syrk < 2; syrk++) {
+        memset(C1, 0, m * n * sizeof(float));
+        memset(C2, 0, m * n * sizeof(float));
+        CHECK(muon__bgemm_builtin(MUON__BF16_DPK, 1, syrk, MUON_NO_TRANS, MUON_NO_TRANS, m, syrk ? m : n, kk, A, kk,
+                                  B, n, C1, n) == MUON_OK);
+        CHECK(muon__bgemm_builtin(MUON__BF16_EMU, 1, syrk, MUON_NO_TRANS, MUON_NO_TRANS, m, syrk ? m : n, kk, A, kk,
+                                  B, n, C2, n) == MUON_OK);
+        CHECK_MSG(memcmp(C1, C2, m * n * sizeof(float)) == 0, "syrk %d: vdpbf16ps vs emulation", syrk);
+    }
+    free(A), free(B), free(C1), free(C2);
 }
 #endif
 
@@ -468,10 +501,10 @@ static void test_dp_choice(void)
  * they pack differently (k in fours, in pairs) */
 static void test_neon_choice(void)
 {
-    CHECK(muon__gemm_pick_bf16(MUON__BF16_BEST) == &muon__gemm_k_bf16_mmla);
-    CHECK(muon__gemm_pick_bf16(MUON__BF16_MMLAK) == &muon__gemm_k_bf16_mmla);
-    CHECK(muon__gemm_pick_bf16(MUON__BF16_AMXK) == &muon__gemm_k_bf16_mmla);
-    CHECK(muon__gemm_pick_bf16(MUON__BF16_DPK) == &muon__gemm_k_bf16_dp);
+    CHECK(muon__gemm_choose(1, MUON__BF16_BEST) == &muon__gemm_k_bf16_mmla);
+    CHECK(muon__gemm_choose(1, MUON__BF16_MMLAK) == &muon__gemm_k_bf16_mmla);
+    CHECK(muon__gemm_choose(1, MUON__BF16_AMXK) == &muon__gemm_k_bf16_mmla);
+    CHECK(muon__gemm_choose(1, MUON__BF16_DPK) == &muon__gemm_k_bf16_dp);
     CHECK(muon__gemm_k_bf16_mmla.pack == MUON__PACK_MMLA && muon__gemm_k_bf16_mmla.kgran == 4);
     CHECK(muon__gemm_k_bf16_dp.pack == MUON__PACK_DP && muon__gemm_k_bf16_dp.kgran == 2);
 }
