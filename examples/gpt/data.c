@@ -617,12 +617,12 @@ gpt_status data_corpus_add_file(data_corpus *c, const char *path, char *err, siz
     return st;
 }
 
-uint64_t data_corpus_id(const data_corpus *c)
+/* FNV-1a 64 over documents first.. of c (data_corpus_id's definition). */
+static uint64_t data__corpus_id_from(const data_corpus *c, size_t first)
 {
     uint64_t h = DATA_FNV64_INIT;
     size_t i;
-    if (!c) return 0;
-    for (i = 0; i < c->n_docs; i++) {
+    for (i = first; i < c->n_docs; i++) {
         unsigned char l[8];
         size_t n = c->doc_start[i + 1] - c->doc_start[i];
         data_put_u64le(l, (uint64_t)n);
@@ -631,6 +631,8 @@ uint64_t data_corpus_id(const data_corpus *c)
     }
     return h;
 }
+
+uint64_t data_corpus_id(const data_corpus *c) { return c ? data__corpus_id_from(c, 0) : 0; }
 
 static const char data__snapshot_head[] =
     "# rownorm corpus snapshot 1: documents, each as a line \"@@ LENGTH NAME\", LENGTH bytes, a newline\n";
@@ -739,7 +741,7 @@ gpt_status data_corpus_add_snapshot(data_corpus *c, const char *path, char *err,
 gpt_status data_corpus_add_demo(data_corpus *c, const char *root, char *err, size_t errlen)
 {
     char path[4096];
-    data_corpus tmp;
+    size_t docs0, bytes0;
     gpt_status st;
     uint64_t id;
     int w;
@@ -753,31 +755,29 @@ gpt_status data_corpus_add_demo(data_corpus *c, const char *root, char *err, siz
         gpt_errorf(err, errlen, "%s: path too long", root);
         return GPT_ERR_DOMAIN;
     }
-    memset(&tmp, 0, sizeof tmp);
-    st = data_corpus_add_snapshot(&tmp, path, err, errlen);
+    docs0 = c->n_docs, bytes0 = c->n_bytes;
+    st = data_corpus_add_snapshot(c, path, err, errlen);
     if (st != GPT_OK) return st;
-    id = data_corpus_id(&tmp);
-    if (id != DATA_DEMO_CORPUS_ID) {
-        data_corpus_free(&tmp);
+    id = data__corpus_id_from(c, docs0);
+    if (id != DATA_DEMO_CORPUS_ID) { /* back to the documents c had (its buffers stay larger) */
+        c->n_docs = docs0, c->n_bytes = bytes0;
         gpt_errorf(err, errlen, "%s: its identity is %016llx, not the %016llx the demo's committed table was made from "
                    "(DATA_DEMO_CORPUS_ID in examples/gpt/data.h; examples/gpt/corpus/README.md says how to replace the "
                    "snapshot)", path, (unsigned long long)id, (unsigned long long)DATA_DEMO_CORPUS_ID);
         return GPT_ERR_MISMATCH;
     }
-    {
-        size_t i, *off = (size_t *)malloc((tmp.n_docs + 1) * sizeof *off), *len = (size_t *)malloc((tmp.n_docs + 1) * sizeof *len);
-        if (!off || !len) {
-            free(off), free(len);
-            data_corpus_free(&tmp);
-            gpt_errorf(err, errlen, "%s: out of memory", path);
-            return GPT_ERR_NOMEM;
-        }
-        for (i = 0; i < tmp.n_docs; i++) off[i] = tmp.doc_start[i], len[i] = tmp.doc_start[i + 1] - tmp.doc_start[i];
-        st = data__corpus_append(c, tmp.text, off, len, tmp.n_docs, path, err, errlen);
-        free(off), free(len);
-    }
-    data_corpus_free(&tmp);
-    return st;
+    return GPT_OK;
+}
+
+gpt_status data_corpus_add_input(data_corpus *c, const char *path, char *err, size_t errlen)
+{
+    static const char prefix[] = "# rownorm corpus snapshot "; /* data__snapshot_head, any version */
+    char first[sizeof prefix];
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    size_t got = f ? fread(first, 1, sizeof prefix - 1, f) : 0;
+    if (f) fclose(f);
+    if (got == sizeof prefix - 1 && memcmp(first, prefix, got) == 0) return data_corpus_add_snapshot(c, path, err, errlen);
+    return data_corpus_add_file(c, path, err, errlen);
 }
 
 gpt_status data_corpus_add_default(data_corpus *c, const char *root, char *err, size_t errlen)

@@ -174,8 +174,12 @@ gpt_status data_corpus_add_file(data_corpus *c, const char *path, char *err, siz
  * with every commit): the demo uses the snapshot instead (data_corpus_add_demo). */
 gpt_status data_corpus_add_default(data_corpus *c, const char *root, char *err, size_t errlen);
 /* Appends the documents of root/DATA_DEMO_CORPUS after checking that their identity is
- * DATA_DEMO_CORPUS_ID (GPT_ERR_MISMATCH, naming both, when it is not). */
+ * DATA_DEMO_CORPUS_ID (GPT_ERR_MISMATCH, naming both, when it is not: c then holds the documents
+ * it had). */
 gpt_status data_corpus_add_demo(data_corpus *c, const char *root, char *err, size_t errlen);
+/* A file given by a user: a corpus snapshot (its first line says so) adds its documents
+ * (data_corpus_add_snapshot), any other file is one document (data_corpus_add_file). */
+gpt_status data_corpus_add_input(data_corpus *c, const char *path, char *err, size_t errlen);
 /* Looks for the repository root (a directory holding rownorm.h and muon.h) at ".", "..",
  * "../.." and "../../.."; writes it to out. Returns 1 when found, 0 otherwise (out = "."). */
 int data_find_repo_root(char *out, size_t cap);

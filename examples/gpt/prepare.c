@@ -150,19 +150,6 @@ done:
     return rc;
 }
 
-/* A FILE argument: a corpus snapshot (its first line says so) adds its documents, any other file
- * is one document. */
-static gpt_status add_input(data_corpus *c, const char *path, char *err, size_t errlen)
-{
-    static const char head[] = "# rownorm corpus snapshot ";
-    char first[sizeof head];
-    FILE *f = fopen(path, "rb");
-    size_t got = f ? fread(first, 1, sizeof head - 1, f) : 0;
-    if (f) fclose(f);
-    if (got == sizeof head - 1 && memcmp(first, head, got) == 0) return data_corpus_add_snapshot(c, path, err, errlen);
-    return data_corpus_add_file(c, path, err, errlen);
-}
-
 static double seconds(clock_t a, clock_t b) { return (double)(b - a) / CLOCKS_PER_SEC; }
 
 int main(int argc, char **argv)
@@ -215,7 +202,7 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         } else {
-            if (add_input(&corpus, a, err, sizeof err) != GPT_OK) {
+            if (data_corpus_add_input(&corpus, a, err, sizeof err) != GPT_OK) {
                 fprintf(stderr, "prepare: %s\n", err);
                 goto done;
             }

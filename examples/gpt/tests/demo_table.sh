@@ -99,28 +99,3 @@ if [ -n "${D:-}" ] && cmp -s "$F" "$C"; then
     else bad "a whole fresh demo: the same results.csv but another table.md"; diff "$D/table.md" "$R/table.md" | head; fi
 fi
 finish
-    fi
-fi
-if [ ! -f "$F/results.csv" ]; then bad "$F/results.csv is missing"; finish; fi
-if cmp -s "$F/results.csv" "$R/results.csv" && cmp -s "$F/table.md" "$R/table.md"; then
-    ok "a fresh run gives the committed results.csv and table.md bit for bit"
-else
-    awk -F, -v tl="$TOL_LOSS" -v tr="$TOL_REL" '
-        function rel(a, b) { return (a > b ? a - b : b - a) / (b > 0 ? b : 1) }
-        FNR == 1 { next }
-        NR == FNR { key = $1 "," $2 "," $3; c[key] = $0; cl[key] = $5; cd[key] = $6; cr[key] = $7; cs[key] = $4; n++; next }
-        { key = $1 "," $2 "," $3; if (!(key in c)) { extra++; next } seen[key] = 1
-          if ($4 != cs[key]) { printf "  %s: %s, committed %s\n", key, $4, cs[key]; badrun++; next }
-          if ($4 != "ok") next
-          dl = $5 - cl[key]; if (dl < 0) dl = -dl
-          if (dl > ml) { ml = dl; kl = key } if (rel($6, cd[key]) > md) md = rel($6, cd[key]); if (rel($7, cr[key]) > mr) mr = rel($7, cr[key])
-          if (dl > tl || rel($6, cd[key]) > tr || rel($7, cr[key]) > tr) { printf "  %s: val loss %s (committed %s), D %s (%s), RMS %s (%s)\n", key, $5, cl[key], $6, cd[key], $7, cr[key]; badrun++ } }
-        END { for (k in c) if (!(k in seen)) missing++
-              printf "runs: %d committed, %d missing, %d extra, %d beyond tolerance; largest differences: val loss %.4f (%s), D %.1f%%, RMS %.1f%%\n", n, missing, extra, badrun, ml, kl, 100 * md, 100 * mr
-              exit (missing + extra + badrun > 0) }' "$R/results.csv" "$F/results.csv" > "$T/cmp"
-    rc=$?
-    cat "$T/cmp"
-    if [ "$rc" = 0 ]; then ok "a fresh run is within tolerance of the committed one (|Δ val loss| <= $TOL_LOSS, D and RMS within $TOL_REL)"
-    else bad "a fresh run differs from the committed one beyond tolerance (or made other runs)"; fi
-fi
-finish

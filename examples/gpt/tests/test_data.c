@@ -345,6 +345,27 @@ static void test_corpus_snapshot(void)
         size_t xl = 0;
         CHECK(data_snapshot_serialize(nl, text, len, 1, &x, &xl, err, sizeof err) == GPT_ERR_DOMAIN && x == NULL);
     }
+    /* data_corpus_add_input: a snapshot adds its documents, any other file is one document */
+    CHECK(data_write_file_atomic(path, b, blen, err, sizeof err) == GPT_OK);
+    data_corpus_free(&c);
+    CHECK(data_corpus_add_input(&c, path, err, sizeof err) == GPT_OK && c.n_docs == 3);
+    CHECK(data_corpus_add_input(&c, "test_data_snap_plain.txt", err, sizeof err) == GPT_ERR_IO && c.n_docs == 3);
+    CHECK(data_write_file_atomic("test_data_snap_plain.txt", "@@ 1 x\ny\n", 9, err, sizeof err) == GPT_OK);
+    CHECK(data_corpus_add_input(&c, "test_data_snap_plain.txt", err, sizeof err) == GPT_OK && c.n_docs == 4 &&
+          c.doc_start[4] - c.doc_start[3] == 9);
+    remove("test_data_snap_plain.txt");
+    /* a demo snapshot of another identity is refused, and c keeps exactly the documents it had */
+    mkdir("test_data_root", 0777), mkdir("test_data_root/examples", 0777), mkdir("test_data_root/examples/gpt", 0777);
+    mkdir("test_data_root/examples/gpt/corpus", 0777);
+    CHECK(data_write_file_atomic("test_data_root/" DATA_DEMO_CORPUS, b, blen, err, sizeof err) == GPT_OK);
+    {
+        uint64_t id0 = data_corpus_id(&c);
+        size_t docs0 = c.n_docs, bytes0 = c.n_bytes;
+        CHECK(data_corpus_add_demo(&c, "test_data_root", err, sizeof err) == GPT_ERR_MISMATCH && strstr(err, "identity"));
+        CHECK(c.n_docs == docs0 && c.n_bytes == bytes0 && data_corpus_id(&c) == id0);
+    }
+    remove("test_data_root/" DATA_DEMO_CORPUS), rmdir("test_data_root/examples/gpt/corpus");
+    rmdir("test_data_root/examples/gpt"), rmdir("test_data_root/examples"), rmdir("test_data_root");
     remove(path);
     free(b);
     data_corpus_free(&c);
