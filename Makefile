@@ -65,6 +65,17 @@ BF16_TESTS   := test_muon_bf16 test_muon test_muon_gemm test_hostile_muon test_e
 V_bf16asan_CC := $(CC)
 V_bf16asan_FL := -std=c99 $(SAN_FLAGS) $(SIMD_BF16) $(OMP)
 HAVE_BF16_CC := $(shell echo 'int main(void){return 0;}' | $(CC) -mavx512bf16 -mamx-tile -mamx-bf16 -x c - -o /dev/null 2>/dev/null && echo 1)
+# the exact diameter's int8 screen on its AVX512-VNNI kernel (vpdpbusd) and the vector
+# quantiser: the rownorm suites built where the compiler targets it, run where the CPU has it,
+# and test_rownorm again under ASan/UBSan (the int8 panels' loads and the tile's row of estimates)
+SIMD_VNNI     := -mavx512f -mavx512bw -mavx512vl -mavx512vnni $(SIMD2)
+V_vnni_CC     := $(CC)
+V_vnni_FL     := -std=c99 -O2 $(SIMD_VNNI) $(OMP)
+V_vnniasan_CC := $(CC)
+V_vnniasan_FL := -std=c99 $(SAN_FLAGS) $(SIMD_VNNI) $(OMP)
+VNNI_TESTS    := test_rownorm test_rownorm_shard test_edges_rownorm
+HAVE_VNNI     := $(shell grep -q -w avx512_vnni /proc/cpuinfo 2>/dev/null && echo 1)
+HAVE_VNNI_CC  := $(shell echo 'int main(void){return 0;}' | $(CC) -mavx512vnni -mavx512bw -x c - -o /dev/null 2>/dev/null && echo 1)
 # rownorm.h for single-precision FPUs (RN_FLOAT_ARITH: the RowNorm rows' arithmetic in float):
 # the rownorm suites with their float64 references, run everywhere
 V_rnfloat_CC := $(CC)
@@ -123,6 +134,13 @@ BF16_BINS := $(addprefix $(B)/bf16/,$(BF16_TESTS)) $(B)/bf16asan/test_muon_bf16 
 TEST_BINS += $(BF16_BINS)
 RUN_BINS  += $(if $(HAVE_BF16),$(BF16_BINS))
 endif
+ifeq ($(ARCH)$(HAVE_VNNI_CC),x86_641)
+$(eval $(call variant_rule,vnni))
+$(eval $(call variant_rule,vnniasan))
+VNNI_BINS := $(addprefix $(B)/vnni/,$(VNNI_TESTS)) $(B)/vnniasan/test_rownorm
+TEST_BINS += $(VNNI_BINS)
+RUN_BINS  += $(if $(HAVE_VNNI),$(VNNI_BINS))
+endif
 
 # The example trainer adds its own tests (GPT_TEST_BINS) and targets (demo) here.
 # This fragment, tests/reliability.mk and bench/bench.mk (at the end) are part of the repository:
@@ -134,9 +152,10 @@ include examples/gpt/gpt.mk
 all: test-build
 
 config:
-	@echo "config: arch=$(ARCH) avx512=$(if $(HAVE_AVX512),yes,no) openblas=$(if $(HAVE_BLAS),yes,no) openmp=$(if $(HAVE_OMP),yes,no)"
+	@echo "config: arch=$(ARCH) avx512=$(if $(HAVE_AVX512),yes,no) vnni=$(if $(HAVE_VNNI),yes,no) openblas=$(if $(HAVE_BLAS),yes,no) openmp=$(if $(HAVE_OMP),yes,no)"
 	@echo "config: test variants built: $(VARIANTS); run: $(RUN_VARIANTS)"
 	@echo "config: bf16 kernels: compiler $(if $(HAVE_BF16_CC),yes,no), cpu avx512_bf16 $(if $(HAVE_BF16),yes,no), amx_bf16 $(if $(HAVE_AMX),yes,no): $(if $(and $(HAVE_BF16_CC),$(HAVE_BF16)),$(BF16_TESTS) run,not run)"
+	@echo "config: diameter int8 screen (AVX512-VNNI): compiler $(if $(HAVE_VNNI_CC),yes,no), cpu avx512_vnni $(if $(HAVE_VNNI),yes,no): $(if $(and $(HAVE_VNNI_CC),$(HAVE_VNNI)),$(VNNI_TESTS) run,not run (the int8 screen's logic runs in every variant through its scalar kernel))"
 
 test-build: $(TEST_BINS) $(GPT_TEST_BINS)
 

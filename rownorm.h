@@ -41,16 +41,17 @@
  *    10. Kernels
  *    11.   SIMD layer
  *    12.   panel micro-kernels (per ISA, BLIS-style register blocks)
- *    13. 1.1 Hilbert distance
- *    14. 1.2 Row diameter
- *    15.   threads on a shared machine
+ *    13.   int8 tile products (the exact diameter's int8 screen)
+ *    14. 1.1 Hilbert distance
+ *    15. 1.2 Row diameter
+ *    16.   threads on a shared machine
  *            the thread-team rule of every team region of this file (docs/embedding.md)
- *    16. 1.3 Hilbert RMS
- *    17. 1.4 Projected RowNorm
- *    18. 1.5 RowNorm optimizer
+ *    17. 1.3 Hilbert RMS
+ *    18. 1.4 Projected RowNorm
+ *    19. 1.5 RowNorm optimizer
  *          the step's two projections: "The two projections of the RowNorm step"
- *    19. 1.5b the sharded step
- *    20. Certified exact diameter-constrained steepest step (SPEC 1.4): implementation
+ *    20. 1.5b the sharded step
+ *    21. Certified exact diameter-constrained steepest step (SPEC 1.4): implementation
  * Long-form API: docs/api-rownorm.md; numerics and measurements: docs/numerics.md;
  * changes: CHANGELOG.md.
  *
@@ -1553,6 +1554,161 @@ RN__FN void rn__panel_tile(const float *Pa, const float *Pb, size_t k, float *C)
 #endif
 }
 
+/* ---- int8 tile products (the exact diameter's int8 screen) ---------------------------------
+ * Int8 panels (the diameter's int8 screen, see rn__row_diameter_core): a block of up to 64
+ * quantised rows of kq k-quads (k = 4 kq, past cols zero) is stored by quads,
+ * Q[l*256 + 4r + t] = q of row r at k = 4l + t, for both sides of a product (a 32-bit lane holds
+ * one row's quad: the layout of vpdpbusd and of NEON's sdot). rn__q8_tile computes
+ * C[r*64 + c] = sum_k qa_k,r qb_k,c exactly in int32 (|q| <= 127: |C| <= 127^2 k < 2^31 for
+ * k <= RN__Q8_MAXCOLS; the VNNI kernel's sums with the unsigned operand q + 128 wrap modulo 2^32
+ * and are exact again once 128 sum q is taken off), so every path gives the same bits. */
+#define RN__Q8_MAXCOLS 65536u /* widest rows of the int8 screen (the int32 sums stay exact) */
+#define RN__Q8_PANEL(kq) ((size_t)(kq) * 256u) /* bytes of one block's int8 panel */
+RN__FN void rn__q8_tile_scalar(const signed char *Qa, const signed char *Qb, size_t kq, int32_t *C)
+{
+    size_t r, c, l;
+    for (r = 0; r < 64 * 64; r++) C[r] = 0;
+    for (l = 0; l < kq; l++) {
+        const signed char *pa = Qa + l * 256, *pb = Qb + l * 256;
+        for (r = 0; r < 64; r++) {
+            int32_t a0 = pa[4 * r], a1 = pa[4 * r + 1], a2 = pa[4 * r + 2], a3 = pa[4 * r + 3];
+            int32_t *cr = C + r * 64;
+            for (c = 0; c < 64; c++)
+                cr[c] += a0 * pb[4 * c] + a1 * pb[4 * c + 1] + a2 * pb[4 * c + 2] + a3 * pb[4 * c + 3];
+        }
+    }
+}
+
+#define RN__QKC 128 /* k-quads per chunk of the int8 micro-kernels (the B micro-panel: 16 KB) */
+#if defined(RN__AVX512) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#define RN__Q8_FAST 1 /* a faster int8 product than float32 FMA: 64 products an instruction */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+/* 8 x 32 register block of vpdpbusd (16 zmm accumulators). vpdpbusd multiplies unsigned by
+ * signed bytes: Pb's quads are made unsigned (q + 128, an XOR of the sign bit) and Pa's broadcast
+ * signed, so each sum carries 128 sum_k qa_k,r, subtracted at the end (qsa: the rows' sums). */
+RN__FN RN__NOINLINE void rn__q8_tile_vnni(const signed char *Qa, const signed char *Qb, size_t kq, const int32_t *qsa, int32_t *C)
+{
+    const __m512i flip = _mm512_set1_epi8((char)-128);
+    size_t kc, i0, j0, l, r;
+    for (kc = 0; kc < kq; kc += RN__QKC) {
+        size_t kn = kq - kc < RN__QKC ? kq - kc : RN__QKC;
+        for (j0 = 0; j0 < 64; j0 += 32)
+            for (i0 = 0; i0 < 64; i0 += 8) {
+                int32_t *c = C + i0 * 64 + j0;
+                const signed char *pa = Qa + kc * 256 + i0 * 4, *pb = Qb + kc * 256 + j0 * 4;
+                __m512i c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
+                if (kc == 0) {
+                    c00 = _mm512_setzero_si512();
+                    c01 = c10 = c11 = c20 = c21 = c30 = c31 = c00;
+                    c40 = c41 = c50 = c51 = c60 = c61 = c70 = c71 = c00;
+                } else {
+#define RN__LC(R) c##R##0 = _mm512_loadu_si512((const void *)(c + R * 64)); c##R##1 = _mm512_loadu_si512((const void *)(c + R * 64 + 16));
+                    RN__LC(0) RN__LC(1) RN__LC(2) RN__LC(3) RN__LC(4) RN__LC(5) RN__LC(6) RN__LC(7)
+#undef RN__LC
+                }
+                for (l = 0; l < kn; l++, pa += 256, pb += 256) {
+                    __m512i b0 = _mm512_xor_si512(_mm512_loadu_si512((const void *)pb), flip);
+                    __m512i b1 = _mm512_xor_si512(_mm512_loadu_si512((const void *)(pb + 64)), flip), a;
+                    int32_t w;
+#define RN__FM(R) memcpy(&w, pa + 4 * R, 4); a = _mm512_set1_epi32(w); c##R##0 = _mm512_dpbusd_epi32(c##R##0, b0, a); c##R##1 = _mm512_dpbusd_epi32(c##R##1, b1, a);
+                    RN__FM(0) RN__FM(1) RN__FM(2) RN__FM(3) RN__FM(4) RN__FM(5) RN__FM(6) RN__FM(7)
+#undef RN__FM
+                }
+#define RN__SC(R) _mm512_storeu_si512((void *)(c + R * 64), c##R##0); _mm512_storeu_si512((void *)(c + R * 64 + 16), c##R##1);
+                RN__SC(0) RN__SC(1) RN__SC(2) RN__SC(3) RN__SC(4) RN__SC(5) RN__SC(6) RN__SC(7)
+#undef RN__SC
+            }
+    }
+    if (kq == 0) { memset(C, 0, 64 * 64 * sizeof(int32_t)); return; }
+    for (r = 0; r < 64; r++) {
+        __m512i off = _mm512_set1_epi32(128 * qsa[r]);
+        int32_t *cr = C + r * 64;
+        for (l = 0; l < 64; l += 16)
+            _mm512_storeu_si512((void *)(cr + l), _mm512_sub_epi32(_mm512_loadu_si512((const void *)(cr + l)), off));
+    }
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#elif defined(RN__NEON) && defined(__ARM_FEATURE_DOTPROD)
+#define RN__Q8_FAST 1 /* sdot: 16 products an instruction against fmla's 4 */
+/* 4 x 16 register block of sdot (16 q accumulators): per k-quad one load of Pa's four rows
+ * (a lane each) and four of Pb's sixteen columns; signed by signed, so no correction. */
+RN__FN void rn__q8_tile_sdot(const signed char *Qa, const signed char *Qb, size_t kq, int32_t *C)
+{
+    size_t kc, i0, j0, l;
+    int r, q;
+    for (kc = 0; kc < kq; kc += RN__QKC) {
+        size_t kn = kq - kc < RN__QKC ? kq - kc : RN__QKC;
+        for (j0 = 0; j0 < 64; j0 += 16)
+            for (i0 = 0; i0 < 64; i0 += 4) {
+                int32_t *c = C + i0 * 64 + j0;
+                const signed char *pa = Qa + kc * 256 + i0 * 4, *pb = Qb + kc * 256 + j0 * 4;
+                int32x4_t acc[4][4];
+                for (r = 0; r < 4; r++)
+                    for (q = 0; q < 4; q++) acc[r][q] = kc == 0 ? vdupq_n_s32(0) : vld1q_s32(c + r * 64 + q * 4);
+                for (l = 0; l < kn; l++, pa += 256, pb += 256) {
+                    int8x16_t a = vld1q_s8(pa);
+                    int8x16_t b0 = vld1q_s8(pb), b1 = vld1q_s8(pb + 16), b2 = vld1q_s8(pb + 32), b3 = vld1q_s8(pb + 48);
+#define RN__DOT(R)                                                                                 \
+    acc[R][0] = vdotq_laneq_s32(acc[R][0], b0, a, R); acc[R][1] = vdotq_laneq_s32(acc[R][1], b1, a, R); \
+    acc[R][2] = vdotq_laneq_s32(acc[R][2], b2, a, R); acc[R][3] = vdotq_laneq_s32(acc[R][3], b3, a, R);
+                    RN__DOT(0) RN__DOT(1) RN__DOT(2) RN__DOT(3)
+#undef RN__DOT
+                }
+                for (r = 0; r < 4; r++)
+                    for (q = 0; q < 4; q++) vst1q_s32(c + r * 64 + q * 4, acc[r][q]);
+            }
+    }
+    if (kq == 0) memset(C, 0, 64 * 64 * sizeof(int32_t));
+}
+#endif
+
+RN__FN void rn__q8_tile(const signed char *Qa, const signed char *Qb, size_t kq, const int32_t *qsa, int32_t *C)
+{
+#if defined(RN__Q8_FAST) && defined(RN__AVX512)
+    rn__q8_tile_vnni(Qa, Qb, kq, qsa, C);
+#elif defined(RN__Q8_FAST)
+    (void)qsa;
+    rn__q8_tile_sdot(Qa, Qb, kq, C);
+#else
+    (void)qsa;
+    rn__q8_tile_scalar(Qa, Qb, kq, C);
+#endif
+}
+
+/* The int8 screen's estimates for row a of a tile against its first n columns (n <= 64):
+ * e[b] = (na + nb[b]) - (ga sb[b]) C[b], in double, unfused on every path (the bound in
+ * rn__row_diameter_core allows the rounding either way); returns their maximum (-HUGE_VAL for
+ * n = 0). */
+RN__FN double rn__q8_erow(double na, double ga, const double *nb, const double *sb, const int32_t *Crow, size_t n,
+                          double *e)
+{
+    size_t b = 0;
+    double m = -HUGE_VAL;
+#if defined(RN__AVX512)
+    __m512d vna = _mm512_set1_pd(na), vga = _mm512_set1_pd(ga), vm = _mm512_set1_pd(-HUGE_VAL);
+    for (; b + 8 <= n; b += 8) {
+        __m512d t1 = _mm512_add_pd(vna, _mm512_loadu_pd(nb + b)), t2 = _mm512_mul_pd(vga, _mm512_loadu_pd(sb + b));
+        __m512d cc = _mm512_cvtepi32_pd(_mm256_loadu_si256((const __m256i *)(const void *)(Crow + b)));
+        __m512d ev = _mm512_sub_pd(t1, _mm512_mul_pd(t2, cc));
+        _mm512_storeu_pd(e + b, ev);
+        vm = _mm512_max_pd(vm, ev);
+    }
+    m = _mm512_reduce_max_pd(vm);
+#endif
+    for (; b < n; b++) {
+        double t1 = na + nb[b], t2 = ga * sb[b];
+        e[b] = t1 - t2 * (double)Crow[b];
+        m = e[b] > m ? e[b] : m;
+    }
+    return m;
+}
+
 /* Pack one row into column r of a panel (k x 64): P[l*64 + r] = float((row_l - mu_l) sc) with
  * the subtraction and the scaling in double, rounded once (mu may be NULL; sc is a power of two,
  * chosen by the caller so that the packed values and their products stay far from float32
@@ -1822,20 +1978,35 @@ typedef struct rn__diam_side {
     float *X;
     rn__radidx *ord;
     double *sqn, *bcen, *brad;
+    /* the int8 screen (rn__diam_quant): panels Q, per row (radius order) the scale qs and the
+     * sum qsum of its quantised values, per block bq[2P] = max eps, bq[2P+1] = Rb (scaled units) */
+    signed char *Q;
+    double *qs, *bq;
+    int32_t *qsum;
 } rn__diam_side;
 
 /* Shared read-only data of the tile scan: side b is side a for the pairs within one block
  * (self), another block otherwise. Rf, M and dabs are in scaled units. */
 typedef struct rn__diam_ctx {
     rn__diam_side a, b;
-    int self;
-    size_t cols;
-    double M, up, Rf, sc, dabs;
+    int self, screen;
+    size_t cols, kq;
+    double M, up, Rf, sc, dabs, qmul;
 } rn__diam_ctx;
 
-/* Work counters of one diameter call: tiles met (float32 products or the fallback) and pairs
- * verified in double (internal: the tests hold the pruning's effectiveness to them). */
-typedef struct rn__diam_stats { size_t tiles, verified; } rn__diam_stats;
+/* The screens of the tile scan: float32 products (every build), the int8 screen where it is
+ * faster (RN__Q8_FAST: AVX512-VNNI, Armv8.2 dot product) and the rows fit (RN__Q8_MAXCOLS), a
+ * tile falling back to float32 where the int8 bound is too wide to screen (RN__Q8_WIDE);
+ * RN__SCREEN_Q8_ONLY (tests) uses int8 for every tile, on any build. */
+enum { RN__SCREEN_AUTO = 0, RN__SCREEN_F32 = 1, RN__SCREEN_Q8 = 2, RN__SCREEN_Q8_ONLY = 3 };
+#define RN__Q8_WIDE 0.125 /* int8 bound over LB^2 past which a tile uses float32 products */
+
+/* Work counters of one diameter call: tiles met (float32 or int8 products, or the fallback),
+ * of them int8 (q8tiles), and pairs verified in double (internal: the tests hold the pruning's
+ * effectiveness to them). screen: the screen asked for (in; RN__SCREEN_AUTO: the build's
+ * choice), then the one used (out). qmul (in): the int8 bound's factor, 1 unless a test shrinks
+ * it to show that its inputs reach the bound (0 reads as 1). */
+typedef struct rn__diam_stats { size_t tiles, q8tiles, verified; int screen; double qmul; } rn__diam_stats;
 
 /* Verify one candidate pair (positions pa of side a, qb of side b, in radius order) in double. */
 RN__FN void rn__diam_verify(const rn__diam_ctx *c, size_t pa, size_t qb, rn__best *best, rn__diam_stats *cnt)
@@ -1844,6 +2015,64 @@ RN__FN void rn__diam_verify(const rn__diam_ctx *c, size_t pa, size_t qb, rn__bes
     cnt->verified++;
     rn__best_offer(best, rn__sumsq_ff(c->a.S + ia * c->a.ld, c->b.S + ib * c->b.ld, c->cols), c->a.off + ia,
                    c->b.off + ib);
+}
+
+/* The int8 screen's error bound for the pairs of block p (side a) and block q (side b): every
+ * estimate e of such a pair is within Mq of the pair's true squared distance (scaled units; see
+ * rn__row_diameter_core). */
+RN__FN double rn__q8_bound(const rn__diam_ctx *c, size_t p, size_t q)
+{
+    const rn__diam_side *A = &c->a, *B = &c->b;
+    return (c->M + 2.0 * (A->bq[2 * p] * B->bq[2 * q + 1] + A->bq[2 * p + 1] * B->bq[2 * q]) * (1.0 + 1e-12)) * c->qmul;
+}
+
+/* The tile of block p (side a) and block q (side b) with the int8 screen: estimates e from the
+ * exact int32 products, every pair with e >= LB_s^2 - Mq verified (the tile's largest first).
+ * C: the thread's tile (the int32 products), followed by RN__BS doubles (a row of estimates). */
+RN__FN void rn__diam_q8(const rn__diam_ctx *c, size_t p, size_t q, double Mq, rn__best *best, rn__diam_stats *cnt,
+                        float *C)
+{
+    const rn__diam_side *A = &c->a, *B = &c->b;
+    int32_t *Ci = (int32_t *)(void *)C;
+    double *e = (double *)(void *)(C + RN__BS * RN__BS), emax = -HUGE_VAL, LBs, thr, sc = c->sc;
+    size_t p0 = p * RN__BS, q0 = q * RN__BS, a, b, bi = 0, bj = 0;
+    size_t pm = (p0 + RN__BS < A->rows ? p0 + RN__BS : A->rows) - p0;
+    size_t qm = (q0 + RN__BS < B->rows ? q0 + RN__BS : B->rows) - q0;
+    int diag = c->self && p == q;
+    rn__q8_tile(A->Q + p * RN__Q8_PANEL(c->kq), B->Q + q * RN__Q8_PANEL(c->kq), c->kq, A->qsum + p0, Ci);
+    cnt->tiles++;
+    cnt->q8tiles++;
+    for (a = 0; a < pm; a++) {
+        double m = rn__q8_erow(A->sqn[p0 + a], 2.0 * A->qs[p0 + a], B->sqn + q0, B->qs + q0, Ci + a * RN__BS,
+                               diag ? a : qm, e);
+        if (m > emax) { emax = m; bi = a; }
+    }
+    if (!rn__finite_d(emax)) return; /* still -HUGE_VAL: no pair in the tile */
+    LBs = sqrt(best->d2 > 0.0 ? best->d2 : 0.0) * sc;
+    thr = LBs * LBs * (1.0 - 1e-12) - Mq - 1e-300;
+    if (emax < thr) return;
+    /* the tile's best estimate first: it raises LB and tightens the rest */
+    rn__q8_erow(A->sqn[p0 + bi], 2.0 * A->qs[p0 + bi], B->sqn + q0, B->qs + q0, Ci + bi * RN__BS, diag ? bi : qm, e);
+    for (b = 0; b < (diag ? bi : qm); b++)
+        if (e[b] == emax) { bj = b; break; }
+    rn__diam_verify(c, p0 + bi, q0 + bj, best, cnt);
+    LBs = sqrt(best->d2 > 0.0 ? best->d2 : 0.0) * sc;
+    thr = LBs * LBs * (1.0 - 1e-12) - Mq - 1e-300;
+    for (a = 0; a < pm; a++) {
+        size_t bend = diag ? a : qm;
+        if (rn__q8_erow(A->sqn[p0 + a], 2.0 * A->qs[p0 + a], B->sqn + q0, B->qs + q0, Ci + a * RN__BS, bend, e) < thr)
+            continue;
+        for (b = 0; b < bend; b++) {
+            if (e[b] >= thr && !(a == bi && b == bj)) {
+                double d2o = best->d2;
+                rn__diam_verify(c, p0 + a, q0 + b, best, cnt);
+                if (best->d2 > d2o) {
+                    LBs = sqrt(best->d2) * sc;
+                    thr = LBs * LBs * (1.0 - 1e-12) - Mq - 1e-300;
+                }
+            }
+        }
+    }
 }
 
 /* Block row p of side a against the blocks of side b (q <= p for the self scan), improving
@@ -1883,6 +2112,16 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__di
             cnt->tiles++;
             continue;
         }
+        if (c->screen >= RN__SCREEN_Q8) {
+            /* the int8 bound of this block pair (rn__row_diameter_core); a float32 tile where
+             * it is too wide to screen (unless int8 is asked for every tile) */
+            double Mq = rn__q8_bound(c, p, q);
+            LBs = LB * sc;
+            if (c->screen == RN__SCREEN_Q8_ONLY || Mq <= RN__Q8_WIDE * LBs * LBs) {
+                rn__diam_q8(c, p, q, Mq, best, cnt, C);
+                continue;
+            }
+        }
         rn__panel_tile(A->X + p * cols * RN__BS, B->X + q * cols * RN__BS, cols, C);
         cnt->tiles++;
         for (a = 0; a < pm; a++) {
@@ -1921,6 +2160,7 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__di
  * workspace, not stack (docs/embedding.md, "Stack"); the workspace sizes count rn__team() of
  * them, and a smaller workspace (down to one tile) runs the scan on fewer threads. */
 #define RN__TILE_FLOATS ((size_t)RN__BS * RN__BS)
+#define RN__DIAM_TILE_FLOATS (RN__TILE_FLOATS + 2 * RN__BS) /* + a row of int8-screen estimates (doubles) */
 RN__FN size_t rn__team(void)
 {
 #ifdef _OPENMP
@@ -2016,7 +2256,7 @@ RN__FN size_t rn__gate(size_t nt) { return nt; }
 
 RN__FN size_t rn__diam_tiles_bytes(size_t nt)
 {
-    return rn__add(rn__mul(rn__mul(nt, RN__TILE_FLOATS), sizeof(float)), 64);
+    return rn__add(rn__mul(rn__mul(nt, RN__DIAM_TILE_FLOATS), sizeof(float)), 64);
 }
 
 /* Workspace of one side of rows x cols. */
@@ -2030,7 +2270,11 @@ RN__FN size_t rn__diam_side_bytes(size_t rows, size_t cols)
     s = rn__add(s, rn__mul(rows, sizeof(double)));                           /* sqn */
     s = rn__add(s, rn__mul(rn__mul(nb, cols), sizeof(double)));              /* block centres */
     s = rn__add(s, rn__mul(nb, 2 * sizeof(double)));                         /* block radii */
-    return rn__add(s, 5 * 64);
+    s = rn__add(s, rn__mul(nb, RN__Q8_PANEL(cols / 4 + 1)));                 /* int8 panels */
+    s = rn__add(s, rn__mul(rows, sizeof(double)));                           /* scales */
+    s = rn__add(s, rn__mul(rn__mul(nb, RN__BS), sizeof(int32_t)));           /* sums */
+    s = rn__add(s, rn__mul(nb, 2 * sizeof(double)));                         /* int8 bounds */
+    return rn__add(s, 9 * 64);
 }
 
 /* rn_row_diameter_workspace_size with room for nt tiles (nt 1: the least that works) */
@@ -2059,7 +2303,11 @@ RN__FN void rn__diam_carve_side(rn__diam_side *sd, const float *S, size_t rows, 
     sd->sqn = (double *)rn__carve(cur, end, rows * sizeof(double));
     sd->bcen = (double *)rn__carve(cur, end, nb * cols * sizeof(double));
     sd->brad = (double *)rn__carve(cur, end, nb * 2 * sizeof(double));
-    RN_ASSERT(sd->X && sd->ord && sd->sqn && sd->bcen && sd->brad);
+    sd->Q = (signed char *)rn__carve(cur, end, nb * RN__Q8_PANEL((cols + 3) / 4));
+    sd->qs = (double *)rn__carve(cur, end, rows * sizeof(double));
+    sd->qsum = (int32_t *)rn__carve(cur, end, nb * RN__BS * sizeof(int32_t));
+    sd->bq = (double *)rn__carve(cur, end, nb * 2 * sizeof(double));
+    RN_ASSERT(sd->X && sd->ord && sd->sqn && sd->bcen && sd->brad && sd->Q && sd->qs && sd->qsum && sd->bq);
 }
 
 /* Radii about mu in ord, sorted descending (ties by index): ord[0].idx is the first row of
@@ -2101,7 +2349,9 @@ RN__FN double rn__diam_pack(rn__diam_side *sd, size_t cols, const double *mu, do
     for (p = 0; p < sd->nbact; p++) {
         size_t r0 = p * RN__BS, cnt = (r0 + RN__BS < sd->rows ? r0 + RN__BS : sd->rows) - r0;
         const float *P = sd->X + p * cols * RN__BS;
-        double *c = sd->bcen + p * cols, rho = 0.0, d2[RN__BS];
+        /* d2: the rows' squared distances to the centre, in the int8 scales' place (written later
+         * by rn__diam_quant), not on the stack (docs/embedding.md, "Stack") */
+        double *c = sd->bcen + p * cols, rho = 0.0, *d2 = sd->qs + r0;
         for (r = 0; r < cnt; r++) d2[r] = 0.0;
         for (k = 0; k < cols; k++) {
             double m = 0.0;
@@ -2132,6 +2382,149 @@ RN__FN void rn__diam_bound(rn__diam_ctx *ctx, size_t cols, double sc, double Rf)
     ctx->dabs = 2.0 * sqrt((double)cols) * tau;
 }
 
+/* Quantise 16 rows of a float panel (P: their first column; stride RN__BS) with the reciprocal
+ * scales inv and scales s: q = x inv rounded to nearest (ties to even; |x inv| <= 127 (1 + 2^-52)),
+ * stored by quads (Q: the rows' first byte, stride 256 a quad, the quad past cols zero-filled);
+ * err[r] = sum (x - s q)^2, qq[r] = sum q^2 (exact), qs[r] = sum q, in k order. */
+#if defined(RN__Q8_FAST) && defined(RN__AVX512)
+RN__FN void rn__quant16(const float *P, size_t cols, const double *inv, const double *s, signed char *Q, double *err,
+                        double *qq, int32_t *qs)
+{
+    __m512d il = _mm512_loadu_pd(inv), ih = _mm512_loadu_pd(inv + 8), sl = _mm512_loadu_pd(s), sh = _mm512_loadu_pd(s + 8);
+    __m512d el = _mm512_setzero_pd(), eh = el, nl = el, nh = el;
+    __m512i qsum = _mm512_setzero_si512();
+    size_t m, t, kq = (cols + 3) / 4;
+    for (m = 0; m < kq; m++) {
+        __m128i b[4], t01l, t01h, t23l, t23h;
+        signed char *qd = Q + m * 256;
+        for (t = 0; t < 4; t++) {
+            size_t l = 4 * m + t;
+            __m512 x;
+            __m512d xl, xh, ql, qh, dl, dh;
+            __m256i il32, ih32;
+            if (l >= cols) { b[t] = _mm_setzero_si128(); continue; }
+            x = _mm512_loadu_ps(P + l * RN__BS);
+            xl = _mm512_cvtps_pd(_mm512_castps512_ps256(x));
+            xh = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+            il32 = _mm512_cvt_roundpd_epi32(_mm512_mul_pd(xl, il), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            ih32 = _mm512_cvt_roundpd_epi32(_mm512_mul_pd(xh, ih), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            ql = _mm512_cvtepi32_pd(il32);
+            qh = _mm512_cvtepi32_pd(ih32);
+            dl = _mm512_sub_pd(xl, _mm512_mul_pd(sl, ql));
+            dh = _mm512_sub_pd(xh, _mm512_mul_pd(sh, qh));
+            el = _mm512_add_pd(el, _mm512_mul_pd(dl, dl));
+            eh = _mm512_add_pd(eh, _mm512_mul_pd(dh, dh));
+            nl = _mm512_add_pd(nl, _mm512_mul_pd(ql, ql));
+            nh = _mm512_add_pd(nh, _mm512_mul_pd(qh, qh));
+            {
+                __m512i q16 = _mm512_inserti64x4(_mm512_castsi256_si512(il32), ih32, 1);
+                qsum = _mm512_add_epi32(qsum, q16);
+                b[t] = _mm512_cvtepi32_epi8(q16);
+            }
+        }
+        /* 4 k x 16 rows of bytes -> 16 rows x 4 k */
+        t01l = _mm_unpacklo_epi8(b[0], b[1]); t01h = _mm_unpackhi_epi8(b[0], b[1]);
+        t23l = _mm_unpacklo_epi8(b[2], b[3]); t23h = _mm_unpackhi_epi8(b[2], b[3]);
+        _mm_storeu_si128((__m128i *)(void *)qd, _mm_unpacklo_epi16(t01l, t23l));
+        _mm_storeu_si128((__m128i *)(void *)(qd + 16), _mm_unpackhi_epi16(t01l, t23l));
+        _mm_storeu_si128((__m128i *)(void *)(qd + 32), _mm_unpacklo_epi16(t01h, t23h));
+        _mm_storeu_si128((__m128i *)(void *)(qd + 48), _mm_unpackhi_epi16(t01h, t23h));
+    }
+    _mm512_storeu_pd(err, el); _mm512_storeu_pd(err + 8, eh);
+    _mm512_storeu_pd(qq, nl); _mm512_storeu_pd(qq + 8, nh);
+    _mm512_storeu_si512((void *)qs, qsum);
+}
+#else
+RN__FN void rn__quant16(const float *P, size_t cols, const double *inv, const double *s, signed char *Q, double *err,
+                        double *qq, int32_t *qs)
+{
+    size_t l, r, kq = (cols + 3) / 4;
+    for (r = 0; r < 16; r++) { err[r] = 0.0; qq[r] = 0.0; qs[r] = 0; }
+    for (l = 0; l < 4 * kq; l++) {
+        const float *x = P + l * RN__BS;
+        signed char *qd = Q + (l >> 2) * 256 + (l & 3);
+        for (r = 0; r < 16; r++) {
+            double q = l < cols ? rint((double)x[r] * inv[r]) : 0.0, d;
+            if (l >= cols) { qd[4 * r] = 0; continue; }
+            qd[4 * r] = (signed char)(int)q;
+            d = (double)x[r] - s[r] * q;
+            err[r] += d * d;
+            qq[r] += q * q;
+            qs[r] += (int32_t)q;
+        }
+    }
+}
+#endif
+
+/* The int8 screen's data of a side's active blocks, from its float panels (after rn__diam_bound):
+ * each row x (scaled units, radius order) becomes q = round(x / s), s = max|x_k| / 127 (a zero
+ * row: s = 0, q = 0), stored as int8 panels (RN__Q8_PANEL); qs = s, qsum = sum_k q_k (zero
+ * for the padding rows). Per block, bq[2P] bounds eps_r >= ||s q_r - y_r|| and bq[2P+1] = Rb_P
+ * bounds ||y_r|| and ||s q_r|| (y_r the exact scaled row; see rn__row_diameter_core). Rows are
+ * done 16 at a time, k outer, so the panel is read along its rows. */
+RN__FN void rn__diam_quant(rn__diam_side *sd, const rn__diam_ctx *ctx)
+{
+    size_t cols = ctx->cols, kq = ctx->kq, p, r0, r, l;
+    /* ||x - y|| <= u' Rf + sqrt(cols) tau (the float rounding), plus the double rounding of
+     * the computed ||x - s q|| (2^-53 of |s q| and of the difference, per element) */
+    double eadd = ctx->up * ctx->Rf + 0.5 * ctx->dabs + 3e-16 * sqrt((double)cols) * ctx->Rf;
+    for (p = 0; p < sd->nbact; p++) {
+        const float *P = sd->X + p * cols * RN__BS;
+        signed char *Q = sd->Q + p * RN__Q8_PANEL(kq);
+        double emax = 0.0, rb = sd->brad[2 * p + 1] * ctx->sc * (1.0 + 1e-12);
+        for (r0 = 0; r0 < RN__BS; r0 += 16) {
+            float mx[16];
+            double inv[16], s[16], err[16], qq[16];
+            int32_t qs[16];
+            for (r = 0; r < 16; r++) mx[r] = 0.0f;
+            for (l = 0; l < cols; l++) {
+                const float *x = P + l * RN__BS + r0;
+                for (r = 0; r < 16; r++) {
+                    float a = x[r] < 0.0f ? -x[r] : x[r];
+                    mx[r] = a > mx[r] ? a : mx[r];
+                }
+            }
+            for (r = 0; r < 16; r++) {
+                s[r] = (double)mx[r] / 127.0;
+                inv[r] = mx[r] > 0.0f ? 127.0 / (double)mx[r] : 0.0;
+            }
+            rn__quant16(P + r0, cols, inv, s, Q + 4 * r0, err, qq, qs);
+            for (r = 0; r < 16; r++) {
+                size_t pos = p * RN__BS + r0 + r;
+                double ny = s[r] * sqrt(qq[r]) * (1.0 + 1e-9), ep = sqrt(err[r]) * (1.0 + 1e-9) + eadd;
+                sd->qsum[pos] = qs[r];
+                if (pos >= sd->rows) continue;
+                sd->qs[pos] = s[r];
+                emax = ep > emax ? ep : emax;
+                rb = ny > rb ? ny : rb;
+            }
+        }
+        sd->bq[2 * p] = emax;
+        sd->bq[2 * p + 1] = rb * (1.0 + 1e-9);
+    }
+}
+
+/* The screen of a scan (rn__diam_ctx.screen): the one asked for in stats, else int8 where it is
+ * faster; float32 where the int8 sums could overflow or no float bound holds (M = HUGE_VAL:
+ * the tiles are verified pair by pair). Sets kq and the int8 data of both sides. */
+RN__FN void rn__diam_screen(rn__diam_ctx *ctx, rn__diam_stats *stats)
+{
+    int req = stats ? stats->screen : RN__SCREEN_AUTO;
+#if defined(RN__Q8_FAST)
+    if (req == RN__SCREEN_AUTO) req = RN__SCREEN_Q8;
+#else
+    if (req == RN__SCREEN_AUTO) req = RN__SCREEN_F32;
+#endif
+    if (ctx->cols > RN__Q8_MAXCOLS || !rn__finite_d(ctx->M)) req = RN__SCREEN_F32;
+    ctx->screen = req;
+    ctx->kq = (ctx->cols + 3) / 4;
+    ctx->qmul = stats && stats->qmul > 0.0 ? stats->qmul : 1.0;
+    if (stats) stats->screen = req;
+    if (req < RN__SCREEN_Q8) return;
+    rn__diam_quant(&ctx->a, ctx);
+    if (!ctx->self) rn__diam_quant(&ctx->b, ctx);
+}
+
 /* The tile scan over the active blocks of side a, in parallel; *best improved. Each thread's
  * float32 tile comes from the workspace left in [cur, end) (rn__diam_tiles_bytes): as many
  * threads as tiles fit, at least one (the size checks guarantee it). */
@@ -2141,7 +2534,7 @@ RN__FN void rn__diam_scan(const rn__diam_ctx *ctx, char *cur, char *end, rn__bes
     size_t left = (size_t)(end - cur), nt = rn__team();
     float *tiles;
     while (nt > 1 && left < rn__diam_tiles_bytes(nt)) nt--;
-    tiles = (float *)rn__carve(&cur, end, nt * RN__TILE_FLOATS * sizeof(float));
+    tiles = (float *)rn__carve(&cur, end, nt * RN__DIAM_TILE_FLOATS * sizeof(float));
     RN_ASSERT(tiles);
     /* each thread keeps its own best (sound: it is a lower bound of D); the tie rule makes the
      * combined result independent of the thread count */
@@ -2154,16 +2547,16 @@ RN__FN void rn__diam_scan(const rn__diam_ctx *ctx, char *cur, char *end, rn__bes
             float *C = tiles;
             RN__GATE_IN();
 #ifdef _OPENMP
-            C += (size_t)omp_get_thread_num() * RN__TILE_FLOATS;
+            C += (size_t)omp_get_thread_num() * RN__DIAM_TILE_FLOATS;
 #endif
-            cnt.tiles = 0; cnt.verified = 0;
+            cnt.tiles = 0; cnt.q8tiles = 0; cnt.verified = 0; cnt.screen = ctx->screen;
             RN__OMP(omp for schedule(dynamic, 1) nowait)
             for (pl = 0; pl < nbl; pl++) rn__diam_row(ctx, (size_t)pl, &mine, &cnt, C);
             RN__GATE_OUT();
             RN__OMP(omp critical(rn__diam_best))
             {
                 rn__best_offer(best, mine.d2, mine.i, mine.j);
-                if (stats) { stats->tiles += cnt.tiles; stats->verified += cnt.verified; }
+                if (stats) { stats->tiles += cnt.tiles; stats->q8tiles += cnt.q8tiles; stats->verified += cnt.verified; }
             }
         }
         RN__GATE_NOTE();
@@ -2195,6 +2588,7 @@ RN__FN void rn__diam_self(const float *S, size_t rows, size_t cols, size_t ld, s
     ctx.b = ctx.a;
     ctx.self = 1;
     rn__diam_bound(&ctx, cols, sc, Rf);
+    rn__diam_screen(&ctx, stats);
     rn__diam_scan(&ctx, *cur, end, best, stats);
 }
 
@@ -2240,6 +2634,7 @@ RN__FN void rn__diam_cross(const float *A, size_t ra, size_t lda, size_t offa, c
     Rf = rn__diam_pack(&ctx.b, cols, mu, sc, Rf);
     ctx.self = 0;
     rn__diam_bound(&ctx, cols, sc, Rf);
+    rn__diam_screen(&ctx, stats);
     rn__diam_scan(&ctx, *cur, end, best, stats);
 }
 
@@ -2268,6 +2663,14 @@ RN__FN void rn__diam_cross(const float *A, size_t ra, size_t lda, size_t offa, c
  *  - fallback: if the bound is unusable (cols ~ 2^22 and beyond, or non-finite scaled data)
  *    M = HUGE_VAL and the tiles that survive the radius and block bounds are verified pair by
  *    pair in double, without float32 products.
+ *  - int8 screen (rn__diam_screen: where RN__Q8_FAST, cols <= RN__Q8_MAXCOLS): the rows are
+ *    also quantised per row, yq_i = s_i q_i with q_i in [-127, 127] and eps_i >= ||yq_i - y_i||
+ *    computed per row (rn__diam_quant); a tile's estimates E_ij = n_i + n_j - 2 s_i s_j (q_i.q_j)
+ *    take the exact int32 products, and |E - ||y_i - y_j||^2| <= M + 2 (eps_i R_j + R_i eps_j)
+ *    (Cauchy-Schwarz on yq_i.yq_j - y_i.y_j = (yq_i - y_i).yq_j + y_i.(yq_j - y_j); R bounds
+ *    ||y|| and ||yq||), taken per block pair (rn__q8_bound). Pairs are verified against that
+ *    bound as above, so the result is the same on every build. docs/numerics.md, "The exact
+ *    diameter's int8 screen", has the derivation and the tests that hold it sharp.
  * Every pair whose true distance can reach LB is thus verified, so the result is the maximum
  * of the double distances (ties included: a pair at distance LB is verified, and the tie
  * rule keeps the smallest pair). The block-pair kernel (rn_row_diameter_pair_ws) runs the
@@ -2294,7 +2697,7 @@ RN__FN rn_status rn__row_diameter_core(const float *S, size_t rows, size_t cols,
     RN_ASSERT(mu);
     /* the finiteness check and the mean row in one read of S (only the workspace is written) */
     if (!rn__col_mean_finite(S, rows, cols, ld, mu)) return RN_ERR_NONFINITE;
-    if (stats) { stats->tiles = 0; stats->verified = 0; }
+    if (stats) { stats->tiles = 0; stats->q8tiles = 0; stats->verified = 0; }
     if (rows == 1) {
         *diameter = 0.0;
         if (oi) *oi = 0;
@@ -2348,15 +2751,15 @@ RNDEF size_t rn_row_diameter_pair_workspace_size(size_t rows_a, size_t rows_b, s
     return rn__diam_pair_ws_bytes(rows_a, rows_b, cols, rn__team());
 }
 
-RNDEF rn_status rn_row_diameter_pair_ws(const float *A, size_t rows_a, size_t lda, size_t off_a,
-                                        const float *B, size_t rows_b, size_t ldb, size_t off_b,
-                                        size_t cols, void *ws, size_t ws_bytes, rn_diameter_best *best)
+/* rn_row_diameter_pair_ws with the work counters and the screen (stats may be NULL) */
+RN__FN rn_status rn__diam_pair_core(const float *A, size_t rows_a, size_t lda, size_t off_a, const float *B,
+                                    size_t rows_b, size_t ldb, size_t off_b, size_t cols, void *ws, size_t ws_bytes,
+                                    rn_diameter_best *best, rn__diam_stats *stats)
 {
     size_t ea, eb = 0, need, r, k;
     char *cur, *end;
     double *mu;
     rn__best bb;
-    rn__diam_stats *stats = RN__NULL;
     if (!A || !ws || !best) return RN_ERR_NULL;
     ea = rn__extent(rows_a, cols, lda);
     if (!ea) return RN_ERR_SIZE;
@@ -2391,6 +2794,13 @@ RNDEF rn_status rn_row_diameter_pair_ws(const float *A, size_t rows_a, size_t ld
     else if (rows_a >= 2) rn__diam_self(A, rows_a, cols, lda, off_a, mu, &cur, end, &bb, stats);
     if (bb.d2 >= 0.0 && bb.i != bb.j) { best->dist2 = bb.d2; best->i = bb.i; best->j = bb.j; }
     return RN_OK;
+}
+
+RNDEF rn_status rn_row_diameter_pair_ws(const float *A, size_t rows_a, size_t lda, size_t off_a,
+                                        const float *B, size_t rows_b, size_t ldb, size_t off_b,
+                                        size_t cols, void *ws, size_t ws_bytes, rn_diameter_best *best)
+{
+    return rn__diam_pair_core(A, rows_a, lda, off_a, B, rows_b, ldb, off_b, cols, ws, ws_bytes, best, RN__NULL);
 }
 
 RNDEF rn_status rn_row_diameter_pair(const float *A, size_t rows_a, size_t lda, size_t off_a,

@@ -1232,13 +1232,45 @@ typedef struct diam_ctx {
     size_t wsb;
     double D;
     float *tile, *sq; /* exhaustive: BS x BS tile, row squared norms */
+    int core, screen;  /* core: the internal rn__row_diameter_core (what rn_row_diameter_ws runs) with
+                        * the screen asked for (RN__SCREEN_AUTO: the build's) and work counters st */
+    rn__diam_stats st;
 } diam_ctx;
 
 static void diam_ours(void *p)
 {
     diam_ctx *c = (diam_ctx *)p;
     size_t i, j;
-    if (rn_row_diameter_ws(c->S, c->V, c->d, c->d, c->ws, c->wsb, &c->D, &i, &j) != RN_OK) exit(3);
+    rn_status s;
+    if (c->core) {
+        memset(&c->st, 0, sizeof c->st);
+        c->st.screen = c->screen;
+        s = rn__row_diameter_core(c->S, c->V, c->d, c->d, c->ws, c->wsb, &c->D, &i, &j, &c->st);
+    } else {
+        s = rn_row_diameter_ws(c->S, c->V, c->d, c->d, c->ws, c->wsb, &c->D, &i, &j);
+    }
+    if (s != RN_OK) exit(3);
+}
+
+/* The tile screens side by side (issue 43): the float32 screen (forced; the only one before the
+ * int8 screen) and the build's own (int8 where RN__Q8_FAST), the same rows, alternating rep by
+ * rep: their median times, ratio and work (tiles, int8 tiles, pairs verified in double). */
+static void diam_screens_row(const char *shape, const char *kind, int thr, double t_f32, double t_own,
+                             const diam_ctx *f32, const diam_ctx *own)
+{
+    char what[96], o[64], bb[64], b1[32], b2[32];
+    int q8 = own->st.screen >= RN__SCREEN_Q8;
+    bfmt(what, sizeof what, "diam %s %s %s vs f32", shape, kind, q8 ? "int8" : "f32");
+    bfmt(o, sizeof o, "%s", fmt_ms(b1, sizeof b1, t_own));
+    bfmt(bb, sizeof bb, "f32 screen %s", fmt_ms(b2, sizeof b2, t_f32));
+    fprintf(stderr, "  (diameter %s %s, %d thr: %s screen %zu tiles, %zu int8, %zu pairs verified; float32 screen %zu "
+            "tiles, %zu verified)\n", shape, kind, thr, q8 ? "int8" : "float32", own->st.tiles, own->st.q8tiles,
+            own->st.verified, f32->st.tiles, f32->st.verified);
+    if (own->D != f32->D) {
+        fprintf(stderr, "bench: diameter %s %s: the screens differ (%.17g vs %.17g)\n", shape, kind, own->D, f32->D);
+        exit(3);
+    }
+    add_row("diam", what, thr, o, bb, t_f32 / t_own, q8 ? "speed>=2" : "", q8 ? t_f32 / t_own >= 2.0 : -1);
 }
 
 /* The reference code's method: blocked all-pairs squared distances |a|^2 + |b|^2 - 2 a.b with
@@ -1295,11 +1327,11 @@ static void section_diam(const int *thr, int nthr, int reps, int big_reps)
         if (SB[kind]) make_rows(SB[kind], VB, d, kind);
     }
     for (ti = 0; ti < nthr; ti++) {
-        diam_ctx c[4];
-        job jobs[6];
+        diam_ctx c[6];
+        job jobs[8];
         peer_job pj[2];
         int nj;
-        double med[6], pairflops = (double)V * (double)(V - 1) * (double)d; /* V(V-1)/2 pairs x 2d */
+        double med[8], pairflops = (double)V * (double)(V - 1) * (double)d; /* V(V-1)/2 pairs x 2d */
         set_threads(thr[ti]);
         peer_open(thr[ti]);
         memset(jobs, 0, sizeof jobs);
@@ -1311,12 +1343,24 @@ static void section_diam(const int *thr, int nthr, int reps, int big_reps)
             c[kind].ws = malloc(c[kind].wsb);
             jobs[kind].fn = kind < 3 ? diam_ours : diam_exhaustive;
             jobs[kind].ctx = &c[kind];
+            c[kind].core = kind < 3;
+            c[kind].screen = RN__SCREEN_AUTO;
+        }
+        /* the float32 screen on the two kinds of head steps (jobs 4, 5: RowNorm, AdamW) */
+        for (kind = 4; kind < 6; kind++) {
+            c[kind] = c[kind - 3];
+            c[kind].ws = malloc(c[kind].wsb);
+            c[kind].screen = RN__SCREEN_F32;
+            jobs[kind].fn = diam_ours;
+            jobs[kind].ctx = &c[kind];
         }
         c[3].tile = falloc(DIAM_BS * DIAM_BS);
         c[3].sq = falloc(V);
         /* the exhaustive time does not depend on the values: measured once (on gradient-like rows) */
-        nj = add_peer_jobs(jobs, 4, pj, "diam/16384x768");
+        nj = add_peer_jobs(jobs, 6, pj, "diam/16384x768");
         measure(jobs, nj, reps, med);
+        for (kind = 1; kind < 3; kind++)
+            diam_screens_row("16384x768", kind_name[kind], thr[ti], med[kind + 3], med[kind], &c[kind + 3], &c[kind]);
         for (kind = 0; kind < 3; kind++) {
             /* the exhaustive sgemm rate counts the flops its blocks really do (lower triangle of
              * blocks, diagonal blocks in full); ours is all-pairs flops / time (eGF/s): on
@@ -1338,31 +1382,39 @@ static void section_diam(const int *thr, int nthr, int reps, int big_reps)
         fprintf(stderr, "  (diameter gradient-like: ours %.9g, exhaustive float Gram %.9g)\n", c[0].D, c[3].D);
         if (big_reps > 0 && ti + 1 == nthr) { /* the paper's head: most threads only, no extra warm-up */
             for (kind = 0; kind < 3; kind++) {
-                diam_ctx cb;
-                double mb, tt[MAX_REPS];
-                int r;
-                memset(&cb, 0, sizeof cb);
-                cb.S = SB[kind]; cb.V = VB; cb.d = d;
-                cb.wsb = rn_row_diameter_workspace_size(VB, d);
-                cb.ws = malloc(cb.wsb);
-                for (r = 0; r < big_reps && r < MAX_REPS; r++) {
-                    double t1 = now_s();
-                    diam_ours(&cb);
-                    tt[r] = now_s() - t1;
+                diam_ctx cb[2]; /* the build's screen, the float32 screen (head steps), alternating */
+                double mb, mf = 0.0, tt[MAX_REPS], tf[MAX_REPS];
+                int r, w, nw = kind > 0 ? 2 : 1;
+                for (w = 0; w < nw; w++) {
+                    memset(&cb[w], 0, sizeof cb[w]);
+                    cb[w].S = SB[kind]; cb[w].V = VB; cb[w].d = d;
+                    cb[w].wsb = rn_row_diameter_workspace_size(VB, d);
+                    cb[w].ws = malloc(cb[w].wsb);
+                    cb[w].core = 1;
+                    cb[w].screen = w == 0 ? RN__SCREEN_AUTO : RN__SCREEN_F32;
                 }
+                for (r = 0; r < big_reps && r < MAX_REPS; r++)
+                    for (w = 0; w < nw; w++) {
+                        int x = (w + r) % nw; /* rotating which goes first */
+                        double t1 = now_s();
+                        diam_ours(&cb[x]);
+                        (x == 0 ? tt : tf)[r] = now_s() - t1;
+                    }
                 mb = median(tt, r);
+                if (nw == 2) mf = median(tf, r);
                 bfmt(what, sizeof what, "diameter 50257x768 %s (wall, %d run%s)", kind_name[kind], r,
                      r > 1 ? "s" : "");
                 bfmt(o, sizeof o, "%s", fmt_ms(b1, sizeof b1, mb));
                 bfmt(bb, sizeof bb, "%.0f eGF/s", (double)VB * (double)(VB - 1) * (double)d / mb * 1e-9);
                 add_row("diam", what, thr[ti], o, bb, -1, "", -1);
-                free(cb.ws);
+                if (nw == 2) diam_screens_row("50257x768", kind_name[kind], thr[ti], mf, mb, &cb[1], &cb[0]);
+                for (w = 0; w < nw; w++) free(cb[w].ws);
             }
         }
-        peer_rows(pj, nj - 4, med + 4, med[0], "peer", "diameter 16384x768 gradient-like: ours vs", thr[ti],
+        peer_rows(pj, nj - 6, med + 6, med[0], "peer", "diameter 16384x768 gradient-like: ours vs", thr[ti],
                   "speed>=5", 5.0);
         peer_close();
-        for (kind = 0; kind < 4; kind++) free(c[kind].ws);
+        for (kind = 0; kind < 6; kind++) free(c[kind].ws);
         free(c[3].tile); free(c[3].sq);
     }
     for (kind = 0; kind < 3; kind++) { free(S[kind]); free(SB[kind]); }

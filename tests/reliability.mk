@@ -92,10 +92,11 @@ endif
 # ---- aarch64 (NEON and scalar), run under qemu-user ------------------------------------------
 REL_A64_neon_FL   := -std=c99 -O2 $(REL_CROSS_OMP)
 REL_A64_scalar_FL := -std=c99 -O2 -DRN_NO_SIMD -DMUON_NO_SIMD
-# BFMMLA and BFDOT kernels of the bf16 Newton-Schulz (Armv8.6-A BF16; qemu-user's default CPU has it): the
-# Muon tests only
+# BFMMLA and BFDOT kernels of the bf16 Newton-Schulz (Armv8.6-A BF16; qemu-user's default CPU has it), and
+# the exact diameter's int8 screen on sdot (Armv8.6-A includes the dot product): the Muon tests and
+# the diameter's suites
 REL_A64_neonbf16_FL := -std=c99 -O2 -march=armv8.6-a+bf16 $(REL_CROSS_OMP)
-REL_A64_BF16_TESTS  := test_muon_bf16 test_muon test_muon_gemm
+REL_A64_BF16_TESTS  := test_muon_bf16 test_muon test_muon_gemm test_rownorm test_rownorm_shard
 define rel_a64_rule
 $(REL_B)/aarch64-$(1)/%: tests/%.c tests/test.h $(HEADER_DEPS)
 	$$(call rel_try,$(REL_CROSS) $(REL_A64_$(1)_FL) $(WARN) -DTEST_VARIANT='"aarch64-$(1)"' -I. -o $$@ $$< $(LDLIBS))

@@ -151,6 +151,31 @@ static void test_hilbert_errors(void)
 
 /* ---- 1.2 Diameter --------------------------------------------------------------------------- */
 
+/* The tile scan with each screen forced (float32 products; int8 for every tile, on any build):
+ * 1 if both return D and the pair bit for bit. The exactness of the result must not depend on
+ * the screen (rn__row_diameter_core), so every diameter check below runs all of them. */
+static int diam_screens_agree(const float *S, size_t rows, size_t cols, size_t ld, double D, size_t a, size_t b)
+{
+    static const int screens[2] = {RN__SCREEN_F32, RN__SCREEN_Q8_ONLY};
+    size_t need = rn_row_diameter_workspace_size(rows, cols), k;
+    void *ws = malloc(need ? need : 1);
+    int ok = ws != NULL;
+    for (k = 0; k < 2 && ok; k++) {
+        rn__diam_stats st;
+        double D2 = -1.0;
+        size_t i2 = 99, j2 = 99;
+        memset(&st, 0, sizeof st);
+        st.screen = screens[k];
+        ok = rn__row_diameter_core(S, rows, cols, ld, ws, need, &D2, &i2, &j2, &st) == RN_OK && D2 == D &&
+             i2 == a && j2 == b;
+        if (!ok)
+            fprintf(stderr, "  screen %d: D %.17g (%zu, %zu), default %.17g (%zu, %zu)\n", screens[k], D2, i2, j2, D,
+                    a, b);
+    }
+    free(ws);
+    return ok;
+}
+
 static void check_diameter(const float *S, size_t rows, size_t cols, size_t ld, const char *what)
 {
     double D = -1, want = ref_diameter(S, rows, cols, ld), lo = -1, hi = -1;
@@ -159,6 +184,7 @@ static void check_diameter(const float *S, size_t rows, size_t cols, size_t ld, 
     CHECK_MSG(st == RN_OK, "%s: status %d", what, (int)st);
     CHECK_MSG(fabs(D - want) <= 1e-12 * want + 1e-300 || (want == 0.0 && D == 0.0), /* 1e-6 asked; exact to rounding */
               "%s: D %.17g want %.17g", what, D, want);
+    CHECK_MSG(st != RN_OK || diam_screens_agree(S, rows, cols, ld, D, i, j), "%s: the screens differ", what);
     if (rows > 1) {
         CHECK_MSG(i < j && j < rows, "%s: pair %zu %zu", what, i, j);
         if (i < j && j < rows) CHECK_NEAR(sqrt(ref_dist2(S, ld, cols, i, j)), D, 0, 1e-14);
@@ -415,6 +441,7 @@ static int diam_agrees(const float *S, size_t rows, size_t cols, size_t ld, int 
     if (rn_row_diameter(S, rows, cols, ld, &D, &a, &b) != RN_OK) return 0;
     if (!(fabs(D - want) <= 1e-12 * want) && !(want == 0.0 && D == 0.0)) return 0;
     if (check_pair && (a != bi || b != bj)) return 0;
+    if (!diam_screens_agree(S, rows, cols, ld, D, a, b)) return 0;
     return a < b && b < rows;
 }
 
@@ -557,12 +584,326 @@ static void test_diameter_pruning_work(void)
             if (kind == 1) sc = 1.0 / sqrt(n);
             for (k = 0; k < d; k++) S[i * d + k] = (float)(c[k] + sc * v[k]);
         }
+        memset(&st, 0, sizeof st);
+        st.screen = RN__SCREEN_F32;
         CHECK(rn__row_diameter_core(S, V, d, d, ws, need, &D, &a, &b, &st) == RN_OK);
         CHECK_NEAR(D, ref_diameter(S, V, d, d), 0, 1e-12);
+        CHECK(st.screen == RN__SCREEN_F32 && st.q8tiles == 0);
         if (kind == 0) CHECK_MSG(st.tiles <= 8 && st.verified <= 64, "heavy tail: %zu tiles, %zu verified", st.tiles, st.verified);
         else CHECK_MSG(st.tiles == 136 && st.verified <= V, "sphere: %zu tiles, %zu verified", st.tiles, st.verified);
+        /* the int8 screen: the same tiles met, every one of them int8, its wider bound letting a
+         * few more pairs through (measured: Q8_WORK_HEAVY, Q8_WORK_SPHERE) */
+        memset(&st, 0, sizeof st);
+        st.screen = RN__SCREEN_Q8_ONLY;
+        CHECK(rn__row_diameter_core(S, V, d, d, ws, need, &D, &a, &b, &st) == RN_OK);
+        CHECK_NEAR(D, ref_diameter(S, V, d, d), 0, 1e-12);
+        CHECK(st.screen == RN__SCREEN_Q8_ONLY && st.q8tiles == st.tiles);
+        if (kind == 0) CHECK_MSG(st.tiles <= 8 && st.verified <= 64, "int8, heavy tail: %zu tiles, %zu verified", st.tiles, st.verified);
+        else CHECK_MSG(st.tiles == 136 && st.verified <= 4 * V, "int8, sphere: %zu tiles, %zu verified", st.tiles, st.verified);
+        fprintf(stderr, "  pruning work kind %d, int8: %zu tiles, %zu verified\n", kind, st.tiles, st.verified);
     }
     free(S); free(ws);
+}
+
+/* One pair (row a of A against row b of B, mu = 0) through the int8 screen as the scan runs it:
+ * packing, the float32 bound, quantisation, the exact int32 product and the estimate. Returns
+ * the estimate's error (true squared distance minus the estimate, scaled units) and the bound
+ * rn__q8_bound in *Mq; qmul scales the bound (1: as built). */
+static double q8_pair_error(const float *A, size_t ra, const float *B, size_t rb, size_t cols, size_t a, size_t b,
+                            double qmul, double *Mq)
+{
+    rn__diam_ctx ctx;
+    rn__diam_stats st;
+    size_t wsb = rn__diam_side_bytes(ra, cols) + rn__diam_side_bytes(rb, cols) + rn__diam_tiles_bytes(1) + 4 * 64, k;
+    char *ws = (char *)malloc(wsb), *cur = ws, *end = ws + wsb;
+    double *mu = (double *)calloc(cols, sizeof(double)), R, sc, Rf, t2 = 0.0, err;
+    float *C;
+    size_t pa = 0, pb = 0;
+    if (!ws || !mu) abort();
+    memset(&ctx, 0, sizeof ctx);
+    memset(&st, 0, sizeof st);
+    rn__diam_carve_side(&ctx.a, A, ra, cols, cols, 0, &cur, end);
+    rn__diam_carve_side(&ctx.b, B, rb, cols, cols, ra, &cur, end);
+    rn__diam_radii(&ctx.a, cols, mu);
+    rn__diam_radii(&ctx.b, cols, mu);
+    ctx.a.nbact = (ra + RN__BS - 1) / RN__BS;
+    ctx.b.nbact = (rb + RN__BS - 1) / RN__BS;
+    R = ctx.a.ord[0].r > ctx.b.ord[0].r ? ctx.a.ord[0].r : ctx.b.ord[0].r;
+    sc = ldexp(1.0, -rn__exp2_of(R));
+    Rf = rn__diam_pack(&ctx.a, cols, mu, sc, R * sc);
+    Rf = rn__diam_pack(&ctx.b, cols, mu, sc, Rf);
+    rn__diam_bound(&ctx, cols, sc, Rf);
+    st.screen = RN__SCREEN_Q8_ONLY;
+    st.qmul = qmul;
+    rn__diam_screen(&ctx, &st);
+    CHECK(ctx.screen == RN__SCREEN_Q8_ONLY);
+    while (ctx.a.ord[pa].idx != a) pa++; /* positions in radius order */
+    while (ctx.b.ord[pb].idx != b) pb++;
+    *Mq = rn__q8_bound(&ctx, pa / RN__BS, pb / RN__BS);
+    C = (float *)rn__carve(&cur, end, RN__DIAM_TILE_FLOATS * sizeof(float));
+    if (!C) abort();
+    rn__q8_tile(ctx.a.Q + (pa / RN__BS) * RN__Q8_PANEL(ctx.kq), ctx.b.Q + (pb / RN__BS) * RN__Q8_PANEL(ctx.kq), ctx.kq,
+                ctx.a.qsum + (pa / RN__BS) * RN__BS, (int32_t *)(void *)C);
+    {
+        double *e = (double *)(void *)(C + RN__TILE_FLOATS);
+        size_t q0 = (pb / RN__BS) * RN__BS, qm = (rb - q0 < RN__BS ? rb - q0 : RN__BS);
+        rn__q8_erow(ctx.a.sqn[pa], 2.0 * ctx.a.qs[pa], ctx.b.sqn + q0, ctx.b.qs + q0,
+                    (int32_t *)(void *)C + (pa % RN__BS) * RN__BS, qm, e);
+        for (k = 0; k < cols; k++) {
+            double d = ((double)A[a * cols + k] - (double)B[b * cols + k]) * sc;
+            t2 += d * d;
+        }
+        err = t2 - e[pb % RN__BS];
+    }
+    free(ws);
+    free(mu);
+    return err;
+}
+
+/* The int8 screen's bound (rn__q8_bound). Sharp: row j on the int8 grid (every |q| = 127, no
+ * rounding error), row i a half step less 1/64 off the grid towards j everywhere but its largest
+ * entry, so i's rounding error is parallel to j and the estimate of |y_i - y_j|^2 is low by
+ * 2 eps_i |y_j| (Cauchy-Schwarz with equality): it must stay within the bound and pass half of
+ * it (a halved bound fails here; shown with qmul = 1/2). Sound: every estimate of random rows
+ * of several kinds (Gaussian, heavy-tailed entries, sparse, a few huge entries, near-equal rows)
+ * is within its bound. For cols a multiple of 4 or not, at scales 1, 2^-110 and 2^90. */
+static void test_diameter_q8_bound(void)
+{
+    static const size_t widths[3] = {64, 67, 768};
+    static const int exps[3] = {0, -110, 90};
+    t_rng r = {31};
+    size_t wi, si, k, t;
+    double worst_sound = 0.0, least_sharp = 1e300;
+    for (wi = 0; wi < 3; wi++)
+        for (si = 0; si < 3; si++) {
+            size_t cols = widths[wi];
+            float *A = (float *)malloc(cols * sizeof(float)), *B = (float *)malloc(cols * sizeof(float));
+            double s = ldexp(1.0, exps[si] - 7), Mq = 0.0, Mh = 0.0, err, errh;
+            for (k = 0; k < cols; k++) {
+                double sg = t_rng_uniform(&r) < 0.5 ? -1.0 : 1.0;
+                B[k] = (float)(127.0 * s * sg);
+                A[k] = (float)(-(k == 0 ? 127.0 : 126.484375) * s * sg);
+            }
+            err = q8_pair_error(A, 1, B, 1, cols, 0, 0, 1.0, &Mq);
+            errh = q8_pair_error(A, 1, B, 1, cols, 0, 0, 0.5, &Mh);
+            CHECK_MSG(fabs(err) <= Mq, "cols %zu 2^%d: error %.6g past the bound %.6g", cols, exps[si], err, Mq);
+            CHECK_MSG(err > 0.5 * Mq && errh == err && fabs(errh) > Mh,
+                      "cols %zu 2^%d: error %.6g, bound %.6g: not past half of it", cols, exps[si], err, Mq);
+            least_sharp = err / Mq < least_sharp ? err / Mq : least_sharp;
+            free(A);
+            free(B);
+        }
+    for (t = 0; t < 300; t++) {
+        size_t cols = 1 + (size_t)(t_rng_uniform(&r) * 150), ra = 1 + (size_t)(t_rng_uniform(&r) * 70);
+        size_t rb = 1 + (size_t)(t_rng_uniform(&r) * 70), a, b;
+        int kind = (int)(t % 5);
+        float *A = (float *)malloc(ra * cols * sizeof(float)), *B = (float *)malloc(rb * cols * sizeof(float));
+        double Mq = 0.0, err;
+        for (k = 0; k < (ra + rb) * cols; k++) {
+            float *x = k < ra * cols ? A + k : B + (k - ra * cols);
+            double v = t_rng_normal(&r);
+            if (kind == 1) v = v * v * v * v * v;                               /* heavy-tailed entries */
+            if (kind == 2 && t_rng_uniform(&r) < 0.9) v = 0.0;                  /* sparse */
+            if (kind == 3 && t_rng_uniform(&r) < 0.02) v *= 1e4;                /* a few huge entries */
+            if (kind == 4) v = 1.0 + 1e-3 * v;                                  /* near-equal rows */
+            *x = (float)v;
+        }
+        a = (size_t)(t_rng_uniform(&r) * (double)ra);
+        b = (size_t)(t_rng_uniform(&r) * (double)rb);
+        a = a < ra ? a : ra - 1;
+        b = b < rb ? b : rb - 1;
+        err = q8_pair_error(A, ra, B, rb, cols, a, b, 1.0, &Mq);
+        CHECK_MSG(fabs(err) <= Mq, "random kind %d cols %zu: error %.6g past the bound %.6g", kind, cols, err, Mq);
+        worst_sound = fabs(err) / Mq > worst_sound ? fabs(err) / Mq : worst_sound;
+        free(A);
+        free(B);
+    }
+    fprintf(stderr, "  int8 bound: adversarial pairs reach %.3f of it (least), random rows %.3f (most)\n", least_sharp,
+            worst_sound);
+}
+
+/* The whole scan at the int8 bound's margin. Rows (mean exactly 0, every value exact in float):
+ *  - i, j on columns 0..63: j = 114 2^-10 sigma (on the int8 grid), i = -126.484375 2^-10 sigma
+ *    but for its first entry -127 2^-10 sigma_0, so i's rounding error is parallel to j (the
+ *    construction of test_diameter_q8_bound) and the int8 estimate of |i - j|^2 is low by about
+ *    0.94 of its bound;
+ *  - a decoy pair k = 0.125 tau, l = -b tau on columns 64..127, |k - l|^2 = |i - j|^2 - g with
+ *    g = 0.0015, a fifth of the bound: k has the largest radius, so the farthest-point sweeps
+ *    find (k, l) and the scan starts from LB = |k - l|;
+ *  - 80 fillers +-0.9375 e_m (radii between i's and j's: j's block is not i's, and its rows
+ *    quantise exactly) and two small rows that make every column sum 0.
+ * The int8 screen must verify (i, j) and return it (as the float32 screen does); with its bound
+ * halved (qmul) the pair's estimate falls below the threshold and the scan returns (k, l): the
+ * test fails for a halved bound, as it should. */
+static void test_diameter_q8_margin(void)
+{
+    size_t V = 86, d = 168, i, k, need = rn_row_diameter_workspace_size(86, 168), a, b;
+    float *S = (float *)calloc(V * d, sizeof(float));
+    void *ws = malloc(need);
+    t_rng r = {34};
+    double tij2 = 0.0, tkl2, g, bl, D;
+    int pass;
+    /* rows: 0 k, 1 l, 2 i, 3 j, 4 c = -(i + j), 5 c2 = -(k + l), 6.. fillers */
+    for (k = 0; k < 64; k++) {
+        double sg = t_rng_uniform(&r) < 0.5 ? -1.0 : 1.0;
+        S[2 * d + k] = (float)(-(k == 0 ? 127.0 : 126.484375) * ldexp(sg, -10));
+        S[3 * d + k] = (float)(114.0 * ldexp(sg, -10));
+        S[4 * d + k] = -(S[2 * d + k] + S[3 * d + k]); /* exact: 799 or 832 times 2^-16 */
+        tij2 += ((double)S[2 * d + k] - (double)S[3 * d + k]) * ((double)S[2 * d + k] - (double)S[3 * d + k]);
+    }
+    g = 0.0015;
+    bl = (double)(float)(sqrt((tij2 - g) / 64.0) - 0.125);
+    tkl2 = 64.0 * (0.125 + bl) * (0.125 + bl);
+    CHECK_MSG(tij2 - tkl2 > 0.001 && tij2 - tkl2 < 0.002, "decoy gap %.6g", tij2 - tkl2);
+    for (k = 64; k < 128; k++) {
+        double sg = t_rng_uniform(&r) < 0.5 ? -1.0 : 1.0;
+        S[0 * d + k] = (float)(0.125 * sg);
+        S[1 * d + k] = (float)(-bl * sg);
+        S[5 * d + k] = -(S[0 * d + k] + S[1 * d + k]); /* exact (Sterbenz) */
+    }
+    for (i = 6; i < V; i++) S[i * d + 128 + (i - 6) / 2] = (i % 2) ? 0.9375f : -0.9375f;
+    for (pass = 0; pass < 3; pass++) {
+        rn__diam_stats st;
+        memset(&st, 0, sizeof st);
+        st.screen = pass == 0 ? RN__SCREEN_F32 : RN__SCREEN_Q8_ONLY;
+        st.qmul = pass == 2 ? 0.5 : 1.0;
+        CHECK(rn__row_diameter_core(S, V, d, d, ws, need, &D, &a, &b, &st) == RN_OK);
+        if (pass < 2)
+            CHECK_MSG(a == 2 && b == 3 && D * D == tij2, "screen %d: pair (%zu, %zu) D^2 %.17g, want (2, 3) %.17g",
+                      st.screen, a, b, D * D, tij2);
+        else /* the halved bound misses the farthest pair: this input is at the margin */
+            CHECK_MSG(a == 0 && b == 1, "halved int8 bound: pair (%zu, %zu), expected the decoy (0, 1)", a, b);
+    }
+    CHECK(diam_agrees(S, V, d, d, 1));
+    free(S);
+    free(ws);
+}
+
+/* The int8 tile product of the build (VNNI, sdot or scalar) against the scalar kernel, bit for
+ * bit: random quads and all-extreme ones (every q = -127 or 127: the largest sums, and for VNNI
+ * the largest unsigned operand), kq across the k-chunk edge (RN__QKC = 128) and the widest rows
+ * (RN__Q8_MAXCOLS). And the quantiser (rn__quant16, vector where the int8 kernel is) against
+ * q = rint(x inv) written here: the same bytes, sums and sums of squares. */
+static void test_q8_kernels(void)
+{
+    static const size_t kqs[5] = {1, 5, 128, 129, 300};
+    t_rng r = {33};
+    size_t t, i, l, rr, bad = 0;
+    int32_t *C = (int32_t *)malloc(64 * 64 * sizeof(int32_t)), *C0 = (int32_t *)malloc(64 * 64 * sizeof(int32_t));
+    int32_t qsa[64];
+    /* 5 random, 5 extreme, and with the VNNI kernel (fast enough for it; elsewhere the scalar
+     * kernel under emulation is not) the widest rows, all quads equal: the largest sum */
+#if defined(RN__Q8_FAST) && defined(RN__AVX512)
+    size_t nt = 11;
+#else
+    size_t nt = 10;
+#endif
+    for (t = 0; t < nt; t++) {
+        size_t kq = t < 10 ? kqs[t % 5] : RN__Q8_MAXCOLS / 4;
+        int extreme = t >= 5;
+        signed char *Qa = (signed char *)malloc(kq * 256), *Qb = (signed char *)malloc(kq * 256);
+        for (i = 0; i < kq * 256; i++) {
+            int va = t == 10 ? 127 : extreme ? (t_rng_uniform(&r) < 0.5 ? -127 : 127) : (int)(t_rng_uniform(&r) * 255.0) - 127;
+            int vb = extreme ? (t == 10 ? va : -va) : (int)(t_rng_uniform(&r) * 255.0) - 127;
+            Qa[i] = (signed char)(va < -127 ? -127 : va);
+            Qb[i] = (signed char)(vb < -127 ? -127 : vb);
+        }
+        for (rr = 0; rr < 64; rr++) {
+            qsa[rr] = 0;
+            for (l = 0; l < 4 * kq; l++) qsa[rr] += Qa[(l >> 2) * 256 + 4 * rr + (l & 3)];
+        }
+        rn__q8_tile(Qa, Qb, kq, qsa, C);
+        if (t < 10) rn__q8_tile_scalar(Qa, Qb, kq, C0);
+        else for (i = 0; i < 64 * 64; i++) C0[i] = 16129 * (int32_t)(4 * kq);
+        if (memcmp(C, C0, 64 * 64 * sizeof(int32_t)) != 0) {
+            bad++;
+            fprintf(stderr, "  int8 tile kq %zu extreme %d: C[0] %ld vs %ld\n", kq, extreme, (long)C[0], (long)C0[0]);
+        }
+        if (t >= 5) /* the largest sums the screen forms, +-127^2 k: exact */
+            CHECK(C[0] == (t == 10 ? 1 : -1) * 16129 * (int32_t)(4 * kq));
+        free(Qa);
+        free(Qb);
+    }
+    CHECK_MSG(bad == 0, "%zu int8 tiles differ from the scalar kernel", bad);
+    { /* the quantiser */
+        size_t cols = 203, kq = (cols + 3) / 4;
+        float *P = (float *)malloc(cols * RN__BS * sizeof(float));
+        signed char *Q = (signed char *)malloc(kq * 256);
+        double inv[16], sc[16], err[16], qq[16];
+        int32_t qs[16];
+        int qbad = 0;
+        for (i = 0; i < cols * RN__BS; i++) P[i] = (float)(t_rng_normal(&r) * (i % 7 == 0 ? 30.0 : 1.0));
+        for (rr = 0; rr < 16; rr++) {
+            float mx = 0.0f;
+            for (l = 0; l < cols; l++) mx = fabsf(P[l * RN__BS + 16 + rr]) > mx ? fabsf(P[l * RN__BS + 16 + rr]) : mx;
+            if (rr == 5) { mx = 0.0f; for (l = 0; l < cols; l++) P[l * RN__BS + 16 + rr] = 0.0f; } /* a zero row */
+            sc[rr] = (double)mx / 127.0;
+            inv[rr] = mx > 0.0f ? 127.0 / (double)mx : 0.0;
+        }
+        memset(Q, 0x55, kq * 256);
+        rn__quant16(P + 16, cols, inv, sc, Q + 4 * 16, err, qq, qs);
+        for (rr = 0; rr < 16; rr++) {
+            double e2 = 0.0, n2 = 0.0;
+            long sum = 0;
+            for (l = 0; l < 4 * kq; l++) {
+                double x = l < cols ? (double)P[l * RN__BS + 16 + rr] : 0.0, q = rint(x * inv[rr]);
+                signed char got = Q[(l >> 2) * 256 + 4 * (16 + rr) + (l & 3)];
+                if (got != (signed char)(int)q || fabs(q) > 127.0) qbad++;
+                e2 += (x - sc[rr] * q) * (x - sc[rr] * q);
+                n2 += q * q;
+                sum += (long)q;
+            }
+            if (qq[rr] != n2 || (long)qs[rr] != sum || !(fabs(err[rr] - e2) <= 1e-12 * e2 + 1e-300)) qbad++;
+        }
+        CHECK_MSG(qbad == 0, "%d quantised values or sums differ", qbad);
+        free(P);
+        free(Q);
+    }
+#if defined(RN__Q8_FAST) && defined(RN__AVX512)
+    fprintf(stderr, "  int8 tile kernel: AVX512-VNNI\n");
+#elif defined(RN__Q8_FAST)
+    fprintf(stderr, "  int8 tile kernel: sdot\n");
+#else
+    fprintf(stderr, "  int8 tile kernel: scalar (no faster int8 product in this build)\n");
+#endif
+    free(C);
+    free(C0);
+}
+
+/* Head steps at a size with several blocks (V = 400, not a multiple of 64; d = 67, not a
+ * multiple of 4): RowNorm-like rows (centred, equal norms), AdamW-like (near-sign entries, a few
+ * norms), gradient-like (Zipf norms), at scales 1, 1e-30 and 1e30: every screen returns the
+ * float64 brute force's D and pair (diam_agrees). */
+static void test_diameter_screens_heads(void)
+{
+    static const double scales[3] = {1.0, 1e-30, 1e30};
+    t_rng r = {32};
+    size_t V = 400, d = 67, i, k, kind, si;
+    float *S = (float *)malloc(V * d * sizeof(float));
+    double *mean = (double *)calloc(d, sizeof(double));
+    for (kind = 0; kind < 3; kind++)
+        for (si = 0; si < 3; si++) {
+            for (k = 0; k < d; k++) mean[k] = 0.0;
+            for (i = 0; i < V; i++) {
+                double n2 = 0.0, v[67], sc = kind == 2 ? 1.0 / (double)(1 + (i * 7919) % V) : 1.0;
+                for (k = 0; k < d; k++) {
+                    v[k] = t_rng_normal(&r);
+                    if (kind == 1) v[k] = (v[k] > 0 ? 1.0 : -1.0) * (1.0 + 0.05 * t_rng_uniform(&r)) * (i % 3 + 1);
+                    n2 += v[k] * v[k];
+                }
+                for (k = 0; k < d; k++) {
+                    double x = kind == 0 ? v[k] / sqrt(n2) : v[k] * sc;
+                    S[i * d + k] = (float)(x * scales[si]);
+                    mean[k] += (double)S[i * d + k] / (double)V;
+                }
+            }
+            if (kind == 0)
+                for (i = 0; i < V; i++)
+                    for (k = 0; k < d; k++) S[i * d + k] = (float)((double)S[i * d + k] - mean[k]);
+            CHECK_MSG(diam_agrees(S, V, d, d, 1), "kind %zu scale %g", kind, scales[si]);
+        }
+    free(S);
+    free(mean);
 }
 
 /* ---- 1.3 Hilbert RMS -------------------------------------------------------------------------- */
@@ -1584,6 +1925,10 @@ int main(void)
     RUN(test_diameter_ties);
     RUN(test_diameter_margin);
     RUN(test_diameter_pruning_work);
+    RUN(test_q8_kernels);
+    RUN(test_diameter_q8_bound);
+    RUN(test_diameter_q8_margin);
+    RUN(test_diameter_screens_heads);
     RUN(test_hilbert_rms);
     RUN(test_hilbert_rms_extreme_scales);
     RUN(test_projected_rownorm);

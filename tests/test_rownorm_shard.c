@@ -707,9 +707,10 @@ static double ref_dist2(const float *S, size_t ld, size_t cols, size_t i, size_t
     return s;
 }
 
-/* the ring over P shards of S (copies of each shard in its own buffer, as on another process) */
+/* the ring over P shards of S (copies of each shard in its own buffer, as on another process),
+ * with the block-pair kernel's screen (rn__diam_stats.screen: 0 the build's choice, or forced) */
 static rn_status ring_diameter(const float *S, size_t rows, size_t cols, size_t ld, size_t P, const size_t *off,
-                               int carry, rn_diameter_best *out)
+                               int carry, int screen, rn_diameter_best *out)
 {
     float *blk[MAXP];
     rn_diameter_best best[MAXP];
@@ -745,8 +746,13 @@ static rn_status ring_diameter(const float *S, size_t rows, size_t cols, size_t 
             rn_diameter_ring(P, p, k, &s, NULL, NULL);
             if (s == (size_t)-1) continue;
             q = held[p];
-            rs = rn_row_diameter_pair_ws(blk[p], off[p + 1] - off[p], ldb, off[p], k ? blk[q] : NULL,
-                                         off[q + 1] - off[q], ldb, off[q], cols, ws, need, acc);
+            {
+                rn__diam_stats st;
+                memset(&st, 0, sizeof st);
+                st.screen = screen;
+                rs = rn__diam_pair_core(blk[p], off[p + 1] - off[p], ldb, off[p], k ? blk[q] : NULL,
+                                        off[q + 1] - off[q], ldb, off[q], cols, ws, need, acc, screen ? &st : NULL);
+            }
             if (!carry) rn_diameter_best_merge(&best[p], &one);
         }
     }
@@ -793,13 +799,14 @@ static void test_diameter_sharded(void)
         for (i = 0; i < rows; i++) S[i * ld + cols] = NANF;
         for (P = 1; P <= 5 && P <= rows; P++) {
             int rep;
-            for (rep = 0; rep < 2; rep++) {
+            for (rep = 0; rep < 6; rep++) { /* carry or not, x the build's screen, float32, int8 */
+                static const int screens[3] = {0, RN__SCREEN_F32, RN__SCREEN_Q8_ONLY};
                 size_t off[MAXP + 1], ri, rj;
                 double D;
                 rn_diameter_best got;
                 split_rows(&r, rows, P, off);
                 CHECK(rn_row_diameter(S, rows, cols, ld, &D, &ri, &rj) == RN_OK);
-                if (ring_diameter(S, rows, cols, ld, P, off, rep, &got) != RN_OK) { bad++; continue; }
+                if (ring_diameter(S, rows, cols, ld, P, off, rep & 1, screens[rep / 2], &got) != RN_OK) { bad++; continue; }
                 cases++;
                 if (rows == 1) {
                     if (got.i != got.j || D != 0.0) bad++;
@@ -807,8 +814,8 @@ static void test_diameter_sharded(void)
                 }
                 if (!(got.i < got.j) || sqrt(got.dist2) != D || got.i != ri || got.j != rj) {
                     bad++;
-                    fprintf(stderr, "kind %d P %zu: sharded (%zu, %zu) %.17g, whole (%zu, %zu) %.17g\n", kind, P,
-                            got.i, got.j, sqrt(got.dist2), ri, rj, D);
+                    fprintf(stderr, "kind %d P %zu screen %d: sharded (%zu, %zu) %.17g, whole (%zu, %zu) %.17g\n", kind,
+                            P, screens[rep / 2], got.i, got.j, sqrt(got.dist2), ri, rj, D);
                 }
                 /* and the float64 brute force */
                 {
@@ -827,7 +834,7 @@ static void test_diameter_sharded(void)
     }
     CHECK_MSG(bad == 0, "%d of %d sharded diameters differ from rn_row_diameter", bad, cases);
     CHECK(bad_ref == 0);
-    CHECK(cases > 60);
+    CHECK(cases > 180);
 }
 
 /* the kernel's own contract: merge rule, in/out best, validation with untouched outputs */

@@ -3,7 +3,8 @@
 # with Debian's aarch64-linux-gnu-gcc -O2 -- NEON (on by default on AArch64; OpenMP when the
 # cross toolchain has it) and scalar (-DRN_NO_SIMD -DMUON_NO_SIMD) -- and run under qemu-user,
 # so that the NEON kernels are executed, not only compiled; and the Muon tests built with
-# -march=armv8.6-a+bf16 (the BFMMLA and BFDOT kernels of bf16 Newton-Schulz). Times are printed per binary.
+# -march=armv8.6-a+bf16 (the BFMMLA and BFDOT kernels of bf16 Newton-Schulz), with the diameter's
+# suites (its int8 screen on sdot). Times are printed per binary.
 set -u
 cd "$(dirname "$0")/../.."
 rel_name=aarch64-qemu
@@ -22,7 +23,8 @@ bins=()
 for v in neon scalar; do
     for src in tests/test_*.c; do bins+=("$REL_B/aarch64-$v/$(basename "$src" .c)"); done
 done
-# the bf16 Newton-Schulz's BFMMLA and BFDOT kernels (-march=armv8.6-a+bf16; tests/reliability.mk's list)
-for t in test_muon_bf16 test_muon test_muon_gemm; do bins+=("$REL_B/aarch64-neonbf16/$t"); done
+# the bf16 Newton-Schulz's BFMMLA and BFDOT kernels and the diameter's int8 screen on sdot
+# (-march=armv8.6-a+bf16; tests/reliability.mk's list)
+for t in test_muon_bf16 test_muon test_muon_gemm test_rownorm test_rownorm_shard; do bins+=("$REL_B/aarch64-neonbf16/$t"); done
 rel_run_bins_2 qemu-aarch64 -L /usr/aarch64-linux-gnu -- "${bins[@]}"
 rel_finish
