@@ -1634,6 +1634,67 @@ RN__FN RN__NOINLINE void rn__q8_tile_vnni(const signed char *Qa, const signed ch
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
+#elif defined(RN__AVX2)
+#define RN__Q8_FAST 1 /* vpmaddubsw: 32 products an instruction (two of them per multiply of FMA's 8) */
+#define RN__Q8_QMAX 63 /* 7-bit values: vpmaddubsw's int16 pair sums (q + 64) q' <= 2 127 63 never saturate */
+/* 8 x 8 register block (8 ymm int32 accumulators; 15 registers live, none spilled). Two k-quads
+ * at a time: Pb's bytes made unsigned (q + 64), each row's quads broadcast signed, vpmaddubsw's
+ * int16 pair sums of the two quads added (|.| <= 4 127 63 = 32004: no wrap) and widened to int32
+ * by vpmaddwd with ones; each sum then carries 64 sum_k qa_k,r, subtracted at the end. */
+RN__FN RN__NOINLINE void rn__q8_tile_avx2(const signed char *Qa, const signed char *Qb, size_t kq, const int32_t *qsa,
+                                          int32_t *C)
+{
+    const __m256i off = _mm256_set1_epi8(64), ones = _mm256_set1_epi16(1);
+    size_t kc, i0, j0, l, r;
+    for (kc = 0; kc < kq; kc += RN__QKC) {
+        size_t kn = kq - kc < RN__QKC ? kq - kc : RN__QKC;
+        for (j0 = 0; j0 < 64; j0 += 8)
+            for (i0 = 0; i0 < 64; i0 += 8) {
+                int32_t *c = C + i0 * 64 + j0;
+                const signed char *pa = Qa + kc * 256 + i0 * 4, *pb = Qb + kc * 256 + j0 * 4;
+                __m256i c0, c1, c2, c3, c4, c5, c6, c7, b0, b1, a, ah;
+                int32_t w;
+                if (kc == 0) {
+                    c0 = _mm256_setzero_si256();
+                    c1 = c2 = c3 = c4 = c5 = c6 = c7 = c0;
+                } else {
+#define RN__LC(R) c##R = _mm256_loadu_si256((const __m256i *)(const void *)(c + R * 64));
+                    RN__LC(0) RN__LC(1) RN__LC(2) RN__LC(3) RN__LC(4) RN__LC(5) RN__LC(6) RN__LC(7)
+#undef RN__LC
+                }
+                for (l = 0; l + 1 < kn; l += 2, pa += 512, pb += 512) {
+                    b0 = _mm256_add_epi8(_mm256_loadu_si256((const __m256i *)(const void *)pb), off);
+                    b1 = _mm256_add_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(pb + 256)), off);
+#define RN__FM(R)                                                                                            \
+    memcpy(&w, pa + 4 * R, 4); a = _mm256_set1_epi32(w);                                                    \
+    memcpy(&w, pa + 256 + 4 * R, 4); ah = _mm256_set1_epi32(w);                                             \
+    a = _mm256_add_epi16(_mm256_maddubs_epi16(b0, a), _mm256_maddubs_epi16(b1, ah));                        \
+    c##R = _mm256_add_epi32(c##R, _mm256_madd_epi16(a, ones));
+                    RN__FM(0) RN__FM(1) RN__FM(2) RN__FM(3) RN__FM(4) RN__FM(5) RN__FM(6) RN__FM(7)
+#undef RN__FM
+                }
+                if (l < kn) { /* the chunk's last quad, alone */
+                    b0 = _mm256_add_epi8(_mm256_loadu_si256((const __m256i *)(const void *)pb), off);
+#define RN__FM(R)                                                                                            \
+    memcpy(&w, pa + 4 * R, 4); a = _mm256_set1_epi32(w);                                                    \
+    c##R = _mm256_add_epi32(c##R, _mm256_madd_epi16(_mm256_maddubs_epi16(b0, a), ones));
+                    RN__FM(0) RN__FM(1) RN__FM(2) RN__FM(3) RN__FM(4) RN__FM(5) RN__FM(6) RN__FM(7)
+#undef RN__FM
+                }
+#define RN__SC(R) _mm256_storeu_si256((__m256i *)(void *)(c + R * 64), c##R);
+                RN__SC(0) RN__SC(1) RN__SC(2) RN__SC(3) RN__SC(4) RN__SC(5) RN__SC(6) RN__SC(7)
+#undef RN__SC
+            }
+    }
+    if (kq == 0) { memset(C, 0, 64 * 64 * sizeof(int32_t)); return; }
+    for (r = 0; r < 64; r++) {
+        __m256i sub = _mm256_set1_epi32(64 * qsa[r]);
+        int32_t *cr = C + r * 64;
+        for (l = 0; l < 64; l += 8)
+            _mm256_storeu_si256((__m256i *)(void *)(cr + l),
+                                _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(cr + l)), sub));
+    }
+}
 #elif defined(RN__NEON) && defined(__ARM_FEATURE_DOTPROD)
 #define RN__Q8_FAST 1 /* sdot: 16 products an instruction against fmla's 4 */
 /* 4 x 16 register block of sdot (16 q accumulators): per k-quad one load of Pa's four rows
@@ -1668,10 +1729,16 @@ RN__FN void rn__q8_tile_sdot(const signed char *Qa, const signed char *Qb, size_
 }
 #endif
 
+#ifndef RN__Q8_QMAX
+#define RN__Q8_QMAX 127 /* the quantised values' range [-QMAX, QMAX] */
+#endif
+
 RN__FN void rn__q8_tile(const signed char *Qa, const signed char *Qb, size_t kq, const int32_t *qsa, int32_t *C)
 {
 #if defined(RN__Q8_FAST) && defined(RN__AVX512)
     rn__q8_tile_vnni(Qa, Qb, kq, qsa, C);
+#elif defined(RN__Q8_FAST) && defined(RN__AVX2)
+    rn__q8_tile_avx2(Qa, Qb, kq, qsa, C);
 #elif defined(RN__Q8_FAST)
     (void)qsa;
     rn__q8_tile_sdot(Qa, Qb, kq, C);
@@ -1685,6 +1752,11 @@ RN__FN void rn__q8_tile(const signed char *Qa, const signed char *Qb, size_t kq,
  * e[b] = (na + nb[b]) - (ga sb[b]) C[b], in double, unfused on every path (the bound in
  * rn__row_diameter_core allows the rounding either way); returns their maximum (-HUGE_VAL for
  * n = 0). */
+#if defined(RN__AVX512) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 RN__FN double rn__q8_erow(double na, double ga, const double *nb, const double *sb, const int32_t *Crow, size_t n,
                           double *e)
 {
@@ -1708,6 +1780,9 @@ RN__FN double rn__q8_erow(double na, double ga, const double *nb, const double *
     }
     return m;
 }
+#if defined(RN__AVX512) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 /* Pack one row into column r of a panel (k x 64): P[l*64 + r] = float((row_l - mu_l) sc) with
  * the subtraction and the scaling in double, rounded once (mu may be NULL; sc is a power of two,
@@ -1995,9 +2070,11 @@ typedef struct rn__diam_ctx {
 } rn__diam_ctx;
 
 /* The screens of the tile scan: float32 products (every build), the int8 screen where it is
- * faster (RN__Q8_FAST: AVX512-VNNI, Armv8.2 dot product) and the rows fit (RN__Q8_MAXCOLS), a
- * tile falling back to float32 where the int8 bound is too wide to screen (RN__Q8_WIDE);
- * RN__SCREEN_Q8_ONLY (tests) uses int8 for every tile, on any build. */
+ * faster (RN__Q8_FAST: AVX512-VNNI, AVX2, Armv8.2 dot product) and the rows fit
+ * (RN__Q8_MAXCOLS), a tile falling back to float32 where the int8 bound is too wide to screen
+ * (RN__Q8_WIDE) or lets too many pairs through (RN__Q8_MAXCAND);
+ * RN__SCREEN_Q8_ONLY (tests) uses int8 for every tile, on any build; RN__SCREEN_Q8 asks for the
+ * int8 screen (with its fallbacks) on any build. */
 enum { RN__SCREEN_AUTO = 0, RN__SCREEN_F32 = 1, RN__SCREEN_Q8 = 2, RN__SCREEN_Q8_ONLY = 3 };
 #define RN__Q8_WIDE 0.125 /* int8 bound over LB^2 past which a tile uses float32 products */
 
@@ -2028,9 +2105,12 @@ RN__FN double rn__q8_bound(const rn__diam_ctx *c, size_t p, size_t q)
 
 /* The tile of block p (side a) and block q (side b) with the int8 screen: estimates e from the
  * exact int32 products, every pair with e >= LB_s^2 - Mq verified (the tile's largest first).
- * C: the thread's tile (the int32 products), followed by RN__BS doubles (a row of estimates). */
-RN__FN void rn__diam_q8(const rn__diam_ctx *c, size_t p, size_t q, double Mq, rn__best *best, rn__diam_stats *cnt,
-                        float *C)
+ * Returns 0, having verified nothing, where more than RN__Q8_MAXCAND pairs would be (unless
+ * int8 is asked for every tile): the caller then runs the float32 tile, whose tighter bound lets
+ * fewer through. C: the thread's tile (the int32 products), then RN__BS doubles (a row of e). */
+#define RN__Q8_MAXCAND 64 /* a tile's int8 candidates past which its float32 product is cheaper */
+RN__FN int rn__diam_q8(const rn__diam_ctx *c, size_t p, size_t q, double Mq, rn__best *best, rn__diam_stats *cnt,
+                       float *C)
 {
     const rn__diam_side *A = &c->a, *B = &c->b;
     int32_t *Ci = (int32_t *)(void *)C;
@@ -2040,17 +2120,28 @@ RN__FN void rn__diam_q8(const rn__diam_ctx *c, size_t p, size_t q, double Mq, rn
     size_t qm = (q0 + RN__BS < B->rows ? q0 + RN__BS : B->rows) - q0;
     int diag = c->self && p == q;
     rn__q8_tile(A->Q + p * RN__Q8_PANEL(c->kq), B->Q + q * RN__Q8_PANEL(c->kq), c->kq, A->qsum + p0, Ci);
-    cnt->tiles++;
-    cnt->q8tiles++;
     for (a = 0; a < pm; a++) {
         double m = rn__q8_erow(A->sqn[p0 + a], 2.0 * A->qs[p0 + a], B->sqn + q0, B->qs + q0, Ci + a * RN__BS,
                                diag ? a : qm, e);
         if (m > emax) { emax = m; bi = a; }
     }
-    if (!rn__finite_d(emax)) return; /* still -HUGE_VAL: no pair in the tile */
     LBs = sqrt(best->d2 > 0.0 ? best->d2 : 0.0) * sc;
     thr = LBs * LBs * (1.0 - 1e-12) - Mq - 1e-300;
-    if (emax < thr) return;
+    if (rn__finite_d(emax) && emax >= thr && c->screen != RN__SCREEN_Q8_ONLY) {
+        /* many candidates (rows the int8 bound serves badly): the float32 tile instead */
+        size_t n = 0;
+        for (a = 0; a < pm && n <= RN__Q8_MAXCAND; a++) {
+            size_t bend = diag ? a : qm;
+            if (rn__q8_erow(A->sqn[p0 + a], 2.0 * A->qs[p0 + a], B->sqn + q0, B->qs + q0, Ci + a * RN__BS, bend, e) < thr)
+                continue;
+            for (b = 0; b < bend; b++) n += e[b] >= thr;
+        }
+        if (n > RN__Q8_MAXCAND) return 0;
+    }
+    cnt->tiles++;
+    cnt->q8tiles++;
+    if (!rn__finite_d(emax)) return 1; /* still -HUGE_VAL: no pair in the tile */
+    if (emax < thr) return 1;
     /* the tile's best estimate first: it raises LB and tightens the rest */
     rn__q8_erow(A->sqn[p0 + bi], 2.0 * A->qs[p0 + bi], B->sqn + q0, B->qs + q0, Ci + bi * RN__BS, diag ? bi : qm, e);
     for (b = 0; b < (diag ? bi : qm); b++)
@@ -2073,6 +2164,7 @@ RN__FN void rn__diam_q8(const rn__diam_ctx *c, size_t p, size_t q, double Mq, rn
             }
         }
     }
+    return 1;
 }
 
 /* Block row p of side a against the blocks of side b (q <= p for the self scan), improving
@@ -2117,10 +2209,9 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__di
              * it is too wide to screen (unless int8 is asked for every tile) */
             double Mq = rn__q8_bound(c, p, q);
             LBs = LB * sc;
-            if (c->screen == RN__SCREEN_Q8_ONLY || Mq <= RN__Q8_WIDE * LBs * LBs) {
-                rn__diam_q8(c, p, q, Mq, best, cnt, C);
+            if ((c->screen == RN__SCREEN_Q8_ONLY || Mq <= RN__Q8_WIDE * LBs * LBs) &&
+                rn__diam_q8(c, p, q, Mq, best, cnt, C))
                 continue;
-            }
         }
         rn__panel_tile(A->X + p * cols * RN__BS, B->X + q * cols * RN__BS, cols, C);
         cnt->tiles++;
@@ -2387,6 +2478,12 @@ RN__FN void rn__diam_bound(rn__diam_ctx *ctx, size_t cols, double sc, double Rf)
  * stored by quads (Q: the rows' first byte, stride 256 a quad, the quad past cols zero-filled);
  * err[r] = sum (x - s q)^2, qq[r] = sum q^2 (exact), qs[r] = sum q, in k order. */
 #if defined(RN__Q8_FAST) && defined(RN__AVX512)
+#if defined(__GNUC__) && !defined(__clang__)
+/* GCC's AVX-512 headers self-initialise _mm512_undefined_*() (see the SIMD layer) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 RN__FN void rn__quant16(const float *P, size_t cols, const double *inv, const double *s, signed char *Q, double *err,
                         double *qq, int32_t *qs)
 {
@@ -2434,6 +2531,9 @@ RN__FN void rn__quant16(const float *P, size_t cols, const double *inv, const do
     _mm512_storeu_pd(qq, nl); _mm512_storeu_pd(qq + 8, nh);
     _mm512_storeu_si512((void *)qs, qsum);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #else
 RN__FN void rn__quant16(const float *P, size_t cols, const double *inv, const double *s, signed char *Q, double *err,
                         double *qq, int32_t *qs)
@@ -2462,9 +2562,13 @@ RN__FN void rn__quant16(const float *P, size_t cols, const double *inv, const do
  * for the padding rows). Per block, bq[2P] bounds eps_r >= ||s q_r - y_r|| and bq[2P+1] = Rb_P
  * bounds ||y_r|| and ||s q_r|| (y_r the exact scaled row; see rn__row_diameter_core). Rows are
  * done 16 at a time, k outer, so the panel is read along its rows. */
-RN__FN void rn__diam_quant(rn__diam_side *sd, const rn__diam_ctx *ctx)
+RN__FN void rn__diam_quant(rn__diam_side *sd, const rn__diam_ctx *ctx, double *scr)
 {
     size_t cols = ctx->cols, kq = ctx->kq, p, r0, r, l;
+    /* 16 rows' scratch, in the workspace (the tiles' place, unused until the scan), not on the
+     * stack (docs/embedding.md, "Stack"): max|x| (as doubles), 1/s, s, the error and q sums */
+    double *mx = scr, *inv = scr + 16, *s = scr + 32, *err = scr + 48, *qq = scr + 64;
+    int32_t *qs = (int32_t *)(void *)(scr + 80);
     /* ||x - y|| <= u' Rf + sqrt(cols) tau (the float rounding), plus the double rounding of
      * the computed ||x - s q|| (2^-53 of |s q| and of the difference, per element) */
     double eadd = ctx->up * ctx->Rf + 0.5 * ctx->dabs + 3e-16 * sqrt((double)cols) * ctx->Rf;
@@ -2473,20 +2577,19 @@ RN__FN void rn__diam_quant(rn__diam_side *sd, const rn__diam_ctx *ctx)
         signed char *Q = sd->Q + p * RN__Q8_PANEL(kq);
         double emax = 0.0, rb = sd->brad[2 * p + 1] * ctx->sc * (1.0 + 1e-12);
         for (r0 = 0; r0 < RN__BS; r0 += 16) {
-            float mx[16];
-            double inv[16], s[16], err[16], qq[16];
-            int32_t qs[16];
-            for (r = 0; r < 16; r++) mx[r] = 0.0f;
+            float fm[16]; /* 64 bytes: the column maxima in float, vectorised */
+            for (r = 0; r < 16; r++) fm[r] = 0.0f;
             for (l = 0; l < cols; l++) {
                 const float *x = P + l * RN__BS + r0;
                 for (r = 0; r < 16; r++) {
                     float a = x[r] < 0.0f ? -x[r] : x[r];
-                    mx[r] = a > mx[r] ? a : mx[r];
+                    fm[r] = a > fm[r] ? a : fm[r];
                 }
             }
             for (r = 0; r < 16; r++) {
-                s[r] = (double)mx[r] / 127.0;
-                inv[r] = mx[r] > 0.0f ? 127.0 / (double)mx[r] : 0.0;
+                mx[r] = (double)fm[r];
+                s[r] = mx[r] / (double)RN__Q8_QMAX;
+                inv[r] = mx[r] > 0.0 ? (double)RN__Q8_QMAX / mx[r] : 0.0;
             }
             rn__quant16(P + r0, cols, inv, s, Q + 4 * r0, err, qq, qs);
             for (r = 0; r < 16; r++) {
@@ -2507,8 +2610,10 @@ RN__FN void rn__diam_quant(rn__diam_side *sd, const rn__diam_ctx *ctx)
 /* The screen of a scan (rn__diam_ctx.screen): the one asked for in stats, else int8 where it is
  * faster; float32 where the int8 sums could overflow or no float bound holds (M = HUGE_VAL:
  * the tiles are verified pair by pair). Sets kq and the int8 data of both sides. */
-RN__FN void rn__diam_screen(rn__diam_ctx *ctx, rn__diam_stats *stats)
+#define RN__Q8_SCRATCH (88 * sizeof(double)) /* rn__diam_quant's scratch */
+RN__FN void rn__diam_screen(rn__diam_ctx *ctx, rn__diam_stats *stats, char *cur, char *end)
 {
+    double *scr;
     int req = stats ? stats->screen : RN__SCREEN_AUTO;
 #if defined(RN__Q8_FAST)
     if (req == RN__SCREEN_AUTO) req = RN__SCREEN_Q8;
@@ -2521,8 +2626,10 @@ RN__FN void rn__diam_screen(rn__diam_ctx *ctx, rn__diam_stats *stats)
     ctx->qmul = stats && stats->qmul > 0.0 ? stats->qmul : 1.0;
     if (stats) stats->screen = req;
     if (req < RN__SCREEN_Q8) return;
-    rn__diam_quant(&ctx->a, ctx);
-    if (!ctx->self) rn__diam_quant(&ctx->b, ctx);
+    scr = (double *)rn__carve(&cur, end, RN__Q8_SCRATCH); /* within the first tile (see rn__diam_scan) */
+    RN_ASSERT(scr);
+    rn__diam_quant(&ctx->a, ctx, scr);
+    if (!ctx->self) rn__diam_quant(&ctx->b, ctx, scr);
 }
 
 /* The tile scan over the active blocks of side a, in parallel; *best improved. Each thread's
@@ -2588,7 +2695,7 @@ RN__FN void rn__diam_self(const float *S, size_t rows, size_t cols, size_t ld, s
     ctx.b = ctx.a;
     ctx.self = 1;
     rn__diam_bound(&ctx, cols, sc, Rf);
-    rn__diam_screen(&ctx, stats);
+    rn__diam_screen(&ctx, stats, *cur, end);
     rn__diam_scan(&ctx, *cur, end, best, stats);
 }
 
@@ -2634,7 +2741,7 @@ RN__FN void rn__diam_cross(const float *A, size_t ra, size_t lda, size_t offa, c
     Rf = rn__diam_pack(&ctx.b, cols, mu, sc, Rf);
     ctx.self = 0;
     rn__diam_bound(&ctx, cols, sc, Rf);
-    rn__diam_screen(&ctx, stats);
+    rn__diam_screen(&ctx, stats, *cur, end);
     rn__diam_scan(&ctx, *cur, end, best, stats);
 }
 

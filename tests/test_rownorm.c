@@ -151,16 +151,17 @@ static void test_hilbert_errors(void)
 
 /* ---- 1.2 Diameter --------------------------------------------------------------------------- */
 
-/* The tile scan with each screen forced (float32 products; int8 for every tile, on any build):
- * 1 if both return D and the pair bit for bit. The exactness of the result must not depend on
+/* The tile scan with each screen forced (float32 products; int8 with its fallbacks to float32;
+ * int8 for every tile; on any build): 1 if all return D and the pair bit for bit. The exactness of the result must not depend on
  * the screen (rn__row_diameter_core), so every diameter check below runs all of them. */
+static size_t t_q8_fallbacks; /* int8 tiles handed to the float32 product (rn__diam_q8 returned 0) */
 static int diam_screens_agree(const float *S, size_t rows, size_t cols, size_t ld, double D, size_t a, size_t b)
 {
-    static const int screens[2] = {RN__SCREEN_F32, RN__SCREEN_Q8_ONLY};
+    static const int screens[3] = {RN__SCREEN_F32, RN__SCREEN_Q8, RN__SCREEN_Q8_ONLY};
     size_t need = rn_row_diameter_workspace_size(rows, cols), k;
     void *ws = malloc(need ? need : 1);
     int ok = ws != NULL;
-    for (k = 0; k < 2 && ok; k++) {
+    for (k = 0; k < 3 && ok; k++) {
         rn__diam_stats st;
         double D2 = -1.0;
         size_t i2 = 99, j2 = 99;
@@ -168,6 +169,7 @@ static int diam_screens_agree(const float *S, size_t rows, size_t cols, size_t l
         st.screen = screens[k];
         ok = rn__row_diameter_core(S, rows, cols, ld, ws, need, &D2, &i2, &j2, &st) == RN_OK && D2 == D &&
              i2 == a && j2 == b;
+        if (st.screen == RN__SCREEN_Q8) t_q8_fallbacks += st.tiles - st.q8tiles;
         if (!ok)
             fprintf(stderr, "  screen %d: D %.17g (%zu, %zu), default %.17g (%zu, %zu)\n", screens[k], D2, i2, j2, D,
                     a, b);
@@ -519,6 +521,8 @@ static void test_diameter_ties(void)
         bad += !diam_agrees(S, V, d, d, 1);
     }
     CHECK_MSG(bad == 0, "%d of %d wrong (D or tie rule)", bad, ntr);
+    /* many exact ties: some int8 tiles have too many candidates and take the float32 product */
+    CHECK_MSG(t_q8_fallbacks > 0, "no int8 tile fell back to float32 (%zu)", t_q8_fallbacks);
     free(S);
 }
 
@@ -635,7 +639,7 @@ static double q8_pair_error(const float *A, size_t ra, const float *B, size_t rb
     rn__diam_bound(&ctx, cols, sc, Rf);
     st.screen = RN__SCREEN_Q8_ONLY;
     st.qmul = qmul;
-    rn__diam_screen(&ctx, &st);
+    rn__diam_screen(&ctx, &st, cur, end);
     CHECK(ctx.screen == RN__SCREEN_Q8_ONLY);
     while (ctx.a.ord[pa].idx != a) pa++; /* positions in radius order */
     while (ctx.b.ord[pb].idx != b) pb++;
@@ -660,7 +664,7 @@ static double q8_pair_error(const float *A, size_t ra, const float *B, size_t rb
     return err;
 }
 
-/* The int8 screen's bound (rn__q8_bound). Sharp: row j on the int8 grid (every |q| = 127, no
+/* The int8 screen's bound (rn__q8_bound). Sharp: row j on the int8 grid (every |q| = QMAX, no
  * rounding error), row i a half step less 1/64 off the grid towards j everywhere but its largest
  * entry, so i's rounding error is parallel to j and the estimate of |y_i - y_j|^2 is low by
  * 2 eps_i |y_j| (Cauchy-Schwarz with equality): it must stay within the bound and pass half of
@@ -678,11 +682,11 @@ static void test_diameter_q8_bound(void)
         for (si = 0; si < 3; si++) {
             size_t cols = widths[wi];
             float *A = (float *)malloc(cols * sizeof(float)), *B = (float *)malloc(cols * sizeof(float));
-            double s = ldexp(1.0, exps[si] - 7), Mq = 0.0, Mh = 0.0, err, errh;
+            double s = ldexp(1.0, exps[si] - 7), Mq = 0.0, Mh = 0.0, err, errh, qm = (double)RN__Q8_QMAX;
             for (k = 0; k < cols; k++) {
                 double sg = t_rng_uniform(&r) < 0.5 ? -1.0 : 1.0;
-                B[k] = (float)(127.0 * s * sg);
-                A[k] = (float)(-(k == 0 ? 127.0 : 126.484375) * s * sg);
+                B[k] = (float)(qm * s * sg);
+                A[k] = (float)(-(k == 0 ? qm : qm - 0.515625) * s * sg);
             }
             err = q8_pair_error(A, 1, B, 1, cols, 0, 0, 1.0, &Mq);
             errh = q8_pair_error(A, 1, B, 1, cols, 0, 0, 0.5, &Mh);
@@ -723,15 +727,16 @@ static void test_diameter_q8_bound(void)
 }
 
 /* The whole scan at the int8 bound's margin. Rows (mean exactly 0, every value exact in float):
- *  - i, j on columns 0..63: j = 114 2^-10 sigma (on the int8 grid), i = -126.484375 2^-10 sigma
- *    but for its first entry -127 2^-10 sigma_0, so i's rounding error is parallel to j (the
+ *  - i, j on columns 0..63: j = 114 2^-10 sigma (on the int8 grid), i = -(QMAX - 0.515625) g sigma
+ *    but for its first entry -QMAX g sigma_0, so i's rounding error is parallel to j (the
  *    construction of test_diameter_q8_bound) and the int8 estimate of |i - j|^2 is low by about
  *    0.94 of its bound;
  *  - a decoy pair k = 0.125 tau, l = -b tau on columns 64..127, |k - l|^2 = |i - j|^2 - g with
  *    g = 0.0015, a fifth of the bound: k has the largest radius, so the farthest-point sweeps
  *    find (k, l) and the scan starts from LB = |k - l|;
- *  - 80 fillers +-0.9375 e_m (radii between i's and j's: j's block is not i's, and its rows
- *    quantise exactly) and two small rows that make every column sum 0.
+ *  - 80 fillers +-0.921875 e_m (radii between i's and j's: j's block is not i's, and its rows
+ *    quantise exactly; their pairs are nearer than k and l) and two small rows that make every
+ *    column sum 0.
  * The int8 screen must verify (i, j) and return it (as the float32 screen does); with its bound
  * halved (qmul) the pair's estimate falls below the threshold and the scan returns (k, l): the
  * test fails for a halved bound, as it should. */
@@ -744,11 +749,13 @@ static void test_diameter_q8_margin(void)
     double tij2 = 0.0, tkl2, g, bl, D;
     int pass;
     /* rows: 0 k, 1 l, 2 i, 3 j, 4 c = -(i + j), 5 c2 = -(k + l), 6.. fillers */
+    /* i's grid: 2^-10 for 127 levels, 2^-9 for the AVX2 kernel's 63 (radius about 0.98 either way) */
+    double qm = (double)RN__Q8_QMAX, gi = RN__Q8_QMAX > 100 ? ldexp(1.0, -10) : ldexp(1.0, -9);
     for (k = 0; k < 64; k++) {
         double sg = t_rng_uniform(&r) < 0.5 ? -1.0 : 1.0;
-        S[2 * d + k] = (float)(-(k == 0 ? 127.0 : 126.484375) * ldexp(sg, -10));
+        S[2 * d + k] = (float)(-(k == 0 ? qm : qm - 0.515625) * gi * sg);
         S[3 * d + k] = (float)(114.0 * ldexp(sg, -10));
-        S[4 * d + k] = -(S[2 * d + k] + S[3 * d + k]); /* exact: 799 or 832 times 2^-16 */
+        S[4 * d + k] = -(S[2 * d + k] + S[3 * d + k]); /* exact: a multiple of 2^-16 */
         tij2 += ((double)S[2 * d + k] - (double)S[3 * d + k]) * ((double)S[2 * d + k] - (double)S[3 * d + k]);
     }
     g = 0.0015;
@@ -761,7 +768,7 @@ static void test_diameter_q8_margin(void)
         S[1 * d + k] = (float)(-bl * sg);
         S[5 * d + k] = -(S[0 * d + k] + S[1 * d + k]); /* exact (Sterbenz) */
     }
-    for (i = 6; i < V; i++) S[i * d + 128 + (i - 6) / 2] = (i % 2) ? 0.9375f : -0.9375f;
+    for (i = 6; i < V; i++) S[i * d + 128 + (i - 6) / 2] = (i % 2) ? 0.921875f : -0.921875f;
     for (pass = 0; pass < 3; pass++) {
         rn__diam_stats st;
         memset(&st, 0, sizeof st);
@@ -769,7 +776,7 @@ static void test_diameter_q8_margin(void)
         st.qmul = pass == 2 ? 0.5 : 1.0;
         CHECK(rn__row_diameter_core(S, V, d, d, ws, need, &D, &a, &b, &st) == RN_OK);
         if (pass < 2)
-            CHECK_MSG(a == 2 && b == 3 && D * D == tij2, "screen %d: pair (%zu, %zu) D^2 %.17g, want (2, 3) %.17g",
+            CHECK_MSG(a == 2 && b == 3 && fabs(D * D - tij2) <= 1e-14 * tij2, "screen %d: pair (%zu, %zu) D^2 %.17g, want (2, 3) %.17g",
                       st.screen, a, b, D * D, tij2);
         else /* the halved bound misses the farthest pair: this input is at the margin */
             CHECK_MSG(a == 0 && b == 1, "halved int8 bound: pair (%zu, %zu), expected the decoy (0, 1)", a, b);
@@ -787,6 +794,7 @@ static void test_diameter_q8_margin(void)
 static void test_q8_kernels(void)
 {
     static const size_t kqs[5] = {1, 5, 128, 129, 300};
+    const int QM = RN__Q8_QMAX; /* the build's range of quantised values */
     t_rng r = {33};
     size_t t, i, l, rr, bad = 0;
     int32_t *C = (int32_t *)malloc(64 * 64 * sizeof(int32_t)), *C0 = (int32_t *)malloc(64 * 64 * sizeof(int32_t));
@@ -803,10 +811,10 @@ static void test_q8_kernels(void)
         int extreme = t >= 5;
         signed char *Qa = (signed char *)malloc(kq * 256), *Qb = (signed char *)malloc(kq * 256);
         for (i = 0; i < kq * 256; i++) {
-            int va = t == 10 ? 127 : extreme ? (t_rng_uniform(&r) < 0.5 ? -127 : 127) : (int)(t_rng_uniform(&r) * 255.0) - 127;
-            int vb = extreme ? (t == 10 ? va : -va) : (int)(t_rng_uniform(&r) * 255.0) - 127;
-            Qa[i] = (signed char)(va < -127 ? -127 : va);
-            Qb[i] = (signed char)(vb < -127 ? -127 : vb);
+            int va = t == 10 ? QM : extreme ? (t_rng_uniform(&r) < 0.5 ? -QM : QM) : (int)(t_rng_uniform(&r) * (2 * QM + 1)) - QM;
+            int vb = extreme ? (t == 10 ? va : -va) : (int)(t_rng_uniform(&r) * (2 * QM + 1)) - QM;
+            Qa[i] = (signed char)(va < -QM ? -QM : va > QM ? QM : va);
+            Qb[i] = (signed char)(vb < -QM ? -QM : vb > QM ? QM : vb);
         }
         for (rr = 0; rr < 64; rr++) {
             qsa[rr] = 0;
@@ -814,13 +822,13 @@ static void test_q8_kernels(void)
         }
         rn__q8_tile(Qa, Qb, kq, qsa, C);
         if (t < 10) rn__q8_tile_scalar(Qa, Qb, kq, C0);
-        else for (i = 0; i < 64 * 64; i++) C0[i] = 16129 * (int32_t)(4 * kq);
+        else for (i = 0; i < 64 * 64; i++) C0[i] = QM * QM * (int32_t)(4 * kq);
         if (memcmp(C, C0, 64 * 64 * sizeof(int32_t)) != 0) {
             bad++;
             fprintf(stderr, "  int8 tile kq %zu extreme %d: C[0] %ld vs %ld\n", kq, extreme, (long)C[0], (long)C0[0]);
         }
-        if (t >= 5) /* the largest sums the screen forms, +-127^2 k: exact */
-            CHECK(C[0] == (t == 10 ? 1 : -1) * 16129 * (int32_t)(4 * kq));
+        if (t >= 5) /* the largest sums the screen forms, +-QMAX^2 k: exact */
+            CHECK(C[0] == (t == 10 ? 1 : -1) * QM * QM * (int32_t)(4 * kq));
         free(Qa);
         free(Qb);
     }
@@ -837,8 +845,8 @@ static void test_q8_kernels(void)
             float mx = 0.0f;
             for (l = 0; l < cols; l++) mx = fabsf(P[l * RN__BS + 16 + rr]) > mx ? fabsf(P[l * RN__BS + 16 + rr]) : mx;
             if (rr == 5) { mx = 0.0f; for (l = 0; l < cols; l++) P[l * RN__BS + 16 + rr] = 0.0f; } /* a zero row */
-            sc[rr] = (double)mx / 127.0;
-            inv[rr] = mx > 0.0f ? 127.0 / (double)mx : 0.0;
+            sc[rr] = (double)mx / (double)QM;
+            inv[rr] = mx > 0.0f ? (double)QM / (double)mx : 0.0;
         }
         memset(Q, 0x55, kq * 256);
         rn__quant16(P + 16, cols, inv, sc, Q + 4 * 16, err, qq, qs);
@@ -848,7 +856,7 @@ static void test_q8_kernels(void)
             for (l = 0; l < 4 * kq; l++) {
                 double x = l < cols ? (double)P[l * RN__BS + 16 + rr] : 0.0, q = rint(x * inv[rr]);
                 signed char got = Q[(l >> 2) * 256 + 4 * (16 + rr) + (l & 3)];
-                if (got != (signed char)(int)q || fabs(q) > 127.0) qbad++;
+                if (got != (signed char)(int)q || fabs(q) > (double)QM) qbad++;
                 e2 += (x - sc[rr] * q) * (x - sc[rr] * q);
                 n2 += q * q;
                 sum += (long)q;
@@ -861,6 +869,8 @@ static void test_q8_kernels(void)
     }
 #if defined(RN__Q8_FAST) && defined(RN__AVX512)
     fprintf(stderr, "  int8 tile kernel: AVX512-VNNI\n");
+#elif defined(RN__Q8_FAST) && defined(RN__AVX2)
+    fprintf(stderr, "  int8 tile kernel: AVX2 vpmaddubsw, 7-bit values\n");
 #elif defined(RN__Q8_FAST)
     fprintf(stderr, "  int8 tile kernel: sdot\n");
 #else
