@@ -1772,6 +1772,20 @@ RN__FN double rn__q8_erow(double na, double ga, const double *nb, const double *
         vm = _mm512_max_pd(vm, ev);
     }
     m = _mm512_reduce_max_pd(vm);
+#elif defined(RN__AVX2)
+    __m256d vna = _mm256_set1_pd(na), vga = _mm256_set1_pd(ga), vm = _mm256_set1_pd(-HUGE_VAL);
+    double mv[4];
+    for (; b + 4 <= n; b += 4) {
+        __m256d t1 = _mm256_add_pd(vna, _mm256_loadu_pd(nb + b)), t2 = _mm256_mul_pd(vga, _mm256_loadu_pd(sb + b));
+        __m256d cc = _mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i *)(const void *)(Crow + b)));
+        __m256d ev = _mm256_sub_pd(t1, _mm256_mul_pd(t2, cc));
+        _mm256_storeu_pd(e + b, ev);
+        vm = _mm256_max_pd(vm, ev);
+    }
+    _mm256_storeu_pd(mv, vm);
+    m = mv[0] > mv[1] ? mv[0] : mv[1];
+    m = mv[2] > m ? mv[2] : m;
+    m = mv[3] > m ? mv[3] : m;
 #endif
     for (; b < n; b++) {
         double t1 = na + nb[b], t2 = ga * sb[b];
