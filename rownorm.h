@@ -2658,12 +2658,15 @@ RN__FN void rn__diam_scan(const rn__diam_ctx *ctx, char *cur, char *end, rn__bes
     tiles = (float *)rn__carve(&cur, end, nt * RN__DIAM_TILE_FLOATS * sizeof(float));
     RN_ASSERT(tiles);
     /* each thread keeps its own best (sound: it is a lower bound of D); the tie rule makes the
-     * combined result independent of the thread count */
+     * combined result independent of the thread count. Each starts from a copy of *best taken
+     * before the region: reading *best inside it raced with a faster thread's merge, and a late
+     * thread could read the new distance with the old pair, then win the tie with it. */
     {
+        rn__best start = *best;
         RN__GATE_VARS;
         RN__OMP(omp parallel num_threads((int)nt) if (rn__gate(nt) > 1) RN__GATE_CLAUSES)
         {
-            rn__best mine = *best;
+            rn__best mine = start;
             rn__diam_stats cnt;
             float *C = tiles;
             RN__GATE_IN();
