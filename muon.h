@@ -44,33 +44,40 @@
  *          muon_adamw_free, muon_clip_grad_norm
  *
  *   Implementation (#ifdef MUON_IMPLEMENTATION; before the first banner: includes, allocator,
- *   muon_status_string). The declarations' order, except that the spectral cap (24) comes
- *   before the Muon step (25), which calls it; muon_matrix_shape is defined with the Muon step.
- *    11. SGEMM / SSYRK (row-major)
- *    12.   micro-kernels
- *    13.   packing
- *    14.   bf16 products
- *    15.   the kernel table
- *            every kernel described once (its blocks, packers, SSYRK variant, AMX engine),
- *            the bf16 rule and the one chooser of a product's kernel (the bf16 dispatch)
- *    16.   driver
- *    17.   threads on a shared machine
+ *   muon_status_string), in three layers: the platform (11-12), the product engine (13-22),
+ *   then, below the product interface's "====" line, the math, which holds no instruction-set
+ *   code at all (tests/rel_seam.sh). The declarations' order, except that the spectral cap (26)
+ *   comes before the Muon step (27), which calls it; muon_matrix_shape is defined with the step.
+ *    11. platform layer
+ *            the compiler's attributes, the instruction set, the vector layer muon__v* (AVX-512,
+ *            AVX2, NEON, scalar) and its bit-identity policy, the shared helpers, the workspace
+ *            carve, the elementwise passes written once on the layer
+ *    12.   threads on a shared machine
  *            muon_team and the rule behind it (every team region of this file asks it)
- *    18.   validation and entry points
- *    19.   the product interface
- *            what the rest of the file calls for its products (then a "====" line: what
- *            follows reaches the products only through it and the public entry points)
- *    20. schedules
+ *    13. SGEMM / SSYRK (row-major)
+ *    14.   micro-kernels
+ *    15.   packing
+ *    16.   bf16 products
+ *    17.   bf16 Newton-Schulz on AMX with its operands packed once
+ *            the AMX engine: a kernel-table entry's Newton-Schulz hooks (its size and run)
+ *    18.   the kernel table
+ *            every kernel described once (its blocks, packers, SSYRK variant, NS engine),
+ *            the bf16 rule and the one chooser of a product's kernel (the bf16 dispatch)
+ *    19.   driver
+ *    20.   validation and entry points
+ *    21.   the product interface
+ *            what the rest of the file calls for its products and its engines (then a "===="
+ *            line: what follows reaches the machine only through it and the platform layer)
+ *    22. schedules
  *          presets, muon_ns_resolve, the transfer function and the NS budget (3 above)
- *    21. bf16 Newton-Schulz on AMX with its operands packed once
- *    22. Newton-Schulz
- *    23. exact singular values: one-sided Jacobi in double
- *    24. spectral cap and diagnostics (SPEC 2.3, 2.4)
- *    25. the Muon step (SPEC 2.2)
- *    26. many layers in one region
- *    27. data-parallel work assignment
- *    28. Muown (SPEC 2.3)
- *    29. AdamW and clipping (SPEC 2.6)
+ *    23. Newton-Schulz
+ *    24. exact singular values: one-sided Jacobi in double
+ *    25. spectral cap and diagnostics (SPEC 2.3, 2.4)
+ *    26. the Muon step (SPEC 2.2)
+ *    27. many layers in one region
+ *    28. data-parallel work assignment
+ *    29. Muown (SPEC 2.3)
+ *    30. AdamW and clipping (SPEC 2.6)
  * Long-form API: docs/api-muon.md, docs/api-muon-gemm.md; numerics and measurements:
  * docs/numerics.md; changes: CHANGELOG.md.
  *
@@ -108,7 +115,6 @@
  *                            where the CPU runs it faster than fp32 FMA, else a bit-exact
  *                            emulation on the fp32 kernel)
  *     MUON_NO_NEON_BF16      nor BFMMLA / BFDOT on AArch64 (used where the compiler targets BF16)
- *     MUON_NO_DEPRECATED     hide deprecated names (none in 0.3.0: 0.2.0's old names were removed)
  *     MUON_GEMM_KC / _MC / _NC   override every kernel's cache blocks (defaults 384 / 1008 /
  *                            512, for 48 KB L1d and 2 MB L2 per core); MUON_GEMM_PARALLEL_MIN: multiply-adds below which
  *                            a product stays on one thread; MUON_GEMM_STACK_BYTES: stack buffer
@@ -135,8 +141,10 @@
  * program's threads, busy processes) a team region waits for its slowest member: the library
  * watches its team regions and, while they are held up, runs its regions on the calling thread
  * for 20 ms to 1 s at a time (muon_team; docs/embedding.md, "Shared machines"); results do not
- * depend on it. That rule's four doubles (per process, OpenMP atomics) are the only global mutable
- * state: distinct states may be stepped from distinct threads.
+ * depend on it. That rule's four doubles (per process, OpenMP atomics) and the bf16 rule's
+ * once-per-process probe of the CPU's vdpbf16ps speed (a cached int, written with the same value
+ * by any thread that races it) are the only global mutable state: distinct states may be stepped
+ * from distinct threads.
  *
  * Determinism: every reduction that decides a result (Frobenius norms, dot products of the
  * spectral cap, AdamW bias corrections, the clipping norm) is accumulated in double in a fixed
@@ -902,6 +910,626 @@ MUONDEF const char *muon_status_string(muon_status s)
     return "unknown muon_status";
 }
 
+/* ---- platform layer ------------------------------------------------------------------------
+ * Everything of this file that depends on the compiler or the instruction set, except the
+ * product engine's own kernels (micro-kernels, packing, the AMX engine: as in BLIS, those stay
+ * per ISA), defined once here; what follows the product interface's "====" line reaches the
+ * machine only through this layer and the product interface (tests/rel_seam.sh enforces it):
+ *   the compiler's attributes and the instruction set chosen from its target macros;
+ *   the vector layer muon__v*: muon__vf holds MUON__VW floats, muon__vd MUON__VD doubles (the
+ *     float lanes' first half, widened), muon__vu MUON__VW 32-bit lanes, for AVX-512, AVX2+FMA,
+ *     NEON and a one-lane scalar form, with the 8 x 8 transposes and the bf16 rounding;
+ *   the helpers every section shares (finiteness from the bits, overflow-safe sizes, alignment,
+ *     the workspace carve);
+ *   the thread rule (muon_team and the shared-machine gate behind it);
+ *   the elementwise passes written once on the layer (finiteness and the sum of squares of a
+ *     matrix, the bf16 rounding pass; AdamW's element kernel sits with AdamW, on this layer).
+ * Bit-identity policy: the layer never fuses a multiply and an add unless its name says so
+ * (muon__vf_fma: rounded once, as fmaf), and every elementwise result is formed by the same
+ * operations on every ISA and thread count, so it is bit-identical across AVX-512, AVX2, NEON
+ * and the scalar form (the scalar form's plain C may be contracted by a compiler in a GNU mode,
+ * -ffp-contract=fast; the tests' builds are ISO C, where it is not). A reduction (the sum of
+ * squares) keeps its eight lanes in one fixed order on every ISA: the same bits everywhere. */
+
+#if defined(__GNUC__) || defined(__clang__)
+#define MUON__NOINLINE __attribute__((noinline))
+#define MUON__ALWAYS_INLINE __inline__ __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define MUON__NOINLINE __declspec(noinline)
+#define MUON__ALWAYS_INLINE __forceinline
+#else
+#define MUON__NOINLINE
+#define MUON__ALWAYS_INLINE
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#define MUON__GEMM_UNUSED __attribute__((unused))
+#define MUON__GEMM_RESTRICT __restrict__
+#else
+#define MUON__GEMM_UNUSED
+#define MUON__GEMM_RESTRICT
+#endif
+
+/* Kernel selection: compile-time, from the compiler's target macros. */
+#if !defined(MUON_NO_SIMD) && defined(__AVX512F__) && !defined(MUON_FORCE_AVX2)
+#define MUON__GEMM_AVX512 1
+#include <immintrin.h>
+#elif !defined(MUON_NO_SIMD) && defined(__AVX2__) && defined(__FMA__)
+#define MUON__GEMM_AVX2 1
+#include <immintrin.h>
+#elif !defined(MUON_NO_SIMD) && defined(__ARM_NEON) && defined(__aarch64__)
+#define MUON__GEMM_NEON 1
+#include <arm_neon.h>
+#endif
+
+/* bf16 kernels (the products of a bf16 Newton-Schulz): vdpbf16ps where the compiler targets
+ * AVX512-BF16 (used where the CPU runs it faster than fp32 FMA: muon__bf16_dp_fast), AMX tiles
+ * where it also targets AMX-BF16 on Linux (MUON_NO_AMX: never) */
+#if defined(MUON__GEMM_AVX512) && defined(__AVX512BF16__) && defined(__AVX512BW__)
+#define MUON__BF16_DP 1
+/* (GCC spells the target macros __AMX_TILE__ / __AMX_BF16__, clang 14 __AMXTILE__ / __AMXBF16__) */
+#if (defined(__AMX_TILE__) || defined(__AMXTILE__)) && (defined(__AMX_BF16__) || defined(__AMXBF16__)) && \
+    defined(__linux__) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(MUON_NO_AMX)
+#define MUON__BF16_AMX 1
+#endif
+#endif
+#if defined(MUON__GEMM_NEON) && defined(__ARM_FEATURE_BF16_VECTOR_ARITHMETIC) && !defined(MUON_NO_NEON_BF16)
+#define MUON__BF16_NEON 1 /* BFMMLA and BFDOT (Armv8.6 BF16) */
+#endif
+
+#define MUON__ALIGN 64
+#define MUON__PAR_MIN 65536.0 /* elements below which an elementwise pass stays on one thread */
+/* the clauses of a step's elementwise region: its team size nt (muon_config.threads), one
+ * thread below MUON__PAR_MIN elements (the macro is expanded inside the pragma) */
+#define MUON__PAR(nt, work) num_threads(nt) if ((nt) > 1 && (double)(work) >= MUON__PAR_MIN && muon__gate(nt) > 1)
+
+/* Finiteness from the bits (memcpy into an integer): stays correct under -ffast-math, which
+ * lets the compiler assume no NaN/Inf and fold x != x, isfinite(), fabsf(x) <= FLT_MAX and the
+ * NaN outcome of !(a <= b) away. Every NaN/Inf test of this file goes through these; a
+ * comparison is used only on a value these have shown not NaN. */
+static int muon__u_isfinite(double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    return (b & 0x7FF0000000000000ULL) != 0x7FF0000000000000ULL;
+}
+/* |x| as bits (unsigned order = order of |x|; Inf 0x7F800000, NaN above) */
+static uint32_t muon__u_absbits(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    return b & 0x7FFFFFFFu;
+}
+static int muon__u_isfinitef(float x) { return muon__u_absbits(x) < 0x7F800000u; }
+/* |x| <= FLT_MAX (x fits a float, NaN does not): unsigned order of |x|'s bits */
+static int muon__u_fits_float(double x)
+{
+    const double fmax = (double)FLT_MAX;
+    uint64_t b, m;
+    memcpy(&b, &x, sizeof b);
+    memcpy(&m, &fmax, sizeof m);
+    return (b & 0x7FFFFFFFFFFFFFFFULL) <= m;
+}
+static int muon__u_isnan(double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, sizeof b);
+    return (b & 0x7FFFFFFFFFFFFFFFULL) > 0x7FF0000000000000ULL;
+}
+/* x <= bound, false for NaN (bound not NaN) */
+static int muon__u_le(double x, double bound) { return !muon__u_isnan(x) && x <= bound; }
+/* 0 <= x < 1 (a decay rate), false for NaN */
+static int muon__u_rate(double x) { return muon__u_isfinite(x) && x >= 0.0 && x < 1.0; }
+
+/* a*b without overflow, else 0 (callers treat 0 as "does not fit") */
+static int muon__u_mul(size_t a, size_t b, size_t *out)
+{
+    if (a != 0 && b > (size_t)-1 / a) return 0;
+    *out = a * b;
+    return 1;
+}
+static int muon__u_add(size_t a, size_t b, size_t *out)
+{
+    if (b > (size_t)-1 - a) return 0;
+    *out = a + b;
+    return 1;
+}
+/* round up to MUON__ALIGN, 0 on overflow */
+static size_t muon__u_round(size_t bytes)
+{
+    if (bytes > (size_t)-1 - (MUON__ALIGN - 1)) return 0;
+    return (bytes + (MUON__ALIGN - 1)) / MUON__ALIGN * MUON__ALIGN;
+}
+static unsigned char *muon__u_align_ptr(void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    a = (a + (MUON__ALIGN - 1)) & ~(uintptr_t)(MUON__ALIGN - 1);
+    return (unsigned char *)a;
+}
+
+/* elements spanned by a rows x cols matrix with leading dimension ld; 0 if it overflows */
+static size_t muon__u_extent(size_t rows, size_t cols, size_t ld)
+{
+    size_t e;
+    if (!muon__u_mul(rows - 1, ld, &e) || !muon__u_add(e, cols, &e)) return 0;
+    if (e > (size_t)-1 / sizeof(double)) return 0;
+    return e;
+}
+
+/* SIZE checks of one matrix: nonzero, ld >= cols, no overflow */
+static muon_status muon__u_check_shape(size_t rows, size_t cols, size_t ld)
+{
+    if (rows == 0 || cols == 0 || ld < cols) return MUON_ERR_SIZE;
+    if (muon__u_extent(rows, cols, ld) == 0) return MUON_ERR_SIZE;
+    return MUON_OK;
+}
+
+static int muon__u_overlap(const void *a, size_t abytes, const void *b, size_t bbytes)
+{
+    uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
+    if (!abytes || !bbytes) return 0;
+    return pa < pb + bbytes && pb < pa + abytes;
+}
+
+/* The vector layer. Lanes: MUON__VW floats (16, 8, 4, 1), MUON__VD = MUON__VW / 2 doubles
+ * (8, 4, 2; the scalar form 1). Loads and stores are unaligned. */
+#if defined(MUON__GEMM_AVX512)
+#define MUON__VW 16
+#define MUON__VD 8
+typedef __m512 muon__vf;
+typedef __m512d muon__vd;
+typedef __m512i muon__vu;
+#define muon__vf_load(p) _mm512_loadu_ps(p)
+#define muon__vf_store(p, v) _mm512_storeu_ps((p), (v))
+#define muon__vf_set1(x) _mm512_set1_ps(x)
+#define muon__vf_fma(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define muon__vd_loadf(p) _mm512_cvtps_pd(_mm256_loadu_ps(p))
+#define muon__vd_storef(p, v) _mm256_storeu_ps((p), _mm512_cvtpd_ps(v))
+#define muon__vd_load(p) _mm512_loadu_pd(p)
+#define muon__vd_store(p, v) _mm512_storeu_pd((p), (v))
+#define muon__vd_set1(x) _mm512_set1_pd(x)
+#define muon__vd_zero() _mm512_setzero_pd()
+#define muon__vd_add(a, b) _mm512_add_pd((a), (b))
+#define muon__vd_sub(a, b) _mm512_sub_pd((a), (b))
+#define muon__vd_mul(a, b) _mm512_mul_pd((a), (b))
+#define muon__vd_div(a, b) _mm512_div_pd((a), (b))
+#define muon__vd_sqrt(a) _mm512_sqrt_pd(a)
+#define muon__vd_min(a, b) _mm512_min_pd((a), (b)) /* (b where a is NaN: callers pass no NaN) */
+#define muon__vu_zero() _mm512_setzero_si512()
+#define muon__vu_absmax(m, v) _mm512_max_epu32((m), _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)))
+#define muon__vu_store(p, m) _mm512_storeu_si512((void *)(p), (m))
+/* bf16 rounding of every lane: muon__bf16_round's integer form, the same bits (NaN included) */
+static MUON__ALWAYS_INLINE muon__vf muon__vf_bf16(muon__vf x)
+{
+    __m512i u = _mm512_castps_si512(x);
+    __m512i r = _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
+                                                  _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1))),
+                                 _mm512_set1_epi32((int)0xffff0000u));
+    __mmask16 normal = _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    r = _mm512_mask_blend_epi32(nan, r, _mm512_and_si512(_mm512_or_si512(u, _mm512_set1_epi32(0x00400000)),
+                                                          _mm512_set1_epi32((int)0xffff0000u)));
+    return _mm512_castsi512_ps(
+        _mm512_mask_blend_epi32(normal, _mm512_and_si512(u, _mm512_set1_epi32((int)0x80000000u)), r));
+}
+#elif defined(MUON__GEMM_AVX2)
+#define MUON__VW 8
+#define MUON__VD 4
+typedef __m256 muon__vf;
+typedef __m256d muon__vd;
+typedef __m256i muon__vu;
+#define muon__vf_load(p) _mm256_loadu_ps(p)
+#define muon__vf_store(p, v) _mm256_storeu_ps((p), (v))
+#define muon__vf_set1(x) _mm256_set1_ps(x)
+#define muon__vf_fma(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define muon__vd_loadf(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
+#define muon__vd_storef(p, v) _mm_storeu_ps((p), _mm256_cvtpd_ps(v))
+#define muon__vd_load(p) _mm256_loadu_pd(p)
+#define muon__vd_store(p, v) _mm256_storeu_pd((p), (v))
+#define muon__vd_set1(x) _mm256_set1_pd(x)
+#define muon__vd_zero() _mm256_setzero_pd()
+#define muon__vd_add(a, b) _mm256_add_pd((a), (b))
+#define muon__vd_sub(a, b) _mm256_sub_pd((a), (b))
+#define muon__vd_mul(a, b) _mm256_mul_pd((a), (b))
+#define muon__vd_div(a, b) _mm256_div_pd((a), (b))
+#define muon__vd_sqrt(a) _mm256_sqrt_pd(a)
+#define muon__vd_min(a, b) _mm256_min_pd((a), (b))
+#define muon__vu_zero() _mm256_setzero_si256()
+#define muon__vu_absmax(m, v) _mm256_max_epu32((m), _mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(0x7fffffff)))
+#define muon__vu_store(p, m) _mm256_storeu_si256((__m256i *)(void *)(p), (m))
+static MUON__ALWAYS_INLINE muon__vf muon__vf_bf16(muon__vf x)
+{
+    const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+    __m256i u = _mm256_castps_si256(x);
+    __m256i r = _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)),
+                                                  _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1))), hi);
+    /* |u| > Inf as signed 32-bit compares (both sides below 2^31) */
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+    __m256i tiny = _mm256_cmpeq_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7f800000)), _mm256_setzero_si256());
+    r = _mm256_blendv_epi8(r, _mm256_and_si256(_mm256_or_si256(u, _mm256_set1_epi32(0x00400000)), hi), nan);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(r, _mm256_and_si256(u, _mm256_set1_epi32((int)0x80000000u)), tiny));
+}
+#elif defined(MUON__GEMM_NEON)
+#define MUON__VW 4
+#define MUON__VD 2
+typedef float32x4_t muon__vf;
+typedef float64x2_t muon__vd;
+typedef uint32x4_t muon__vu;
+#define muon__vf_load(p) vld1q_f32(p)
+#define muon__vf_store(p, v) vst1q_f32((p), (v))
+#define muon__vf_set1(x) vdupq_n_f32(x)
+#define muon__vf_fma(a, b, c) vfmaq_f32((c), (a), (b))
+#define muon__vd_loadf(p) vcvt_f64_f32(vld1_f32(p))
+#define muon__vd_storef(p, v) vst1_f32((p), vcvt_f32_f64(v))
+#define muon__vd_load(p) vld1q_f64(p)
+#define muon__vd_store(p, v) vst1q_f64((p), (v))
+#define muon__vd_set1(x) vdupq_n_f64(x)
+#define muon__vd_zero() vdupq_n_f64(0.0)
+#define muon__vd_add(a, b) vaddq_f64((a), (b))
+#define muon__vd_sub(a, b) vsubq_f64((a), (b))
+#define muon__vd_mul(a, b) vmulq_f64((a), (b))
+#define muon__vd_div(a, b) vdivq_f64((a), (b))
+#define muon__vd_sqrt(a) vsqrtq_f64(a)
+#define muon__vd_min(a, b) vminq_f64((a), (b))
+#define muon__vu_zero() vdupq_n_u32(0)
+#define muon__vu_absmax(m, v) vmaxq_u32((m), vandq_u32(vreinterpretq_u32_f32(v), vdupq_n_u32(0x7fffffffu)))
+#define muon__vu_store(p, m) vst1q_u32((p), (m))
+static MUON__ALWAYS_INLINE muon__vf muon__vf_bf16(muon__vf x)
+{
+    const uint32x4_t hi = vdupq_n_u32(0xffff0000u);
+    uint32x4_t u = vreinterpretq_u32_f32(x);
+    uint32x4_t r = vandq_u32(vaddq_u32(vaddq_u32(u, vdupq_n_u32(0x7fffu)), vandq_u32(vshrq_n_u32(u, 16), vdupq_n_u32(1u))), hi);
+    uint32x4_t nan = vcgtq_u32(vandq_u32(u, vdupq_n_u32(0x7fffffffu)), vdupq_n_u32(0x7f800000u));
+    uint32x4_t normal = vtstq_u32(u, vdupq_n_u32(0x7f800000u));
+    r = vbslq_u32(nan, vandq_u32(vorrq_u32(u, vdupq_n_u32(0x00400000u)), hi), r);
+    return vreinterpretq_f32_u32(vbslq_u32(normal, r, vandq_u32(u, vdupq_n_u32(0x80000000u))));
+}
+#else
+#define MUON__VW 1
+#define MUON__VD 1
+typedef float muon__vf;
+typedef double muon__vd;
+typedef uint32_t muon__vu;
+#define muon__vf_load(p) (*(p))
+#define muon__vf_store(p, v) (*(p) = (v))
+#define muon__vf_set1(x) (x)
+#define muon__vf_fma(a, b, c) fmaf((a), (b), (c))
+#define muon__vd_loadf(p) ((double)*(p))
+#define muon__vd_storef(p, v) (*(p) = (float)(v))
+#define muon__vd_load(p) (*(p))
+#define muon__vd_store(p, v) (*(p) = (v))
+#define muon__vd_set1(x) ((double)(x))
+#define muon__vd_zero() 0.0
+#define muon__vd_add(a, b) ((a) + (b))
+#define muon__vd_sub(a, b) ((a) - (b))
+#define muon__vd_mul(a, b) ((a) * (b))
+#define muon__vd_div(a, b) ((a) / (b))
+#define muon__vd_sqrt(a) sqrt(a)
+#define muon__vd_min(a, b) ((a) < (b) ? (a) : (b))
+#define muon__vu_zero() 0u
+#define muon__vu_absmax(m, v) muon__vu_absmax1((m), (v))
+#define muon__vu_store(p, m) (*(p) = (m))
+static MUON__ALWAYS_INLINE uint32_t muon__vu_absmax1(uint32_t m, float v)
+{
+    uint32_t b;
+    memcpy(&b, &v, sizeof b);
+    b &= 0x7fffffffu;
+    return b > m ? b : m;
+}
+#define muon__vf_bf16(x) muon__bf16_round(x)
+#endif
+
+#if defined(MUON__GEMM_AVX512) || defined(MUON__GEMM_AVX2)
+/* 8 rows x 8 values -> 8 vectors of 8 rows each, stored at dst + c*width (c = 0..7). */
+static void muon__v_tr8x8(const float *src, size_t ld, float *dst, size_t width)
+{
+    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ld), r2 = _mm256_loadu_ps(src + 2 * ld);
+    __m256 r3 = _mm256_loadu_ps(src + 3 * ld), r4 = _mm256_loadu_ps(src + 4 * ld);
+    __m256 r5 = _mm256_loadu_ps(src + 5 * ld), r6 = _mm256_loadu_ps(src + 6 * ld);
+    __m256 r7 = _mm256_loadu_ps(src + 7 * ld);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(s0, s4, 0x20));
+    _mm256_storeu_ps(dst + width, _mm256_permute2f128_ps(s1, s5, 0x20));
+    _mm256_storeu_ps(dst + 2 * width, _mm256_permute2f128_ps(s2, s6, 0x20));
+    _mm256_storeu_ps(dst + 3 * width, _mm256_permute2f128_ps(s3, s7, 0x20));
+    _mm256_storeu_ps(dst + 4 * width, _mm256_permute2f128_ps(s0, s4, 0x31));
+    _mm256_storeu_ps(dst + 5 * width, _mm256_permute2f128_ps(s1, s5, 0x31));
+    _mm256_storeu_ps(dst + 6 * width, _mm256_permute2f128_ps(s2, s6, 0x31));
+    _mm256_storeu_ps(dst + 7 * width, _mm256_permute2f128_ps(s3, s7, 0x31));
+}
+/* 4 rows x 4 values -> 4 vectors of 4 rows each, at dst + c*width (the AVX2 kernel's 6-row A) */
+static void muon__v_tr4x4(const float *src, size_t ld, float *dst, size_t width)
+{
+    __m128 r0 = _mm_loadu_ps(src), r1 = _mm_loadu_ps(src + ld), r2 = _mm_loadu_ps(src + 2 * ld);
+    __m128 r3 = _mm_loadu_ps(src + 3 * ld);
+    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    _mm_storeu_ps(dst, r0);
+    _mm_storeu_ps(dst + width, r1);
+    _mm_storeu_ps(dst + 2 * width, r2);
+    _mm_storeu_ps(dst + 3 * width, r3);
+}
+#define MUON__GEMM_HAVE_TR8 1
+#else
+/* the same transposes element by element (every other build) */
+static MUON__GEMM_UNUSED void muon__v_tr8x8(const float *src, size_t ld, float *dst, size_t width)
+{
+    size_t r, c;
+    for (r = 0; r < 8; r++)
+        for (c = 0; c < 8; c++) dst[c * width + r] = src[r * ld + c];
+}
+#endif
+/* dst[c * width + r] = (float)((double)src[r * ld + c] * inv), r, c < 8: a scaled transposing
+ * copy, each element one double product rounded once (the same bits on every path) */
+static MUON__GEMM_UNUSED void muon__v_tr8x8_scaled(const float *src, size_t ld, double inv, float *dst, size_t width)
+{
+#ifdef MUON__GEMM_HAVE_TR8
+    const __m256d vi = _mm256_set1_pd(inv);
+    float tmp[64];
+    size_t r;
+    for (r = 0; r < 8; r++) {
+        const float *g = src + r * ld;
+        _mm_storeu_ps(tmp + 8 * r, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(g)), vi)));
+        _mm_storeu_ps(tmp + 8 * r + 4, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(g + 4)), vi)));
+    }
+    muon__v_tr8x8(tmp, 8, dst, width);
+#else
+    size_t r, c;
+    for (r = 0; r < 8; r++)
+        for (c = 0; c < 8; c++) dst[c * width + r] = (float)((double)src[r * ld + c] * inv);
+#endif
+}
+
+/* bf16 rounding, the scalar reference (the rule is described under "bf16 products") */
+static float muon__bf16_round(float x)
+{
+    uint32_t u;
+    uint32_t r;
+    memcpy(&u, &x, sizeof u);
+    r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: quieted and truncated, as vcvtne2ps2bf16 does (the */
+        r = (u | 0x00400000u) & 0xffff0000u; /* carry above would turn a full payload into zero or Inf) */
+    u = (u & 0x7f800000u) ? r : (u & 0x80000000u); /* zero or subnormal: signed zero */
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* Problems below this many multiply-adds (m*n*k; default 128^3, about 40 us of one core) run
+ * on the calling thread without forking a team. */
+#ifndef MUON_GEMM_PARALLEL_MIN
+#define MUON_GEMM_PARALLEL_MIN 2097152.0
+#endif
+
+/* ---- threads on a shared machine ----------------------------------------------------------
+ * A team region ends when its slowest member does. On a machine with other work (a second
+ * experiment beside this one, a test suite, busy processes) a member may wait a scheduler time
+ * slice (milliseconds) to run, and under OpenMP's default wait policy the members that arrived
+ * spin meanwhile, taking the cores the late one needs: a step of many short regions then runs
+ * 2-100x slower than on one thread (issue 40, bench/host_share.c). So the library watches its
+ * own team regions: the products' regions record when their last member started and their first
+ * finished. When 40 % of 30 ms of team-region time was lost that way the machine is short of
+ * cores, and the library's regions run on their calling thread for 20 ms, twice as long each
+ * time the team is held up again soon after (at most 1 s), then try the team again. Nothing of the host's is changed (no omp_set_*, no environment); results do not
+ * depend on the team (every product and pass computes each element the same on any thread), so
+ * only the speed changes. The state is four doubles per process, read and written with OpenMP
+ * atomics (a host may step from several threads). It needs OpenMP 3.1 (min/max reductions,
+ * atomic read/write); older runtimes (MSVC's /openmp, 2.0) keep the team always.
+ * muon_team() gives a host's own regions the same answer. */
+#if defined(_OPENMP) && _OPENMP >= 201107
+#define MUON__GATE_WINDOW 0.03    /* team-region seconds judged together */
+#define MUON__GATE_LOST_FRAC 0.4   /* lost share of them that marks the team held up */
+#define MUON__GATE_SOLO_MIN 0.02   /* the first one-thread period (s) */
+#define MUON__GATE_SOLO_MAX 1.0    /* the longest */
+#define MUON__GATE_RETRY 0.5       /* held up within (span + this) after a period ended: the next doubles */
+static double muon__gate_until; /* omp_get_wtime() before which regions run on one thread */
+static double muon__gate_span;  /* length of the last one-thread period */
+static double muon__gate_wall;  /* team-region seconds since the last verdict */
+static double muon__gate_lost;  /* ... and the seconds their members lost in them */
+
+/* The team for a region that wants nt threads: nt, or 1 during a one-thread period. */
+static int muon__gate(int nt)
+{
+    double until;
+    if (nt <= 1) return nt;
+    MUON__OMP(omp atomic read)
+    until = muon__gate_until;
+    return until > 0.0 && omp_get_wtime() < until ? 1 : nt;
+}
+
+/* After a team region that the calling thread forked at t0, whose members started by `last_in`
+ * (the latest start) and began to wait from `first_out` (the earliest finish). */
+static void muon__gate_note(double t0, double last_in, double first_out)
+{
+    double t1 = omp_get_wtime(), lost = (last_in - t0) + (t1 - first_out), wall = t1 - t0, span, until;
+    MUON__OMP(omp atomic)
+    muon__gate_lost += lost;
+    MUON__OMP(omp atomic)
+    muon__gate_wall += wall;
+    MUON__OMP(omp atomic read)
+    wall = muon__gate_wall;
+    if (wall < MUON__GATE_WINDOW) return;
+    MUON__OMP(omp atomic read)
+    lost = muon__gate_lost;
+    MUON__OMP(omp atomic write)
+    muon__gate_wall = 0.0;
+    MUON__OMP(omp atomic write)
+    muon__gate_lost = 0.0;
+    if (!(lost > MUON__GATE_LOST_FRAC * wall)) return;
+    MUON__OMP(omp atomic read)
+    span = muon__gate_span;
+    MUON__OMP(omp atomic read)
+    until = muon__gate_until;
+    /* held up again soon after the last period ended: twice as long; else the shortest */
+    if (until > 0.0 && t1 - until < span + MUON__GATE_RETRY)
+        span = 2.0 * span > MUON__GATE_SOLO_MAX ? MUON__GATE_SOLO_MAX : 2.0 * span;
+    else
+        span = MUON__GATE_SOLO_MIN;
+    MUON__OMP(omp atomic write)
+    muon__gate_span = span;
+    MUON__OMP(omp atomic write)
+    muon__gate_until = t1 + span;
+}
+/* A watched region: MUON__GATE_VARS declares the forking function's locals (the fork time, the
+ * latest start, the earliest finish, the team size), MUON__GATE_CLAUSES reduces them, each
+ * member calls MUON__GATE_IN() first and MUON__GATE_OUT() last, and MUON__GATE_NOTE() after the
+ * region judges it (a region that ran on one thread says nothing). */
+#define MUON__GATE_VARS double gate_t0 = omp_get_wtime(), gate_in = gate_t0, gate_out = 1e300; int gate_n = 0
+#define MUON__GATE_CLAUSES reduction(max : gate_in) reduction(min : gate_out) reduction(+ : gate_n)
+#define MUON__GATE_IN() (gate_in = omp_get_wtime(), gate_n = 1)
+#define MUON__GATE_OUT() (gate_out = omp_get_wtime())
+#define MUON__GATE_NOTE() (gate_n > 1 ? muon__gate_note(gate_t0, gate_in, gate_out) : (void)0)
+#else
+#define MUON__GATE_VARS int gate_unused = 0
+#define MUON__GATE_CLAUSES
+#define MUON__GATE_IN() ((void)0)
+#define MUON__GATE_OUT() ((void)0)
+#define MUON__GATE_NOTE() ((void)gate_unused)
+static int muon__gate(int nt) { return nt; }
+#endif
+
+/* The team for work of `mnk` multiply-adds: `cap` threads (<= 0: the OpenMP default), one when
+ * nested or below MUON_GEMM_PARALLEL_MIN. */
+static int muon__threads_for(double mnk, int cap)
+{
+    int t = 1;
+#ifdef _OPENMP
+    t = cap > 0 ? cap : omp_get_max_threads();
+    if (omp_get_active_level() >= omp_get_max_active_levels()) t = 1; /* nested: no more threads */
+#else
+    (void)cap;
+#endif
+    if (mnk < MUON_GEMM_PARALLEL_MIN) t = 1;
+    if (t < 1) t = 1;
+    return muon__gate(t);
+}
+/* a host's region: the products' rule without their size threshold */
+MUONDEF int muon_team(int threads) { return muon__threads_for(MUON_GEMM_PARALLEL_MIN, threads); }
+
+/* an explicit team size, at most the OpenMP default: the workspaces hold packing space for that
+ * many threads (a larger team would fall back in the products anyway), and a hostile count
+ * must not make the runtime try to start millions of threads */
+static int muon__u_threads_cap(int n)
+{
+#ifdef _OPENMP
+    int p = omp_get_max_threads();
+    if (p >= 1 && n > p) n = p;
+#endif
+    return n < 1 ? 1 : n;
+}
+
+static int muon__u_threads(void)
+{
+#ifdef _OPENMP
+    int t = omp_get_max_threads();
+    return t > 0 ? t : 1;
+#else
+    return 1;
+#endif
+}
+
+
+/* The workspace carve: 64-byte aligned regions taken in order from one caller buffer (after
+ * aligning its base), or counted by a size query (base MUON__NULL) with the same calls, so that
+ * a size query and the code that lays its workspace out are one sequence and cannot drift. */
+typedef struct muon__carve {
+    unsigned char *p; /* the next region (MUON__NULL in a size query) */
+    size_t used;      /* bytes from the buffer's start, the alignment's slack included */
+    int ok;           /* 0 once a size overflowed */
+} muon__carve;
+/* base MUON__NULL: a size query (the worst alignment slack, MUON__ALIGN, counted) */
+static MUON__ALWAYS_INLINE muon__carve muon__carve_begin(void *base)
+{
+    muon__carve c;
+    c.p = base ? muon__u_align_ptr(base) : (unsigned char *)MUON__NULL;
+    c.used = base ? (size_t)(c.p - (unsigned char *)base) : (size_t)MUON__ALIGN;
+    c.ok = 1;
+    return c;
+}
+/* the next region of `bytes` (rounded up to MUON__ALIGN): where it starts (MUON__NULL in a size query) */
+static MUON__ALWAYS_INLINE unsigned char *muon__carve_take(muon__carve *c, size_t bytes)
+{
+    size_t r = muon__u_round(bytes);
+    unsigned char *at = c->p;
+    if (!c->ok || (r == 0 && bytes != 0) || !muon__u_add(c->used, r, &c->used)) {
+        c->ok = 0;
+        return MUON__NULL;
+    }
+    if (c->p) c->p += r;
+    return at;
+}
+/* the size so far: 0 on overflow */
+static MUON__ALWAYS_INLINE size_t muon__carve_size(const muon__carve *c) { return c->ok ? c->used : 0; }
+
+/* every entry of A (rows x cols, ld) finite: the largest |bits| of each row below Inf's */
+static MUON__NOINLINE int muon__u_finite_matrix(const float *A, size_t rows, size_t cols, size_t ld)
+{
+    size_t i, j;
+    for (i = 0; i < rows; i++) {
+        const float *a = A + i * ld;
+        muon__vu m = muon__vu_zero();
+        uint32_t lanes[MUON__VW], big = 0;
+        int q;
+        for (j = 0; j + MUON__VW <= cols; j += MUON__VW) m = muon__vu_absmax(m, muon__vf_load(a + j));
+        muon__vu_store(lanes, m);
+        for (q = 0; q < MUON__VW; q++) big = lanes[q] > big ? lanes[q] : big;
+        for (; j < cols; j++) {
+            uint32_t b = muon__u_absbits(a[j]);
+            big = b > big ? b : big;
+        }
+        if (big >= 0x7F800000u) return 0;
+    }
+    return 1;
+}
+
+/* ||A||_F^2 in double: eight partial sums (element j of a row goes to sum j mod 8), rows in
+ * order, added pairwise at the end; a fixed order on every ISA and thread count (x*x is exact
+ * in double, so a lane's sum is the same whether its product is fused or not), and eight
+ * independent additions per step instead of one chain of them (the one chain cost a 768 x 3072
+ * bf16 NS a tenth of its time). The eight lanes are 8 / MUON__VD vectors of the layer. */
+#define MUON__SQ_V (8 / MUON__VD)
+static MUON__NOINLINE double muon__u_sumsq(const float *A, size_t rows, size_t cols, size_t ld)
+{
+    double s[8];
+    muon__vd v[MUON__SQ_V];
+    size_t i, j, q;
+    for (q = 0; q < MUON__SQ_V; q++) v[q] = muon__vd_zero();
+    for (i = 0; i < rows; i++) {
+        const float *a = A + i * ld;
+        for (j = 0; j + 8 <= cols; j += 8)
+            for (q = 0; q < MUON__SQ_V; q++) {
+                muon__vd x = muon__vd_loadf(a + j + q * MUON__VD);
+                v[q] = muon__vd_add(v[q], muon__vd_mul(x, x));
+            }
+        if (j < cols) {
+            for (q = 0; q < MUON__SQ_V; q++) muon__vd_store(s + q * MUON__VD, v[q]);
+            for (q = 0; j < cols; j++, q++) s[q] += (double)a[j] * (double)a[j];
+            for (q = 0; q < MUON__SQ_V; q++) v[q] = muon__vd_load(s + q * MUON__VD);
+        }
+    }
+    for (q = 0; q < MUON__SQ_V; q++) muon__vd_store(s + q * MUON__VD, v[q]);
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+/* X[i] = bf16(fma(a, X[i], Y[i])) for i in [i0, i1) (a = 0, Y = 0: X = bf16(X)): the vector
+ * rounding is muon__bf16_round's integer form and the FMA rounds once, as fmaf, so every build
+ * gives the same bits. */
+static void muon__bf16_axpy(ptrdiff_t i0, ptrdiff_t i1, float a, float *X, const float *Y)
+{
+    ptrdiff_t i = i0;
+    const muon__vf va = muon__vf_set1(a);
+    if (Y)
+        for (; i + MUON__VW <= i1; i += MUON__VW)
+            muon__vf_store(X + i, muon__vf_bf16(muon__vf_fma(va, muon__vf_load(X + i), muon__vf_load(Y + i))));
+    else
+        for (; i + MUON__VW <= i1; i += MUON__VW) muon__vf_store(X + i, muon__vf_bf16(muon__vf_load(X + i)));
+    for (; i < i1; i++) X[i] = muon__bf16_round(Y ? fmaf(a, X[i], Y[i]) : X[i]);
+}
+
 /* ---- SGEMM / SSYRK (row-major) ---------------------------------------------------------
  * Serves SPEC.md 2.1: per Newton-Schulz
  * step A = X X^T (SSYRK), A A (SSYRK: A is symmetric), B X (SGEMM).
@@ -942,17 +1570,6 @@ MUONDEF const char *muon_status_string(muon_status s)
  * reads the A micro-panels in place (muon__gemm_syrk_direct).
  */
 
-/* Kernel selection: compile-time, from the compiler's target macros. */
-#if !defined(MUON_NO_SIMD) && defined(__AVX512F__) && !defined(MUON_FORCE_AVX2)
-#define MUON__GEMM_AVX512 1
-#include <immintrin.h>
-#elif !defined(MUON_NO_SIMD) && defined(__AVX2__) && defined(__FMA__)
-#define MUON__GEMM_AVX2 1
-#include <immintrin.h>
-#elif !defined(MUON_NO_SIMD) && defined(__ARM_NEON) && defined(__aarch64__)
-#define MUON__GEMM_NEON 1
-#include <arm_neon.h>
-#endif
 
 /* Cache blocking (elements), per kernel (BLIS registers MR/NR and MC/KC/NC with each
  * micro-kernel, bli_blksz_init_easy): each kernel's entry in "the kernel table" names its own
@@ -983,11 +1600,6 @@ MUONDEF const char *muon_status_string(muon_status s)
 #else
 #define MUON__GEMM_NC(dflt) ((size_t)(dflt))
 #endif
-/* Problems below this many multiply-adds (m*n*k; default 128^3, about 40 us of one core) run
- * on the calling thread without forking a team. */
-#ifndef MUON_GEMM_PARALLEL_MIN
-#define MUON_GEMM_PARALLEL_MIN 2097152.0
-#endif
 
 /* The plain forms pack problems whose packing space fits this many bytes in a stack buffer;
  * larger ones allocate it through MUON_MALLOC. Default 0 (always MUON_MALLOC): every path stays
@@ -997,41 +1609,10 @@ MUONDEF const char *muon_status_string(muon_status s)
 #define MUON_GEMM_STACK_BYTES 0
 #endif
 
-#if defined(__GNUC__) || defined(__clang__)
-#define MUON__NOINLINE __attribute__((noinline))
-#define MUON__ALWAYS_INLINE __inline__ __attribute__((always_inline))
-#elif defined(_MSC_VER)
-#define MUON__NOINLINE __declspec(noinline)
-#define MUON__ALWAYS_INLINE __forceinline
-#else
-#define MUON__NOINLINE
-#define MUON__ALWAYS_INLINE
-#endif
-#if defined(__GNUC__) || defined(__clang__)
-#define MUON__GEMM_UNUSED __attribute__((unused))
-#define MUON__GEMM_RESTRICT __restrict__
-#else
-#define MUON__GEMM_UNUSED
-#define MUON__GEMM_RESTRICT
-#endif
 
 #define MUON__GEMM_ALIGN 64u  /* packed buffers start on a cache line */
 #define MUON__GEMM_NR_MAX 32u /* the largest MR / NR of any kernel (workspace bound) */
 
-/* bf16 kernels (the products of a bf16 Newton-Schulz): vdpbf16ps where the compiler targets
- * AVX512-BF16 (used where the CPU runs it faster than fp32 FMA: muon__bf16_dp_fast), AMX tiles
- * where it also targets AMX-BF16 on Linux (MUON_NO_AMX: never) */
-#if defined(MUON__GEMM_AVX512) && defined(__AVX512BF16__) && defined(__AVX512BW__)
-#define MUON__BF16_DP 1
-/* (GCC spells the target macros __AMX_TILE__ / __AMX_BF16__, clang 14 __AMXTILE__ / __AMXBF16__) */
-#if (defined(__AMX_TILE__) || defined(__AMXTILE__)) && (defined(__AMX_BF16__) || defined(__AMXBF16__)) && \
-    defined(__linux__) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(MUON_NO_AMX)
-#define MUON__BF16_AMX 1
-#endif
-#endif
-#if defined(MUON__GEMM_NEON) && defined(__ARM_FEATURE_BF16_VECTOR_ARITHMETIC) && !defined(MUON_NO_NEON_BF16)
-#define MUON__BF16_NEON 1 /* BFMMLA and BFDOT (Armv8.6 BF16) */
-#endif
 #define MUON__GEMM_MR_MAX 14u /* of the fp32 kernels (the bf16 ones size their own tile) */
 
 /* A micro-kernel: C[0..MR)[0..NR) = alpha * sum_p a[p*MR + i] * b[p*NR + j] + beta * C
@@ -1063,6 +1644,21 @@ typedef void (*muon__gemm_pack_block_fn)(const float *M, size_t ld, size_t jq, s
 /* SSYRK reading A in place from the B panels: the kernel instance for an A micro-panel whose
  * first n0 rows lie in one panel and the rest in the next (MUON__NULL: none for that split) */
 typedef muon__gemm_ukr2_fn (*muon__gemm_syrk_fn)(size_t n0);
+/* A Newton-Schulz schedule as an engine reads it: steps, and step k's triple (a, b, c) */
+typedef struct muon__ns_coeffs {
+    int steps;
+    const double *(*triple)(const void *sched, int k);
+    const void *sched;
+} muon__ns_coeffs;
+/* A kernel's Newton-Schulz engine (a whole NS in its own loops on operands packed once: AMX):
+ * its region for an m x n iterate (m <= n) on t threads (0 on overflow), and the run of one NS
+ * of G (rows x cols, ld ldg; normalised by inv) into out (ld ldo) in the region reg of regb
+ * bytes (cache-line aligned) with a team of at most `threads` (0: the default): *ran = 0 (and
+ * nothing read or written) when the region is too small for one thread, else 1 and the result */
+typedef size_t (*muon__gemm_ns_bytes_fn)(const muon__gemm_kernel *kr, size_t m, size_t n, int t);
+typedef muon_status (*muon__gemm_ns_run_fn)(const muon__gemm_kernel *kr, const muon__ns_coeffs *co, const float *G,
+                                            size_t rows, size_t cols, size_t ldg, double inv, float *out, size_t ldo,
+                                            unsigned char *reg, size_t regb, int threads, int *ran);
 struct muon__gemm_kernel {
     const char *name;  /* precision, ISA, MR x NR (what the tests and the bench print) */
     int bf16;          /* 1: operands rounded to bf16 as packed, fp32 accumulation ("bf16 products") */
@@ -1075,7 +1671,11 @@ struct muon__gemm_kernel {
     muon__gemm_pack_block_fn pack_b_block; /* op(B) = B: whole blocks at once; MUON__NULL: panel by panel */
     muon__gemm_syrk_fn syrk;               /* SSYRK with A read in place; MUON__NULL: packed as a GEMM */
     void (*enter)(void), (*leave)(void);   /* per thread, around its share (AMX tile config) */
-    int ns_engine; /* 1: a bf16 Newton-Schulz on this kernel runs on the AMX engine (operands packed once) */
+    /* the Newton-Schulz engine (MUON__NULL: a NS runs its products one by one on this kernel)
+     * and its blocks: C blocks of at most ns_cb x ns_cb, k blocks of ns_kc (a multiple of 32) */
+    muon__gemm_ns_bytes_fn ns_bytes;
+    muon__gemm_ns_run_fn ns_run;
+    size_t ns_cb, ns_kc;
 };
 
 static size_t muon__gemm_ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
@@ -1362,44 +1962,6 @@ static void muon__gemm_ukr_neon(size_t kc, const float *a, const float *b, float
 /* The transposing copy both strided packings reduce to: rows [0, rows_eff) of src (ld apart,
  * kc contiguous values each) -> dst[p*width + r]; rows [rows_eff, width) are zero.
  * (op(A) NO_TRANS: src rows are A's rows, width MR; op(B) TRANS: src rows are B's rows, width NR.) */
-#if defined(MUON__GEMM_AVX512) || defined(MUON__GEMM_AVX2)
-/* 8 rows x 8 values -> 8 vectors of 8 rows each, stored at dst + c*width (c = 0..7). */
-static void muon__gemm_tr8x8(const float *src, size_t ld, float *dst, size_t width)
-{
-    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ld), r2 = _mm256_loadu_ps(src + 2 * ld);
-    __m256 r3 = _mm256_loadu_ps(src + 3 * ld), r4 = _mm256_loadu_ps(src + 4 * ld);
-    __m256 r5 = _mm256_loadu_ps(src + 5 * ld), r6 = _mm256_loadu_ps(src + 6 * ld);
-    __m256 r7 = _mm256_loadu_ps(src + 7 * ld);
-    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(s0, s4, 0x20));
-    _mm256_storeu_ps(dst + width, _mm256_permute2f128_ps(s1, s5, 0x20));
-    _mm256_storeu_ps(dst + 2 * width, _mm256_permute2f128_ps(s2, s6, 0x20));
-    _mm256_storeu_ps(dst + 3 * width, _mm256_permute2f128_ps(s3, s7, 0x20));
-    _mm256_storeu_ps(dst + 4 * width, _mm256_permute2f128_ps(s0, s4, 0x31));
-    _mm256_storeu_ps(dst + 5 * width, _mm256_permute2f128_ps(s1, s5, 0x31));
-    _mm256_storeu_ps(dst + 6 * width, _mm256_permute2f128_ps(s2, s6, 0x31));
-    _mm256_storeu_ps(dst + 7 * width, _mm256_permute2f128_ps(s3, s7, 0x31));
-}
-/* 4 rows x 4 values -> 4 vectors of 4 rows each, at dst + c*width (the AVX2 kernel's 6-row A) */
-static void muon__gemm_tr4x4(const float *src, size_t ld, float *dst, size_t width)
-{
-    __m128 r0 = _mm_loadu_ps(src), r1 = _mm_loadu_ps(src + ld), r2 = _mm_loadu_ps(src + 2 * ld);
-    __m128 r3 = _mm_loadu_ps(src + 3 * ld);
-    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-    _mm_storeu_ps(dst, r0);
-    _mm_storeu_ps(dst + width, r1);
-    _mm_storeu_ps(dst + 2 * width, r2);
-    _mm_storeu_ps(dst + 3 * width, r3);
-}
-#define MUON__GEMM_HAVE_TR8 1
-#endif
 
 #ifdef MUON__GEMM_AVX512
 /* 16 x 16 transpose of 32-bit words (floats, or bf16 pairs) held in x0..x15, in named registers (as arrays
@@ -1463,13 +2025,13 @@ static MUON__ALWAYS_INLINE void muon__gemm_pack_rows_tr(const float *src, size_t
 #endif
         /* row groups of 8; the last group may overlap the previous one (same values rewritten) */
         for (; p + 8 <= kc; p += 8) {
-            for (r = 0; r + 8 <= width; r += 8) muon__gemm_tr8x8(src + r * ld + p, ld, dst + p * width + r, width);
-            if (r < width) muon__gemm_tr8x8(src + (width - 8) * ld + p, ld, dst + p * width + width - 8, width);
+            for (r = 0; r + 8 <= width; r += 8) muon__v_tr8x8(src + r * ld + p, ld, dst + p * width + r, width);
+            if (r < width) muon__v_tr8x8(src + (width - 8) * ld + p, ld, dst + p * width + width - 8, width);
         }
     } else if (rows_eff == width && width >= 4) { /* 4 x 4 blocks, the last group overlapping */
         for (; p + 4 <= kc; p += 4) {
-            for (r = 0; r + 4 <= width; r += 4) muon__gemm_tr4x4(src + r * ld + p, ld, dst + p * width + r, width);
-            if (r < width) muon__gemm_tr4x4(src + (width - 4) * ld + p, ld, dst + p * width + width - 4, width);
+            for (r = 0; r + 4 <= width; r += 4) muon__v_tr4x4(src + r * ld + p, ld, dst + p * width + r, width);
+            if (r < width) muon__v_tr4x4(src + (width - 4) * ld + p, ld, dst + p * width + width - 4, width);
         }
     }
 #endif
@@ -1546,18 +2108,6 @@ static MUON__NOINLINE void muon__gemm_pack_b(muon_transpose tb, const float *B, 
  * sums to zero, the emulation keeps them subnormal. Newton-Schulz never gets there: its
  * iterate is normalised and a row that small contributes nothing visible.)
  */
-static float muon__bf16_round(float x)
-{
-    uint32_t u;
-    uint32_t r;
-    memcpy(&u, &x, sizeof u);
-    r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: quieted and truncated, as vcvtne2ps2bf16 does (the */
-        r = (u | 0x00400000u) & 0xffff0000u; /* carry above would turn a full payload into zero or Inf) */
-    u = (u & 0x7f800000u) ? r : (u & 0x80000000u); /* zero or subnormal: signed zero */
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
 #ifdef MUON__BF16_DP
 /* the first n lanes of 16 (n >= 16: all); of a 32-wide row with n valid, half h is
  * muon__mask16(n > 16 h ? n - 16 h : 0) */
@@ -2012,10 +2562,540 @@ static void muon__gemm_ukr_amx(size_t kc, const float *af, const float *bf, floa
 /* Which bf16 kernel: MUON__BF16_BEST (AMX if granted, else DP where this CPU runs it faster than
  * fp32 FMA, else the emulation on the build's fp32 kernel; on AArch64 with BF16, BFMMLA), or a
  * named one for the tests (one not compiled in gives the best). */
+#ifdef MUON__BF16_AMX
+/* ---- bf16 Newton-Schulz on AMX with its operands packed once -------------------------------
+ * The same arithmetic as muon__ns_bf16 below (and the same bound against the reference), with
+ * the iterate kept in bf16 in the three layouts its products read, written by the products
+ * themselves: the generic driver converts X from fp32 in every product and again for every row
+ * block (a third of an AMX NS's time went to packing, bench/RESULTS.md), and its C tiles go to
+ * memory and back once per k block. Here every product computes C blocks of at most
+ * XB x XB (the entry's ns_cb) in a per-thread buffer that stays in L2 across all of k, and each
+ * finished 32 x 32 tile goes straight into what the next product reads:
+ *   X X^T  -> A (fp32, the lower tiles: what the combination reads) and A as both operands of
+ *             A A^T (the mirrored tile's layouts by pair transposes of the tile's own)
+ *   A A^T  -> B = fma(c, AA, b A), packed as the A operand of B X
+ *   B X    -> X' = bf16(fma(a, X, B X)) in its three layouts
+ * G comes in, scaled, straight into X's layouts; the result goes from X's A layout into out once
+ * the last product found every entry finite.
+ * Layouts (uint16 bf16; m, n padded to mp, np, multiples of 32, zeros in the padding):
+ *   "A operand" of an R x K matrix: panel I (32 rows) at I*32*K, [K/32][32 rows][32 k];
+ *   "B operand" of a K x C matrix:  panel J (32 cols) at J*32*K, [K/2][32 cols][2 k] (VNNI);
+ * both are what muon__gemm_ukr_amx reads, so a k block starting at k0 is at +32*k0. */
+/* At most this many L2 prefetches per 32 k of one tile call: a diagonal block's first rows and
+ * last columns have one or two calls to spread a whole panel's next k block over (up to 32 lines
+ * per 32 k), and bunched prefetches stall the loop; the lines past the cap come on demand.
+ * (Against no cap, one thread, 3 alternating pairs an iteration: 2048^2 1.5-5 %, 768 x 3072 1-11 %.) */
+#define MUON__XPF 8u
+typedef struct muon__xns {
+    size_t m, n, mp, np;
+    size_t xb, xkc;               /* the C block edge and the k block (the kernel entry's ns_cb, ns_kc) */
+    const float *G;               /* the input (rows x cols, ld ldg; X = inv G, or inv G^T when tall) */
+    size_t ldg, ldo;
+    float *out;                   /* the result (as G), written once every entry is known finite */
+    double inv;
+    int tall;
+    float *A;                     /* fp32 A = X X^T, its lower 32 x 32 tiles (muon__x_atile) */
+    uint16_t *pax, *pbt, *pbn[2]; /* X as A operand; X^T as B operand; X as B operand (alternating) */
+    uint16_t *paa, *pba, *pab;    /* A as A operand, A as B operand (A^T = A), B as A operand */
+    unsigned char *scratch;       /* per thread (per bytes apart): C block (cbytes), two 32 x 32 fp32 tiles */
+    size_t per, cbytes;
+    float a, b, c;
+    int cur, last, nt;
+} muon__xns;
+
+/* The engine's region for an m x n iterate on t threads: fp32 A (sz[0] bytes: the lower tiles,
+ * each 4 KB contiguous, so that a tile's stores and loads run through consecutive lines rather
+ * than 32 rows 4m bytes apart; about half of m^2 floats for large m), four layouts of X (sz[1] each; two of them X as a B operand, alternating), three of m x m matrices (sz[2] each),
+ * and per thread (*per bytes) a C block (*cbytes: at most xb square, no larger than the
+ * products' C), two 32 x 32 fp32 tiles and a flag. Returns the bytes (0 on overflow). */
+static MUON__ALWAYS_INLINE size_t muon__xns_sizes(size_t xb, size_t m, size_t n, int t, size_t sz[3], size_t *per,
+                                                   size_t *cbytes)
+{
+    size_t mp, np, th, tot = 0;
+    if (m > (size_t)-1 - 32 || n > (size_t)-1 - 32) return 0;
+    mp = muon__gemm_round_up(m, 32);
+    np = muon__gemm_round_up(n, 32);
+    *cbytes = (mp < xb ? mp : xb) * (np < xb ? np : xb) * 4u;
+    *per = *cbytes + 2u * 4096u + 64u;
+    if (!muon__u_mul(mp / 32, mp / 32 + 1, &sz[0]) || !muon__u_mul(sz[0] / 2, 4096u, &sz[0]) ||
+        !(sz[0] = muon__u_round(sz[0])))
+        return 0;
+    if (!muon__u_mul(mp, np, &sz[1]) || !muon__u_mul(sz[1], 2, &sz[1]) || !(sz[1] = muon__u_round(sz[1]))) return 0;
+    if (!muon__u_mul(mp, mp, &sz[2]) || !muon__u_mul(sz[2], 2, &sz[2]) || !(sz[2] = muon__u_round(sz[2]))) return 0;
+    if (!muon__u_mul((size_t)(t > 0 ? t : 1), *per, &th)) return 0;
+    if (!muon__u_add(tot, sz[0], &tot) || !muon__u_add(tot, sz[1], &tot) || !muon__u_add(tot, sz[1], &tot) ||
+        !muon__u_add(tot, sz[1], &tot) || !muon__u_add(tot, sz[1], &tot) || !muon__u_add(tot, sz[2], &tot) ||
+        !muon__u_add(tot, sz[2], &tot) || !muon__u_add(tot, sz[2], &tot) || !muon__u_add(tot, th, &tot))
+        return 0;
+    return tot;
+}
+/* the entry's ns_bytes hook */
+static MUON__NOINLINE size_t muon__xns_bytes(const muon__gemm_kernel *kr, size_t m, size_t n, int t) /* (off the size queries' deepest path) */
+{
+    size_t sz[3] = {0, 0, 0}, per, cbytes;
+    return muon__xns_sizes(kr->ns_cb, m, n, t, sz, &per, &cbytes);
+}
+/* thread tid's two 32 x 32 fp32 tiles (t, t + 1024), then its flag (t + 2048) */
+static float *muon__x_tiles(const muon__xns *e, int tid)
+{
+    return (float *)(void *)(e->scratch + (size_t)tid * e->per + e->cbytes);
+}
+static int *muon__x_flag(const muon__xns *e, int tid) { return (int *)(void *)(muon__x_tiles(e, tid) + 2048); }
+
+
+/* Rows 2q and 2q + 1 of a bf16 tile (32 each) into the pairs layout's row q at d (64 values:
+ * d[c][e] = row 2q + e, column c) */
+static MUON__ALWAYS_INLINE void muon__x_zip_rows(__m512i x0, __m512i x1, uint16_t *d)
+{
+    const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
+                                        39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+    _mm512_storeu_si512((void *)d, _mm512_permutex2var_epi16(x0, lo, x1));
+    _mm512_storeu_si512((void *)(d + 32), _mm512_permutex2var_epi16(x0, hi, x1));
+}
+/* 32 x 32 fp32 tile t (ld 32) in bf16: its rows (A layout) to ra, its row pairs interleaved
+ * (B layout, pb[q][c][e] = t[2q+e][c]) to pb */
+static void muon__x_rows_pairs(const float *t, uint16_t *ra, uint16_t *pb)
+{
+    size_t r;
+    for (r = 0; r < 32; r += 2) {
+        __m512i x0 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(t + r * 32 + 16), _mm512_loadu_ps(t + r * 32));
+        __m512i x1 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(t + r * 32 + 48), _mm512_loadu_ps(t + r * 32 + 32));
+        _mm512_storeu_si512((void *)(ra + r * 32), x0);
+        _mm512_storeu_si512((void *)(ra + (r + 1) * 32), x1);
+        muon__x_zip_rows(x0, x1, pb + r * 32);
+    }
+}
+/* 16 x 16 transpose of 32-bit words (bf16 pairs): dst[p*ldd + r] = src[r*lds + p]
+ * (MUON__T16_BODY). A pair transpose turns one layout of a bf16 tile into the other's of the
+ * transposed tile: rows(T^T) = pairT(pairs(T)), pairs(T^T) = pairT(rows(T)). */
+#define MUON__T16_LD(i) __m512i x##i = _mm512_loadu_si512((const void *)(src + (i) * lds))
+#define MUON__T16_ST(q, v) _mm512_storeu_si512((void *)(dst + (q) * ldd), v)
+static void muon__x_t16(const uint32_t *src, size_t lds, uint32_t *dst, size_t ldd)
+{
+    MUON__T16_LOAD(MUON__T16_LD);
+    MUON__T16_BODY();
+}
+#undef MUON__T16_LD
+#undef MUON__T16_ST
+/* rows layout (32 x 16 pairs) of a tile -> pairs layout (16 x 32) of its transpose, and back */
+static void muon__x_rows_to_tpairs(const uint16_t *rows, uint16_t *d)
+{
+    const uint32_t *s = (const uint32_t *)(const void *)rows;
+    uint32_t *o = (uint32_t *)(void *)d;
+    muon__x_t16(s, 16, o, 32);
+    muon__x_t16(s + 16 * 16, 16, o + 16, 32);
+}
+static void muon__x_pairs_to_trows(const uint16_t *pairs, uint16_t *d)
+{
+    const uint32_t *s = (const uint32_t *)(const void *)pairs;
+    uint32_t *o = (uint32_t *)(void *)d;
+    muon__x_t16(s, 32, o, 16);
+    muon__x_t16(s + 16, 32, o + 16 * 16, 16);
+}
+/* fp32 M (ld ld, rows x cols valid) tile at (r0, c0) <-> t (ld 32); zeros outside */
+static void muon__x_load(const float *M, size_t ld, size_t rows, size_t cols, size_t r0, size_t c0, float *t)
+{
+    size_t r, nc = cols > c0 ? (cols - c0 < 32 ? cols - c0 : 32) : 0;
+    __mmask16 ml = MUON__MASK_HALF(nc, 0), mh = MUON__MASK_HALF(nc, 1);
+    for (r = 0; r < 32; r++) {
+        const float *s = M + (r0 + r) * ld + c0;
+        int in = r0 + r < rows;
+        _mm512_storeu_ps(t + r * 32, in ? _mm512_maskz_loadu_ps(ml, s) : _mm512_setzero_ps());
+        _mm512_storeu_ps(t + r * 32 + 16, in ? _mm512_maskz_loadu_ps(mh, s + 16) : _mm512_setzero_ps());
+    }
+}
+static void muon__x_store(const float *t, size_t lt, float *M, size_t ld, size_t rows, size_t cols, size_t r0,
+                          size_t c0)
+{
+    size_t r, nc = cols > c0 ? (cols - c0 < 32 ? cols - c0 : 32) : 0;
+    __mmask16 ml = MUON__MASK_HALF(nc, 0), mh = MUON__MASK_HALF(nc, 1);
+    for (r = 0; r < 32 && r0 + r < rows; r++) {
+        float *d = M + (r0 + r) * ld + c0;
+        _mm512_mask_storeu_ps(d, ml, _mm512_loadu_ps(t + r * lt));
+        _mm512_mask_storeu_ps(d + 16, mh, _mm512_loadu_ps(t + r * lt + 16));
+    }
+}
+
+/* 32 x 32 fp32 tile s (ld 32) -> its transpose d (ld 32) */
+static void muon__x_tr32(const float *s, float *d)
+{
+    size_t i, j;
+    for (i = 0; i < 32; i += 8)
+        for (j = 0; j < 32; j += 8) muon__v_tr8x8(s + i * 32 + j, 32, d + j * 32 + i, 32);
+}
+/* Tile (r0, c0) of the normalised iterate, (float)((double)g * inv) as muon__ns_copy_in forms it:
+ * from G, or from G's transposed tile (through tmp) when tall; zeros outside m x n. */
+static void muon__x_load_g(const muon__xns *e, size_t r0, size_t c0, float *t, float *tmp)
+{
+    const __m512d vi = _mm512_set1_pd(e->inv);
+    size_t gr0 = e->tall ? c0 : r0, gc0 = e->tall ? r0 : c0, grows = e->tall ? e->n : e->m;
+    size_t gcols = e->tall ? e->m : e->n, r, h, nc = gcols > gc0 ? (gcols - gc0 < 32 ? gcols - gc0 : 32) : 0;
+    float *d = e->tall ? tmp : t;
+    for (r = 0; r < 32; r++)
+        for (h = 0; h < 2; h++) {
+            __mmask16 k = gr0 + r < grows ? MUON__MASK_HALF(nc, h) : (__mmask16)0;
+            __m512i x = _mm512_castps_si512(_mm512_maskz_loadu_ps(k, e->G + (gr0 + r) * e->ldg + gc0 + 16 * h));
+            __m256 lo = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtps_pd(_mm256_castsi256_ps(_mm512_castsi512_si256(x))), vi));
+            __m256 hi = _mm512_cvtpd_ps(
+                _mm512_mul_pd(_mm512_cvtps_pd(_mm256_castsi256_ps(_mm512_extracti64x4_epi64(x, 1))), vi));
+            _mm512_storeu_si512((void *)(d + r * 32 + 16 * h),
+                                _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_castps_si256(lo)), _mm256_castps_si256(hi), 1));
+        }
+    if (e->tall) muon__x_tr32(tmp, t);
+}
+/* 32 x 32 fp32 tile from its A layout (bf16: exact) */
+static void muon__x_unrows(const uint16_t *px, float *t)
+{
+    int r, c;
+    for (r = 0; r < 32; r++)
+        for (c = 0; c < 32; c += 16)
+            _mm512_storeu_ps(t + r * 32 + c, _mm512_castsi512_ps(_mm512_slli_epi32(
+                _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(px + r * 32 + c))), 16)));
+}
+
+/* One row of X' = bf16(fma(a, X, Y)): X's 32 bf16 at px, Y's 32 fp32 at y; the row in bf16 */
+static MUON__ALWAYS_INLINE __m512i muon__x_axpy_row(__m512 va, const uint16_t *px, const float *y)
+{
+    __m512i x = _mm512_loadu_si512((const void *)px);
+    __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(x)), 16));
+    __m512 hi = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(x, 1)), 16));
+    return (__m512i)_mm512_cvtne2ps_pbh(_mm512_fmadd_ps(va, hi, _mm512_loadu_ps(y + 16)),
+                                        _mm512_fmadd_ps(va, lo, _mm512_loadu_ps(y)));
+}
+/* fp32 A's tile (r0, c0), r0 >= c0 (multiples of 32): 32 x 32, ld 32, tiles row by row */
+static MUON__ALWAYS_INLINE float *muon__x_atile(const muon__xns *e, size_t r0, size_t c0)
+{
+    size_t R = r0 / 32;
+    return e->A + (R * (R + 1) / 2 + c0 / 32) * 1024u;
+}
+/* Row i (global) of a symmetric product's tile at column c0, from s (32 fp32): X X^T's row is
+ * stored into fp32 A (its valid columns: masks ml, mh); A A^T's becomes B = fma(c, AA, b A) with
+ * A's row read there (zero past m). The row in bf16. */
+static MUON__ALWAYS_INLINE __m512i muon__x_sym_row(const muon__xns *e, int prod, const float *s, size_t i, size_t c0,
+                                                   __mmask16 ml, __mmask16 mh, __m512 vb, __m512 vc)
+{
+    __m512 lo = _mm512_loadu_ps(s), hi = _mm512_loadu_ps(s + 16);
+    if (i < e->m) {
+        float *a = muon__x_atile(e, i - i % 32, c0) + (i % 32) * 32;
+        if (prod == 0) {
+            _mm512_mask_storeu_ps(a, ml, lo);
+            _mm512_mask_storeu_ps(a + 16, mh, hi);
+        } else {
+            lo = _mm512_fmadd_ps(vc, lo, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(ml, a)));
+            hi = _mm512_fmadd_ps(vc, hi, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(mh, a + 16)));
+        }
+    }
+    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+/* The finished tile (r0, c0) of a product (cb: ld ldb), into what reads it next (see above);
+ * the layouts of the transposed tile by pair transposes of the ones just written (in L1). */
+static int muon__x_epilogue(const muon__xns *e, int prod, const float *cb, size_t ldb, size_t r0, size_t c0,
+                            float *t, float *tt)
+{
+    const size_t m = e->m, mp = e->mp, np = e->np;
+    size_t r, c;
+    if (prod < 2) { /* symmetric products: the lower tile, mirrored; diagonal tiles from their lower half */
+        const float *s = cb;
+        size_t ls = ldb;
+        if (r0 == c0) {
+            for (r = 0; r < 32; r++)
+                for (c = 0; c < 32; c += 16) _mm512_storeu_ps(t + r * 32 + c, _mm512_loadu_ps(cb + r * ldb + c));
+            for (r = 0; r < 32; r++)
+                for (c = r + 1; c < 32; c++) t[r * 32 + c] = t[c * 32 + r];
+            s = t;
+            ls = 32;
+        }
+        { /* two rows at a time: X X^T's into fp32 A, and either's bf16 rows into the A operand
+           * layout and their pair interleave into the B operand one (of the mirrored tile for
+           * A A^T's B: to L1, for the transpose below) */
+            const __m512 vb = _mm512_set1_ps(e->b), vc = _mm512_set1_ps(e->c);
+            const size_t nc = m - c0 < 32 ? m - c0 : 32; /* (c0 <= r0 < m: the padding has no tiles of its own) */
+            const __mmask16 ml = MUON__MASK_HALF(nc, 0), mh = MUON__MASK_HALF(nc, 1);
+            uint16_t *ra = (prod == 0 ? e->paa : e->pab) + r0 * mp + c0 * 32;
+            uint16_t *pb = prod == 0 ? e->pba + c0 * mp + r0 * 32 : (uint16_t *)(void *)tt;
+            for (r = 0; r < 32; r += 2) {
+                __m512i x0 = muon__x_sym_row(e, prod, s + r * ls, r0 + r, c0, ml, mh, vb, vc);
+                __m512i x1 = muon__x_sym_row(e, prod, s + (r + 1) * ls, r0 + r + 1, c0, ml, mh, vb, vc);
+                _mm512_storeu_si512((void *)(ra + r * 32), x0);
+                _mm512_storeu_si512((void *)(ra + (r + 1) * 32), x1);
+                muon__x_zip_rows(x0, x1, pb + r * 32);
+            }
+            if (r0 != c0) {
+                muon__x_pairs_to_trows(pb, (prod == 0 ? e->paa : e->pab) + c0 * mp + r0 * 32);
+                if (prod == 0) muon__x_rows_to_tpairs(ra, e->pba + r0 * mp + c0 * 32);
+            }
+        }
+        return 0;
+    }
+    { /* X' = bf16(fma(a, X, Y)) two rows at a time, X's rows read from its A layout (bf16: exact
+       * as fp32); vcvtne2ps2bf16 rounds as muon__bf16_round16 does (the same bits on every
+       * non-NaN, and NaN stays NaN), then the pair interleave of the two rows for X as B operand */
+        const __m512 va = _mm512_set1_ps(e->a);
+        const __m512i ex = _mm512_set1_epi16(0x7F80);
+        uint16_t *px = e->pax + r0 * np + c0 * 32, *pn = e->pbn[e->cur ^ 1] + c0 * mp + r0 * 32;
+        __mmask32 bad = 0;
+        for (r = 0; r < 32; r += 2) {
+            __m512i x0 = muon__x_axpy_row(va, px + r * 32, cb + r * ldb);
+            __m512i x1 = muon__x_axpy_row(va, px + (r + 1) * 32, cb + (r + 1) * ldb);
+            _mm512_storeu_si512((void *)(px + r * 32), x0);
+            _mm512_storeu_si512((void *)(px + (r + 1) * 32), x1);
+            if (e->last) { /* the result: Inf or NaN anywhere (the backstop of muon__ns_one) */
+                bad |= _mm512_cmpeq_epi16_mask(_mm512_and_si512(x0, ex), ex) |
+                       _mm512_cmpeq_epi16_mask(_mm512_and_si512(x1, ex), ex);
+                continue;
+            }
+            muon__x_zip_rows(x0, x1, pn + r * 32);
+        }
+        if (e->last) return bad != 0;
+        muon__x_rows_to_tpairs(px, e->pbt + r0 * np + c0 * 32);
+    }
+    return 0;
+}
+
+/* L2 prefetch lines per 32 k of a tile call: nl lines over `steps` (calls x 32-k steps), at most MUON__XPF */
+static size_t muon__x_pf_lines(size_t nl, size_t steps)
+{
+    size_t l = muon__gemm_ceil_div(nl, steps);
+    return l < MUON__XPF ? l : MUON__XPF;
+}
+
+/* Block bidx of a product: the blocks below the diagonal row by row, then the diagonal ones
+ * (half the work each: last, for balance) for the symmetric products; row-major for B X. */
+static void muon__x_block_at(int prod, size_t bidx, size_t nbi, size_t nbj, size_t *bi, size_t *bj)
+{
+    if (prod < 2 && bidx < nbi * (nbi - 1) / 2) {
+        size_t r = 1;
+        while (r * (r + 1) / 2 <= bidx) r++;
+        *bi = r;
+        *bj = bidx - r * (r - 1) / 2;
+    } else if (prod < 2) {
+        *bi = *bj = bidx - nbi * (nbi - 1) / 2;
+    } else {
+        *bi = bidx / nbj;
+        *bj = bidx % nbj;
+    }
+}
+
+/* Product prod (0: X X^T, 1: A A^T, 2: B X): C blocks, each over all of k into this thread's
+ * buffer, then its tiles' epilogues. Thread t of the team takes blocks t, t + nt, ... (each is
+ * computed the same whichever thread takes it: the result does not depend on the team), so it
+ * knows its next block and prefetches that block's first k block during its last one. */
+static MUON__NOINLINE void muon__x_product(const muon__xns *e, int prod)
+{
+    const uint16_t *pa = prod == 0 ? e->pax : prod == 1 ? e->paa : e->pab;
+    const uint16_t *pb = prod == 0 ? e->pbt : prod == 1 ? e->pba : e->pbn[e->cur];
+    const size_t kp = prod == 0 ? e->np : e->mp, rows = e->mp, cols = prod == 2 ? e->np : e->mp;
+    const size_t xb = e->xb, nbi = muon__gemm_ceil_div(rows, xb), nbj = muon__gemm_ceil_div(cols, xb);
+    const size_t nkb = muon__gemm_ceil_div(kp, e->xkc), kcs = muon__gemm_round_up(muon__gemm_ceil_div(kp, nkb), 32);
+    const size_t nblk = prod < 2 ? nbi * (nbi + 1) / 2 : nbi * nbj;
+    MUON__OMP(omp parallel num_threads(e->nt) if (e->nt > 1 && muon__gate(e->nt) > 1))
+    {
+        int tid = 0, bad = 0;
+        size_t nth = 1, bidx;
+        float *cb, *t, *tt;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+        nth = (size_t)omp_get_num_threads();
+#endif
+        cb = (float *)(void *)(e->scratch + (size_t)tid * e->per);
+        t = muon__x_tiles(e, tid);
+        tt = t + 1024;
+        muon__amx_enter();
+        for (bidx = (size_t)tid; bidx < nblk; bidx += nth) {
+            size_t bi, bj, i0, j0, bm, bn, k0, i, j, ni0 = 0, nj0 = 0;
+            int diag, next = bidx + nth < nblk;
+            muon__x_block_at(prod, bidx, nbi, nbj, &bi, &bj);
+            i0 = bi * xb;
+            j0 = bj * xb;
+            bm = rows - i0 < xb ? rows - i0 : xb;
+            bn = cols - j0 < xb ? cols - j0 : xb;
+            diag = prod < 2 && i0 == j0; /* a diagonal block: tiles j <= i only */
+            if (next) {
+                muon__x_block_at(prod, bidx + nth, nbi, nbj, &ni0, &nj0);
+                ni0 *= xb;
+                nj0 *= xb;
+            }
+            for (k0 = 0; k0 < kp; k0 += kcs) {
+                size_t kc = kp - k0 < kcs ? kp - k0 : kcs, k1 = k0 + kc, st = kc / 32;
+                /* lines (64 B) of one panel's next k block (past the last: the next block's
+                 * first), and the share of them each call prefetches into L2 (per 32 k of its
+                 * own): the A panel of row i over the row's calls, the B panel of column j over
+                 * the column's */
+                size_t nl = k1 < kp ? (kp - k1 < kcs ? kp - k1 : kcs) : next ? kcs : 0;
+                for (i = 0; i < bm; i += 32) {
+                    const uint16_t *ap = pa + (i0 + i) * kp + k0 * 32;
+                    const uint16_t *an = k1 < kp ? ap + kc * 32 : pa + (ni0 + i) * kp;
+                    size_t ca = diag ? i / 32 + 1 : bn / 32, na = k1 < kp || ni0 + i < rows ? muon__x_pf_lines(nl, ca * st) : 0;
+                    for (j = 0; j < bn; j += 32) {
+                        const uint16_t *bp = pb + (j0 + j) * kp + k0 * 32;
+                        const uint16_t *bnx = k1 < kp ? bp + kc * 32 : pb + (nj0 + j) * kp;
+                        size_t cbn = diag ? (bm - j) / 32 : bm / 32;
+                        size_t nb = k1 < kp || nj0 + j < cols ? muon__x_pf_lines(nl, cbn * st) : 0;
+                        size_t ib = diag ? (i - j) / 32 : i / 32;
+                        if (diag && j > i) break;
+                        muon__amx_tile32(kc, (const unsigned char *)ap, (const unsigned char *)bp, cb + i * bn + j, bn,
+                                         k0 ? 1.0f : 0.0f, (const char *)an + (j / 32) * na * st * 64,
+                                         (const char *)bnx + ib * nb * st * 64, na, nb);
+                    }
+                }
+            }
+            for (i = 0; i < bm; i += 32)
+                for (j = 0; j < bn; j += 32) {
+                    if (diag && j > i) break;
+                    if (j + 32 < bn && !(diag && j + 32 > i)) { /* the next tile's epilogue input */
+                        size_t l;
+                        if (prod == 1) /* (its rows below m: two lines each) */
+                            for (l = 0; l < 64 && i0 + i + l / 2 < e->m; l++)
+                                _mm_prefetch((const char *)muon__x_atile(e, i0 + i, j0 + j + 32) + l * 64, _MM_HINT_T0);
+                        else if (prod == 2)
+                            for (l = 0; l < 32; l++)
+                                _mm_prefetch((const char *)(e->pax + (i0 + i) * e->np + (j0 + j + 32) * 32) + l * 64,
+                                             _MM_HINT_T0);
+                    }
+                    bad |= muon__x_epilogue(e, prod, cb + i * bn + j, bn, i0 + i, j0 + j, t, tt);
+                }
+        }
+        muon__amx_leave();
+        *muon__x_flag(e, tid) = bad;
+    }
+}
+
+/* The iterate in and out, tile by tile: in (out_dir 0) G * inv -> X in bf16, in its three
+ * layouts; out (1) the result from X's A layout into out (transposed when tall). */
+static MUON__NOINLINE void muon__x_io(const muon__xns *e, int out_dir)
+{
+    const size_t tj = e->np / 32;
+    ptrdiff_t idx, cnt = (ptrdiff_t)(e->mp / 32 * tj);
+    MUON__OMP(omp parallel num_threads(e->nt) if (e->nt > 1 && muon__gate(e->nt) > 1))
+    {
+        int tid = 0;
+        float *t, *tt;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        t = muon__x_tiles(e, tid);
+        tt = t + 1024;
+        MUON__OMP(omp for schedule(static))
+        for (idx = 0; idx < cnt; idx++) {
+            size_t r0 = (size_t)idx / tj * 32, c0 = (size_t)idx % tj * 32;
+            uint16_t *px = e->pax + r0 * e->np + c0 * 32;
+            if (!out_dir) {
+                muon__x_load_g(e, r0, c0, t, tt);
+                muon__x_rows_pairs(t, px, e->pbn[0] + c0 * e->mp + r0 * 32);
+                muon__x_rows_to_tpairs(px, e->pbt + r0 * e->np + c0 * 32);
+                continue;
+            }
+            if (r0 >= e->m || c0 >= e->n) continue;
+            muon__x_unrows(px, t);
+            if (!e->tall) {
+                muon__x_store(t, 32, e->out, e->ldo, e->m, e->n, r0, c0);
+                continue;
+            }
+            muon__x_tr32(t, tt);
+            muon__x_store(tt, 32, e->out, e->ldo, e->n, e->m, c0, r0);
+        }
+    }
+}
+/* B = b A when c == 0 (no A A^T): from A's lower tiles, as the A A^T epilogue forms B */
+static MUON__NOINLINE void muon__x_scale_a(const muon__xns *e)
+{
+    size_t r0, c0, k;
+    float *t = muon__x_tiles(e, 0), *tt = t + 1024;
+    for (r0 = 0; r0 < e->mp; r0 += 32)
+        for (c0 = 0; c0 <= r0; c0 += 32) { /* (the tile's rows past m, and columns, were never written) */
+            muon__x_load(muon__x_atile(e, r0, c0), 32, e->m - r0 < 32 ? e->m - r0 : 32, e->m - c0 < 32 ? e->m - c0 : 32,
+                         0, 0, t);
+            for (k = 0; k < 1024; k++) t[k] = e->b * t[k];
+            muon__x_rows_pairs(t, e->pab + r0 * e->mp + c0 * 32, (uint16_t *)(void *)tt);
+            if (r0 != c0) muon__x_pairs_to_trows((const uint16_t *)(const void *)tt, e->pab + c0 * e->mp + r0 * 32);
+        }
+}
+
+/* e's arrays in the region mem (muon__xns_bytes(e->m, e->n, nt) bytes, cache-line aligned: the
+ * caller checked its size), laid out as muon__xns_sizes counts them; e->m, e->n set */
+static void muon__xns_place(muon__xns *e, unsigned char *mem, int nt)
+{
+    size_t sz[3] = {0, 0, 0};
+    (void)muon__xns_sizes(e->xb, e->m, e->n, nt, sz, &e->per, &e->cbytes);
+    e->mp = muon__gemm_round_up(e->m, 32);
+    e->np = muon__gemm_round_up(e->n, 32);
+    e->A = (float *)(void *)mem;
+    mem += sz[0];
+    e->pax = (uint16_t *)(void *)mem;
+    e->pbt = (uint16_t *)(void *)(mem + sz[1]);
+    e->pbn[0] = (uint16_t *)(void *)(mem + 2 * sz[1]);
+    e->pbn[1] = (uint16_t *)(void *)(mem + 3 * sz[1]);
+    mem += 4 * sz[1];
+    e->paa = (uint16_t *)(void *)mem;
+    e->pba = (uint16_t *)(void *)(mem + sz[2]);
+    e->pab = (uint16_t *)(void *)(mem + 2 * sz[2]);
+    e->scratch = mem + 3 * sz[2];
+    e->nt = nt;
+}
+
+/* The engine's bf16 NS of G (rows x cols, ld ldg; normalised by inv) into out (ld ldo), in the
+ * region mem of muon__xns_bytes(m, n, nt) bytes (cache-line aligned), on nt threads. G may be
+ * out: it is read in full before anything is written. MUON_ERR_RANGE (out untouched) where the
+ * result is not finite. */
+static MUON__NOINLINE muon_status muon__ns_bf16_amx(const muon__gemm_kernel *kr, const muon__ns_coeffs *co, const float *G,
+                                                    size_t rows, size_t cols, size_t ldg, double inv, float *out, size_t ldo,
+                                                    unsigned char *mem, int nt)
+{
+    muon__xns e;
+    int k, tid;
+    e.xb = kr->ns_cb;
+    e.xkc = kr->ns_kc;
+    e.tall = rows > cols;
+    e.m = e.tall ? cols : rows;
+    e.n = e.tall ? rows : cols;
+    e.G = G;
+    e.ldg = ldg;
+    e.inv = inv;
+    e.out = out;
+    e.ldo = ldo;
+    muon__xns_place(&e, mem, nt);
+    e.cur = 0;
+    e.last = 0;
+    muon__x_io(&e, 0);
+    for (k = 0; k < co->steps; k++) {
+        const double *tr = co->triple(co->sched, k);
+        e.a = (float)tr[0];
+        e.b = (float)tr[1];
+        e.c = (float)tr[2];
+        e.last = k + 1 == co->steps;
+        for (tid = 0; tid < nt; tid++) *muon__x_flag(&e, tid) = 0; /* the last product sets them */
+        muon__x_product(&e, 0);
+        if (e.c != 0.0f)
+            muon__x_product(&e, 1);
+        else
+            muon__x_scale_a(&e);
+        muon__x_product(&e, 2);
+        e.cur ^= 1;
+    }
+    for (tid = 0; tid < nt && co->steps > 0; tid++)
+        if (*muon__x_flag(&e, tid)) return MUON_ERR_RANGE;
+    muon__x_io(&e, 1);
+    return MUON_OK;
+}
+/* the entry's ns_run hook: on as many threads as the region holds (at most the products' team) */
+static muon_status muon__xns_run(const muon__gemm_kernel *kr, const muon__ns_coeffs *co, const float *G, size_t rows,
+                                 size_t cols, size_t ldg, double inv, float *out, size_t ldo, unsigned char *reg,
+                                 size_t regb, int threads, int *ran)
+{
+    size_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
+    int t = muon__threads_for((double)m * (double)m * (double)n, threads);
+    while (t > 1 && muon__xns_bytes(kr, m, n, t) > regb) t--;
+    *ran = muon__xns_bytes(kr, m, n, t) != 0 && muon__xns_bytes(kr, m, n, t) <= regb;
+    if (!*ran) return MUON_OK;
+    return muon__ns_bf16_amx(kr, co, G, rows, cols, ldg, inv, out, ldo, reg, t);
+}
+#endif /* MUON__BF16_AMX */
+
 /* ---- the kernel table ------------------------------------------------------------------
  * Every kernel described once: its name (precision, ISA, MR x NR), the micro-kernel, its own
  * cache blocks (MC, KC, NC), its packed layout and packers, its SSYRK variant that reads A in
- * place, its per-thread enter/leave, and whether a bf16 NS on it is the AMX engine. The blocked
+ * place, its per-thread enter/leave, and its Newton-Schulz engine (hooks and blocks; AMX). The blocked
  * loops and the macro-kernel read these fields; muon__gemm_choose is the one place a product's
  * kernel is chosen (bf16: the rule muon__gemm_pick_bf16_as). */
 enum { /* a bf16 product's request (muon__ns_view.bf16_kernel; the tests name all of them) */
@@ -2054,42 +3134,44 @@ static muon__gemm_ukr2_fn muon__gemm_ukr_neon_split(size_t n0)
 #define MUON__GEMM_BLK_NEON_BF16 MUON__GEMM_BLOCKS(1008, 384, 512)
 #define MUON__GEMM_BLK_AMX MUON__GEMM_BLOCKS(1008, 384, 512)
 /* Positional fields (C++11 has no designated initialisers): name, bf16, fn, mr, nr, mc, kc, nc,
- * pack, kgran, esz, pack_a, pack_b, pack_b_block, syrk, enter, leave, ns_engine. */
+ * pack, kgran, esz, pack_a, pack_b, pack_b_block, syrk, enter, leave, ns_bytes, ns_run, ns_cb,
+ * ns_kc. */
+#define MUON__GEMM_NO_ENGINE MUON__NULL, MUON__NULL, 0, 0
 /* fp32: the scalar reference (the tests' path), and the build's kernel */
 static const muon__gemm_kernel muon__gemm_k_scalar = {
     "scalar 4x8", 0, muon__gemm_ukr_scalar, MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR, MUON__GEMM_BLK_SCALAR,
     MUON__PACK_F32, 1, sizeof(float), muon__gemm_pack_a_f32, muon__gemm_pack_b_f32, MUON__NULL, MUON__NULL,
-    MUON__NULL, MUON__NULL, 0};
+    MUON__NULL, MUON__NULL, MUON__GEMM_NO_ENGINE};
 #if defined(MUON__GEMM_AVX512)
 #define MUON__GEMM_B_UKR muon__gemm_ukr_avx512, MUON__GEMM_AVX512_MR, MUON__GEMM_AVX512_NR, MUON__GEMM_BLK_AVX512
 static const muon__gemm_kernel muon__gemm_k_build = {
     "avx512 14x32", 0, MUON__GEMM_B_UKR, MUON__PACK_F32, 1, sizeof(float), muon__gemm_pack_a_f32,
-    muon__gemm_pack_b_f32, MUON__NULL, muon__gemm_ukr_avx512_split, MUON__NULL, MUON__NULL, 0};
+    muon__gemm_pack_b_f32, MUON__NULL, muon__gemm_ukr_avx512_split, MUON__NULL, MUON__NULL, MUON__GEMM_NO_ENGINE};
 #elif defined(MUON__GEMM_AVX2)
 #define MUON__GEMM_B_UKR muon__gemm_ukr_avx2, MUON__GEMM_AVX2_MR, MUON__GEMM_AVX2_NR, MUON__GEMM_BLK_AVX2
 static const muon__gemm_kernel muon__gemm_k_build = {
     "avx2 6x16", 0, MUON__GEMM_B_UKR, MUON__PACK_F32, 1, sizeof(float), muon__gemm_pack_a_f32,
-    muon__gemm_pack_b_f32, MUON__NULL, muon__gemm_ukr_avx2_split, MUON__NULL, MUON__NULL, 0};
+    muon__gemm_pack_b_f32, MUON__NULL, muon__gemm_ukr_avx2_split, MUON__NULL, MUON__NULL, MUON__GEMM_NO_ENGINE};
 #elif defined(MUON__GEMM_NEON)
 #define MUON__GEMM_B_UKR muon__gemm_ukr_neon, MUON__GEMM_NEON_MR, MUON__GEMM_NEON_NR, MUON__GEMM_BLK_NEON
 static const muon__gemm_kernel muon__gemm_k_build = {
     "neon 8x8", 0, MUON__GEMM_B_UKR, MUON__PACK_F32, 1, sizeof(float), muon__gemm_pack_a_f32,
-    muon__gemm_pack_b_f32, MUON__NULL, muon__gemm_ukr_neon_split, MUON__NULL, MUON__NULL, 0};
+    muon__gemm_pack_b_f32, MUON__NULL, muon__gemm_ukr_neon_split, MUON__NULL, MUON__NULL, MUON__GEMM_NO_ENGINE};
 #else
 #define MUON__GEMM_B_UKR muon__gemm_ukr_scalar, MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR, MUON__GEMM_BLK_SCALAR
 static const muon__gemm_kernel muon__gemm_k_build = {
     "scalar 4x8", 0, MUON__GEMM_B_UKR, MUON__PACK_F32, 1, sizeof(float), muon__gemm_pack_a_f32,
-    muon__gemm_pack_b_f32, MUON__NULL, MUON__NULL, MUON__NULL, MUON__NULL, 0};
+    muon__gemm_pack_b_f32, MUON__NULL, MUON__NULL, MUON__NULL, MUON__NULL, MUON__GEMM_NO_ENGINE};
 #endif
 /* bf16: the emulations pack bf16-rounded values into an fp32 kernel's layout (k in swapped
  * pairs, kgran 2): the reference on the scalar kernel, the emulation on the build's */
 static const muon__gemm_kernel muon__gemm_k_bf16_ref = {
     "bf16 reference (scalar 4x8)", 1, muon__gemm_ukr_scalar, MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR,
     MUON__GEMM_BLK_SCALAR, MUON__PACK_EMU, 2, sizeof(float), muon__gemm_pack_a_emu, muon__gemm_pack_b_emu,
-    MUON__NULL, MUON__NULL, MUON__NULL, MUON__NULL, 0};
+    MUON__NULL, MUON__NULL, MUON__NULL, MUON__NULL, MUON__GEMM_NO_ENGINE};
 static const muon__gemm_kernel muon__gemm_k_bf16_emu = {
     "bf16 emulation", 1, MUON__GEMM_B_UKR, MUON__PACK_EMU, 2, sizeof(float), muon__gemm_pack_a_emu,
-    muon__gemm_pack_b_emu, MUON__NULL, MUON__NULL, MUON__NULL, MUON__NULL, 0};
+    muon__gemm_pack_b_emu, MUON__NULL, MUON__NULL, MUON__NULL, MUON__NULL, MUON__GEMM_NO_ENGINE};
 #undef MUON__GEMM_B_UKR
 #ifdef MUON__BF16_AMX
 /* AMX: as a product's kernel (the generic loops), and as the bf16 NS's engine (the same
@@ -2098,28 +3180,33 @@ static const muon__gemm_kernel muon__gemm_k_bf16_emu = {
     {"bf16 amx 32x32", 1, muon__gemm_ukr_amx, MUON__GEMM_AMX_MR, MUON__GEMM_AMX_NR, MUON__GEMM_BLK_AMX,         \
      MUON__PACK_AMX, 32, 2, muon__gemm_pack_a_amx, muon__gemm_pack_b_pairs32, muon__gemm_pack_pairs_b_block,    \
      MUON__NULL, muon__amx_enter, muon__amx_leave, engine}
-static const muon__gemm_kernel muon__gemm_k_bf16_amx = MUON__GEMM_K_AMX(0);
-static const muon__gemm_kernel muon__gemm_k_bf16_amx_engine = MUON__GEMM_K_AMX(1);
+/* the engine's hooks and blocks (C blocks 256: 128 and 512 measured no faster; k blocks 384:
+ * 256 and 512 no faster) */
+#define MUON__GEMM_AMX_ENGINE muon__xns_bytes, muon__xns_run, 256u, 384u
+static const muon__gemm_kernel muon__gemm_k_bf16_amx = MUON__GEMM_K_AMX(MUON__GEMM_NO_ENGINE);
+static const muon__gemm_kernel muon__gemm_k_bf16_amx_engine = MUON__GEMM_K_AMX(MUON__GEMM_AMX_ENGINE);
+#undef MUON__GEMM_AMX_ENGINE
 #undef MUON__GEMM_K_AMX
 #endif
 #if defined(MUON__BF16_NEON)
 static const muon__gemm_kernel muon__gemm_k_bf16_dp = {
     "bf16 neon bfdot 8x8", 1, muon__gemm_ukr_neon_bf16, MUON__GEMM_NBF_MR, MUON__GEMM_NBF_NR,
     MUON__GEMM_BLK_NEON_BF16, MUON__PACK_DP, 2, 2, muon__gemm_pack_a_pairs, muon__gemm_pack_b_pairs, MUON__NULL,
-    MUON__NULL, MUON__NULL, MUON__NULL, 0};
+    MUON__NULL, MUON__NULL, MUON__NULL, MUON__GEMM_NO_ENGINE};
 static const muon__gemm_kernel muon__gemm_k_bf16_mmla = {
     "bf16 neon bfmmla 8x8", 1, muon__gemm_ukr_neon_bfmmla, MUON__GEMM_NBF_MR, MUON__GEMM_NBF_NR,
     MUON__GEMM_BLK_NEON_BF16, MUON__PACK_MMLA, 4, 2, muon__gemm_pack_a_quads, muon__gemm_pack_b_quads, MUON__NULL,
-    MUON__NULL, MUON__NULL, MUON__NULL, 0};
+    MUON__NULL, MUON__NULL, MUON__NULL, MUON__GEMM_NO_ENGINE};
 #elif defined(MUON__BF16_DP)
 static const muon__gemm_kernel muon__gemm_k_bf16_dp = {
     "bf16 avx512-bf16 14x32", 1, muon__gemm_ukr_dp, MUON__GEMM_DP_MR, MUON__GEMM_DP_NR, MUON__GEMM_BLK_DP,
     MUON__PACK_DP, 2, 2, muon__gemm_pack_a_pairs, muon__gemm_pack_b_pairs32, muon__gemm_pack_pairs_b_block,
-    MUON__NULL, MUON__NULL, MUON__NULL, 0};
+    MUON__NULL, MUON__NULL, MUON__NULL, MUON__GEMM_NO_ENGINE};
 #endif
-/* The kernels a product can run on, for the size queries (the largest packing space over a
- * range of them): the build's fp32 kernel first, then the bf16 ones as compiled, then the bf16
- * reference (the tests' path only) last. */
+/* The kernels a product can run on, for the size queries (the largest packing space, or engine
+ * region, over a range of them): the build's fp32 kernel first, then the bf16 ones as compiled
+ * (AMX twice: its products, and its Newton-Schulz engine), then the bf16 reference (the tests'
+ * path only) last. */
 static const muon__gemm_kernel *const muon__gemm_table[] = {
     &muon__gemm_k_build, &muon__gemm_k_bf16_emu,
 #if defined(MUON__BF16_NEON)
@@ -2128,7 +3215,7 @@ static const muon__gemm_kernel *const muon__gemm_table[] = {
     &muon__gemm_k_bf16_dp,
 #endif
 #ifdef MUON__BF16_AMX
-    &muon__gemm_k_bf16_amx,
+    &muon__gemm_k_bf16_amx, &muon__gemm_k_bf16_amx_engine,
 #endif
     &muon__gemm_k_bf16_ref};
 #define MUON__GEMM_NTABLE (sizeof muon__gemm_table / sizeof muon__gemm_table[0])
@@ -2224,7 +3311,7 @@ static const muon__gemm_kernel *muon__gemm_pick_bf16_as(int which, int amx_ok, i
 /* The one chooser: the kernel of a product (bf16 0: fp32, `which` 1 for the scalar reference,
  * else the build's kernel; bf16 1: request `which`, a MUON__BF16_*). Called once per product by
  * the entry points, once per Newton-Schulz by muon__prod_make (whose kernel then runs all of
- * its products, and whose ns_engine field sends a bf16 NS to the AMX engine). */
+ * its products, and whose ns_run hook runs a bf16 NS as one engine: AMX's). */
 static const muon__gemm_kernel *muon__gemm_choose(int bf16, int which)
 {
     int amx_ok = 0, dp_fast = 0;
@@ -2392,7 +3479,7 @@ static void muon__gemm_mirror_rows(float *C, size_t ldc, size_t r0, size_t r1)
             if (ie - ib == TB && je <= ib) {
                 size_t i8, j8;
                 for (i8 = ib; i8 < ie; i8 += 8)
-                    for (j8 = jb; j8 < je; j8 += 8) muon__gemm_tr8x8(C + i8 * ldc + j8, ldc, C + j8 * ldc + i8, ldc);
+                    for (j8 = jb; j8 < je; j8 += 8) muon__v_tr8x8(C + i8 * ldc + j8, ldc, C + j8 * ldc + i8, ldc);
                 continue;
             }
 #endif
@@ -2540,92 +3627,6 @@ static void muon__gemm_part(const muon__gemm_problem *g, const muon__gemm_kernel
     if (kr->leave) kr->leave();
 }
 
-/* ---- threads on a shared machine ----------------------------------------------------------
- * A team region ends when its slowest member does. On a machine with other work (a second
- * experiment beside this one, a test suite, busy processes) a member may wait a scheduler time
- * slice (milliseconds) to run, and under OpenMP's default wait policy the members that arrived
- * spin meanwhile, taking the cores the late one needs: a step of many short regions then runs
- * 2-100x slower than on one thread (issue 40, bench/host_share.c). So the library watches its
- * own team regions: the products' regions record when their last member started and their first
- * finished. When 40 % of 30 ms of team-region time was lost that way the machine is short of
- * cores, and the library's regions run on their calling thread for 20 ms, twice as long each
- * time the team is held up again soon after (at most 1 s), then try the team again. Nothing of the host's is changed (no omp_set_*, no environment); results do not
- * depend on the team (every product and pass computes each element the same on any thread), so
- * only the speed changes. The state is four doubles per process, read and written with OpenMP
- * atomics (a host may step from several threads). It needs OpenMP 3.1 (min/max reductions,
- * atomic read/write); older runtimes (MSVC's /openmp, 2.0) keep the team always.
- * muon_team() gives a host's own regions the same answer. */
-#if defined(_OPENMP) && _OPENMP >= 201107
-#define MUON__GATE_WINDOW 0.03    /* team-region seconds judged together */
-#define MUON__GATE_LOST_FRAC 0.4   /* lost share of them that marks the team held up */
-#define MUON__GATE_SOLO_MIN 0.02   /* the first one-thread period (s) */
-#define MUON__GATE_SOLO_MAX 1.0    /* the longest */
-#define MUON__GATE_RETRY 0.5       /* held up within (span + this) after a period ended: the next doubles */
-static double muon__gate_until; /* omp_get_wtime() before which regions run on one thread */
-static double muon__gate_span;  /* length of the last one-thread period */
-static double muon__gate_wall;  /* team-region seconds since the last verdict */
-static double muon__gate_lost;  /* ... and the seconds their members lost in them */
-
-/* The team for a region that wants nt threads: nt, or 1 during a one-thread period. */
-static int muon__gate(int nt)
-{
-    double until;
-    if (nt <= 1) return nt;
-    MUON__OMP(omp atomic read)
-    until = muon__gate_until;
-    return until > 0.0 && omp_get_wtime() < until ? 1 : nt;
-}
-
-/* After a team region that the calling thread forked at t0, whose members started by `last_in`
- * (the latest start) and began to wait from `first_out` (the earliest finish). */
-static void muon__gate_note(double t0, double last_in, double first_out)
-{
-    double t1 = omp_get_wtime(), lost = (last_in - t0) + (t1 - first_out), wall = t1 - t0, span, until;
-    MUON__OMP(omp atomic)
-    muon__gate_lost += lost;
-    MUON__OMP(omp atomic)
-    muon__gate_wall += wall;
-    MUON__OMP(omp atomic read)
-    wall = muon__gate_wall;
-    if (wall < MUON__GATE_WINDOW) return;
-    MUON__OMP(omp atomic read)
-    lost = muon__gate_lost;
-    MUON__OMP(omp atomic write)
-    muon__gate_wall = 0.0;
-    MUON__OMP(omp atomic write)
-    muon__gate_lost = 0.0;
-    if (!(lost > MUON__GATE_LOST_FRAC * wall)) return;
-    MUON__OMP(omp atomic read)
-    span = muon__gate_span;
-    MUON__OMP(omp atomic read)
-    until = muon__gate_until;
-    /* held up again soon after the last period ended: twice as long; else the shortest */
-    if (until > 0.0 && t1 - until < span + MUON__GATE_RETRY)
-        span = 2.0 * span > MUON__GATE_SOLO_MAX ? MUON__GATE_SOLO_MAX : 2.0 * span;
-    else
-        span = MUON__GATE_SOLO_MIN;
-    MUON__OMP(omp atomic write)
-    muon__gate_span = span;
-    MUON__OMP(omp atomic write)
-    muon__gate_until = t1 + span;
-}
-/* A watched region: MUON__GATE_VARS declares the forking function's locals (the fork time, the
- * latest start, the earliest finish, the team size), MUON__GATE_CLAUSES reduces them, each
- * member calls MUON__GATE_IN() first and MUON__GATE_OUT() last, and MUON__GATE_NOTE() after the
- * region judges it (a region that ran on one thread says nothing). */
-#define MUON__GATE_VARS double gate_t0 = omp_get_wtime(), gate_in = gate_t0, gate_out = 1e300; int gate_n = 0
-#define MUON__GATE_CLAUSES reduction(max : gate_in) reduction(min : gate_out) reduction(+ : gate_n)
-#define MUON__GATE_IN() (gate_in = omp_get_wtime(), gate_n = 1)
-#define MUON__GATE_OUT() (gate_out = omp_get_wtime())
-#define MUON__GATE_NOTE() (gate_n > 1 ? muon__gate_note(gate_t0, gate_in, gate_out) : (void)0)
-#else
-#define MUON__GATE_VARS int gate_unused = 0
-#define MUON__GATE_CLAUSES
-#define MUON__GATE_IN() ((void)0)
-#define MUON__GATE_OUT() ((void)0)
-#define MUON__GATE_NOTE() ((void)gate_unused)
-static int muon__gate(int nt) { return nt; }
-#endif
 
 static MUON__ALWAYS_INLINE void muon__gemm_drive(const muon__gemm_problem *g, const muon__gemm_kernel *kr,
                              const muon__gemm_blocks *bl, unsigned char *ws, int nthreads)
@@ -2678,23 +3679,6 @@ static int muon__gemm_overlap(const float *x, size_t xr, size_t xc, size_t ldx, 
     return xb < ye && yb < xe;
 }
 
-/* The team for work of `mnk` multiply-adds: `cap` threads (<= 0: the OpenMP default), one when
- * nested or below MUON_GEMM_PARALLEL_MIN. */
-static int muon__threads_for(double mnk, int cap)
-{
-    int t = 1;
-#ifdef _OPENMP
-    t = cap > 0 ? cap : omp_get_max_threads();
-    if (omp_get_active_level() >= omp_get_max_active_levels()) t = 1; /* nested: no more threads */
-#else
-    (void)cap;
-#endif
-    if (mnk < MUON_GEMM_PARALLEL_MIN) t = 1;
-    if (t < 1) t = 1;
-    return muon__gate(t);
-}
-/* a host's region: the products' rule without their size threshold */
-MUONDEF int muon_team(int threads) { return muon__threads_for(MUON_GEMM_PARALLEL_MIN, threads); }
 static int muon__gemm_threads_wanted(const muon__gemm_problem *g, int cap)
 {
     return muon__threads_for((double)g->m * (double)g->n * (double)g->k, cap);
@@ -2968,23 +3952,53 @@ static size_t muon__gemm_need_table(size_t k0, size_t k1, size_t m, size_t n, si
     return best;
 }
 
+/* An engine's region through a direct call to its hook (the size queries' stack is held to a
+ * budget, tests/stack_budget.txt, and an indirect call there counts as the deepest kernel) */
+static size_t muon__gemm_ns_bytes_direct(const muon__gemm_kernel *kr, size_t m, size_t n, int t)
+{
+#ifdef MUON__BF16_AMX
+    if (kr->ns_bytes == muon__xns_bytes) return muon__xns_bytes(kr, m, n, t);
+#endif
+    (void)kr, (void)m, (void)n, (void)t;
+    return 0; /* (no other engine: a new one adds its line above; until then it would find its
+               * region too small and its NS would run on the products, never overrun) */
+}
+/* The largest Newton-Schulz engine region of the table's kernels for an m x n iterate on t
+ * threads, with the alignment's slack (0 where no kernel has an engine); SIZE_MAX on overflow */
+static size_t muon__gemm_ns_need_table(size_t m, size_t n, int t)
+{
+    size_t best = 0, i;
+    for (i = 0; i < MUON__GEMM_NTABLE; i++) {
+        const muon__gemm_kernel *kr = muon__gemm_table[i];
+        size_t b;
+        if (!kr->ns_bytes) continue;
+        b = muon__gemm_ns_bytes_direct(kr, m, n, t);
+        if (!b || !muon__u_add(b, MUON__ALIGN, &b)) return (size_t)-1;
+        if (b > best) best = b;
+    }
+    return best;
+}
+
 /* ---- the product interface ---------------------------------------------------------------
  * What the rest of the file calls for its products (Newton-Schulz, plain, Gram and bf16):
  *   muon__prod_make   the kernel, chosen once (muon__gemm_choose) for all the products of one
  *                     Newton-Schulz, with the team-size cap and the caller's workspace;
  *   muon__prod_syrk   C = alpha X X^T + beta C (X n x k, row-major, as given);
  *   muon__prod_gemm   C = alpha A B + beta C (neither transposed);
- *   muon__prod_need   packing space of one product on any kernel a Newton-Schulz can choose.
+ *   muon__prod_need   packing space of one product on any kernel a Newton-Schulz can choose;
+ *   muon__prod_ns     a whole Newton-Schulz on the kernel's engine, where it has one (AMX) and
+ *                     the workspace holds it: the chooser's kernel decides, nothing else;
+ *   muon__prod_ns_need  the region an engine of the build may need (for the size queries).
  * fp32 products are validated and go to CBLAS under MUON_USE_CBLAS, as muon_sgemm_ws does; bf16
  * ones (alpha 1, beta 0: the operands rounded to bf16 as packed) are never CBLAS and trust their
  * caller's shapes (validated once, before the Newton-Schulz). */
 typedef struct muon__prod {
-    const muon__gemm_kernel *kr; /* kr->bf16: the products' precision; kr->ns_engine: the AMX engine */
+    const muon__gemm_kernel *kr; /* kr->bf16: the products' precision; kr->ns_run: its NS engine */
     int threads;                 /* team-size cap (muon_config.threads; 0: the default) */
     void *ws;
     size_t ws_bytes;
 } muon__prod;
-static muon__prod muon__prod_make(int bf16, int which, int threads, void *ws, size_t ws_bytes)
+static MUON__NOINLINE muon__prod muon__prod_make(int bf16, int which, int threads, void *ws, size_t ws_bytes)
 {
     muon__prod p;
     p.kr = muon__gemm_choose(bf16, which);
@@ -2998,13 +4012,13 @@ static MUON__ALWAYS_INLINE muon_status muon__prod_run(const muon__prod *p, const
     if (!p->kr->bf16) return muon__gemm_ws_entry(g, p->kr, p->ws, p->ws_bytes, p->threads);
     return muon__gemm_run_ws(g, p->kr, p->ws, p->ws_bytes, p->threads > 0 ? muon__gemm_threads_wanted(g, p->threads) : 0);
 }
-static MUON__ALWAYS_INLINE muon_status muon__prod_syrk(const muon__prod *p, size_t n, size_t k, float alpha, const float *X, size_t ldx,
+static MUON__NOINLINE muon_status muon__prod_syrk(const muon__prod *p, size_t n, size_t k, float alpha, const float *X, size_t ldx,
                                    float beta, float *C, size_t ldc)
 {
     muon__gemm_problem g = muon__gemm_make_syrk(MUON_NO_TRANS, n, k, alpha, X, ldx, beta, C, ldc);
     return muon__prod_run(p, &g);
 }
-static MUON__ALWAYS_INLINE muon_status muon__prod_gemm(const muon__prod *p, size_t m, size_t n, size_t k, float alpha, const float *A,
+static MUON__NOINLINE muon_status muon__prod_gemm(const muon__prod *p, size_t m, size_t n, size_t k, float alpha, const float *A,
                                    size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc)
 {
     muon__gemm_problem g = muon__gemm_make(0, MUON_NO_TRANS, MUON_NO_TRANS, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -3014,6 +4028,20 @@ static size_t muon__prod_need(size_t m, size_t n, size_t k, int t)
 {
     return muon__gemm_need_table(0, MUON__GEMM_NTABLE - 1, m, n, k, t); /* all but the bf16 reference */
 }
+/* 1 when the kernel's engine ran the whole NS of G (rows x cols) into out in the region reg of
+ * regb bytes (its status in *st), 0 when the kernel has none or the region cannot hold it */
+static int muon__prod_ns(const muon__prod *p, const muon__ns_coeffs *co, const float *G, size_t rows, size_t cols,
+                         size_t ldg, double inv, float *out, size_t ldo, unsigned char *reg, size_t regb,
+                         muon_status *st)
+{
+    int ran = 0;
+    if (!p->kr->ns_run) return 0;
+    *st = p->kr->ns_run(p->kr, co, G, rows, cols, ldg, inv, out, ldo, reg, regb, p->threads, &ran);
+    return ran;
+}
+/* bytes of the largest engine region (alignment included) for an m x n iterate on t threads;
+ * 0: no engine in this build; SIZE_MAX: overflow */
+static size_t muon__prod_ns_need(size_t m, size_t n, int t) { return muon__gemm_ns_need_table(m, n, t); }
 
 /* Internal entries used by the tests: a bf16 product (C = op(A) op(B), or op(A) op(A)^T with
  * syrk) on request `which` (a MUON__BF16_*) with its own packing space, sized for every bf16
@@ -3076,201 +4104,10 @@ MUONDEF muon_status muon_ssyrk(muon_transpose ta, size_t n, size_t k, float alph
 
 /* ======================================================================================== */
 /* Everything below reaches the products only through the product interface above (muon__prod_make,
- * muon__prod_syrk, muon__prod_gemm, muon__prod_need) and the public entry points. Besides, the
- * bf16 Newton-Schulz and its AMX engine (which runs its own loops on operands packed once) use
- * muon__bf16_round, the AMX tile kernel's pieces (muon__amx_enter, muon__amx_leave,
- * muon__amx_tile32: the layouts of muon__gemm_ukr_amx), and the section's index helpers
- * (muon__gemm_ceil_div, muon__gemm_round_up, muon__gemm_tr8x8). */
-
-#define MUON__ALIGN 64
-#define MUON__PAR_MIN 65536.0 /* elements below which an elementwise pass stays on one thread */
-/* the clauses of a step's elementwise region: its team size nt (muon_config.threads), one
- * thread below MUON__PAR_MIN elements (the macro is expanded inside the pragma) */
-#define MUON__PAR(nt, work) num_threads(nt) if ((nt) > 1 && (double)(work) >= MUON__PAR_MIN && muon__gate(nt) > 1)
-
-/* Finiteness from the bits (memcpy into an integer): stays correct under -ffast-math, which
- * lets the compiler assume no NaN/Inf and fold x != x, isfinite(), fabsf(x) <= FLT_MAX and the
- * NaN outcome of !(a <= b) away. Every NaN/Inf test of this file goes through these; a
- * comparison is used only on a value these have shown not NaN. */
-static int muon__u_isfinite(double x)
-{
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
-    return (b & 0x7FF0000000000000ULL) != 0x7FF0000000000000ULL;
-}
-/* |x| as bits (unsigned order = order of |x|; Inf 0x7F800000, NaN above) */
-static uint32_t muon__u_absbits(float x)
-{
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
-    return b & 0x7FFFFFFFu;
-}
-static int muon__u_isfinitef(float x) { return muon__u_absbits(x) < 0x7F800000u; }
-/* |x| <= FLT_MAX (x fits a float, NaN does not): unsigned order of |x|'s bits */
-static int muon__u_fits_float(double x)
-{
-    const double fmax = (double)FLT_MAX;
-    uint64_t b, m;
-    memcpy(&b, &x, sizeof b);
-    memcpy(&m, &fmax, sizeof m);
-    return (b & 0x7FFFFFFFFFFFFFFFULL) <= m;
-}
-static int muon__u_isnan(double x)
-{
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
-    return (b & 0x7FFFFFFFFFFFFFFFULL) > 0x7FF0000000000000ULL;
-}
-/* x <= bound, false for NaN (bound not NaN) */
-static int muon__u_le(double x, double bound) { return !muon__u_isnan(x) && x <= bound; }
-/* 0 <= x < 1 (a decay rate), false for NaN */
-static int muon__u_rate(double x) { return muon__u_isfinite(x) && x >= 0.0 && x < 1.0; }
-
-/* a*b without overflow, else 0 (callers treat 0 as "does not fit") */
-static int muon__u_mul(size_t a, size_t b, size_t *out)
-{
-    if (a != 0 && b > (size_t)-1 / a) return 0;
-    *out = a * b;
-    return 1;
-}
-static int muon__u_add(size_t a, size_t b, size_t *out)
-{
-    if (b > (size_t)-1 - a) return 0;
-    *out = a + b;
-    return 1;
-}
-/* round up to MUON__ALIGN, 0 on overflow */
-static size_t muon__u_round(size_t bytes)
-{
-    if (bytes > (size_t)-1 - (MUON__ALIGN - 1)) return 0;
-    return (bytes + (MUON__ALIGN - 1)) / MUON__ALIGN * MUON__ALIGN;
-}
-static unsigned char *muon__u_align_ptr(void *p)
-{
-    uintptr_t a = (uintptr_t)p;
-    a = (a + (MUON__ALIGN - 1)) & ~(uintptr_t)(MUON__ALIGN - 1);
-    return (unsigned char *)a;
-}
-
-/* elements spanned by a rows x cols matrix with leading dimension ld; 0 if it overflows */
-static size_t muon__u_extent(size_t rows, size_t cols, size_t ld)
-{
-    size_t e;
-    if (!muon__u_mul(rows - 1, ld, &e) || !muon__u_add(e, cols, &e)) return 0;
-    if (e > (size_t)-1 / sizeof(double)) return 0;
-    return e;
-}
-
-/* SIZE checks of one matrix: nonzero, ld >= cols, no overflow */
-static muon_status muon__u_check_shape(size_t rows, size_t cols, size_t ld)
-{
-    if (rows == 0 || cols == 0 || ld < cols) return MUON_ERR_SIZE;
-    if (muon__u_extent(rows, cols, ld) == 0) return MUON_ERR_SIZE;
-    return MUON_OK;
-}
-
-static int muon__u_overlap(const void *a, size_t abytes, const void *b, size_t bbytes)
-{
-    uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
-    if (!abytes || !bbytes) return 0;
-    return pa < pb + bbytes && pb < pa + abytes;
-}
-
-static MUON__NOINLINE int muon__u_finite_matrix(const float *A, size_t rows, size_t cols, size_t ld)
-{
-    size_t i, j;
-    for (i = 0; i < rows; i++) {
-        const float *a = A + i * ld;
-        uint32_t bad = 0;
-        j = 0;
-#if defined(MUON__GEMM_AVX512) /* (gcc -O2 leaves the loop below scalar: 8% of a bf16 NS) */
-        {
-            const __m512i e = _mm512_set1_epi32(0x7F800000);
-            __mmask16 k = 0;
-            for (; j + 16 <= cols; j += 16)
-                k |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_loadu_si512((const void *)(a + j)), e), e);
-            bad = k != 0;
-        }
-#elif defined(MUON__GEMM_AVX2)
-        {
-            const __m256i e = _mm256_set1_epi32(0x7F800000);
-            __m256i acc = _mm256_setzero_si256();
-            for (; j + 8 <= cols; j += 8)
-                acc = _mm256_or_si256(acc, _mm256_cmpeq_epi32(
-                                               _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(a + j)), e), e));
-            bad = _mm256_movemask_epi8(acc) != 0;
-        }
-#endif
-        for (; j < cols; j++) { /* exponent all ones: Inf or NaN (branch-free) */
-            uint32_t b;
-            memcpy(&b, a + j, sizeof b);
-            bad |= (uint32_t)((b & 0x7F800000u) == 0x7F800000u);
-        }
-        if (bad) return 0;
-    }
-    return 1;
-}
-
-/* ||A||_F^2 in double: eight partial sums (element j of a row goes to sum j mod 8), rows in
- * order, added pairwise at the end; a fixed order (no threads), and eight independent
- * additions per step instead of one chain of them (the one chain cost a 768 x 3072 bf16 NS a
- * tenth of its time) */
-static MUON__NOINLINE double muon__u_sumsq(const float *A, size_t rows, size_t cols, size_t ld)
-{
-    double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    size_t i, j, q;
-#if defined(MUON__GEMM_AVX512) /* the same eight sums in the lanes of one vector (x*x is exact in double) */
-    __m512d v = _mm512_setzero_pd();
-#endif
-    for (i = 0; i < rows; i++) {
-        const float *a = A + i * ld;
-        j = 0;
-#if defined(MUON__GEMM_AVX512)
-        for (; j + 8 <= cols; j += 8) {
-            __m512d x = _mm512_cvtps_pd(_mm256_loadu_ps(a + j));
-            v = _mm512_add_pd(v, _mm512_mul_pd(x, x));
-        }
-#else
-        for (; j + 8 <= cols; j += 8)
-            for (q = 0; q < 8; q++) s[q] += (double)a[j + q] * (double)a[j + q];
-#endif
-        if (j < cols) {
-#if defined(MUON__GEMM_AVX512)
-            _mm512_storeu_pd(s, v);
-#endif
-            for (q = 0; j < cols; j++, q++) s[q] += (double)a[j] * (double)a[j];
-#if defined(MUON__GEMM_AVX512)
-            v = _mm512_loadu_pd(s);
-#endif
-        }
-    }
-#if defined(MUON__GEMM_AVX512)
-    _mm512_storeu_pd(s, v);
-#endif
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
-
-/* an explicit team size, at most the OpenMP default: the workspaces hold packing space for that
- * many threads (a larger team would fall back in the products anyway), and a hostile count
- * must not make the runtime try to start millions of threads */
-static int muon__u_threads_cap(int n)
-{
-#ifdef _OPENMP
-    int p = omp_get_max_threads();
-    if (p >= 1 && n > p) n = p;
-#endif
-    return n < 1 ? 1 : n;
-}
-
-static int muon__u_threads(void)
-{
-#ifdef _OPENMP
-    int t = omp_get_max_threads();
-    return t > 0 ? t : 1;
-#else
-    return 1;
-#endif
-}
+ * muon__prod_syrk, muon__prod_gemm, muon__prod_need, muon__prod_ns, muon__prod_ns_need) and
+ * the public entry points, and the machine only through the platform layer (muon__v*, the
+ * muon__u_* helpers, the carve, the thread rule): no instruction-set #if and no intrinsic
+ * (tests/rel_seam.sh). */
 
 /* ---- schedules ------------------------------------------------------------------------- */
 
@@ -3634,552 +4471,7 @@ MUONDEF muon_status muon_ns_choose(const double *sv, size_t n, double q, double 
     return MUON_OK;
 }
 
-#ifdef MUON__GEMM_AVX512
-/* bf16 rounding of 16 floats: muon__bf16_round's integer form, the same bits (NaN included) */
-static MUON__ALWAYS_INLINE __m512 muon__bf16_round16(__m512 x)
-{
-    __m512i u = _mm512_castps_si512(x);
-    __m512i r = _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)),
-                                                  _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1))),
-                                 _mm512_set1_epi32((int)0xffff0000u));
-    __mmask16 normal = _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
-    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-    r = _mm512_mask_blend_epi32(nan, r, _mm512_and_si512(_mm512_or_si512(u, _mm512_set1_epi32(0x00400000)),
-                                                          _mm512_set1_epi32((int)0xffff0000u)));
-    return _mm512_castsi512_ps(
-        _mm512_mask_blend_epi32(normal, _mm512_and_si512(u, _mm512_set1_epi32((int)0x80000000u)), r));
-}
-#endif
 
-/* X[i] = bf16(fma(a, X[i], Y[i])) for i in [i0, i1) (a = 0, Y = 0: X = bf16(X)); the AVX-512
- * form does the same integer rounding as muon__bf16_round, so every build gives the same bits. */
-static void muon__bf16_axpy(ptrdiff_t i0, ptrdiff_t i1, float a, float *X, const float *Y)
-{
-    ptrdiff_t i = i0;
-#ifdef MUON__GEMM_AVX512
-    const __m512 va = _mm512_set1_ps(a);
-    for (; i + 16 <= i1; i += 16) {
-        __m512 x = Y ? _mm512_fmadd_ps(va, _mm512_loadu_ps(X + i), _mm512_loadu_ps(Y + i)) : _mm512_loadu_ps(X + i);
-        _mm512_storeu_ps(X + i, muon__bf16_round16(x));
-    }
-#endif
-    for (; i < i1; i++) X[i] = muon__bf16_round(Y ? fmaf(a, X[i], Y[i]) : X[i]);
-}
-
-#ifdef MUON__BF16_AMX
-/* ---- bf16 Newton-Schulz on AMX with its operands packed once -------------------------------
- * The same arithmetic as muon__ns_bf16 below (and the same bound against the reference), with
- * the iterate kept in bf16 in the three layouts its products read, written by the products
- * themselves: the generic driver converts X from fp32 in every product and again for every row
- * block (a third of an AMX NS's time went to packing, bench/RESULTS.md), and its C tiles go to
- * memory and back once per k block. Here every product computes C blocks of at most
- * MUON__XB x MUON__XB in a per-thread buffer that stays in L2 across all of k, and each
- * finished 32 x 32 tile goes straight into what the next product reads:
- *   X X^T  -> A (fp32, the lower tiles: what the combination reads) and A as both operands of
- *             A A^T (the mirrored tile's layouts by pair transposes of the tile's own)
- *   A A^T  -> B = fma(c, AA, b A), packed as the A operand of B X
- *   B X    -> X' = bf16(fma(a, X, B X)) in its three layouts
- * G comes in, scaled, straight into X's layouts; the result goes from X's A layout into out once
- * the last product found every entry finite.
- * Layouts (uint16 bf16; m, n padded to mp, np, multiples of 32, zeros in the padding):
- *   "A operand" of an R x K matrix: panel I (32 rows) at I*32*K, [K/32][32 rows][32 k];
- *   "B operand" of a K x C matrix:  panel J (32 cols) at J*32*K, [K/2][32 cols][2 k] (VNNI);
- * both are what muon__gemm_ukr_amx reads, so a k block starting at k0 is at +32*k0. */
-#define MUON__XB 256u  /* C block edge (128 and 512 measured no faster) */
-#define MUON__XKC 384u /* k block, a multiple of 32 (256 and 512: no faster) */
-/* At most this many L2 prefetches per 32 k of one tile call: a diagonal block's first rows and
- * last columns have one or two calls to spread a whole panel's next k block over (up to 32 lines
- * per 32 k), and bunched prefetches stall the loop; the lines past the cap come on demand.
- * (Against no cap, one thread, 3 alternating pairs an iteration: 2048^2 1.5-5 %, 768 x 3072 1-11 %.) */
-#define MUON__XPF 8u
-typedef struct muon__xns {
-    size_t m, n, mp, np;
-    const float *G;               /* the input (rows x cols, ld ldg; X = inv G, or inv G^T when tall) */
-    size_t ldg, ldo;
-    float *out;                   /* the result (as G), written once every entry is known finite */
-    double inv;
-    int tall;
-    float *A;                     /* fp32 A = X X^T, its lower 32 x 32 tiles (muon__x_atile) */
-    uint16_t *pax, *pbt, *pbn[2]; /* X as A operand; X^T as B operand; X as B operand (alternating) */
-    uint16_t *paa, *pba, *pab;    /* A as A operand, A as B operand (A^T = A), B as A operand */
-    unsigned char *scratch;       /* per thread (per bytes apart): C block (cbytes), two 32 x 32 fp32 tiles */
-    size_t per, cbytes;
-    float a, b, c;
-    int cur, last, nt;
-} muon__xns;
-
-/* The engine's region for an m x n iterate on t threads: fp32 A (sz[0] bytes: the lower tiles,
- * each 4 KB contiguous, so that a tile's stores and loads run through consecutive lines rather
- * than 32 rows 4m bytes apart; about half of m^2 floats for large m), four layouts of X (sz[1] each; two of them X as a B operand, alternating), three of m x m matrices (sz[2] each),
- * and per thread (*per bytes) a C block (*cbytes: at most MUON__XB square, no larger than the
- * products' C), two 32 x 32 fp32 tiles and a flag. Returns the bytes (0 on overflow). */
-static MUON__ALWAYS_INLINE size_t muon__xns_sizes(size_t m, size_t n, int t, size_t sz[3], size_t *per,
-                                                   size_t *cbytes)
-{
-    size_t mp, np, th, tot = 0;
-    if (m > (size_t)-1 - 32 || n > (size_t)-1 - 32) return 0;
-    mp = muon__gemm_round_up(m, 32);
-    np = muon__gemm_round_up(n, 32);
-    *cbytes = (mp < MUON__XB ? mp : MUON__XB) * (np < MUON__XB ? np : MUON__XB) * 4u;
-    *per = *cbytes + 2u * 4096u + 64u;
-    if (!muon__u_mul(mp / 32, mp / 32 + 1, &sz[0]) || !muon__u_mul(sz[0] / 2, 4096u, &sz[0]) ||
-        !(sz[0] = muon__u_round(sz[0])))
-        return 0;
-    if (!muon__u_mul(mp, np, &sz[1]) || !muon__u_mul(sz[1], 2, &sz[1]) || !(sz[1] = muon__u_round(sz[1]))) return 0;
-    if (!muon__u_mul(mp, mp, &sz[2]) || !muon__u_mul(sz[2], 2, &sz[2]) || !(sz[2] = muon__u_round(sz[2]))) return 0;
-    if (!muon__u_mul((size_t)(t > 0 ? t : 1), *per, &th)) return 0;
-    if (!muon__u_add(tot, sz[0], &tot) || !muon__u_add(tot, sz[1], &tot) || !muon__u_add(tot, sz[1], &tot) ||
-        !muon__u_add(tot, sz[1], &tot) || !muon__u_add(tot, sz[1], &tot) || !muon__u_add(tot, sz[2], &tot) ||
-        !muon__u_add(tot, sz[2], &tot) || !muon__u_add(tot, sz[2], &tot) || !muon__u_add(tot, th, &tot))
-        return 0;
-    return tot;
-}
-static MUON__NOINLINE size_t muon__xns_bytes(size_t m, size_t n, int t) /* (off the size queries' deepest path) */
-{
-    size_t sz[3] = {0, 0, 0}, per, cbytes;
-    return muon__xns_sizes(m, n, t, sz, &per, &cbytes);
-}
-/* thread tid's two 32 x 32 fp32 tiles (t, t + 1024), then its flag (t + 2048) */
-static float *muon__x_tiles(const muon__xns *e, int tid)
-{
-    return (float *)(void *)(e->scratch + (size_t)tid * e->per + e->cbytes);
-}
-static int *muon__x_flag(const muon__xns *e, int tid) { return (int *)(void *)(muon__x_tiles(e, tid) + 2048); }
-
-
-/* Rows 2q and 2q + 1 of a bf16 tile (32 each) into the pairs layout's row q at d (64 values:
- * d[c][e] = row 2q + e, column c) */
-static MUON__ALWAYS_INLINE void muon__x_zip_rows(__m512i x0, __m512i x1, uint16_t *d)
-{
-    const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
-                                        39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
-    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
-    _mm512_storeu_si512((void *)d, _mm512_permutex2var_epi16(x0, lo, x1));
-    _mm512_storeu_si512((void *)(d + 32), _mm512_permutex2var_epi16(x0, hi, x1));
-}
-/* 32 x 32 fp32 tile t (ld 32) in bf16: its rows (A layout) to ra, its row pairs interleaved
- * (B layout, pb[q][c][e] = t[2q+e][c]) to pb */
-static void muon__x_rows_pairs(const float *t, uint16_t *ra, uint16_t *pb)
-{
-    size_t r;
-    for (r = 0; r < 32; r += 2) {
-        __m512i x0 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(t + r * 32 + 16), _mm512_loadu_ps(t + r * 32));
-        __m512i x1 = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(t + r * 32 + 48), _mm512_loadu_ps(t + r * 32 + 32));
-        _mm512_storeu_si512((void *)(ra + r * 32), x0);
-        _mm512_storeu_si512((void *)(ra + (r + 1) * 32), x1);
-        muon__x_zip_rows(x0, x1, pb + r * 32);
-    }
-}
-/* 16 x 16 transpose of 32-bit words (bf16 pairs): dst[p*ldd + r] = src[r*lds + p]
- * (MUON__T16_BODY). A pair transpose turns one layout of a bf16 tile into the other's of the
- * transposed tile: rows(T^T) = pairT(pairs(T)), pairs(T^T) = pairT(rows(T)). */
-#define MUON__T16_LD(i) __m512i x##i = _mm512_loadu_si512((const void *)(src + (i) * lds))
-#define MUON__T16_ST(q, v) _mm512_storeu_si512((void *)(dst + (q) * ldd), v)
-static void muon__x_t16(const uint32_t *src, size_t lds, uint32_t *dst, size_t ldd)
-{
-    MUON__T16_LOAD(MUON__T16_LD);
-    MUON__T16_BODY();
-}
-#undef MUON__T16_LD
-#undef MUON__T16_ST
-/* rows layout (32 x 16 pairs) of a tile -> pairs layout (16 x 32) of its transpose, and back */
-static void muon__x_rows_to_tpairs(const uint16_t *rows, uint16_t *d)
-{
-    const uint32_t *s = (const uint32_t *)(const void *)rows;
-    uint32_t *o = (uint32_t *)(void *)d;
-    muon__x_t16(s, 16, o, 32);
-    muon__x_t16(s + 16 * 16, 16, o + 16, 32);
-}
-static void muon__x_pairs_to_trows(const uint16_t *pairs, uint16_t *d)
-{
-    const uint32_t *s = (const uint32_t *)(const void *)pairs;
-    uint32_t *o = (uint32_t *)(void *)d;
-    muon__x_t16(s, 32, o, 16);
-    muon__x_t16(s + 16, 32, o + 16 * 16, 16);
-}
-/* fp32 M (ld ld, rows x cols valid) tile at (r0, c0) <-> t (ld 32); zeros outside */
-static void muon__x_load(const float *M, size_t ld, size_t rows, size_t cols, size_t r0, size_t c0, float *t)
-{
-    size_t r, nc = cols > c0 ? (cols - c0 < 32 ? cols - c0 : 32) : 0;
-    __mmask16 ml = MUON__MASK_HALF(nc, 0), mh = MUON__MASK_HALF(nc, 1);
-    for (r = 0; r < 32; r++) {
-        const float *s = M + (r0 + r) * ld + c0;
-        int in = r0 + r < rows;
-        _mm512_storeu_ps(t + r * 32, in ? _mm512_maskz_loadu_ps(ml, s) : _mm512_setzero_ps());
-        _mm512_storeu_ps(t + r * 32 + 16, in ? _mm512_maskz_loadu_ps(mh, s + 16) : _mm512_setzero_ps());
-    }
-}
-static void muon__x_store(const float *t, size_t lt, float *M, size_t ld, size_t rows, size_t cols, size_t r0,
-                          size_t c0)
-{
-    size_t r, nc = cols > c0 ? (cols - c0 < 32 ? cols - c0 : 32) : 0;
-    __mmask16 ml = MUON__MASK_HALF(nc, 0), mh = MUON__MASK_HALF(nc, 1);
-    for (r = 0; r < 32 && r0 + r < rows; r++) {
-        float *d = M + (r0 + r) * ld + c0;
-        _mm512_mask_storeu_ps(d, ml, _mm512_loadu_ps(t + r * lt));
-        _mm512_mask_storeu_ps(d + 16, mh, _mm512_loadu_ps(t + r * lt + 16));
-    }
-}
-
-/* 32 x 32 fp32 tile s (ld 32) -> its transpose d (ld 32) */
-static void muon__x_tr32(const float *s, float *d)
-{
-    size_t i, j;
-    for (i = 0; i < 32; i += 8)
-        for (j = 0; j < 32; j += 8) muon__gemm_tr8x8(s + i * 32 + j, 32, d + j * 32 + i, 32);
-}
-/* Tile (r0, c0) of the normalised iterate, (float)((double)g * inv) as muon__ns_copy_in forms it:
- * from G, or from G's transposed tile (through tmp) when tall; zeros outside m x n. */
-static void muon__x_load_g(const muon__xns *e, size_t r0, size_t c0, float *t, float *tmp)
-{
-    const __m512d vi = _mm512_set1_pd(e->inv);
-    size_t gr0 = e->tall ? c0 : r0, gc0 = e->tall ? r0 : c0, grows = e->tall ? e->n : e->m;
-    size_t gcols = e->tall ? e->m : e->n, r, h, nc = gcols > gc0 ? (gcols - gc0 < 32 ? gcols - gc0 : 32) : 0;
-    float *d = e->tall ? tmp : t;
-    for (r = 0; r < 32; r++)
-        for (h = 0; h < 2; h++) {
-            __mmask16 k = gr0 + r < grows ? MUON__MASK_HALF(nc, h) : (__mmask16)0;
-            __m512i x = _mm512_castps_si512(_mm512_maskz_loadu_ps(k, e->G + (gr0 + r) * e->ldg + gc0 + 16 * h));
-            __m256 lo = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtps_pd(_mm256_castsi256_ps(_mm512_castsi512_si256(x))), vi));
-            __m256 hi = _mm512_cvtpd_ps(
-                _mm512_mul_pd(_mm512_cvtps_pd(_mm256_castsi256_ps(_mm512_extracti64x4_epi64(x, 1))), vi));
-            _mm512_storeu_si512((void *)(d + r * 32 + 16 * h),
-                                _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_castps_si256(lo)), _mm256_castps_si256(hi), 1));
-        }
-    if (e->tall) muon__x_tr32(tmp, t);
-}
-/* 32 x 32 fp32 tile from its A layout (bf16: exact) */
-static void muon__x_unrows(const uint16_t *px, float *t)
-{
-    int r, c;
-    for (r = 0; r < 32; r++)
-        for (c = 0; c < 32; c += 16)
-            _mm512_storeu_ps(t + r * 32 + c, _mm512_castsi512_ps(_mm512_slli_epi32(
-                _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(px + r * 32 + c))), 16)));
-}
-
-/* One row of X' = bf16(fma(a, X, Y)): X's 32 bf16 at px, Y's 32 fp32 at y; the row in bf16 */
-static MUON__ALWAYS_INLINE __m512i muon__x_axpy_row(__m512 va, const uint16_t *px, const float *y)
-{
-    __m512i x = _mm512_loadu_si512((const void *)px);
-    __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(x)), 16));
-    __m512 hi = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(x, 1)), 16));
-    return (__m512i)_mm512_cvtne2ps_pbh(_mm512_fmadd_ps(va, hi, _mm512_loadu_ps(y + 16)),
-                                        _mm512_fmadd_ps(va, lo, _mm512_loadu_ps(y)));
-}
-/* fp32 A's tile (r0, c0), r0 >= c0 (multiples of 32): 32 x 32, ld 32, tiles row by row */
-static MUON__ALWAYS_INLINE float *muon__x_atile(const muon__xns *e, size_t r0, size_t c0)
-{
-    size_t R = r0 / 32;
-    return e->A + (R * (R + 1) / 2 + c0 / 32) * 1024u;
-}
-/* Row i (global) of a symmetric product's tile at column c0, from s (32 fp32): X X^T's row is
- * stored into fp32 A (its valid columns: masks ml, mh); A A^T's becomes B = fma(c, AA, b A) with
- * A's row read there (zero past m). The row in bf16. */
-static MUON__ALWAYS_INLINE __m512i muon__x_sym_row(const muon__xns *e, int prod, const float *s, size_t i, size_t c0,
-                                                   __mmask16 ml, __mmask16 mh, __m512 vb, __m512 vc)
-{
-    __m512 lo = _mm512_loadu_ps(s), hi = _mm512_loadu_ps(s + 16);
-    if (i < e->m) {
-        float *a = muon__x_atile(e, i - i % 32, c0) + (i % 32) * 32;
-        if (prod == 0) {
-            _mm512_mask_storeu_ps(a, ml, lo);
-            _mm512_mask_storeu_ps(a + 16, mh, hi);
-        } else {
-            lo = _mm512_fmadd_ps(vc, lo, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(ml, a)));
-            hi = _mm512_fmadd_ps(vc, hi, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(mh, a + 16)));
-        }
-    }
-    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-}
-/* The finished tile (r0, c0) of a product (cb: ld ldb), into what reads it next (see above);
- * the layouts of the transposed tile by pair transposes of the ones just written (in L1). */
-static int muon__x_epilogue(const muon__xns *e, int prod, const float *cb, size_t ldb, size_t r0, size_t c0,
-                            float *t, float *tt)
-{
-    const size_t m = e->m, mp = e->mp, np = e->np;
-    size_t r, c;
-    if (prod < 2) { /* symmetric products: the lower tile, mirrored; diagonal tiles from their lower half */
-        const float *s = cb;
-        size_t ls = ldb;
-        if (r0 == c0) {
-            for (r = 0; r < 32; r++)
-                for (c = 0; c < 32; c += 16) _mm512_storeu_ps(t + r * 32 + c, _mm512_loadu_ps(cb + r * ldb + c));
-            for (r = 0; r < 32; r++)
-                for (c = r + 1; c < 32; c++) t[r * 32 + c] = t[c * 32 + r];
-            s = t;
-            ls = 32;
-        }
-        { /* two rows at a time: X X^T's into fp32 A, and either's bf16 rows into the A operand
-           * layout and their pair interleave into the B operand one (of the mirrored tile for
-           * A A^T's B: to L1, for the transpose below) */
-            const __m512 vb = _mm512_set1_ps(e->b), vc = _mm512_set1_ps(e->c);
-            const size_t nc = m - c0 < 32 ? m - c0 : 32; /* (c0 <= r0 < m: the padding has no tiles of its own) */
-            const __mmask16 ml = MUON__MASK_HALF(nc, 0), mh = MUON__MASK_HALF(nc, 1);
-            uint16_t *ra = (prod == 0 ? e->paa : e->pab) + r0 * mp + c0 * 32;
-            uint16_t *pb = prod == 0 ? e->pba + c0 * mp + r0 * 32 : (uint16_t *)(void *)tt;
-            for (r = 0; r < 32; r += 2) {
-                __m512i x0 = muon__x_sym_row(e, prod, s + r * ls, r0 + r, c0, ml, mh, vb, vc);
-                __m512i x1 = muon__x_sym_row(e, prod, s + (r + 1) * ls, r0 + r + 1, c0, ml, mh, vb, vc);
-                _mm512_storeu_si512((void *)(ra + r * 32), x0);
-                _mm512_storeu_si512((void *)(ra + (r + 1) * 32), x1);
-                muon__x_zip_rows(x0, x1, pb + r * 32);
-            }
-            if (r0 != c0) {
-                muon__x_pairs_to_trows(pb, (prod == 0 ? e->paa : e->pab) + c0 * mp + r0 * 32);
-                if (prod == 0) muon__x_rows_to_tpairs(ra, e->pba + r0 * mp + c0 * 32);
-            }
-        }
-        return 0;
-    }
-    { /* X' = bf16(fma(a, X, Y)) two rows at a time, X's rows read from its A layout (bf16: exact
-       * as fp32); vcvtne2ps2bf16 rounds as muon__bf16_round16 does (the same bits on every
-       * non-NaN, and NaN stays NaN), then the pair interleave of the two rows for X as B operand */
-        const __m512 va = _mm512_set1_ps(e->a);
-        const __m512i ex = _mm512_set1_epi16(0x7F80);
-        uint16_t *px = e->pax + r0 * np + c0 * 32, *pn = e->pbn[e->cur ^ 1] + c0 * mp + r0 * 32;
-        __mmask32 bad = 0;
-        for (r = 0; r < 32; r += 2) {
-            __m512i x0 = muon__x_axpy_row(va, px + r * 32, cb + r * ldb);
-            __m512i x1 = muon__x_axpy_row(va, px + (r + 1) * 32, cb + (r + 1) * ldb);
-            _mm512_storeu_si512((void *)(px + r * 32), x0);
-            _mm512_storeu_si512((void *)(px + (r + 1) * 32), x1);
-            if (e->last) { /* the result: Inf or NaN anywhere (the backstop of muon__ns_one) */
-                bad |= _mm512_cmpeq_epi16_mask(_mm512_and_si512(x0, ex), ex) |
-                       _mm512_cmpeq_epi16_mask(_mm512_and_si512(x1, ex), ex);
-                continue;
-            }
-            muon__x_zip_rows(x0, x1, pn + r * 32);
-        }
-        if (e->last) return bad != 0;
-        muon__x_rows_to_tpairs(px, e->pbt + r0 * np + c0 * 32);
-    }
-    return 0;
-}
-
-/* L2 prefetch lines per 32 k of a tile call: nl lines over `steps` (calls x 32-k steps), at most MUON__XPF */
-static size_t muon__x_pf_lines(size_t nl, size_t steps)
-{
-    size_t l = muon__gemm_ceil_div(nl, steps);
-    return l < MUON__XPF ? l : MUON__XPF;
-}
-
-/* Block bidx of a product: the blocks below the diagonal row by row, then the diagonal ones
- * (half the work each: last, for balance) for the symmetric products; row-major for B X. */
-static void muon__x_block_at(int prod, size_t bidx, size_t nbi, size_t nbj, size_t *bi, size_t *bj)
-{
-    if (prod < 2 && bidx < nbi * (nbi - 1) / 2) {
-        size_t r = 1;
-        while (r * (r + 1) / 2 <= bidx) r++;
-        *bi = r;
-        *bj = bidx - r * (r - 1) / 2;
-    } else if (prod < 2) {
-        *bi = *bj = bidx - nbi * (nbi - 1) / 2;
-    } else {
-        *bi = bidx / nbj;
-        *bj = bidx % nbj;
-    }
-}
-
-/* Product prod (0: X X^T, 1: A A^T, 2: B X): C blocks, each over all of k into this thread's
- * buffer, then its tiles' epilogues. Thread t of the team takes blocks t, t + nt, ... (each is
- * computed the same whichever thread takes it: the result does not depend on the team), so it
- * knows its next block and prefetches that block's first k block during its last one. */
-static MUON__NOINLINE void muon__x_product(const muon__xns *e, int prod)
-{
-    const uint16_t *pa = prod == 0 ? e->pax : prod == 1 ? e->paa : e->pab;
-    const uint16_t *pb = prod == 0 ? e->pbt : prod == 1 ? e->pba : e->pbn[e->cur];
-    const size_t kp = prod == 0 ? e->np : e->mp, rows = e->mp, cols = prod == 2 ? e->np : e->mp;
-    const size_t nbi = muon__gemm_ceil_div(rows, MUON__XB), nbj = muon__gemm_ceil_div(cols, MUON__XB);
-    const size_t nkb = muon__gemm_ceil_div(kp, MUON__XKC), kcs = muon__gemm_round_up(muon__gemm_ceil_div(kp, nkb), 32);
-    const size_t nblk = prod < 2 ? nbi * (nbi + 1) / 2 : nbi * nbj;
-    MUON__OMP(omp parallel num_threads(e->nt) if (e->nt > 1 && muon__gate(e->nt) > 1))
-    {
-        int tid = 0, bad = 0;
-        size_t nth = 1, bidx;
-        float *cb, *t, *tt;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-        nth = (size_t)omp_get_num_threads();
-#endif
-        cb = (float *)(void *)(e->scratch + (size_t)tid * e->per);
-        t = muon__x_tiles(e, tid);
-        tt = t + 1024;
-        muon__amx_enter();
-        for (bidx = (size_t)tid; bidx < nblk; bidx += nth) {
-            size_t bi, bj, i0, j0, bm, bn, k0, i, j, ni0 = 0, nj0 = 0;
-            int diag, next = bidx + nth < nblk;
-            muon__x_block_at(prod, bidx, nbi, nbj, &bi, &bj);
-            i0 = bi * MUON__XB;
-            j0 = bj * MUON__XB;
-            bm = rows - i0 < MUON__XB ? rows - i0 : MUON__XB;
-            bn = cols - j0 < MUON__XB ? cols - j0 : MUON__XB;
-            diag = prod < 2 && i0 == j0; /* a diagonal block: tiles j <= i only */
-            if (next) {
-                muon__x_block_at(prod, bidx + nth, nbi, nbj, &ni0, &nj0);
-                ni0 *= MUON__XB;
-                nj0 *= MUON__XB;
-            }
-            for (k0 = 0; k0 < kp; k0 += kcs) {
-                size_t kc = kp - k0 < kcs ? kp - k0 : kcs, k1 = k0 + kc, st = kc / 32;
-                /* lines (64 B) of one panel's next k block (past the last: the next block's
-                 * first), and the share of them each call prefetches into L2 (per 32 k of its
-                 * own): the A panel of row i over the row's calls, the B panel of column j over
-                 * the column's */
-                size_t nl = k1 < kp ? (kp - k1 < kcs ? kp - k1 : kcs) : next ? kcs : 0;
-                for (i = 0; i < bm; i += 32) {
-                    const uint16_t *ap = pa + (i0 + i) * kp + k0 * 32;
-                    const uint16_t *an = k1 < kp ? ap + kc * 32 : pa + (ni0 + i) * kp;
-                    size_t ca = diag ? i / 32 + 1 : bn / 32, na = k1 < kp || ni0 + i < rows ? muon__x_pf_lines(nl, ca * st) : 0;
-                    for (j = 0; j < bn; j += 32) {
-                        const uint16_t *bp = pb + (j0 + j) * kp + k0 * 32;
-                        const uint16_t *bnx = k1 < kp ? bp + kc * 32 : pb + (nj0 + j) * kp;
-                        size_t cbn = diag ? (bm - j) / 32 : bm / 32;
-                        size_t nb = k1 < kp || nj0 + j < cols ? muon__x_pf_lines(nl, cbn * st) : 0;
-                        size_t ib = diag ? (i - j) / 32 : i / 32;
-                        if (diag && j > i) break;
-                        muon__amx_tile32(kc, (const unsigned char *)ap, (const unsigned char *)bp, cb + i * bn + j, bn,
-                                         k0 ? 1.0f : 0.0f, (const char *)an + (j / 32) * na * st * 64,
-                                         (const char *)bnx + ib * nb * st * 64, na, nb);
-                    }
-                }
-            }
-            for (i = 0; i < bm; i += 32)
-                for (j = 0; j < bn; j += 32) {
-                    if (diag && j > i) break;
-                    if (j + 32 < bn && !(diag && j + 32 > i)) { /* the next tile's epilogue input */
-                        size_t l;
-                        if (prod == 1) /* (its rows below m: two lines each) */
-                            for (l = 0; l < 64 && i0 + i + l / 2 < e->m; l++)
-                                _mm_prefetch((const char *)muon__x_atile(e, i0 + i, j0 + j + 32) + l * 64, _MM_HINT_T0);
-                        else if (prod == 2)
-                            for (l = 0; l < 32; l++)
-                                _mm_prefetch((const char *)(e->pax + (i0 + i) * e->np + (j0 + j + 32) * 32) + l * 64,
-                                             _MM_HINT_T0);
-                    }
-                    bad |= muon__x_epilogue(e, prod, cb + i * bn + j, bn, i0 + i, j0 + j, t, tt);
-                }
-        }
-        muon__amx_leave();
-        *muon__x_flag(e, tid) = bad;
-    }
-}
-
-/* The iterate in and out, tile by tile: in (out_dir 0) G * inv -> X in bf16, in its three
- * layouts; out (1) the result from X's A layout into out (transposed when tall). */
-static MUON__NOINLINE void muon__x_io(const muon__xns *e, int out_dir)
-{
-    const size_t tj = e->np / 32;
-    ptrdiff_t idx, cnt = (ptrdiff_t)(e->mp / 32 * tj);
-    MUON__OMP(omp parallel num_threads(e->nt) if (e->nt > 1 && muon__gate(e->nt) > 1))
-    {
-        int tid = 0;
-        float *t, *tt;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-#endif
-        t = muon__x_tiles(e, tid);
-        tt = t + 1024;
-        MUON__OMP(omp for schedule(static))
-        for (idx = 0; idx < cnt; idx++) {
-            size_t r0 = (size_t)idx / tj * 32, c0 = (size_t)idx % tj * 32;
-            uint16_t *px = e->pax + r0 * e->np + c0 * 32;
-            if (!out_dir) {
-                muon__x_load_g(e, r0, c0, t, tt);
-                muon__x_rows_pairs(t, px, e->pbn[0] + c0 * e->mp + r0 * 32);
-                muon__x_rows_to_tpairs(px, e->pbt + r0 * e->np + c0 * 32);
-                continue;
-            }
-            if (r0 >= e->m || c0 >= e->n) continue;
-            muon__x_unrows(px, t);
-            if (!e->tall) {
-                muon__x_store(t, 32, e->out, e->ldo, e->m, e->n, r0, c0);
-                continue;
-            }
-            muon__x_tr32(t, tt);
-            muon__x_store(tt, 32, e->out, e->ldo, e->n, e->m, c0, r0);
-        }
-    }
-}
-/* B = b A when c == 0 (no A A^T): from A's lower tiles, as the A A^T epilogue forms B */
-static MUON__NOINLINE void muon__x_scale_a(const muon__xns *e)
-{
-    size_t r0, c0, k;
-    float *t = muon__x_tiles(e, 0), *tt = t + 1024;
-    for (r0 = 0; r0 < e->mp; r0 += 32)
-        for (c0 = 0; c0 <= r0; c0 += 32) { /* (the tile's rows past m, and columns, were never written) */
-            muon__x_load(muon__x_atile(e, r0, c0), 32, e->m - r0 < 32 ? e->m - r0 : 32, e->m - c0 < 32 ? e->m - c0 : 32,
-                         0, 0, t);
-            for (k = 0; k < 1024; k++) t[k] = e->b * t[k];
-            muon__x_rows_pairs(t, e->pab + r0 * e->mp + c0 * 32, (uint16_t *)(void *)tt);
-            if (r0 != c0) muon__x_pairs_to_trows((const uint16_t *)(const void *)tt, e->pab + c0 * e->mp + r0 * 32);
-        }
-}
-
-/* e's arrays in the region mem (muon__xns_bytes(e->m, e->n, nt) bytes, cache-line aligned: the
- * caller checked its size), laid out as muon__xns_sizes counts them; e->m, e->n set */
-static void muon__xns_place(muon__xns *e, unsigned char *mem, int nt)
-{
-    size_t sz[3] = {0, 0, 0};
-    (void)muon__xns_sizes(e->m, e->n, nt, sz, &e->per, &e->cbytes);
-    e->mp = muon__gemm_round_up(e->m, 32);
-    e->np = muon__gemm_round_up(e->n, 32);
-    e->A = (float *)(void *)mem;
-    mem += sz[0];
-    e->pax = (uint16_t *)(void *)mem;
-    e->pbt = (uint16_t *)(void *)(mem + sz[1]);
-    e->pbn[0] = (uint16_t *)(void *)(mem + 2 * sz[1]);
-    e->pbn[1] = (uint16_t *)(void *)(mem + 3 * sz[1]);
-    mem += 4 * sz[1];
-    e->paa = (uint16_t *)(void *)mem;
-    e->pba = (uint16_t *)(void *)(mem + sz[2]);
-    e->pab = (uint16_t *)(void *)(mem + 2 * sz[2]);
-    e->scratch = mem + 3 * sz[2];
-    e->nt = nt;
-}
-
-/* The engine's bf16 NS of G (rows x cols, ld ldg; normalised by inv) into out (ld ldo), in the
- * region mem of muon__xns_bytes(m, n, nt) bytes (cache-line aligned), on nt threads. G may be
- * out: it is read in full before anything is written. MUON_ERR_RANGE (out untouched) where the
- * result is not finite. */
-static MUON__NOINLINE muon_status muon__ns_bf16_amx(const muon__ns_view *ns, const float *G, size_t rows, size_t cols, size_t ldg,
-                                     double inv, float *out, size_t ldo, unsigned char *mem, int nt)
-{
-    muon__xns e;
-    int k, tid;
-    e.tall = rows > cols;
-    e.m = e.tall ? cols : rows;
-    e.n = e.tall ? rows : cols;
-    e.G = G;
-    e.ldg = ldg;
-    e.inv = inv;
-    e.out = out;
-    e.ldo = ldo;
-    muon__xns_place(&e, mem, nt);
-    e.cur = 0;
-    e.last = 0;
-    muon__x_io(&e, 0);
-    for (k = 0; k < ns->steps; k++) {
-        const double *tr = muon__ns_triple(ns, k);
-        e.a = (float)tr[0];
-        e.b = (float)tr[1];
-        e.c = (float)tr[2];
-        e.last = k + 1 == ns->steps;
-        for (tid = 0; tid < nt; tid++) *muon__x_flag(&e, tid) = 0; /* the last product sets them */
-        muon__x_product(&e, 0);
-        if (e.c != 0.0f)
-            muon__x_product(&e, 1);
-        else
-            muon__x_scale_a(&e);
-        muon__x_product(&e, 2);
-        e.cur ^= 1;
-    }
-    for (tid = 0; tid < nt && ns->steps > 0; tid++)
-        if (*muon__x_flag(&e, tid)) return MUON_ERR_RANGE;
-    muon__x_io(&e, 1);
-    return MUON_OK;
-}
-#endif /* MUON__BF16_AMX */
 
 /* ---- Newton-Schulz ---------------------------------------------------------------------- */
 
@@ -4196,49 +4488,56 @@ static size_t muon__ns_gemm_bytes(size_t m, size_t n, int t)
     return a > b ? (a > c ? a : c) : (b > c ? b : c);
 }
 
-/* Layout of one NS workspace (after aligning the base): X, Y (m x n), A, B (m x m), GEMM ws;
- * or, for a bf16 NS on AMX, the engine's region (muon__xns_bytes): the larger of the two. */
-static size_t muon__ns_ws_generic(size_t rows, size_t cols, int single_thread)
+/* One NS workspace, carved (muon__carve) as X, Y (m x n), A, B (m x m), then the GEMM packing
+ * space for the threads the products can use; or, for a NS on a kernel with an engine (AMX),
+ * the engine's region from the same base: the size is the larger of the two. The same sequence
+ * lays it out (muon__ns_carve) and sizes it (base MUON__NULL). */
+typedef struct muon__ns_ws {
+    float *X, *Y, *A, *B;
+    unsigned char *gws; /* the products' packing space, to the end of the workspace */
+    size_t used;        /* bytes up to gws (0: overflow) */
+} muon__ns_ws;
+static MUON__ALWAYS_INLINE muon__ns_ws muon__ns_carve(void *base, size_t m, size_t n)
 {
-    size_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
-    size_t mn, mm, xb, ab, gb, total;
+    muon__ns_ws w;
+    muon__carve c = muon__carve_begin(base);
+    size_t mn = 0, mm = 0;
+    int ok = muon__u_mul(m, n, &mn) && muon__u_mul(mn, sizeof(float), &mn) && muon__u_mul(m, m, &mm) &&
+             muon__u_mul(mm, sizeof(float), &mm);
+    w.X = (float *)(void *)muon__carve_take(&c, mn);
+    w.Y = (float *)(void *)muon__carve_take(&c, mn);
+    w.A = (float *)(void *)muon__carve_take(&c, mm);
+    w.B = (float *)(void *)muon__carve_take(&c, mm);
+    w.gws = c.p;
+    w.used = ok ? muon__carve_size(&c) : 0;
+    return w;
+}
+static MUON__ALWAYS_INLINE size_t muon__ns_ws_generic(size_t rows, size_t cols, int single_thread)
+{
+    size_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows, graw, gb, total;
+    int t;
     if (rows == 0 || cols == 0) return 0;
-    if (!muon__u_mul(m, n, &mn) || !muon__u_mul(mn, sizeof(float), &mn)) return 0;
-    if (!muon__u_mul(m, m, &mm) || !muon__u_mul(mm, sizeof(float), &mm)) return 0;
-    xb = muon__u_round(mn);
-    ab = muon__u_round(mm);
-    {
-        /* GEMM packing space for the threads the products can use: the GEMM section runs
-         * products below its parallel threshold on one thread (and uses fewer threads when the
-         * workspace is smaller), so small layers do not carry per-thread buffers */
-        int t = single_thread ? 1 : muon__u_threads();
-        size_t graw;
-#ifdef MUON_GEMM_PARALLEL_MIN
-        if ((double)m * (double)m * (double)n < (double)MUON_GEMM_PARALLEL_MIN) t = 1;
-#endif
-        graw = muon__ns_gemm_bytes(m, n, t);
-        gb = muon__u_round(graw);
-        if (!xb || !ab || (!gb && graw != 0)) return 0;
-    }
-    total = MUON__ALIGN;
-    if (!muon__u_add(total, xb, &total) || !muon__u_add(total, xb, &total) ||
-        !muon__u_add(total, ab, &total) || !muon__u_add(total, ab, &total) ||
-        !muon__u_add(total, gb, &total))
-        return 0;
+    /* GEMM packing space for the threads the products can use: the GEMM section runs products
+     * below its parallel threshold on one thread (and uses fewer threads when the workspace is
+     * smaller), so small layers do not carry per-thread buffers */
+    t = single_thread || (double)m * (double)m * (double)n < (double)MUON_GEMM_PARALLEL_MIN ? 1 : muon__u_threads();
+    total = muon__ns_carve(MUON__NULL, m, n).used;
+    if (!total) return 0; /* (before the blocking: its sizes need m x n to fit) */
+    graw = muon__ns_gemm_bytes(m, n, t);
+    gb = muon__u_round(graw);
+    if ((!gb && graw != 0) || !muon__u_add(total, gb, &total)) return 0;
     return total;
 }
 static size_t muon__ns_ws_bytes(size_t rows, size_t cols, int single_thread)
 {
     size_t total = muon__ns_ws_generic(rows, cols, single_thread);
-#ifdef MUON__BF16_AMX
-    if (total) { /* the AMX engine of a bf16 NS (muon__xns_bytes) */
-        size_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows;
+    if (total) { /* a kernel's Newton-Schulz engine (AMX), in the same workspace */
+        size_t m = rows < cols ? rows : cols, n = rows < cols ? cols : rows, et;
         int xt = single_thread || (double)m * (double)m * (double)n < MUON_GEMM_PARALLEL_MIN ? 1 : muon__u_threads();
-        size_t eb = muon__xns_bytes(m, n, xt), et = MUON__ALIGN;
-        if (!eb || !muon__u_add(et, eb, &et)) return 0;
+        et = muon__prod_ns_need(m, n, xt);
+        if (et == (size_t)-1) return 0;
         if (et > total) total = et;
     }
-#endif
     return total;
 }
 
@@ -4305,7 +4604,7 @@ static void muon__ns_symmetrise(float *M, size_t m)
  * of the free m x n buffer (hence n >= 3m), which a restart or the final product overwrites once
  * they are dead. With gram_restart 1 every step is a restart and the operations are those of the
  * plain iteration, bit for bit. On return *Xp holds the result and *Yp the free buffer. */
-static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, float **Xp, float **Yp,
+static MUON__ALWAYS_INLINE muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, float **Xp, float **Yp,
                                  float *A, float *B, const muon__prod *pr)
 {
     size_t mm = m * m, i;
@@ -4386,7 +4685,7 @@ static muon_status muon__ns_gram(const muon__ns_view *ns, size_t m, size_t n, fl
  * a is kept out of B (not folded into its diagonal, as the fp32 path does): bf16(B + a I) would
  * lose B's diagonal to a's 8-bit mantissa. The combinations use fmaf, so every build (with or
  * without hardware FMA, contracted or not) rounds them alike. On return *Xp holds the result. */
-static muon_status muon__ns_bf16(const muon__ns_view *ns, size_t m, size_t n, float **Xp, float **Yp, float *A,
+static MUON__ALWAYS_INLINE muon_status muon__ns_bf16(const muon__ns_view *ns, size_t m, size_t n, float **Xp, float **Yp, float *A,
                                  float *B, const muon__prod *pr)
 {
     float *X = *Xp, *Y = *Yp;
@@ -4441,24 +4740,12 @@ static MUON__NOINLINE void muon__ns_copy_in(const float *G, size_t rows, size_t 
         }
         for (jb = 0; jb < cols; jb += MUON__NS_TB) {
             size_t j1 = jb + MUON__NS_TB < cols ? jb + MUON__NS_TB : cols;
-#ifdef MUON__GEMM_HAVE_TR8
-            if (i1 - i0 == MUON__NS_TB && j1 - jb == MUON__NS_TB) { /* 8 x 8 blocks: scale, then transpose */
-                const __m256d vi = _mm256_set1_pd(inv);
-                float tmp[64];
-                size_t i8, j8, r;
+            if (i1 - i0 == MUON__NS_TB && j1 - jb == MUON__NS_TB) { /* 8 x 8 blocks: scale and transpose */
+                size_t i8, j8;
                 for (i8 = i0; i8 < i1; i8 += 8)
-                    for (j8 = jb; j8 < j1; j8 += 8) {
-                        for (r = 0; r < 8; r++) {
-                            const float *g = G + (i8 + r) * ldg + j8;
-                            _mm_storeu_ps(tmp + 8 * r, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(g)), vi)));
-                            _mm_storeu_ps(tmp + 8 * r + 4,
-                                          _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(g + 4)), vi)));
-                        }
-                        muon__gemm_tr8x8(tmp, 8, X + j8 * n + i8, n);
-                    }
+                    for (j8 = jb; j8 < j1; j8 += 8) muon__v_tr8x8_scaled(G + i8 * ldg + j8, ldg, inv, X + j8 * n + i8, n);
                 continue;
             }
-#endif
             for (i = i0; i < i1; i++)
                 for (j = jb; j < j1; j++) X[j * n + i] = (float)((double)G[i * ldg + j] * inv);
         }
@@ -4480,107 +4767,145 @@ static MUON__NOINLINE void muon__ns_copy_out(const float *X, size_t n, size_t ro
         }
         for (jb = 0; jb < cols; jb += MUON__NS_TB) {
             size_t j1 = jb + MUON__NS_TB < cols ? jb + MUON__NS_TB : cols;
-#ifdef MUON__GEMM_HAVE_TR8
             if (i1 - i0 == MUON__NS_TB && j1 - jb == MUON__NS_TB) { /* out block = X block transposed */
                 size_t i8, j8;
                 for (j8 = jb; j8 < j1; j8 += 8)
-                    for (i8 = i0; i8 < i1; i8 += 8) muon__gemm_tr8x8(X + j8 * n + i8, n, out + i8 * ldo + j8, ldo);
+                    for (i8 = i0; i8 < i1; i8 += 8) muon__v_tr8x8(X + j8 * n + i8, n, out + i8 * ldo + j8, ldo);
                 continue;
             }
-#endif
             for (i = i0; i < i1; i++)
                 for (j = jb; j < j1; j++) out[i * ldo + j] = X[j * n + i];
         }
     }
 }
 
-/* One orthogonalisation; inputs validated, ns resolved, ws of muon__ns_ws_bytes(rows, cols).
- * G may equal out (same ld): G is fully read into X before out is written. */
-static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t ldg,
-                                const muon__ns_view *ns, float *out, size_t ldo, void *ws_raw,
-                                size_t ws_bytes)
+/* The plain iteration (SPEC 2.1) on X (m x n, ld n): per step A = X X^T (SYRK), B = b A + c A A
+ * (A A = A A^T as A is symmetric: SYRK again), X <- a X + B X = (B + a I) X (a folded into the
+ * diagonal: one GEMM); X and Y swap. */
+static MUON__ALWAYS_INLINE muon_status muon__ns_plain(const muon__ns_view *ns, size_t m, size_t n, float **Xp, float **Yp, float *A,
+                                  float *B, const muon__prod *pr)
 {
-    int tall = rows > cols;
-    size_t m = tall ? cols : rows, n = tall ? rows : cols;
-    size_t xb = muon__u_round(m * n * sizeof(float)), ab = muon__u_round(m * m * sizeof(float));
-    unsigned char *base = muon__u_align_ptr(ws_raw);
-    float *X = (float *)base, *Y = (float *)(base + xb), *A = (float *)(base + 2 * xb),
-          *B = (float *)(base + 2 * xb + ab);
-    unsigned char *gws = base + 2 * xb + 2 * ab;
-    size_t used = (size_t)(gws - (unsigned char *)ws_raw);
-    /* the products' kernel, chosen once for the whole iteration (bf16: the one bf16 dispatch,
-     * muon__gemm_choose), with the team cap and the rest of the workspace */
-    const muon__prod pr = muon__prod_make(ns->precision == MUON_NS_BF16, ns->precision == MUON_NS_BF16 ? ns->bf16_kernel : 0,
-                                          ns->threads, gws,
-                                          ws_bytes > used ? ws_bytes - used : 0);
-    double norm, inv;
+    float *X = *Xp, *Y = *Yp;
     size_t i;
-    int k, plain_steps;
+    int k;
     muon_status s;
-
-    norm = sqrt(muon__u_sumsq(G, rows, cols, ldg));
-    /* ||G||^2 in double is finite exactly when every entry is (FLT_MAX^2 = 1.2e77: no finite
-     * sum overflows), so this is the NaN/Inf check of a single matrix (nothing written yet) */
-    if (!muon__u_isfinite(norm)) return MUON_ERR_NONFINITE;
-    if (norm == 0.0) { /* zero in, zero out (no 0/0) */
-        for (i = 0; i < rows; i++) memset(out + i * ldo, 0, cols * sizeof(float));
-        return MUON_OK;
-    }
-    if (ns->norm == MUON_NORM_MAX_EPS) /* torch.optim.Muon: max(||G||, eps), eps 0 allowed */
-        inv = 1.0 / (ns->safety * norm > ns->eps ? ns->safety * norm : ns->eps);
-    else
-        inv = 1.0 / (ns->safety * norm + ns->eps);
-#ifdef MUON__BF16_AMX
-    /* the chosen kernel is the AMX engine (bf16, AMX granted, the best asked for): the engine
-     * (muon__ns_bf16_amx), in this workspace when it fits, on as many threads as fit (the size
-     * query makes room for it: muon__ns_ws_bytes); else the products on the same AMX kernel */
-    if (pr.kr->ns_engine) {
-        unsigned char *reg = base;
-        size_t regb = ws_bytes - (size_t)(reg - (unsigned char *)ws_raw);
-        int t = muon__threads_for((double)m * (double)m * (double)n, ns->threads);
-        while (t > 1 && muon__xns_bytes(m, n, t) > regb) t--;
-        if (muon__xns_bytes(m, n, t) != 0 && muon__xns_bytes(m, n, t) <= regb)
-            return muon__ns_bf16_amx(ns, G, rows, cols, ldg, inv, out, ldo, reg, t);
-    }
-#endif
-    muon__ns_copy_in(G, rows, cols, ldg, inv, X, n, tall, ns->threads);
-    plain_steps = ns->steps;
-    if (ns->precision == MUON_NS_BF16) { /* plain only (GRAM with BF16 is DOMAIN) */
-        s = muon__ns_bf16(ns, m, n, &X, &Y, A, B, &pr);
-        if (s != MUON_OK) return s;
-        plain_steps = 0;
-    } else if (ns->method == MUON_NS_GRAM && n / 3 >= m) { /* opt-in; n >= 3m: fits this workspace */
-        s = muon__ns_gram(ns, m, n, &X, &Y, A, B, &pr);
-        if (s != MUON_OK) return s;
-        plain_steps = 0;
-    }
-    for (k = 0; k < plain_steps; k++) {
+    for (k = 0; k < ns->steps; k++) {
         const double *t = muon__ns_triple(ns, k);
         float a = (float)t[0], b = (float)t[1], c = (float)t[2];
         float *sw;
-        /* A = X X^T (symmetric: SYRK) */
-        s = muon__prod_syrk(&pr, m, n, 1.0f, X, n, 0.0f, A, m);
+        s = muon__prod_syrk(pr, m, n, 1.0f, X, n, 0.0f, A, m);
         if (s != MUON_OK) return s;
-        /* B = b A + c A A; A A = A A^T since A is symmetric: SYRK again */
         if (c != 0.0f) {
             memcpy(B, A, m * m * sizeof(float));
-            s = muon__prod_syrk(&pr, m, m, c, A, m, b, B, m);
+            s = muon__prod_syrk(pr, m, m, c, A, m, b, B, m);
             if (s != MUON_OK) return s;
         } else {
             for (i = 0; i < m * m; i++) B[i] = b * A[i];
         }
-        /* X <- a X + B X = (B + a I) X: fold a into the diagonal, one GEMM */
         for (i = 0; i < m; i++) B[i * m + i] += a;
-        s = muon__prod_gemm(&pr, m, n, m, 1.0f, B, m, X, n, 0.0f, Y, n);
+        s = muon__prod_gemm(pr, m, n, m, 1.0f, B, m, X, n, 0.0f, Y, n);
         if (s != MUON_OK) return s;
         sw = X;
         X = Y;
         Y = sw;
     }
+    *Xp = X;
+    *Yp = Y;
+    return MUON_OK;
+}
+
+/* the schedule's triples as an engine reads them (muon__ns_coeffs) */
+static const double *muon__ns_triple_of(const void *sched, int k)
+{
+    return muon__ns_triple((const muon__ns_view *)sched, k);
+}
+
+/* The iteration on the products (bf16, Gram or plain) from X (the result's place in *Xp) */
+static MUON__ALWAYS_INLINE muon_status muon__ns_iterate(const muon__ns_view *ns, size_t m, size_t n, float **Xp, float *Y,
+                                                   float *A, float *B, const muon__prod *pr)
+{
+    if (ns->precision == MUON_NS_BF16) return muon__ns_bf16(ns, m, n, Xp, &Y, A, B, pr); /* plain only (GRAM with BF16 is DOMAIN) */
+    if (ns->method == MUON_NS_GRAM && n / 3 >= m) /* opt-in; n >= 3m: fits this workspace */
+        return muon__ns_gram(ns, m, n, Xp, &Y, A, B, pr);
+    return muon__ns_plain(ns, m, n, Xp, &Y, A, B, pr);
+}
+
+/* The whole NS on the chosen kernel's engine, where it has one and the region holds it: 1 (its
+ * status in *st), else 0 (a call of its own: the schedule's view for the engine stays off the
+ * deepest stack path, the products' iteration in muon__ns_one) */
+static MUON__NOINLINE int muon__ns_engine(const muon__prod *pr, const muon__ns_view *ns, const float *G, size_t rows,
+                                          size_t cols, size_t ldg, double inv, float *out, size_t ldo,
+                                          unsigned char *reg, size_t regb, muon_status *st)
+{
+    muon__ns_coeffs co;
+    if (!pr->kr->ns_run) return 0;
+    co.steps = ns->steps;
+    co.triple = muon__ns_triple_of;
+    co.sched = ns;
+    return muon__prod_ns(pr, &co, G, rows, cols, ldg, inv, out, ldo, reg, regb, st);
+}
+
+/* 1 / (s ||G|| + eps), or 1 / max(s ||G||, eps) (torch.optim.Muon's MUON_NORM_MAX_EPS; eps 0 allowed) */
+static double muon__ns_inv(const muon__ns_view *ns, double norm)
+{
+    if (ns->norm == MUON_NORM_MAX_EPS) return 1.0 / (ns->safety * norm > ns->eps ? ns->safety * norm : ns->eps);
+    return 1.0 / (ns->safety * norm + ns->eps);
+}
+
+/* One orthogonalisation; inputs validated, ns resolved, ws of muon__ns_ws_bytes(rows, cols).
+ * G may equal out (same ld): G is fully read into X before out is written. A plain dispatch:
+ * the norm (also the NaN/Inf check of a single matrix), then the chosen kernel's engine where it
+ * has one and the workspace holds it (muon__prod_ns), else the iteration on the products
+ * (bf16, Gram or plain), then the backstop and the copy out. */
+/* The start of one orthogonalisation: the norm (also the NaN/Inf check of a single matrix;
+ * nothing written yet), zero in giving zero out, the engine where the kernel has one, else X =
+ * G / (s ||G|| + eps) at the workspace's aligned base. Its status when that finished the call,
+ * else MUON__NS_GO (the iteration follows). A call of its own, with few arguments: its locals
+ * stay off the deepest stack path (tests/stack_budget.txt). */
+#define MUON__NS_GO (-1)
+static MUON__NOINLINE int muon__ns_start(const float *G, size_t rows, size_t cols, size_t ldg, const muon__ns_view *ns,
+                                         float *out, size_t ldo, void *ws_raw, size_t ws_bytes, const muon__prod *pr)
+{
+    const double norm = sqrt(muon__u_sumsq(G, rows, cols, ldg));
+    unsigned char *reg = muon__u_align_ptr(ws_raw); /* X's place, and the engine's region */
+    double inv;
+    size_t i;
+    muon_status st = MUON_OK;
+    /* ||G||^2 in double is finite exactly when every entry is (FLT_MAX^2 = 1.2e77: no finite
+     * sum overflows) */
+    if (!muon__u_isfinite(norm)) return (int)MUON_ERR_NONFINITE;
+    if (norm == 0.0) { /* zero in, zero out (no 0/0) */
+        for (i = 0; i < rows; i++) memset(out + i * ldo, 0, cols * sizeof(float));
+        return (int)MUON_OK;
+    }
+    inv = muon__ns_inv(ns, norm);
+    if (muon__ns_engine(pr, ns, G, rows, cols, ldg, inv, out, ldo, reg, ws_bytes - (size_t)(reg - (unsigned char *)ws_raw), &st))
+        return (int)st;
+    muon__ns_copy_in(G, rows, cols, ldg, inv, (float *)(void *)reg, rows > cols ? rows : cols, rows > cols, ns->threads);
+    return MUON__NS_GO;
+}
+
+static muon_status muon__ns_one(const float *G, size_t rows, size_t cols, size_t ldg,
+                                const muon__ns_view *ns, float *out, size_t ldo, void *ws_raw,
+                                size_t ws_bytes)
+{
+    const int bf16 = ns->precision == MUON_NS_BF16;
+    const size_t m = rows > cols ? cols : rows, n = rows > cols ? rows : cols;
+    const muon__ns_ws w = muon__ns_carve(ws_raw, m, n);
+    /* the products' kernel, chosen once for the whole iteration (bf16: the one bf16 dispatch,
+     * muon__gemm_choose), with the team cap and the rest of the workspace */
+    const muon__prod pr = muon__prod_make(bf16, bf16 ? ns->bf16_kernel : 0, ns->threads, w.gws,
+                                          ws_bytes > w.used ? ws_bytes - w.used : 0);
+    float *X = w.X;
+    muon_status s;
+    int go = muon__ns_start(G, rows, cols, ldg, ns, out, ldo, ws_raw, ws_bytes, &pr);
+    if (go != MUON__NS_GO) return (muon_status)go;
+    s = muon__ns_iterate(ns, m, n, &X, w.Y, w.A, w.B, &pr);
+    if (s != MUON_OK) return s;
     /* the schedule's bound (muon__ns_bounded) keeps X finite; this is the backstop that keeps
      * out untouched if rounding ever carried an iterate past it */
     if (!muon__u_finite_matrix(X, m, n, n)) return MUON_ERR_RANGE;
-    muon__ns_copy_out(X, n, rows, cols, out, ldo, tall, ns->threads);
+    muon__ns_copy_out(X, n, rows, cols, out, ldo, rows > cols, ns->threads);
     return MUON_OK;
 }
 
@@ -6584,83 +6909,191 @@ MUONDEF void muon_adamw_free(muon_adamw_state *st)
     memset(st, 0, sizeof *st);
 }
 
-/* One AdamW element: the new parameter, with the new moments in *m_out, *v_out. m is a convex
+/* AdamW's element kernel, on the layer: MUON__VD elements at once, every operation in double as
+ * the formula reads, none fused, so every ISA (and the scalar form) gives the same bits and an
+ * element's result does not depend on which thread or block takes it. m is a convex
  * combination (finite for finite inputs); v = beta2 v + (1 - beta2) g^2 is formed in double and
  * stored no larger than FLT_MAX, so that a gradient of 1e20 or more (whose square overflows
  * float) leaves a finite second moment that decays again (an Inf would freeze the entry: m/Inf
- * = 0 forever). The parameter update uses the unclamped v of this step. */
-static float muon__adamw_one(float param, float grad, float m0, float v0, double b1, double b2, double lr,
-                             double lrwd, double eps, double bc1, double bc2, float *m_out, float *v_out,
-                             double *step)
+ * = 0 forever). The parameter update uses the unclamped v of this step:
+ *     s = -(lr (m / bc1) / (sqrt(v / bc2) + eps)),  p' = (p - (lr wd) p) + s
+ * (the negation is taken on lr: -(x / y) and (-x) / y are the same bits in IEEE arithmetic). */
+typedef struct muon__adamw_k {
+    double b1, omb1, b2, omb2, nlr, lrwd, eps, bc1, bc2;
+} muon__adamw_k;
+static MUON__ALWAYS_INLINE void muon__adamw_vec(const muon__adamw_k *k, const float *p, const float *g, const float *m0,
+                                                const float *v0, float *po, float *mo, float *vo, float *so, double *sd)
 {
-    double g = (double)grad, p = (double)param;
-    double m = b1 * (double)m0 + (1.0 - b1) * g;
-    double v = b2 * (double)v0 + (1.0 - b2) * g * g;
-    *m_out = (float)m;
-    *v_out = (float)(v < (double)FLT_MAX ? v : (double)FLT_MAX);
-    *step = -(lr * (m / bc1) / (sqrt(v / bc2) + eps));
-    return (float)((p - lrwd * p) + *step);
+    const muon__vd P = muon__vd_loadf(p), G = muon__vd_loadf(g);
+    const muon__vd M = muon__vd_add(muon__vd_mul(muon__vd_set1(k->b1), muon__vd_loadf(m0)), muon__vd_mul(muon__vd_set1(k->omb1), G));
+    const muon__vd V = muon__vd_add(muon__vd_mul(muon__vd_set1(k->b2), muon__vd_loadf(v0)),
+                                    muon__vd_mul(muon__vd_mul(muon__vd_set1(k->omb2), G), G));
+    const muon__vd S = muon__vd_div(muon__vd_mul(muon__vd_set1(k->nlr), muon__vd_div(M, muon__vd_set1(k->bc1))),
+                                    muon__vd_add(muon__vd_sqrt(muon__vd_div(V, muon__vd_set1(k->bc2))), muon__vd_set1(k->eps)));
+    muon__vd_storef(mo, M);
+    muon__vd_storef(vo, muon__vd_min(V, muon__vd_set1((double)FLT_MAX)));
+    muon__vd_storef(po, muon__vd_add(muon__vd_sub(P, muon__vd_mul(muon__vd_set1(k->lrwd), P)), S));
+    if (so) muon__vd_storef(so, S);
+    if (sd) muon__vd_store(sd, S);
 }
+/* Block b (elements [b VD, b VD + VD) of n) in place, or, with chk, into scratch only: then
+ * *chk |= 1 where a finite parameter would leave the floats or a step would not fit one. The
+ * last, partial block goes through the same vector code on padded copies (muon__adamw_pad: a
+ * call of its own, so that its buffers stay off the step's frame). */
+static MUON__NOINLINE void muon__adamw_pad(const muon__adamw_k *k, size_t b, size_t n, float *param, const float *grad,
+                                           float *m, float *v, float *step_out, int *chk);
+static MUON__ALWAYS_INLINE void muon__adamw_block(const muon__adamw_k *k, size_t b, size_t n, float *param,
+                                                  const float *grad, float *m, float *v, float *step_out, int *chk)
+{
+    const size_t i = b * MUON__VD;
+    if (n - i >= MUON__VD && !chk)
+        muon__adamw_vec(k, param + i, grad + i, m + i, v + i, param + i, m + i, v + i, step_out ? step_out + i : MUON__NULL,
+                        MUON__NULL);
+    else
+        muon__adamw_pad(k, b, n, param, grad, m, v, step_out, chk);
+}
+static MUON__NOINLINE void muon__adamw_pad(const muon__adamw_k *k, size_t b, size_t n, float *param, const float *grad,
+                                           float *m, float *v, float *step_out, int *chk)
+{
+    const size_t i = b * MUON__VD, r = n - i < MUON__VD ? n - i : MUON__VD;
+    float bp[MUON__VD], bg[MUON__VD], bm[MUON__VD], bv[MUON__VD], bs[MUON__VD];
+    double sd[MUON__VD];
+    size_t q;
+    for (q = 0; q < MUON__VD; q++) {
+        bp[q] = q < r ? param[i + q] : 0.0f;
+        bg[q] = q < r ? grad[i + q] : 0.0f;
+        bm[q] = q < r ? m[i + q] : 0.0f;
+        bv[q] = q < r ? v[i + q] : 0.0f;
+    }
+    if (chk) {
+        float po[MUON__VD];
+        muon__adamw_vec(k, bp, bg, bm, bv, po, bm, bv, MUON__NULL, sd);
+        for (q = 0; q < r; q++) {
+            if (muon__u_isfinitef(bp[q])) *chk |= !muon__u_isfinitef(po[q]);
+            *chk |= !muon__u_fits_float(sd[q]); /* the step itself must fit a float */
+        }
+        return;
+    }
+    muon__adamw_vec(k, bp, bg, bm, bv, bp, bm, bv, bs, MUON__NULL);
+    for (q = 0; q < r; q++) {
+        param[i + q] = bp[q];
+        m[i + q] = bm[q];
+        v[i + q] = bv[q];
+        if (step_out) step_out[i + q] = bs[q];
+    }
+}
+
+/* The largest |bits| of x[0..n) (Inf 0x7F800000, NaN above): the screen's reduction */
+static MUON__ALWAYS_INLINE uint32_t muon__adamw_absmax(const float *x, size_t n)
+{
+    muon__vu acc = muon__vu_zero();
+    uint32_t lanes[MUON__VW], big = 0;
+    size_t j = 0;
+    int q;
+    for (; j + MUON__VW <= n; j += MUON__VW) acc = muon__vu_absmax(acc, muon__vf_load(x + j));
+    muon__vu_store(lanes, acc);
+    for (q = 0; q < MUON__VW; q++) big = lanes[q] > big ? lanes[q] : big;
+    for (; j < n; j++) {
+        uint32_t u = muon__u_absbits(x[j]);
+        big = u > big ? u : big;
+    }
+    return big;
+}
+static double muon__u_frombits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return (double)f;
+}
+
+#define MUON__ADAMW_CHUNK 4096 /* elements per unit of the screen's work */
 
 MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_config *cfg, float *param,
                                     const float *grad, float *step_out)
 {
-    size_t n, i;
+    size_t n, nb, nc;
+    ptrdiff_t b, c;
     long long t;
-    double bc1, bc2, lr, b1, b2, eps, lrwd;
     muon_adamw_config rc;
+    muon__adamw_k k;
+    uint32_t mg = 0, mm = 0, mv = 0, mp = 0;
+    int a, bi;
     if (!st || !cfg || !param || !grad) return MUON_ERR_NULL;
     if (!st->m || !st->v) return MUON_ERR_NULL;
     n = st->size;
     if (muon_adamw_config_resolve(cfg, &rc) != MUON_OK) return MUON_ERR_DOMAIN;
-    cfg = &rc;
     if (!muon__step_count_ok(st->step)) return MUON_ERR_DOMAIN;
-    if (muon__u_overlap(param, n * sizeof(float), grad, n * sizeof(float)) ||
-        muon__u_overlap(param, n * sizeof(float), st->m, n * sizeof(float)) ||
-        muon__u_overlap(param, n * sizeof(float), st->v, n * sizeof(float)) ||
-        muon__u_overlap(grad, n * sizeof(float), st->m, n * sizeof(float)) ||
-        muon__u_overlap(grad, n * sizeof(float), st->v, n * sizeof(float)))
-        return MUON_ERR_ALIAS;
-    if (step_out && (muon__u_overlap(step_out, n * sizeof(float), param, n * sizeof(float)) ||
-                     muon__u_overlap(step_out, n * sizeof(float), grad, n * sizeof(float)) ||
-                     muon__u_overlap(step_out, n * sizeof(float), st->m, n * sizeof(float)) ||
-                     muon__u_overlap(step_out, n * sizeof(float), st->v, n * sizeof(float))))
-        return MUON_ERR_ALIAS;
+    {   /* every pair of the five buffers but the state's own two moments may not overlap */
+        const void *buf[5];
+        buf[0] = param;
+        buf[1] = grad;
+        buf[2] = st->m;
+        buf[3] = st->v;
+        buf[4] = step_out;
+        for (a = 0; a < 5; a++)
+            for (bi = a + 1; bi < 5; bi++)
+                if (buf[a] && buf[bi] && !(a == 2 && bi == 3) &&
+                    muon__u_overlap(buf[a], n * sizeof(float), buf[bi], n * sizeof(float)))
+                    return MUON_ERR_ALIAS;
+    }
     t = st->step + 1;
-    b1 = cfg->beta1;
-    b2 = cfg->beta2;
-    eps = cfg->eps;
-    lr = cfg->lr;
-    bc1 = -expm1((double)t * log(b1)); /* 1 - beta1^t, exact for beta near 1 */
-    bc2 = -expm1((double)t * log(b2));
-    lrwd = lr * cfg->weight_decay; /* p - (lr wd) p in double: (float)(1 - lr wd) would round to 1 */
-    /* read-only pre-pass: G and the moments finite, and no finite parameter pushed past FLT_MAX
-     * (possible only from a state written by hand, or lr near MUON_LR_MAX), so that on every
-     * error nothing is written */
+    k.b1 = rc.beta1;
+    k.omb1 = 1.0 - rc.beta1;
+    k.b2 = rc.beta2;
+    k.omb2 = 1.0 - rc.beta2;
+    k.nlr = -rc.lr;
+    k.eps = rc.eps;
+    k.bc1 = -expm1((double)t * log(rc.beta1)); /* 1 - beta1^t, exact for beta near 1 */
+    k.bc2 = -expm1((double)t * log(rc.beta2));
+    k.lrwd = rc.lr * rc.weight_decay; /* p - (lr wd) p in double: (float)(1 - lr wd) would round to 1 */
+    nb = (n + MUON__VD - 1) / MUON__VD;
+    nc = (n + MUON__ADAMW_CHUNK - 1) / MUON__ADAMW_CHUNK;
+    /* the screen, one read-only pass of bit tests: G and the moments finite (NONFINITE), and
+     * the largest |g|, |m|, |p|, from which a bound shows that no step and no finite parameter
+     * can leave the floats; only where it cannot (a state written by hand, lr near MUON_LR_MAX,
+     * a subnormal eps) the exact check runs the arithmetic once more without writing. So on
+     * every error nothing is written, and the arithmetic runs once. */
+    MUON__OMP(omp parallel if ((double)n >= MUON__PAR_MIN && muon__gate(2) > 1))
     {
-        int bad_in = 0, bad_out = 0;
-        MUON__OMP(omp parallel for schedule(static) reduction(|:bad_in, bad_out) if ((double)n >= MUON__PAR_MIN && muon__gate(2) > 1))
-        for (i = 0; i < n; i++) {
-            float pn, mn, vn;
-            double sn;
-            bad_in |= !muon__u_isfinitef(grad[i]);
-            bad_in |= !muon__u_isfinitef(st->m[i]);
-            bad_in |= !muon__u_isfinitef(st->v[i]);
-            pn = muon__adamw_one(param[i], grad[i], st->m[i], st->v[i], b1, b2, lr, lrwd, eps, bc1, bc2, &mn, &vn,
-                                 &sn);
-            if (muon__u_isfinitef(param[i])) bad_out |= !muon__u_isfinitef(pn);
-            bad_out |= !muon__u_fits_float(sn); /* the step itself must fit a float */
+        uint32_t lg = 0, lm = 0, lv = 0, lp = 0;
+        MUON__OMP(omp for schedule(static))
+        for (c = 0; c < (ptrdiff_t)nc; c++) {
+            size_t i0 = (size_t)c * MUON__ADAMW_CHUNK, len = n - i0 < MUON__ADAMW_CHUNK ? n - i0 : MUON__ADAMW_CHUNK;
+            uint32_t x;
+            x = muon__adamw_absmax(grad + i0, len);
+            lg = x > lg ? x : lg;
+            x = muon__adamw_absmax(st->m + i0, len);
+            lm = x > lm ? x : lm;
+            x = muon__adamw_absmax(st->v + i0, len);
+            lv = x > lv ? x : lv;
+            x = muon__adamw_absmax(param + i0, len);
+            lp = x > lp ? x : lp;
         }
-        if (bad_in) return MUON_ERR_NONFINITE;
-        if (bad_out) return MUON_ERR_RANGE;
+        MUON__OMP(omp critical(muon__adamw_screen))
+        {
+            mg = lg > mg ? lg : mg;
+            mm = lm > mm ? lm : mm;
+            mv = lv > mv ? lv : mv;
+            mp = lp > mp ? lp : mp;
+        }
+    }
+    if (mg >= 0x7F800000u || mm >= 0x7F800000u || mv >= 0x7F800000u) return MUON_ERR_NONFINITE;
+    {
+        /* |m'| <= max(|m|, |g|) (a convex combination; 1e-12 covers its roundings and those
+         * below), sqrt(v' / bc2) + eps >= eps, |p - (lr wd) p| <= |p| (0 <= lr wd <= 1) */
+        const double slack = 1.0 + 1e-12, gm = muon__u_frombits(mg), m0 = muon__u_frombits(mm);
+        const double sb = rc.lr * ((gm > m0 ? gm : m0) * slack / k.bc1) * slack / k.eps * slack;
+        const int fits = mp < 0x7F800000u && muon__u_le(sb, (double)FLT_MAX) &&
+                         muon__u_le((muon__u_frombits(mp) + sb) * slack, (double)FLT_MAX);
+        if (!fits) {
+            int bad = 0;
+            MUON__OMP(omp parallel for schedule(static) reduction(|:bad) if ((double)n >= MUON__PAR_MIN && muon__gate(2) > 1))
+            for (b = 0; b < (ptrdiff_t)nb; b++) muon__adamw_block(&k, (size_t)b, n, param, grad, st->m, st->v, MUON__NULL, &bad);
+            if (bad) return MUON_ERR_RANGE;
+        }
     }
     MUON__OMP(omp parallel for schedule(static) if ((double)n >= MUON__PAR_MIN && muon__gate(2) > 1))
-    for (i = 0; i < n; i++) {
-        double sn;
-        param[i] = muon__adamw_one(param[i], grad[i], st->m[i], st->v[i], b1, b2, lr, lrwd, eps, bc1, bc2, &st->m[i],
-                                   &st->v[i], &sn);
-        if (step_out) step_out[i] = (float)sn;
-    }
+    for (b = 0; b < (ptrdiff_t)nb; b++) muon__adamw_block(&k, (size_t)b, n, param, grad, st->m, st->v, step_out, MUON__NULL);
     st->step = t;
     return MUON_OK;
 }

@@ -247,7 +247,7 @@ static void part2(int rounds)
            rounds);
     for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const size_t m = shapes[s][0], n = shapes[s][1];
-        size_t bytes = muon__xns_bytes(m, n, 1), i;
+        size_t bytes = muon__xns_bytes(&muon__gemm_k_bf16_amx_engine, m, n, 1), i;
         void *rm, *rg;
         unsigned char *mem = (unsigned char *)alloc64(bytes, &rm);
         float *G = (float *)alloc64(m * n * sizeof(float), &rg);
@@ -259,6 +259,8 @@ static void part2(int rounds)
         for (i = 0; i < m * n; i++) G[i] = (float)((double)((i * 2654435761u) % 1000u) / 1000.0 - 0.5);
         e.m = m;
         e.n = n;
+        e.xb = muon__gemm_k_bf16_amx_engine.ns_cb; /* the engine's blocks, from its kernel entry */
+        e.xkc = muon__gemm_k_bf16_amx_engine.ns_kc;
         e.G = G;
         e.ldg = n;
         e.inv = 1.0 / (0.29 * sqrt((double)m * (double)n));

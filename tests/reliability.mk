@@ -22,6 +22,8 @@
 #                           CHANGELOG's latest release give one version
 #   tests/rel_contents.sh   each header's CONTENTS names every public function and every banner, in
 #                           the order of the file
+#   tests/rel_seam.sh       no instruction-set #if or intrinsic below muon.h's seam or outside
+#                           rownorm.h's ISA choice, SIMD layer and kernels (and planted ones found)
 # Builds here never stop `make test-build`: a build that fails leaves its log beside the
 # missing binary and the wrapper reports it as a failed test (the headers are shared work in
 # progress; one broken mode must not hide the results of the others).
@@ -191,7 +193,7 @@ rel-config:
 RUN_BINS += tests/rel_two_tu.sh tests/rel_clang.sh tests/qemu/run.sh tests/rel_valgrind.sh tests/fuzz/run.sh \
             tests/rel_ckpt_kill.sh tests/rel_cmake.sh tests/rel_windows.sh tests/rel_cxx_strict.sh \
             tests/rel_nostdio.sh tests/rel_stack.sh tests/rel_cortexm.sh tests/rel_version.sh \
-            tests/rel_contents.sh
+            tests/rel_contents.sh tests/rel_seam.sh
 
 # By hand: longer fuzzing (the total per target goes into docs/reliability.md), and merging
 # the inputs it found into the kept corpus (minimised; keep tests/fuzz/corpus small).

@@ -1594,6 +1594,99 @@ static void test_adamw(void)
     muon_adamw_free(&st);
 }
 
+/* AdamW's arithmetic (one pass on the vector layer, every element through the same vector code,
+ * the last partial block on padded copies) gives each element the bits of the formula taken one
+ * rounding at a time (volatile: no contraction in the reference either; see T_CONTRACTS for the
+ * builds that may fuse), and the same bits whatever its position
+ * (a shifted copy puts every element in another block and lane, the tail included) and whatever
+ * the thread count; the moments and step_out too. A gradient of 3e22 exercises the clamped
+ * second moment. */
+static uint32_t tobits_f(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+/* GCC contracts a multiply and an add into an FMA in GNU C and in C++ (-ffp-contract=fast, its
+ * default outside ISO C), the layer's vector operations included; ISO C (the C variants) and
+ * clang keep them apart. Where it may, an element is held to the formula within one float ulp
+ * (the roundings in double move the float result by at most that), elsewhere to its bits. */
+#if defined(__GNUC__) && !defined(__clang__) && (defined(__cplusplus) || !defined(__STRICT_ANSI__))
+#define T_CONTRACTS 1
+#else
+#define T_CONTRACTS 0
+#endif
+static int t_same_or_ulp(float got, float want)
+{
+    uint32_t a = tobits_f(got), b = tobits_f(want);
+    if (a == b) return 1;
+    if (!T_CONTRACTS || (a ^ b) >> 31) return 0; /* (opposite signs: never within an ulp here) */
+    return (a > b ? a - b : b - a) <= 1u;
+}
+static void test_adamw_bits(void)
+{
+    const size_t n = 70001; /* past the one-thread threshold, and no multiple of any width */
+    float *p = (float *)malloc(n * sizeof(float)), *g = (float *)malloc(n * sizeof(float));
+    float *q = (float *)malloc(n * sizeof(float)), *s1 = (float *)malloc(n * sizeof(float));
+    float *s2 = (float *)malloc(n * sizeof(float)), *p0 = (float *)malloc(n * sizeof(float));
+    muon_adamw_state a, b;
+    muon_adamw_config cfg = muon_adamw_default();
+    t_rng r = {4242};
+    size_t i, bad = 0, badshift = 0;
+    int t;
+#ifdef _OPENMP
+    const int t0 = omp_get_max_threads();
+#endif
+    cfg.lr = 3e-3;
+    cfg.weight_decay = 0.05;
+    rand_fill(&r, p, n, 1.0);
+    memcpy(p0, p, n * sizeof(float));
+    memcpy(q, p + 1, (n - 1) * sizeof(float));
+    CHECK(muon_adamw_init(&a, n) == MUON_OK && muon_adamw_init(&b, n - 1) == MUON_OK);
+    for (t = 1; t <= 3; t++) {
+        volatile double bc1 = -expm1((double)t * log(0.9)), bc2 = -expm1((double)t * log(0.999));
+        float *m_old = (float *)malloc(n * sizeof(float)), *v_old = (float *)malloc(n * sizeof(float));
+        float *pb = (float *)malloc(n * sizeof(float));
+        rand_fill(&r, g, n, 0.5 * t);
+        if (t == 2) g[n - 1] = 3e22f; /* (0.001 g^2 = 9e41: clamped to FLT_MAX) */
+        memcpy(m_old, a.m, n * sizeof(float));
+        memcpy(v_old, a.v, n * sizeof(float));
+        memcpy(pb, p, n * sizeof(float));
+#ifdef _OPENMP
+        omp_set_num_threads(t == 2 ? 1 : 2);
+#endif
+        CHECK(muon_adamw_step(&a, &cfg, p, g, s1) == MUON_OK);
+#ifdef _OPENMP
+        omp_set_num_threads(t == 2 ? 2 : 1);
+#endif
+        CHECK(muon_adamw_step(&b, &cfg, q, g + 1, s2) == MUON_OK);
+        for (i = 0; i < n; i++) {
+            volatile double gg = g[i], m1 = 0.9 * (double)m_old[i], m2 = (1.0 - 0.9) * gg, mm = m1 + m2;
+            volatile double v1 = 0.999 * (double)v_old[i], v2 = (1.0 - 0.999) * gg, v3 = v2 * gg, vv = v1 + v3;
+            volatile double t1 = mm / bc1, t2 = -3e-3 * t1, t3 = vv / bc2, t4 = sqrt(t3), t5 = t4 + 1e-8, st = t2 / t5;
+            volatile double pp = pb[i], d1 = (3e-3 * 0.05) * pp, d2 = pp - d1, pn = d2 + st;
+            float wm = (float)mm, wv = (float)(vv < (double)FLT_MAX ? vv : (double)FLT_MAX);
+            if (!t_same_or_ulp(p[i], (float)pn) || !t_same_or_ulp(a.m[i], wm) || !t_same_or_ulp(a.v[i], wv) ||
+                !t_same_or_ulp(s1[i], (float)st))
+                bad++;
+            if (i > 0 && (tobits_f(q[i - 1]) != tobits_f(p[i]) || tobits_f(b.m[i - 1]) != tobits_f(a.m[i]) ||
+                          tobits_f(b.v[i - 1]) != tobits_f(a.v[i]) || tobits_f(s2[i - 1]) != tobits_f(s1[i])))
+                badshift++;
+        }
+        if (t == 2) CHECK(a.v[n - 1] == FLT_MAX);
+        free(m_old), free(v_old), free(pb);
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(t0);
+#endif
+    CHECK_MSG(bad == 0, "%zu AdamW elements differ from the formula (%s)", bad,
+              T_CONTRACTS ? "within an ulp: this compiler may contract" : "bit for bit");
+    CHECK_MSG(badshift == 0, "%zu AdamW elements change with their position or the thread count", badshift);
+    CHECK(a.v[n - 1] < FLT_MAX); /* decaying again */
+    muon_adamw_free(&a), muon_adamw_free(&b);
+    free(p), free(g), free(q), free(s1), free(s2), free(p0);
+}
+
 static void test_clip(void)
 {
     float a[3] = {3, 0, 0}, b[2] = {0, 4}, *gs[3];
@@ -2477,6 +2570,7 @@ int main(void)
     RUN(test_step_leading_dims);
     RUN(test_decay_rounding);
     RUN(test_adamw);
+    RUN(test_adamw_bits);
     RUN(test_step_out);
     RUN(test_clip);
     RUN(test_error_statuses);

@@ -95,7 +95,7 @@ static void test_round_matches_reference(void)
 
 #ifdef MUON__BF16_DP
 /* The hardware conversion the packers and the AMX engine use (vcvtne2ps2bf16) gives the same
- * bits, NaN included; and so does muon__bf16_round16 (the AVX-512 rounding of the updates). */
+ * bits, NaN included; and so does muon__vf_bf16 (the vector layer's rounding of the updates). */
 static void test_round_hardware_conversion(void)
 {
     size_t i, bad = 0, bad16 = 0;
@@ -109,8 +109,8 @@ static void test_round_hardware_conversion(void)
             in[j] = frombits(u);
         }
         _mm512_storeu_si512((void *)out, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(in + 16), _mm512_loadu_ps(in)));
-        _mm512_storeu_ps(r16, muon__bf16_round16(_mm512_loadu_ps(in)));
-        _mm512_storeu_ps(r16 + 16, muon__bf16_round16(_mm512_loadu_ps(in + 16)));
+        muon__vf_store(r16, muon__vf_bf16(muon__vf_load(in)));
+        muon__vf_store(r16 + 16, muon__vf_bf16(muon__vf_load(in + 16)));
         for (j = 0; j < 32; j++) {
             if (out[j] != muon__bf16_bits(in[j])) bad++;
             if (tobits(r16[j]) != (uint32_t)out[j] << 16) bad16++;
@@ -120,6 +120,42 @@ static void test_round_hardware_conversion(void)
     CHECK_MSG(bad16 == 0, "%zu AVX-512 roundings differ", bad16);
 }
 #endif
+
+/* The vector layer's rounding (muon__vf_bf16: AVX-512, AVX2, NEON or the scalar form, whichever
+ * this build has) and the rounding pass built on it (muon__bf16_axpy, whose vector body and
+ * element tail must agree) give muon__bf16_round's bits on every lane: a sweep of bit patterns
+ * with every exponent (zeros, subnormals, Inf and NaN of many payloads, round-to-even ties). */
+static void test_round_layer(void)
+{
+    size_t i, bad = 0, badax = 0;
+    float in[4 * MUON__VW + 3], r[4 * MUON__VW + 3], x[4 * MUON__VW + 3], y[4 * MUON__VW + 3];
+    const size_t nv = 4 * MUON__VW + 3;
+    for (i = 0; i < 3000000; i += nv) {
+        size_t j;
+        for (j = 0; j < nv; j++) {
+            uint32_t u = (uint32_t)((i + j) * 2654435761u);
+            if (j % 5 == 1) u = (u & 0xffff0000u) | 0x8000u; /* a tie */
+            if (j % 7 == 2) u |= 0x7f800000u;                 /* Inf and NaN */
+            if (j % 11 == 3) u &= 0x807fffffu;                /* zero or subnormal */
+            in[j] = frombits(u);
+        }
+        for (j = 0; j + MUON__VW <= nv; j += MUON__VW) muon__vf_store(r + j, muon__vf_bf16(muon__vf_load(in + j)));
+        for (j = 0; j < nv - nv % MUON__VW; j++)
+            if (tobits(r[j]) != tobits(muon__bf16_round(in[j]))) bad++;
+        /* the pass: X = bf16(fma(a, X, Y)) over an odd length, against the scalar formula */
+        for (j = 0; j < nv; j++) {
+            x[j] = (float)((double)((i + j) % 1000u) / 250.0 - 2.0);
+            y[j] = muon__u_isfinitef(in[j]) ? in[j] : 0.5f;
+        }
+        muon__bf16_axpy(0, (ptrdiff_t)nv, 0.75f, x, y);
+        for (j = 0; j < nv; j++) {
+            float want = muon__bf16_round(fmaf(0.75f, (float)((double)((i + j) % 1000u) / 250.0 - 2.0), y[j]));
+            if (tobits(x[j]) != tobits(want)) badax++;
+        }
+    }
+    CHECK_MSG(bad == 0, "%zu layer roundings differ from muon__bf16_round (%d lanes)", bad, MUON__VW);
+    CHECK_MSG(badax == 0, "%zu muon__bf16_axpy results differ from the scalar formula", badax);
+}
 
 /* ---- products ----------------------------------------------------------------------------- */
 typedef struct {
@@ -477,11 +513,11 @@ static void test_dp_choice(void)
     CHECK(muon__gemm_pick_bf16_as(MUON__BF16_BEST, 1, a) == &muon__gemm_k_bf16_amx_engine);
     CHECK(muon__gemm_pick_bf16_as(MUON__BF16_AMXK, 1, a) == &muon__gemm_k_bf16_amx);
     CHECK(muon__gemm_pick_bf16_as(MUON__BF16_DPK, 1, a) == &muon__gemm_k_bf16_dp);
-    CHECK(muon__gemm_k_bf16_amx_engine.ns_engine && !muon__gemm_k_bf16_amx.ns_engine);
+    CHECK(muon__gemm_k_bf16_amx_engine.ns_run && !muon__gemm_k_bf16_amx.ns_run);
     if (!muon__amx_ready())
 #endif
         CHECK(muon__gemm_choose(1, MUON__BF16_BEST) == k && muon__gemm_choose(1, MUON__BF16_AMXK) == k);
-    CHECK(!muon__gemm_k_bf16_dp.ns_engine && !muon__gemm_k_bf16_emu.ns_engine);
+    CHECK(!muon__gemm_k_bf16_dp.ns_run && !muon__gemm_k_bf16_emu.ns_run);
     /* ... and the same bits from either (the probe moves speed, never a result) */
     for (syrk = 0; syrk < 2; syrk++) {
         memset(C1, 0, m * n * sizeof(float));
@@ -611,7 +647,7 @@ static void test_ns_bf16_engine(void)
             CHECK_MSG(exact, "%zux%zu kind %d: an entry is not a bf16 value", rows, cols, kd);
             if (kd == 0) {
                 size_t gen = muon__ns_ws_generic(rows, cols, 1), eng = MUON__ALIGN + muon__xns_bytes(
-                                                                         rows < cols ? rows : cols, rows < cols ? cols : rows, 1);
+                    &muon__gemm_k_bf16_amx_engine, rows < cols ? rows : cols, rows < cols ? cols : rows, 1);
                 if (gen < eng) { /* the engine does not fit: the generic path, the AMX kernel's bits */
                     CHECK(ns_run(G, rows, cols, &ns, MUON__BF16_BEST, NULL, gen, E) == MUON_OK);
                     CHECK_MSG(memcmp(E, Am, cnt * sizeof(float)) == 0, "%zux%zu: fallback", rows, cols);
@@ -637,6 +673,7 @@ static void test_ns_bf16_engine(void)
 int main(void)
 {
     RUN(test_round_matches_reference);
+    RUN(test_round_layer);
 #ifdef MUON__BF16_DP
     RUN(test_round_hardware_conversion);
     RUN(test_dp_choice);
