@@ -2217,6 +2217,100 @@ RN__FN void rn__diam_verify(const rn__diam_ctx *c, size_t pa, size_t qb, rn__bes
                    c->b.off + ib);
 }
 
+/* The threshold of a tile's estimates (each within Mt of its pair's squared distance, scaled
+ * units; sc the scale): a pair whose estimate is below it cannot reach LB, the best distance so
+ * far (see rn__row_diameter_core). */
+RN__FN double rn__diam_thr(const rn__best *best, double sc, double Mt)
+{
+    double LBs = sqrt(best->d2 > 0.0 ? best->d2 : 0.0) * sc;
+    return LBs * LBs * (1.0 - 1e-12) - Mt - 1e-300;
+}
+
+/* A tile of the scan (block p of side a against block q of side b: rows p0 .. p0 + pm, columns
+ * q0 .. q0 + qm, the pairs b < a only on the diagonal of the self scan) with its estimates of the
+ * pairs' squared distances, within Mt: the float32 products C (Mt = M) or the int8 screen's
+ * products Ci (Mt = Mq). e: a row of estimates (RN__BS doubles, after the thread's tile). */
+typedef struct rn__tile {
+    size_t p0, q0, pm, qm;
+    int diag;
+    const float *C;
+    const int32_t *Ci;
+    double *e, Mt;
+} rn__tile;
+
+/* The tile of blocks p, q in the thread's tile C, with the float32 products' estimates. */
+RN__FN void rn__tile_init(const rn__diam_ctx *c, size_t p, size_t q, float *C, rn__tile *t)
+{
+    t->p0 = p * RN__BS;
+    t->q0 = q * RN__BS;
+    t->pm = (t->p0 + RN__BS < c->a.rows ? t->p0 + RN__BS : c->a.rows) - t->p0;
+    t->qm = (t->q0 + RN__BS < c->b.rows ? t->q0 + RN__BS : c->b.rows) - t->q0;
+    t->diag = c->self && p == q;
+    t->C = C;
+    t->Ci = RN__NULL;
+    t->e = (double *)(void *)(C + RN__BS * RN__BS);
+    t->Mt = c->M;
+}
+
+/* The estimates of row a of tile t into t->e; returns their maximum (-HUGE_VAL: no pair). */
+RN__FN double rn__tile_erow(const rn__diam_ctx *c, const rn__tile *t, size_t a)
+{
+    const rn__diam_side *A = &c->a, *B = &c->b;
+    size_t n = t->diag ? a : t->qm, b;
+    double m = -HUGE_VAL;
+    if (t->Ci)
+        return rn__q8_erow(A->sqn[t->p0 + a], 2.0 * A->qs[t->p0 + a], B->sqn + t->q0, B->qs + t->q0,
+                           t->Ci + a * RN__BS, n, t->e);
+    for (b = 0; b < n; b++) {
+        double e = A->sqn[t->p0 + a] + B->sqn[t->q0 + b] - 2.0 * (double)t->C[a * RN__BS + b];
+        t->e[b] = e;
+        m = e > m ? e : m;
+    }
+    return m;
+}
+
+/* The tile's largest estimate (-HUGE_VAL: no pair), in row *bi (the first such row). */
+RN__FN double rn__tile_max(const rn__diam_ctx *c, const rn__tile *t, size_t *bi)
+{
+    double emax = -HUGE_VAL;
+    size_t a;
+    *bi = 0;
+    for (a = 0; a < t->pm; a++) {
+        double m = rn__tile_erow(c, t, a);
+        if (m > emax) { emax = m; *bi = a; }
+    }
+    return emax;
+}
+
+/* The verification of a tile's candidates, for both screens: nothing where its largest estimate
+ * emax (in row bi) is below the threshold; else that pair first (it raises LB and tightens the
+ * rest), then every pair whose estimate reaches the threshold, which rises with the best. */
+RN__FN void rn__tile_verify(const rn__diam_ctx *c, const rn__tile *t, double emax, size_t bi, rn__best *best,
+                            rn__diam_stats *cnt)
+{
+    size_t a, b, bj = 0;
+    double thr;
+    if (!rn__finite_d(emax)) return; /* still -HUGE_VAL: no pair in the tile */
+    thr = rn__diam_thr(best, c->sc, t->Mt);
+    if (emax < thr) return;
+    rn__tile_erow(c, t, bi);
+    for (b = 0; b < (t->diag ? bi : t->qm); b++)
+        if (t->e[b] == emax) { bj = b; break; }
+    rn__diam_verify(c, t->p0 + bi, t->q0 + bj, best, cnt);
+    thr = rn__diam_thr(best, c->sc, t->Mt);
+    for (a = 0; a < t->pm; a++) {
+        size_t bend = t->diag ? a : t->qm;
+        if (rn__tile_erow(c, t, a) < thr) continue;
+        for (b = 0; b < bend; b++) {
+            if (t->e[b] >= thr && !(a == bi && b == bj)) {
+                double d2o = best->d2;
+                rn__diam_verify(c, t->p0 + a, t->q0 + b, best, cnt);
+                if (best->d2 > d2o) thr = rn__diam_thr(best, c->sc, t->Mt);
+            }
+        }
+    }
+}
+
 /* The int8 screen's error bound for the pairs of block p (side a) and block q (side b): every
  * estimate e of such a pair is within Mq of the pair's true squared distance (scaled units; see
  * rn__row_diameter_core). */
@@ -2227,7 +2321,7 @@ RN__FN double rn__q8_bound(const rn__diam_ctx *c, size_t p, size_t q)
 }
 
 /* The tile of block p (side a) and block q (side b) with the int8 screen: estimates e from the
- * exact int32 products, every pair with e >= LB_s^2 - Mq verified (the tile's largest first).
+ * exact int32 products, every pair with e >= LB_s^2 - Mq verified (rn__tile_verify).
  * Returns 0, having verified nothing, where more than RN__Q8_MAXCAND pairs would be (unless
  * int8 is asked for every tile): the caller then runs the float32 tile, whose tighter bound lets
  * fewer through. C: the thread's tile (the int32 products), then RN__BS doubles (a row of e). */
@@ -2235,57 +2329,29 @@ RN__FN int rn__diam_q8(const rn__diam_ctx *c, size_t p, size_t q, double Mq, rn_
                        float *C)
 {
     const rn__diam_side *A = &c->a, *B = &c->b;
-    int32_t *Ci = (int32_t *)(void *)C;
-    double *e = (double *)(void *)(C + RN__BS * RN__BS), emax = -HUGE_VAL, LBs, thr, sc = c->sc;
-    size_t p0 = p * RN__BS, q0 = q * RN__BS, a, b, bi = 0, bj = 0;
-    size_t pm = (p0 + RN__BS < A->rows ? p0 + RN__BS : A->rows) - p0;
-    size_t qm = (q0 + RN__BS < B->rows ? q0 + RN__BS : B->rows) - q0;
-    int diag = c->self && p == q;
-    rn__q8_tile(A->Q + p * RN__Q8_PANEL(c->kq), B->Q + q * RN__Q8_PANEL(c->kq), c->kq, A->qsum + p0, Ci);
-    for (a = 0; a < pm; a++) {
-        double m = rn__q8_erow(A->sqn[p0 + a], 2.0 * A->qs[p0 + a], B->sqn + q0, B->qs + q0, Ci + a * RN__BS,
-                               diag ? a : qm, e);
-        if (m > emax) { emax = m; bi = a; }
-    }
-    LBs = sqrt(best->d2 > 0.0 ? best->d2 : 0.0) * sc;
-    thr = LBs * LBs * (1.0 - 1e-12) - Mq - 1e-300;
+    rn__tile t;
+    size_t a, b, bi;
+    double emax, thr;
+    rn__tile_init(c, p, q, C, &t);
+    t.C = RN__NULL;
+    t.Ci = (const int32_t *)(void *)C;
+    t.Mt = Mq;
+    rn__q8_tile(A->Q + p * RN__Q8_PANEL(c->kq), B->Q + q * RN__Q8_PANEL(c->kq), c->kq, A->qsum + t.p0,
+                (int32_t *)(void *)C);
+    emax = rn__tile_max(c, &t, &bi);
+    thr = rn__diam_thr(best, c->sc, Mq);
     if (rn__finite_d(emax) && emax >= thr && c->screen != RN__SCREEN_Q8_ONLY) {
         /* many candidates (rows the int8 bound serves badly): the float32 tile instead */
         size_t n = 0;
-        for (a = 0; a < pm && n <= RN__Q8_MAXCAND; a++) {
-            size_t bend = diag ? a : qm;
-            if (rn__q8_erow(A->sqn[p0 + a], 2.0 * A->qs[p0 + a], B->sqn + q0, B->qs + q0, Ci + a * RN__BS, bend, e) < thr)
-                continue;
-            for (b = 0; b < bend; b++) n += e[b] >= thr;
+        for (a = 0; a < t.pm && n <= RN__Q8_MAXCAND; a++) {
+            if (rn__tile_erow(c, &t, a) < thr) continue;
+            for (b = 0; b < (t.diag ? a : t.qm); b++) n += t.e[b] >= thr;
         }
         if (n > RN__Q8_MAXCAND) return 0;
     }
     cnt->tiles++;
     cnt->q8tiles++;
-    if (!rn__finite_d(emax)) return 1; /* still -HUGE_VAL: no pair in the tile */
-    if (emax < thr) return 1;
-    /* the tile's best estimate first: it raises LB and tightens the rest */
-    rn__q8_erow(A->sqn[p0 + bi], 2.0 * A->qs[p0 + bi], B->sqn + q0, B->qs + q0, Ci + bi * RN__BS, diag ? bi : qm, e);
-    for (b = 0; b < (diag ? bi : qm); b++)
-        if (e[b] == emax) { bj = b; break; }
-    rn__diam_verify(c, p0 + bi, q0 + bj, best, cnt);
-    LBs = sqrt(best->d2 > 0.0 ? best->d2 : 0.0) * sc;
-    thr = LBs * LBs * (1.0 - 1e-12) - Mq - 1e-300;
-    for (a = 0; a < pm; a++) {
-        size_t bend = diag ? a : qm;
-        if (rn__q8_erow(A->sqn[p0 + a], 2.0 * A->qs[p0 + a], B->sqn + q0, B->qs + q0, Ci + a * RN__BS, bend, e) < thr)
-            continue;
-        for (b = 0; b < bend; b++) {
-            if (e[b] >= thr && !(a == bi && b == bj)) {
-                double d2o = best->d2;
-                rn__diam_verify(c, p0 + a, q0 + b, best, cnt);
-                if (best->d2 > d2o) {
-                    LBs = sqrt(best->d2) * sc;
-                    thr = LBs * LBs * (1.0 - 1e-12) - Mq - 1e-300;
-                }
-            }
-        }
-    }
+    rn__tile_verify(c, &t, emax, bi, best, cnt);
     return 1;
 }
 
@@ -2303,9 +2369,10 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__di
     if ((A->brad[2 * p + 1] + B->brad[1]) * (1.0 + 1e-12) < LB) return;
     for (q = 0; q < qend; q++) {
         size_t q0 = q * RN__BS, qm = (q0 + RN__BS < B->rows ? q0 + RN__BS : B->rows) - q0;
-        size_t a, b, bi = 0, bj = 0;
+        size_t a, b, bi;
         int diag = c->self && p == q;
-        double emax = -HUGE_VAL, thr;
+        double emax;
+        rn__tile t;
         LB = sqrt(best->d2 > 0.0 ? best->d2 : 0.0);
         if ((A->brad[2 * p + 1] + B->brad[2 * q + 1]) * (1.0 + 1e-12) < LB) break; /* later q smaller */
         if (!diag) {
@@ -2337,35 +2404,9 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__di
         }
         rn__panel_tile(A->X + p * cols * RN__BS, B->X + q * cols * RN__BS, cols, C);
         cnt->tiles++;
-        for (a = 0; a < pm; a++) {
-            size_t bend = diag ? a : qm;
-            for (b = 0; b < bend; b++) {
-                double e = A->sqn[p0 + a] + B->sqn[q0 + b] - 2.0 * (double)C[a * RN__BS + b];
-                if (e > emax) { emax = e; bi = a; bj = b; }
-            }
-        }
-        if (!rn__finite_d(emax)) continue; /* still -HUGE_VAL: no pair in the tile */
-        LBs = LB * sc;
-        thr = LBs * LBs * (1.0 - 1e-12) - M - 1e-300;
-        if (emax < thr) continue;
-        /* verify the tile's best estimate first: it raises LB and tightens the rest */
-        rn__diam_verify(c, p0 + bi, q0 + bj, best, cnt);
-        LBs = sqrt(best->d2 > 0.0 ? best->d2 : 0.0) * sc;
-        thr = LBs * LBs * (1.0 - 1e-12) - M - 1e-300;
-        for (a = 0; a < pm; a++) {
-            size_t bend = diag ? a : qm;
-            for (b = 0; b < bend; b++) {
-                double e = A->sqn[p0 + a] + B->sqn[q0 + b] - 2.0 * (double)C[a * RN__BS + b];
-                if (e >= thr && !(a == bi && b == bj)) {
-                    double d2o = best->d2;
-                    rn__diam_verify(c, p0 + a, q0 + b, best, cnt);
-                    if (best->d2 > d2o) {
-                        LBs = sqrt(best->d2) * sc;
-                        thr = LBs * LBs * (1.0 - 1e-12) - M - 1e-300;
-                    }
-                }
-            }
-        }
+        rn__tile_init(c, p, q, C, &t);
+        emax = rn__tile_max(c, &t, &bi);
+        rn__tile_verify(c, &t, emax, bi, best, cnt);
     }
 }
 
