@@ -1841,7 +1841,7 @@ RN__FN void rn__q8_block_sdot(const signed char *pa, const signed char *pb, size
 }
 #endif
 
-RN__FN void rn__q8_tile(const signed char *Qa, const signed char *Qb, size_t kq, const int32_t *qsa, int32_t *C)
+RN__FN RN__NOINLINE void rn__q8_tile(const signed char *Qa, const signed char *Qb, size_t kq, const int32_t *qsa, int32_t *C)
 {
 #if defined(RN__Q8_VNNI)
     rn__q8_walk(Qa, Qb, kq, 8, 32, rn__q8_block_vnni, C);
@@ -2324,34 +2324,34 @@ RN__FN double rn__q8_bound(const rn__diam_ctx *c, size_t p, size_t q)
  * exact int32 products, every pair with e >= LB_s^2 - Mq verified (rn__tile_verify).
  * Returns 0, having verified nothing, where more than RN__Q8_MAXCAND pairs would be (unless
  * int8 is asked for every tile): the caller then runs the float32 tile, whose tighter bound lets
- * fewer through. C: the thread's tile (the int32 products), then RN__BS doubles (a row of e). */
+ * fewer through. C: the thread's tile (the int32 products), then RN__BS doubles (a row of e);
+ * t: the caller's tile record, made the int8 tile's (one record on the stack, not two). */
 RN__FN int rn__diam_q8(const rn__diam_ctx *c, size_t p, size_t q, double Mq, rn__best *best, rn__diam_stats *cnt,
-                       float *C)
+                       float *C, rn__tile *t)
 {
     const rn__diam_side *A = &c->a, *B = &c->b;
-    rn__tile t;
     size_t a, b, bi;
     double emax, thr;
-    rn__tile_init(c, p, q, C, &t);
-    t.C = RN__NULL;
-    t.Ci = (const int32_t *)(void *)C;
-    t.Mt = Mq;
-    rn__q8_tile(A->Q + p * RN__Q8_PANEL(c->kq), B->Q + q * RN__Q8_PANEL(c->kq), c->kq, A->qsum + t.p0,
+    rn__tile_init(c, p, q, C, t);
+    t->C = RN__NULL;
+    t->Ci = (const int32_t *)(void *)C;
+    t->Mt = Mq;
+    rn__q8_tile(A->Q + p * RN__Q8_PANEL(c->kq), B->Q + q * RN__Q8_PANEL(c->kq), c->kq, A->qsum + t->p0,
                 (int32_t *)(void *)C);
-    emax = rn__tile_max(c, &t, &bi);
+    emax = rn__tile_max(c, t, &bi);
     thr = rn__diam_thr(best, c->sc, Mq);
     if (rn__finite_d(emax) && emax >= thr && c->screen != RN__SCREEN_Q8_ONLY) {
         /* many candidates (rows the int8 bound serves badly): the float32 tile instead */
         size_t n = 0;
-        for (a = 0; a < t.pm && n <= RN__Q8_MAXCAND; a++) {
-            if (rn__tile_erow(c, &t, a) < thr) continue;
-            for (b = 0; b < (t.diag ? a : t.qm); b++) n += t.e[b] >= thr;
+        for (a = 0; a < t->pm && n <= RN__Q8_MAXCAND; a++) {
+            if (rn__tile_erow(c, t, a) < thr) continue;
+            for (b = 0; b < (t->diag ? a : t->qm); b++) n += t->e[b] >= thr;
         }
         if (n > RN__Q8_MAXCAND) return 0;
     }
     cnt->tiles++;
     cnt->q8tiles++;
-    rn__tile_verify(c, &t, emax, bi, best, cnt);
+    rn__tile_verify(c, t, emax, bi, best, cnt);
     return 1;
 }
 
@@ -2399,7 +2399,7 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__di
             double Mq = rn__q8_bound(c, p, q);
             LBs = LB * sc;
             if ((c->screen == RN__SCREEN_Q8_ONLY || Mq <= RN__Q8_WIDE * LBs * LBs) &&
-                rn__diam_q8(c, p, q, Mq, best, cnt, C))
+                rn__diam_q8(c, p, q, Mq, best, cnt, C, &t))
                 continue;
         }
         rn__panel_tile(A->X + p * cols * RN__BS, B->X + q * cols * RN__BS, cols, C);
