@@ -974,8 +974,9 @@ RN__FN void rn__panel_tile_scalar(const float *Pa, const float *Pb, size_t k, fl
  * The vector operations the row kernels use, defined once per ISA; each row kernel is then
  * written once on top of them (below), so AVX-512, AVX2 and NEON share one source. rn__vf holds
  * RN__VW floats; rn__vd holds RN__VD = RN__VW / 2 doubles (one half of an rn__vf, widened:
- * rn__vd_lo / rn__vd_hi); rn__vu holds RN__VW 32-bit lanes (the finiteness scan). Every
- * multiply-add is fused (rn__vf_fma(a, b, c) = a b + c rounded once; rn__vd_fms = a b - c).
+ * rn__vd_lo / rn__vd_hi; rn__vd_loadi widens RN__VD int32s); rn__vu holds RN__VW 32-bit lanes
+ * (the finiteness scan, and the int8 products' correction: rn__vu_set1 takes an int32, rn__vu_sub
+ * wraps modulo 2^32). Every multiply-add is fused (rn__vf_fma(a, b, c) = a b + c rounded once; rn__vd_fms = a b - c).
  * The panel micro-kernels (GEMM-shaped register blocks) stay per ISA, as in BLIS.
  *
  * Bit-identity policy (stb_image_resize2 states one; this is ours). The vector kernels round
@@ -1025,6 +1026,12 @@ typedef __m512i rn__vu;
 #define rn__vu_zero() _mm512_setzero_si512()
 #define rn__vu_absmax(m, v) _mm512_max_epu32((m), _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)))
 #define rn__vu_store(p, m) _mm512_storeu_si512((void *)(p), (m))
+#define rn__vd_loadi(p) _mm512_cvtepi32_pd(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
+#define rn__vd_max(a, b) _mm512_max_pd((a), (b))
+#define rn__vd_hmax(v) _mm512_reduce_max_pd(v)
+#define rn__vu_load(p) _mm512_loadu_si512((const void *)(p))
+#define rn__vu_set1(x) _mm512_set1_epi32(x)
+#define rn__vu_sub(a, b) _mm512_sub_epi32((a), (b))
 /* Masked remainders (AVX-512 only, RN__VTAIL): the reductions run their vector loop to the end
  * of the row, the last vector masked (lanes past the end are zero). The *_r operations take r,
  * the count of elements left from p (ptrdiff_t; >= the width: a full vector; <= 0: no lane). */
@@ -1065,11 +1072,25 @@ typedef __m256i rn__vu;
 #define rn__vu_zero() _mm256_setzero_si256()
 #define rn__vu_absmax(m, v) _mm256_max_epu32((m), _mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(0x7fffffff)))
 #define rn__vu_store(p, m) _mm256_storeu_si256((__m256i *)(void *)(p), (m))
+#define rn__vd_loadi(p) _mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i *)(const void *)(p)))
+#define rn__vd_max(a, b) _mm256_max_pd((a), (b))
+#define rn__vd_hmax(v) rn__hmax256d(v)
+#define rn__vu_load(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define rn__vu_set1(x) _mm256_set1_epi32(x)
+#define rn__vu_sub(a, b) _mm256_sub_epi32((a), (b))
 RN__FN double rn__hsum256d(__m256d v)
 {
     __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
     s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
     return _mm_cvtsd_f64(s);
+}
+RN__FN double rn__hmax256d(__m256d v)
+{
+    double mv[4], m;
+    _mm256_storeu_pd(mv, v);
+    m = mv[0] > mv[1] ? mv[0] : mv[1];
+    m = mv[2] > m ? mv[2] : m;
+    return mv[3] > m ? mv[3] : m;
 }
 
 #elif defined(RN__NEON)
@@ -1101,6 +1122,12 @@ typedef uint32x4_t rn__vu;
 #define rn__vu_zero() vdupq_n_u32(0)
 #define rn__vu_absmax(m, v) vmaxq_u32((m), vandq_u32(vreinterpretq_u32_f32(v), vdupq_n_u32(0x7fffffffu)))
 #define rn__vu_store(p, m) vst1q_u32((p), (m))
+#define rn__vd_loadi(p) vcvtq_f64_s64(vmovl_s32(vld1_s32(p)))
+#define rn__vd_max(a, b) vmaxq_f64((a), (b))
+#define rn__vd_hmax(v) vmaxvq_f64(v)
+#define rn__vu_load(p) vld1q_u32(p)
+#define rn__vu_set1(x) vdupq_n_u32((uint32_t)(x))
+#define rn__vu_sub(a, b) vsubq_u32((a), (b))
 #endif
 
 #if defined(RN__SIMD)
@@ -1561,8 +1588,32 @@ RN__FN void rn__panel_tile(const float *Pa, const float *Pb, size_t k, float *C)
  * one row's quad: the layout of vpdpbusd and of NEON's sdot). rn__q8_tile computes
  * C[r*64 + c] = sum_k qa_k,r qb_k,c exactly in int32 (|q| <= 127: |C| <= 127^2 k < 2^31 for
  * k <= RN__Q8_MAXCOLS; the VNNI kernel's sums with the unsigned operand q + 128 wrap modulo 2^32
- * and are exact again once 128 sum q is taken off), so every path gives the same bits. */
+ * and are exact again once 128 sum q is taken off), so every path gives the same bits.
+ *
+ * The int8 screen's choices, all here: the build's int8 product (RN__Q8_VNNI, RN__Q8_AVX2,
+ * RN__Q8_SDOT, else the scalar kernel), whether it is faster than the float32 one (RN__Q8_FAST:
+ * the scan's default screen, rn__diam_screen), the quantised values' range (RN__Q8_QMAX, the
+ * quantiser rn__quant16's levels), and the limits past which the screen gives way to float32
+ * products: rows wider than RN__Q8_MAXCOLS (the whole scan), and per tile an int8 bound over
+ * RN__Q8_WIDE LB^2 or more than RN__Q8_MAXCAND candidates (rn__diam_row, rn__diam_q8). */
+#if defined(RN__AVX512) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#define RN__Q8_VNNI 1
+#define RN__Q8_FAST 1 /* a faster int8 product than float32 FMA: 64 products an instruction */
+#define RN__Q8_QMAX 127 /* the quantised values' range [-QMAX, QMAX] */
+#elif defined(RN__AVX2)
+#define RN__Q8_AVX2 1
+#define RN__Q8_FAST 1 /* vpmaddubsw: 32 products an instruction (two of them per multiply of FMA's 8) */
+#define RN__Q8_QMAX 63 /* 7-bit values: vpmaddubsw's int16 pair sums (q + 64) q' <= 2 127 63 never saturate */
+#elif defined(RN__NEON) && defined(__ARM_FEATURE_DOTPROD)
+#define RN__Q8_SDOT 1
+#define RN__Q8_FAST 1 /* sdot: 16 products an instruction against fmla's 4 */
+#define RN__Q8_QMAX 127
+#else
+#define RN__Q8_QMAX 127 /* the scalar kernel (the screen only where asked for) */
+#endif
 #define RN__Q8_MAXCOLS 65536u /* widest rows of the int8 screen (the int32 sums stay exact) */
+#define RN__Q8_WIDE 0.125 /* int8 bound over LB^2 past which a tile uses float32 products */
+#define RN__Q8_MAXCAND 64 /* a tile's int8 candidates past which its float32 product is cheaper */
 #define RN__Q8_PANEL(kq) ((size_t)(kq) * 256u) /* bytes of one block's int8 panel */
 RN__FN void rn__q8_tile_scalar(const signed char *Qa, const signed char *Qb, size_t kq, int32_t *C)
 {
@@ -1579,9 +1630,66 @@ RN__FN void rn__q8_tile_scalar(const signed char *Qa, const signed char *Qb, siz
     }
 }
 
+/* Quantise 16 rows of a float panel (P: their first column; stride RN__BS) with the reciprocal
+ * scales inv and scales s: q = x inv rounded to nearest (ties to even; |x inv| <= QMAX (1 + 2^-52)),
+ * stored by quads (Q: the rows' first byte, stride 256 a quad, the quad past cols zero-filled);
+ * err[r] = sum (x - s q)^2, qq[r] = sum q^2 (exact), qs[r] = sum q, in k order.
+ * rn__quant16_scalar, the literal formulas, is compiled in every build (the reference the tests
+ * hold the vector one to); rn__quant16 is the build's (chosen with rn__q8_tile): the AVX-512 one
+ * with the VNNI kernel (the same operations on 16 rows at once: the same bits), else the scalar. */
+RN__FN void rn__quant16_scalar(const float *P, size_t cols, const double *inv, const double *s, signed char *Q,
+                               double *err, double *qq, int32_t *qs)
+{
+    size_t l, r, kq = (cols + 3) / 4;
+    for (r = 0; r < 16; r++) { err[r] = 0.0; qq[r] = 0.0; qs[r] = 0; }
+    for (l = 0; l < 4 * kq; l++) {
+        const float *x = P + l * RN__BS;
+        signed char *qd = Q + (l >> 2) * 256 + (l & 3);
+        for (r = 0; r < 16; r++) {
+            double q = l < cols ? rint((double)x[r] * inv[r]) : 0.0, d;
+            if (l >= cols) { qd[4 * r] = 0; continue; }
+            qd[4 * r] = (signed char)(int)q;
+            d = (double)x[r] - s[r] * q;
+            err[r] += d * d;
+            qq[r] += q * q;
+            qs[r] += (int32_t)q;
+        }
+    }
+}
+
+/* The int8 micro-kernels' walk, one for every ISA: k-chunks of RN__QKC quads, in each the tile's
+ * register blocks of ib rows by jb columns, each made by blk(pa, pb, kn, first, c): over the kn
+ * quads at pa (the block's rows) and pb (its columns), c[i*64 + j] (+)= sum qa_i qb_j (from zero
+ * where first: the first chunk). */
 #define RN__QKC 128 /* k-quads per chunk of the int8 micro-kernels (the B micro-panel: 16 KB) */
-#if defined(RN__AVX512) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
-#define RN__Q8_FAST 1 /* a faster int8 product than float32 FMA: 64 products an instruction */
+typedef void (*rn__q8_block)(const signed char *pa, const signed char *pb, size_t kn, int first, int32_t *c);
+RN__FN void rn__q8_walk(const signed char *Qa, const signed char *Qb, size_t kq, size_t ib, size_t jb, rn__q8_block blk,
+                        int32_t *C)
+{
+    size_t kc, i0, j0;
+    for (kc = 0; kc < kq; kc += RN__QKC) {
+        size_t kn = kq - kc < RN__QKC ? kq - kc : RN__QKC;
+        for (j0 = 0; j0 < 64; j0 += jb)
+            for (i0 = 0; i0 < 64; i0 += ib) blk(Qa + kc * 256 + i0 * 4, Qb + kc * 256 + j0 * 4, kn, kc == 0, C + i0 * 64 + j0);
+    }
+    if (kq == 0) memset(C, 0, 64 * 64 * sizeof(int32_t));
+}
+
+#if defined(RN__Q8_VNNI) || defined(RN__Q8_AVX2)
+/* The unsigned-operand kernels' correction, on the SIMD layer: C[r*64 + c] -= off qsa[r], modulo
+ * 2^32 (off = 128 or 64, the bias of the unsigned operand; qsa: the rows' sums of q). */
+RN__FN void rn__q8_unbias(int32_t *C, const int32_t *qsa, int32_t off)
+{
+    size_t r, l;
+    for (r = 0; r < 64; r++) {
+        rn__vu o = rn__vu_set1(off * qsa[r]);
+        uint32_t *cr = (uint32_t *)(void *)(C + r * 64);
+        for (l = 0; l < 64; l += RN__VW) rn__vu_store(cr + l, rn__vu_sub(rn__vu_load(cr + l), o));
+    }
+}
+#endif
+
+#if defined(RN__Q8_VNNI)
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -1589,169 +1697,189 @@ RN__FN void rn__q8_tile_scalar(const signed char *Qa, const signed char *Qb, siz
 #endif
 /* 8 x 32 register block of vpdpbusd (16 zmm accumulators). vpdpbusd multiplies unsigned by
  * signed bytes: Pb's quads are made unsigned (q + 128, an XOR of the sign bit) and Pa's broadcast
- * signed, so each sum carries 128 sum_k qa_k,r, subtracted at the end (qsa: the rows' sums). */
-RN__FN RN__NOINLINE void rn__q8_tile_vnni(const signed char *Qa, const signed char *Qb, size_t kq, const int32_t *qsa, int32_t *C)
+ * signed, so each sum carries 128 sum_k qa_k,r (taken off by rn__q8_unbias). */
+RN__FN RN__NOINLINE void rn__q8_block_vnni(const signed char *pa, const signed char *pb, size_t kn, int first, int32_t *c)
 {
     const __m512i flip = _mm512_set1_epi8((char)-128);
-    size_t kc, i0, j0, l, r;
-    for (kc = 0; kc < kq; kc += RN__QKC) {
-        size_t kn = kq - kc < RN__QKC ? kq - kc : RN__QKC;
-        for (j0 = 0; j0 < 64; j0 += 32)
-            for (i0 = 0; i0 < 64; i0 += 8) {
-                int32_t *c = C + i0 * 64 + j0;
-                const signed char *pa = Qa + kc * 256 + i0 * 4, *pb = Qb + kc * 256 + j0 * 4;
-                __m512i c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
-                if (kc == 0) {
-                    c00 = _mm512_setzero_si512();
-                    c01 = c10 = c11 = c20 = c21 = c30 = c31 = c00;
-                    c40 = c41 = c50 = c51 = c60 = c61 = c70 = c71 = c00;
-                } else {
+    size_t l;
+    __m512i c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
+    if (first) {
+        c00 = _mm512_setzero_si512();
+        c01 = c10 = c11 = c20 = c21 = c30 = c31 = c00;
+        c40 = c41 = c50 = c51 = c60 = c61 = c70 = c71 = c00;
+    } else {
 #define RN__LC(R) c##R##0 = _mm512_loadu_si512((const void *)(c + R * 64)); c##R##1 = _mm512_loadu_si512((const void *)(c + R * 64 + 16));
-                    RN__LC(0) RN__LC(1) RN__LC(2) RN__LC(3) RN__LC(4) RN__LC(5) RN__LC(6) RN__LC(7)
+        RN__LC(0) RN__LC(1) RN__LC(2) RN__LC(3) RN__LC(4) RN__LC(5) RN__LC(6) RN__LC(7)
 #undef RN__LC
-                }
-                for (l = 0; l < kn; l++, pa += 256, pb += 256) {
-                    __m512i b0 = _mm512_xor_si512(_mm512_loadu_si512((const void *)pb), flip);
-                    __m512i b1 = _mm512_xor_si512(_mm512_loadu_si512((const void *)(pb + 64)), flip), a;
-                    int32_t w;
+    }
+    for (l = 0; l < kn; l++, pa += 256, pb += 256) {
+        __m512i b0 = _mm512_xor_si512(_mm512_loadu_si512((const void *)pb), flip);
+        __m512i b1 = _mm512_xor_si512(_mm512_loadu_si512((const void *)(pb + 64)), flip), a;
+        int32_t w;
 #define RN__FM(R) memcpy(&w, pa + 4 * R, 4); a = _mm512_set1_epi32(w); c##R##0 = _mm512_dpbusd_epi32(c##R##0, b0, a); c##R##1 = _mm512_dpbusd_epi32(c##R##1, b1, a);
-                    RN__FM(0) RN__FM(1) RN__FM(2) RN__FM(3) RN__FM(4) RN__FM(5) RN__FM(6) RN__FM(7)
+        RN__FM(0) RN__FM(1) RN__FM(2) RN__FM(3) RN__FM(4) RN__FM(5) RN__FM(6) RN__FM(7)
 #undef RN__FM
-                }
+    }
 #define RN__SC(R) _mm512_storeu_si512((void *)(c + R * 64), c##R##0); _mm512_storeu_si512((void *)(c + R * 64 + 16), c##R##1);
-                RN__SC(0) RN__SC(1) RN__SC(2) RN__SC(3) RN__SC(4) RN__SC(5) RN__SC(6) RN__SC(7)
+    RN__SC(0) RN__SC(1) RN__SC(2) RN__SC(3) RN__SC(4) RN__SC(5) RN__SC(6) RN__SC(7)
 #undef RN__SC
+}
+/* rn__quant16 (above) on 16 rows at once */
+RN__FN void rn__quant16_avx512(const float *P, size_t cols, const double *inv, const double *s, signed char *Q,
+                               double *err, double *qq, int32_t *qs)
+{
+    __m512d il = _mm512_loadu_pd(inv), ih = _mm512_loadu_pd(inv + 8), sl = _mm512_loadu_pd(s), sh = _mm512_loadu_pd(s + 8);
+    __m512d el = _mm512_setzero_pd(), eh = el, nl = el, nh = el;
+    __m512i qsum = _mm512_setzero_si512();
+    size_t m, t, kq = (cols + 3) / 4;
+    for (m = 0; m < kq; m++) {
+        __m128i b[4], t01l, t01h, t23l, t23h;
+        signed char *qd = Q + m * 256;
+        for (t = 0; t < 4; t++) {
+            size_t l = 4 * m + t;
+            __m512 x;
+            __m512d xl, xh, ql, qh, dl, dh;
+            __m256i il32, ih32;
+            if (l >= cols) { b[t] = _mm_setzero_si128(); continue; }
+            x = _mm512_loadu_ps(P + l * RN__BS);
+            xl = _mm512_cvtps_pd(_mm512_castps512_ps256(x));
+            xh = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
+            il32 = _mm512_cvt_roundpd_epi32(_mm512_mul_pd(xl, il), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            ih32 = _mm512_cvt_roundpd_epi32(_mm512_mul_pd(xh, ih), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            ql = _mm512_cvtepi32_pd(il32);
+            qh = _mm512_cvtepi32_pd(ih32);
+            dl = _mm512_sub_pd(xl, _mm512_mul_pd(sl, ql));
+            dh = _mm512_sub_pd(xh, _mm512_mul_pd(sh, qh));
+            el = _mm512_add_pd(el, _mm512_mul_pd(dl, dl));
+            eh = _mm512_add_pd(eh, _mm512_mul_pd(dh, dh));
+            nl = _mm512_add_pd(nl, _mm512_mul_pd(ql, ql));
+            nh = _mm512_add_pd(nh, _mm512_mul_pd(qh, qh));
+            {
+                __m512i q16 = _mm512_inserti64x4(_mm512_castsi256_si512(il32), ih32, 1);
+                qsum = _mm512_add_epi32(qsum, q16);
+                b[t] = _mm512_cvtepi32_epi8(q16);
             }
+        }
+        /* 4 k x 16 rows of bytes -> 16 rows x 4 k */
+        t01l = _mm_unpacklo_epi8(b[0], b[1]); t01h = _mm_unpackhi_epi8(b[0], b[1]);
+        t23l = _mm_unpacklo_epi8(b[2], b[3]); t23h = _mm_unpackhi_epi8(b[2], b[3]);
+        _mm_storeu_si128((__m128i *)(void *)qd, _mm_unpacklo_epi16(t01l, t23l));
+        _mm_storeu_si128((__m128i *)(void *)(qd + 16), _mm_unpackhi_epi16(t01l, t23l));
+        _mm_storeu_si128((__m128i *)(void *)(qd + 32), _mm_unpacklo_epi16(t01h, t23h));
+        _mm_storeu_si128((__m128i *)(void *)(qd + 48), _mm_unpackhi_epi16(t01h, t23h));
     }
-    if (kq == 0) { memset(C, 0, 64 * 64 * sizeof(int32_t)); return; }
-    for (r = 0; r < 64; r++) {
-        __m512i off = _mm512_set1_epi32(128 * qsa[r]);
-        int32_t *cr = C + r * 64;
-        for (l = 0; l < 64; l += 16)
-            _mm512_storeu_si512((void *)(cr + l), _mm512_sub_epi32(_mm512_loadu_si512((const void *)(cr + l)), off));
-    }
+    _mm512_storeu_pd(err, el); _mm512_storeu_pd(err + 8, eh);
+    _mm512_storeu_pd(qq, nl); _mm512_storeu_pd(qq + 8, nh);
+    _mm512_storeu_si512((void *)qs, qsum);
 }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
-#elif defined(RN__AVX2)
-#define RN__Q8_FAST 1 /* vpmaddubsw: 32 products an instruction (two of them per multiply of FMA's 8) */
-#define RN__Q8_QMAX 63 /* 7-bit values: vpmaddubsw's int16 pair sums (q + 64) q' <= 2 127 63 never saturate */
+#elif defined(RN__Q8_AVX2)
 /* 8 x 8 register block (8 ymm int32 accumulators; 15 registers live, none spilled). Two k-quads
  * at a time: Pb's bytes made unsigned (q + 64), each row's quads broadcast signed, vpmaddubsw's
  * int16 pair sums of the two quads added (|.| <= 4 127 63 = 32004: no wrap) and widened to int32
- * by vpmaddwd with ones; each sum then carries 64 sum_k qa_k,r, subtracted at the end. */
-RN__FN RN__NOINLINE void rn__q8_tile_avx2(const signed char *Qa, const signed char *Qb, size_t kq, const int32_t *qsa,
-                                          int32_t *C)
+ * by vpmaddwd with ones; each sum then carries 64 sum_k qa_k,r (taken off by rn__q8_unbias). */
+RN__FN RN__NOINLINE void rn__q8_block_avx2(const signed char *pa, const signed char *pb, size_t kn, int first, int32_t *c)
 {
     const __m256i off = _mm256_set1_epi8(64), ones = _mm256_set1_epi16(1);
-    size_t kc, i0, j0, l, r;
-    for (kc = 0; kc < kq; kc += RN__QKC) {
-        size_t kn = kq - kc < RN__QKC ? kq - kc : RN__QKC;
-        for (j0 = 0; j0 < 64; j0 += 8)
-            for (i0 = 0; i0 < 64; i0 += 8) {
-                int32_t *c = C + i0 * 64 + j0;
-                const signed char *pa = Qa + kc * 256 + i0 * 4, *pb = Qb + kc * 256 + j0 * 4;
-                __m256i c0, c1, c2, c3, c4, c5, c6, c7, b0, b1, a, ah;
-                int32_t w;
-                if (kc == 0) {
-                    c0 = _mm256_setzero_si256();
-                    c1 = c2 = c3 = c4 = c5 = c6 = c7 = c0;
-                } else {
+    size_t l;
+    __m256i c0, c1, c2, c3, c4, c5, c6, c7, b0, b1, a, ah;
+    int32_t w;
+    if (first) {
+        c0 = _mm256_setzero_si256();
+        c1 = c2 = c3 = c4 = c5 = c6 = c7 = c0;
+    } else {
 #define RN__LC(R) c##R = _mm256_loadu_si256((const __m256i *)(const void *)(c + R * 64));
-                    RN__LC(0) RN__LC(1) RN__LC(2) RN__LC(3) RN__LC(4) RN__LC(5) RN__LC(6) RN__LC(7)
+        RN__LC(0) RN__LC(1) RN__LC(2) RN__LC(3) RN__LC(4) RN__LC(5) RN__LC(6) RN__LC(7)
 #undef RN__LC
-                }
-                for (l = 0; l + 1 < kn; l += 2, pa += 512, pb += 512) {
-                    b0 = _mm256_add_epi8(_mm256_loadu_si256((const __m256i *)(const void *)pb), off);
-                    b1 = _mm256_add_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(pb + 256)), off);
+    }
+    for (l = 0; l + 1 < kn; l += 2, pa += 512, pb += 512) {
+        b0 = _mm256_add_epi8(_mm256_loadu_si256((const __m256i *)(const void *)pb), off);
+        b1 = _mm256_add_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(pb + 256)), off);
 #define RN__FM(R)                                                                                            \
     memcpy(&w, pa + 4 * R, 4); a = _mm256_set1_epi32(w);                                                    \
     memcpy(&w, pa + 256 + 4 * R, 4); ah = _mm256_set1_epi32(w);                                             \
     a = _mm256_add_epi16(_mm256_maddubs_epi16(b0, a), _mm256_maddubs_epi16(b1, ah));                        \
     c##R = _mm256_add_epi32(c##R, _mm256_madd_epi16(a, ones));
-                    RN__FM(0) RN__FM(1) RN__FM(2) RN__FM(3) RN__FM(4) RN__FM(5) RN__FM(6) RN__FM(7)
+        RN__FM(0) RN__FM(1) RN__FM(2) RN__FM(3) RN__FM(4) RN__FM(5) RN__FM(6) RN__FM(7)
 #undef RN__FM
-                }
-                if (l < kn) { /* the chunk's last quad, alone */
-                    b0 = _mm256_add_epi8(_mm256_loadu_si256((const __m256i *)(const void *)pb), off);
+    }
+    if (l < kn) { /* the chunk's last quad, alone */
+        b0 = _mm256_add_epi8(_mm256_loadu_si256((const __m256i *)(const void *)pb), off);
 #define RN__FM(R)                                                                                            \
     memcpy(&w, pa + 4 * R, 4); a = _mm256_set1_epi32(w);                                                    \
     c##R = _mm256_add_epi32(c##R, _mm256_madd_epi16(_mm256_maddubs_epi16(b0, a), ones));
-                    RN__FM(0) RN__FM(1) RN__FM(2) RN__FM(3) RN__FM(4) RN__FM(5) RN__FM(6) RN__FM(7)
+        RN__FM(0) RN__FM(1) RN__FM(2) RN__FM(3) RN__FM(4) RN__FM(5) RN__FM(6) RN__FM(7)
 #undef RN__FM
-                }
+    }
 #define RN__SC(R) _mm256_storeu_si256((__m256i *)(void *)(c + R * 64), c##R);
-                RN__SC(0) RN__SC(1) RN__SC(2) RN__SC(3) RN__SC(4) RN__SC(5) RN__SC(6) RN__SC(7)
+    RN__SC(0) RN__SC(1) RN__SC(2) RN__SC(3) RN__SC(4) RN__SC(5) RN__SC(6) RN__SC(7)
 #undef RN__SC
-            }
-    }
-    if (kq == 0) { memset(C, 0, 64 * 64 * sizeof(int32_t)); return; }
-    for (r = 0; r < 64; r++) {
-        __m256i sub = _mm256_set1_epi32(64 * qsa[r]);
-        int32_t *cr = C + r * 64;
-        for (l = 0; l < 64; l += 8)
-            _mm256_storeu_si256((__m256i *)(void *)(cr + l),
-                                _mm256_sub_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(cr + l)), sub));
-    }
 }
-#elif defined(RN__NEON) && defined(__ARM_FEATURE_DOTPROD)
-#define RN__Q8_FAST 1 /* sdot: 16 products an instruction against fmla's 4 */
+#elif defined(RN__Q8_SDOT)
 /* 4 x 16 register block of sdot (16 q accumulators): per k-quad one load of Pa's four rows
  * (a lane each) and four of Pb's sixteen columns; signed by signed, so no correction. */
-RN__FN void rn__q8_tile_sdot(const signed char *Qa, const signed char *Qb, size_t kq, int32_t *C)
+RN__FN void rn__q8_block_sdot(const signed char *pa, const signed char *pb, size_t kn, int first, int32_t *c)
 {
-    size_t kc, i0, j0, l;
+    size_t l;
     int r, q;
-    for (kc = 0; kc < kq; kc += RN__QKC) {
-        size_t kn = kq - kc < RN__QKC ? kq - kc : RN__QKC;
-        for (j0 = 0; j0 < 64; j0 += 16)
-            for (i0 = 0; i0 < 64; i0 += 4) {
-                int32_t *c = C + i0 * 64 + j0;
-                const signed char *pa = Qa + kc * 256 + i0 * 4, *pb = Qb + kc * 256 + j0 * 4;
-                int32x4_t acc[4][4];
-                for (r = 0; r < 4; r++)
-                    for (q = 0; q < 4; q++) acc[r][q] = kc == 0 ? vdupq_n_s32(0) : vld1q_s32(c + r * 64 + q * 4);
-                for (l = 0; l < kn; l++, pa += 256, pb += 256) {
-                    int8x16_t a = vld1q_s8(pa);
-                    int8x16_t b0 = vld1q_s8(pb), b1 = vld1q_s8(pb + 16), b2 = vld1q_s8(pb + 32), b3 = vld1q_s8(pb + 48);
+    int32x4_t acc[4][4];
+    for (r = 0; r < 4; r++)
+        for (q = 0; q < 4; q++) acc[r][q] = first ? vdupq_n_s32(0) : vld1q_s32(c + r * 64 + q * 4);
+    for (l = 0; l < kn; l++, pa += 256, pb += 256) {
+        int8x16_t a = vld1q_s8(pa);
+        int8x16_t b0 = vld1q_s8(pb), b1 = vld1q_s8(pb + 16), b2 = vld1q_s8(pb + 32), b3 = vld1q_s8(pb + 48);
 #define RN__DOT(R)                                                                                 \
     acc[R][0] = vdotq_laneq_s32(acc[R][0], b0, a, R); acc[R][1] = vdotq_laneq_s32(acc[R][1], b1, a, R); \
     acc[R][2] = vdotq_laneq_s32(acc[R][2], b2, a, R); acc[R][3] = vdotq_laneq_s32(acc[R][3], b3, a, R);
-                    RN__DOT(0) RN__DOT(1) RN__DOT(2) RN__DOT(3)
+        RN__DOT(0) RN__DOT(1) RN__DOT(2) RN__DOT(3)
 #undef RN__DOT
-                }
-                for (r = 0; r < 4; r++)
-                    for (q = 0; q < 4; q++) vst1q_s32(c + r * 64 + q * 4, acc[r][q]);
-            }
     }
-    if (kq == 0) memset(C, 0, 64 * 64 * sizeof(int32_t));
+    for (r = 0; r < 4; r++)
+        for (q = 0; q < 4; q++) vst1q_s32(c + r * 64 + q * 4, acc[r][q]);
 }
 #endif
 
-#ifndef RN__Q8_QMAX
-#define RN__Q8_QMAX 127 /* the quantised values' range [-QMAX, QMAX] */
-#endif
-
-RN__FN void rn__q8_tile(const signed char *Qa, const signed char *Qb, size_t kq, const int32_t *qsa, int32_t *C)
+RN__FN RN__NOINLINE void rn__q8_tile(const signed char *Qa, const signed char *Qb, size_t kq, const int32_t *qsa, int32_t *C)
 {
-#if defined(RN__Q8_FAST) && defined(RN__AVX512)
-    rn__q8_tile_vnni(Qa, Qb, kq, qsa, C);
-#elif defined(RN__Q8_FAST) && defined(RN__AVX2)
-    rn__q8_tile_avx2(Qa, Qb, kq, qsa, C);
-#elif defined(RN__Q8_FAST)
+#if defined(RN__Q8_VNNI)
+    rn__q8_walk(Qa, Qb, kq, 8, 32, rn__q8_block_vnni, C);
+    rn__q8_unbias(C, qsa, 128);
+#elif defined(RN__Q8_AVX2)
+    rn__q8_walk(Qa, Qb, kq, 8, 8, rn__q8_block_avx2, C);
+    rn__q8_unbias(C, qsa, 64);
+#elif defined(RN__Q8_SDOT)
     (void)qsa;
-    rn__q8_tile_sdot(Qa, Qb, kq, C);
+    rn__q8_walk(Qa, Qb, kq, 4, 16, rn__q8_block_sdot, C);
 #else
     (void)qsa;
     rn__q8_tile_scalar(Qa, Qb, kq, C);
 #endif
 }
+#if defined(RN__Q8_VNNI)
+#define rn__quant16 rn__quant16_avx512
+#else
+#define rn__quant16 rn__quant16_scalar
+#endif
 
 /* The int8 screen's estimates for row a of a tile against its first n columns (n <= 64):
  * e[b] = (na + nb[b]) - (ga sb[b]) C[b], in double, unfused on every path (the bound in
  * rn__row_diameter_core allows the rounding either way); returns their maximum (-HUGE_VAL for
- * n = 0). */
+ * n = 0). The scalar form is the reference and the vector loop's remainder. */
+RN__FN double rn__q8_erow_scalar(double na, double ga, const double *nb, const double *sb, const int32_t *Crow,
+                                 size_t n, double *e)
+{
+    size_t b;
+    double m = -HUGE_VAL;
+    for (b = 0; b < n; b++) {
+        double t1 = na + nb[b], t2 = ga * sb[b];
+        e[b] = t1 - t2 * (double)Crow[b];
+        m = e[b] > m ? e[b] : m;
+    }
+    return m;
+}
+#if defined(RN__SIMD)
 #if defined(RN__AVX512) && defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -1760,42 +1888,24 @@ RN__FN void rn__q8_tile(const signed char *Qa, const signed char *Qb, size_t kq,
 RN__FN double rn__q8_erow(double na, double ga, const double *nb, const double *sb, const int32_t *Crow, size_t n,
                           double *e)
 {
+    rn__vd vna = rn__vd_set1(na), vga = rn__vd_set1(ga), vm = rn__vd_set1(-HUGE_VAL);
+    double m, t;
     size_t b = 0;
-    double m = -HUGE_VAL;
-#if defined(RN__AVX512)
-    __m512d vna = _mm512_set1_pd(na), vga = _mm512_set1_pd(ga), vm = _mm512_set1_pd(-HUGE_VAL);
-    for (; b + 8 <= n; b += 8) {
-        __m512d t1 = _mm512_add_pd(vna, _mm512_loadu_pd(nb + b)), t2 = _mm512_mul_pd(vga, _mm512_loadu_pd(sb + b));
-        __m512d cc = _mm512_cvtepi32_pd(_mm256_loadu_si256((const __m256i *)(const void *)(Crow + b)));
-        __m512d ev = _mm512_sub_pd(t1, _mm512_mul_pd(t2, cc));
-        _mm512_storeu_pd(e + b, ev);
-        vm = _mm512_max_pd(vm, ev);
+    for (; b + RN__VD <= n; b += RN__VD) {
+        rn__vd t1 = rn__vd_add(vna, rn__vd_load(nb + b)), t2 = rn__vd_mul(vga, rn__vd_load(sb + b));
+        rn__vd ev = rn__vd_sub(t1, rn__vd_mul(t2, rn__vd_loadi(Crow + b)));
+        rn__vd_store(e + b, ev);
+        vm = rn__vd_max(vm, ev);
     }
-    m = _mm512_reduce_max_pd(vm);
-#elif defined(RN__AVX2)
-    __m256d vna = _mm256_set1_pd(na), vga = _mm256_set1_pd(ga), vm = _mm256_set1_pd(-HUGE_VAL);
-    double mv[4];
-    for (; b + 4 <= n; b += 4) {
-        __m256d t1 = _mm256_add_pd(vna, _mm256_loadu_pd(nb + b)), t2 = _mm256_mul_pd(vga, _mm256_loadu_pd(sb + b));
-        __m256d cc = _mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i *)(const void *)(Crow + b)));
-        __m256d ev = _mm256_sub_pd(t1, _mm256_mul_pd(t2, cc));
-        _mm256_storeu_pd(e + b, ev);
-        vm = _mm256_max_pd(vm, ev);
-    }
-    _mm256_storeu_pd(mv, vm);
-    m = mv[0] > mv[1] ? mv[0] : mv[1];
-    m = mv[2] > m ? mv[2] : m;
-    m = mv[3] > m ? mv[3] : m;
-#endif
-    for (; b < n; b++) {
-        double t1 = na + nb[b], t2 = ga * sb[b];
-        e[b] = t1 - t2 * (double)Crow[b];
-        m = e[b] > m ? e[b] : m;
-    }
-    return m;
+    m = rn__vd_hmax(vm);
+    t = rn__q8_erow_scalar(na, ga, nb + b, sb + b, Crow + b, n - b, e + b);
+    return t > m ? t : m;
 }
 #if defined(RN__AVX512) && defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
+#else
+#define rn__q8_erow rn__q8_erow_scalar
 #endif
 
 /* Pack one row into column r of a panel (k x 64): P[l*64 + r] = float((row_l - mu_l) sc) with
@@ -2090,7 +2200,6 @@ typedef struct rn__diam_ctx {
  * RN__SCREEN_Q8_ONLY (tests) uses int8 for every tile, on any build; RN__SCREEN_Q8 asks for the
  * int8 screen (with its fallbacks) on any build. */
 enum { RN__SCREEN_AUTO = 0, RN__SCREEN_F32 = 1, RN__SCREEN_Q8 = 2, RN__SCREEN_Q8_ONLY = 3 };
-#define RN__Q8_WIDE 0.125 /* int8 bound over LB^2 past which a tile uses float32 products */
 
 /* Work counters of one diameter call: tiles met (float32 or int8 products, or the fallback),
  * of them int8 (q8tiles), and pairs verified in double (internal: the tests hold the pruning's
@@ -2108,6 +2217,100 @@ RN__FN void rn__diam_verify(const rn__diam_ctx *c, size_t pa, size_t qb, rn__bes
                    c->b.off + ib);
 }
 
+/* The threshold of a tile's estimates (each within Mt of its pair's squared distance, scaled
+ * units; sc the scale): a pair whose estimate is below it cannot reach LB, the best distance so
+ * far (see rn__row_diameter_core). */
+RN__FN double rn__diam_thr(const rn__best *best, double sc, double Mt)
+{
+    double LBs = sqrt(best->d2 > 0.0 ? best->d2 : 0.0) * sc;
+    return LBs * LBs * (1.0 - 1e-12) - Mt - 1e-300;
+}
+
+/* A tile of the scan (block p of side a against block q of side b: rows p0 .. p0 + pm, columns
+ * q0 .. q0 + qm, the pairs b < a only on the diagonal of the self scan) with its estimates of the
+ * pairs' squared distances, within Mt: the float32 products C (Mt = M) or the int8 screen's
+ * products Ci (Mt = Mq). e: a row of estimates (RN__BS doubles, after the thread's tile). */
+typedef struct rn__tile {
+    size_t p0, q0, pm, qm;
+    int diag;
+    const float *C;
+    const int32_t *Ci;
+    double *e, Mt;
+} rn__tile;
+
+/* The tile of blocks p, q in the thread's tile C, with the float32 products' estimates. */
+RN__FN void rn__tile_init(const rn__diam_ctx *c, size_t p, size_t q, float *C, rn__tile *t)
+{
+    t->p0 = p * RN__BS;
+    t->q0 = q * RN__BS;
+    t->pm = (t->p0 + RN__BS < c->a.rows ? t->p0 + RN__BS : c->a.rows) - t->p0;
+    t->qm = (t->q0 + RN__BS < c->b.rows ? t->q0 + RN__BS : c->b.rows) - t->q0;
+    t->diag = c->self && p == q;
+    t->C = C;
+    t->Ci = RN__NULL;
+    t->e = (double *)(void *)(C + RN__BS * RN__BS);
+    t->Mt = c->M;
+}
+
+/* The estimates of row a of tile t into t->e; returns their maximum (-HUGE_VAL: no pair). */
+RN__FN double rn__tile_erow(const rn__diam_ctx *c, const rn__tile *t, size_t a)
+{
+    const rn__diam_side *A = &c->a, *B = &c->b;
+    size_t n = t->diag ? a : t->qm, b;
+    double m = -HUGE_VAL;
+    if (t->Ci)
+        return rn__q8_erow(A->sqn[t->p0 + a], 2.0 * A->qs[t->p0 + a], B->sqn + t->q0, B->qs + t->q0,
+                           t->Ci + a * RN__BS, n, t->e);
+    for (b = 0; b < n; b++) {
+        double e = A->sqn[t->p0 + a] + B->sqn[t->q0 + b] - 2.0 * (double)t->C[a * RN__BS + b];
+        t->e[b] = e;
+        m = e > m ? e : m;
+    }
+    return m;
+}
+
+/* The tile's largest estimate (-HUGE_VAL: no pair), in row *bi (the first such row). */
+RN__FN double rn__tile_max(const rn__diam_ctx *c, const rn__tile *t, size_t *bi)
+{
+    double emax = -HUGE_VAL;
+    size_t a;
+    *bi = 0;
+    for (a = 0; a < t->pm; a++) {
+        double m = rn__tile_erow(c, t, a);
+        if (m > emax) { emax = m; *bi = a; }
+    }
+    return emax;
+}
+
+/* The verification of a tile's candidates, for both screens: nothing where its largest estimate
+ * emax (in row bi) is below the threshold; else that pair first (it raises LB and tightens the
+ * rest), then every pair whose estimate reaches the threshold, which rises with the best. */
+RN__FN void rn__tile_verify(const rn__diam_ctx *c, const rn__tile *t, double emax, size_t bi, rn__best *best,
+                            rn__diam_stats *cnt)
+{
+    size_t a, b, bj = 0;
+    double thr;
+    if (!rn__finite_d(emax)) return; /* still -HUGE_VAL: no pair in the tile */
+    thr = rn__diam_thr(best, c->sc, t->Mt);
+    if (emax < thr) return;
+    rn__tile_erow(c, t, bi);
+    for (b = 0; b < (t->diag ? bi : t->qm); b++)
+        if (t->e[b] == emax) { bj = b; break; }
+    rn__diam_verify(c, t->p0 + bi, t->q0 + bj, best, cnt);
+    thr = rn__diam_thr(best, c->sc, t->Mt);
+    for (a = 0; a < t->pm; a++) {
+        size_t bend = t->diag ? a : t->qm;
+        if (rn__tile_erow(c, t, a) < thr) continue;
+        for (b = 0; b < bend; b++) {
+            if (t->e[b] >= thr && !(a == bi && b == bj)) {
+                double d2o = best->d2;
+                rn__diam_verify(c, t->p0 + a, t->q0 + b, best, cnt);
+                if (best->d2 > d2o) thr = rn__diam_thr(best, c->sc, t->Mt);
+            }
+        }
+    }
+}
+
 /* The int8 screen's error bound for the pairs of block p (side a) and block q (side b): every
  * estimate e of such a pair is within Mq of the pair's true squared distance (scaled units; see
  * rn__row_diameter_core). */
@@ -2118,66 +2321,37 @@ RN__FN double rn__q8_bound(const rn__diam_ctx *c, size_t p, size_t q)
 }
 
 /* The tile of block p (side a) and block q (side b) with the int8 screen: estimates e from the
- * exact int32 products, every pair with e >= LB_s^2 - Mq verified (the tile's largest first).
+ * exact int32 products, every pair with e >= LB_s^2 - Mq verified (rn__tile_verify).
  * Returns 0, having verified nothing, where more than RN__Q8_MAXCAND pairs would be (unless
  * int8 is asked for every tile): the caller then runs the float32 tile, whose tighter bound lets
- * fewer through. C: the thread's tile (the int32 products), then RN__BS doubles (a row of e). */
-#define RN__Q8_MAXCAND 64 /* a tile's int8 candidates past which its float32 product is cheaper */
+ * fewer through. C: the thread's tile (the int32 products), then RN__BS doubles (a row of e);
+ * t: the caller's tile record, made the int8 tile's (one record on the stack, not two). */
 RN__FN int rn__diam_q8(const rn__diam_ctx *c, size_t p, size_t q, double Mq, rn__best *best, rn__diam_stats *cnt,
-                       float *C)
+                       float *C, rn__tile *t)
 {
     const rn__diam_side *A = &c->a, *B = &c->b;
-    int32_t *Ci = (int32_t *)(void *)C;
-    double *e = (double *)(void *)(C + RN__BS * RN__BS), emax = -HUGE_VAL, LBs, thr, sc = c->sc;
-    size_t p0 = p * RN__BS, q0 = q * RN__BS, a, b, bi = 0, bj = 0;
-    size_t pm = (p0 + RN__BS < A->rows ? p0 + RN__BS : A->rows) - p0;
-    size_t qm = (q0 + RN__BS < B->rows ? q0 + RN__BS : B->rows) - q0;
-    int diag = c->self && p == q;
-    rn__q8_tile(A->Q + p * RN__Q8_PANEL(c->kq), B->Q + q * RN__Q8_PANEL(c->kq), c->kq, A->qsum + p0, Ci);
-    for (a = 0; a < pm; a++) {
-        double m = rn__q8_erow(A->sqn[p0 + a], 2.0 * A->qs[p0 + a], B->sqn + q0, B->qs + q0, Ci + a * RN__BS,
-                               diag ? a : qm, e);
-        if (m > emax) { emax = m; bi = a; }
-    }
-    LBs = sqrt(best->d2 > 0.0 ? best->d2 : 0.0) * sc;
-    thr = LBs * LBs * (1.0 - 1e-12) - Mq - 1e-300;
+    size_t a, b, bi;
+    double emax, thr;
+    rn__tile_init(c, p, q, C, t);
+    t->C = RN__NULL;
+    t->Ci = (const int32_t *)(void *)C;
+    t->Mt = Mq;
+    rn__q8_tile(A->Q + p * RN__Q8_PANEL(c->kq), B->Q + q * RN__Q8_PANEL(c->kq), c->kq, A->qsum + t->p0,
+                (int32_t *)(void *)C);
+    emax = rn__tile_max(c, t, &bi);
+    thr = rn__diam_thr(best, c->sc, Mq);
     if (rn__finite_d(emax) && emax >= thr && c->screen != RN__SCREEN_Q8_ONLY) {
         /* many candidates (rows the int8 bound serves badly): the float32 tile instead */
         size_t n = 0;
-        for (a = 0; a < pm && n <= RN__Q8_MAXCAND; a++) {
-            size_t bend = diag ? a : qm;
-            if (rn__q8_erow(A->sqn[p0 + a], 2.0 * A->qs[p0 + a], B->sqn + q0, B->qs + q0, Ci + a * RN__BS, bend, e) < thr)
-                continue;
-            for (b = 0; b < bend; b++) n += e[b] >= thr;
+        for (a = 0; a < t->pm && n <= RN__Q8_MAXCAND; a++) {
+            if (rn__tile_erow(c, t, a) < thr) continue;
+            for (b = 0; b < (t->diag ? a : t->qm); b++) n += t->e[b] >= thr;
         }
         if (n > RN__Q8_MAXCAND) return 0;
     }
     cnt->tiles++;
     cnt->q8tiles++;
-    if (!rn__finite_d(emax)) return 1; /* still -HUGE_VAL: no pair in the tile */
-    if (emax < thr) return 1;
-    /* the tile's best estimate first: it raises LB and tightens the rest */
-    rn__q8_erow(A->sqn[p0 + bi], 2.0 * A->qs[p0 + bi], B->sqn + q0, B->qs + q0, Ci + bi * RN__BS, diag ? bi : qm, e);
-    for (b = 0; b < (diag ? bi : qm); b++)
-        if (e[b] == emax) { bj = b; break; }
-    rn__diam_verify(c, p0 + bi, q0 + bj, best, cnt);
-    LBs = sqrt(best->d2 > 0.0 ? best->d2 : 0.0) * sc;
-    thr = LBs * LBs * (1.0 - 1e-12) - Mq - 1e-300;
-    for (a = 0; a < pm; a++) {
-        size_t bend = diag ? a : qm;
-        if (rn__q8_erow(A->sqn[p0 + a], 2.0 * A->qs[p0 + a], B->sqn + q0, B->qs + q0, Ci + a * RN__BS, bend, e) < thr)
-            continue;
-        for (b = 0; b < bend; b++) {
-            if (e[b] >= thr && !(a == bi && b == bj)) {
-                double d2o = best->d2;
-                rn__diam_verify(c, p0 + a, q0 + b, best, cnt);
-                if (best->d2 > d2o) {
-                    LBs = sqrt(best->d2) * sc;
-                    thr = LBs * LBs * (1.0 - 1e-12) - Mq - 1e-300;
-                }
-            }
-        }
-    }
+    rn__tile_verify(c, t, emax, bi, best, cnt);
     return 1;
 }
 
@@ -2195,9 +2369,10 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__di
     if ((A->brad[2 * p + 1] + B->brad[1]) * (1.0 + 1e-12) < LB) return;
     for (q = 0; q < qend; q++) {
         size_t q0 = q * RN__BS, qm = (q0 + RN__BS < B->rows ? q0 + RN__BS : B->rows) - q0;
-        size_t a, b, bi = 0, bj = 0;
+        size_t a, b, bi;
         int diag = c->self && p == q;
-        double emax = -HUGE_VAL, thr;
+        double emax;
+        rn__tile t;
         LB = sqrt(best->d2 > 0.0 ? best->d2 : 0.0);
         if ((A->brad[2 * p + 1] + B->brad[2 * q + 1]) * (1.0 + 1e-12) < LB) break; /* later q smaller */
         if (!diag) {
@@ -2224,40 +2399,14 @@ RN__FN void rn__diam_row(const rn__diam_ctx *c, size_t p, rn__best *best, rn__di
             double Mq = rn__q8_bound(c, p, q);
             LBs = LB * sc;
             if ((c->screen == RN__SCREEN_Q8_ONLY || Mq <= RN__Q8_WIDE * LBs * LBs) &&
-                rn__diam_q8(c, p, q, Mq, best, cnt, C))
+                rn__diam_q8(c, p, q, Mq, best, cnt, C, &t))
                 continue;
         }
         rn__panel_tile(A->X + p * cols * RN__BS, B->X + q * cols * RN__BS, cols, C);
         cnt->tiles++;
-        for (a = 0; a < pm; a++) {
-            size_t bend = diag ? a : qm;
-            for (b = 0; b < bend; b++) {
-                double e = A->sqn[p0 + a] + B->sqn[q0 + b] - 2.0 * (double)C[a * RN__BS + b];
-                if (e > emax) { emax = e; bi = a; bj = b; }
-            }
-        }
-        if (!rn__finite_d(emax)) continue; /* still -HUGE_VAL: no pair in the tile */
-        LBs = LB * sc;
-        thr = LBs * LBs * (1.0 - 1e-12) - M - 1e-300;
-        if (emax < thr) continue;
-        /* verify the tile's best estimate first: it raises LB and tightens the rest */
-        rn__diam_verify(c, p0 + bi, q0 + bj, best, cnt);
-        LBs = sqrt(best->d2 > 0.0 ? best->d2 : 0.0) * sc;
-        thr = LBs * LBs * (1.0 - 1e-12) - M - 1e-300;
-        for (a = 0; a < pm; a++) {
-            size_t bend = diag ? a : qm;
-            for (b = 0; b < bend; b++) {
-                double e = A->sqn[p0 + a] + B->sqn[q0 + b] - 2.0 * (double)C[a * RN__BS + b];
-                if (e >= thr && !(a == bi && b == bj)) {
-                    double d2o = best->d2;
-                    rn__diam_verify(c, p0 + a, q0 + b, best, cnt);
-                    if (best->d2 > d2o) {
-                        LBs = sqrt(best->d2) * sc;
-                        thr = LBs * LBs * (1.0 - 1e-12) - M - 1e-300;
-                    }
-                }
-            }
-        }
+        rn__tile_init(c, p, q, C, &t);
+        emax = rn__tile_max(c, &t, &bi);
+        rn__tile_verify(c, &t, emax, bi, best, cnt);
     }
 }
 
@@ -2486,89 +2635,6 @@ RN__FN void rn__diam_bound(rn__diam_ctx *ctx, size_t cols, double sc, double Rf)
     ctx->cols = cols; ctx->M = M; ctx->up = up; ctx->Rf = Rf; ctx->sc = sc;
     ctx->dabs = 2.0 * sqrt((double)cols) * tau;
 }
-
-/* Quantise 16 rows of a float panel (P: their first column; stride RN__BS) with the reciprocal
- * scales inv and scales s: q = x inv rounded to nearest (ties to even; |x inv| <= 127 (1 + 2^-52)),
- * stored by quads (Q: the rows' first byte, stride 256 a quad, the quad past cols zero-filled);
- * err[r] = sum (x - s q)^2, qq[r] = sum q^2 (exact), qs[r] = sum q, in k order. */
-#if defined(RN__Q8_FAST) && defined(RN__AVX512)
-#if defined(__GNUC__) && !defined(__clang__)
-/* GCC's AVX-512 headers self-initialise _mm512_undefined_*() (see the SIMD layer) */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-RN__FN void rn__quant16(const float *P, size_t cols, const double *inv, const double *s, signed char *Q, double *err,
-                        double *qq, int32_t *qs)
-{
-    __m512d il = _mm512_loadu_pd(inv), ih = _mm512_loadu_pd(inv + 8), sl = _mm512_loadu_pd(s), sh = _mm512_loadu_pd(s + 8);
-    __m512d el = _mm512_setzero_pd(), eh = el, nl = el, nh = el;
-    __m512i qsum = _mm512_setzero_si512();
-    size_t m, t, kq = (cols + 3) / 4;
-    for (m = 0; m < kq; m++) {
-        __m128i b[4], t01l, t01h, t23l, t23h;
-        signed char *qd = Q + m * 256;
-        for (t = 0; t < 4; t++) {
-            size_t l = 4 * m + t;
-            __m512 x;
-            __m512d xl, xh, ql, qh, dl, dh;
-            __m256i il32, ih32;
-            if (l >= cols) { b[t] = _mm_setzero_si128(); continue; }
-            x = _mm512_loadu_ps(P + l * RN__BS);
-            xl = _mm512_cvtps_pd(_mm512_castps512_ps256(x));
-            xh = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
-            il32 = _mm512_cvt_roundpd_epi32(_mm512_mul_pd(xl, il), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            ih32 = _mm512_cvt_roundpd_epi32(_mm512_mul_pd(xh, ih), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            ql = _mm512_cvtepi32_pd(il32);
-            qh = _mm512_cvtepi32_pd(ih32);
-            dl = _mm512_sub_pd(xl, _mm512_mul_pd(sl, ql));
-            dh = _mm512_sub_pd(xh, _mm512_mul_pd(sh, qh));
-            el = _mm512_add_pd(el, _mm512_mul_pd(dl, dl));
-            eh = _mm512_add_pd(eh, _mm512_mul_pd(dh, dh));
-            nl = _mm512_add_pd(nl, _mm512_mul_pd(ql, ql));
-            nh = _mm512_add_pd(nh, _mm512_mul_pd(qh, qh));
-            {
-                __m512i q16 = _mm512_inserti64x4(_mm512_castsi256_si512(il32), ih32, 1);
-                qsum = _mm512_add_epi32(qsum, q16);
-                b[t] = _mm512_cvtepi32_epi8(q16);
-            }
-        }
-        /* 4 k x 16 rows of bytes -> 16 rows x 4 k */
-        t01l = _mm_unpacklo_epi8(b[0], b[1]); t01h = _mm_unpackhi_epi8(b[0], b[1]);
-        t23l = _mm_unpacklo_epi8(b[2], b[3]); t23h = _mm_unpackhi_epi8(b[2], b[3]);
-        _mm_storeu_si128((__m128i *)(void *)qd, _mm_unpacklo_epi16(t01l, t23l));
-        _mm_storeu_si128((__m128i *)(void *)(qd + 16), _mm_unpackhi_epi16(t01l, t23l));
-        _mm_storeu_si128((__m128i *)(void *)(qd + 32), _mm_unpacklo_epi16(t01h, t23h));
-        _mm_storeu_si128((__m128i *)(void *)(qd + 48), _mm_unpackhi_epi16(t01h, t23h));
-    }
-    _mm512_storeu_pd(err, el); _mm512_storeu_pd(err + 8, eh);
-    _mm512_storeu_pd(qq, nl); _mm512_storeu_pd(qq + 8, nh);
-    _mm512_storeu_si512((void *)qs, qsum);
-}
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#else
-RN__FN void rn__quant16(const float *P, size_t cols, const double *inv, const double *s, signed char *Q, double *err,
-                        double *qq, int32_t *qs)
-{
-    size_t l, r, kq = (cols + 3) / 4;
-    for (r = 0; r < 16; r++) { err[r] = 0.0; qq[r] = 0.0; qs[r] = 0; }
-    for (l = 0; l < 4 * kq; l++) {
-        const float *x = P + l * RN__BS;
-        signed char *qd = Q + (l >> 2) * 256 + (l & 3);
-        for (r = 0; r < 16; r++) {
-            double q = l < cols ? rint((double)x[r] * inv[r]) : 0.0, d;
-            if (l >= cols) { qd[4 * r] = 0; continue; }
-            qd[4 * r] = (signed char)(int)q;
-            d = (double)x[r] - s[r] * q;
-            err[r] += d * d;
-            qq[r] += q * q;
-            qs[r] += (int32_t)q;
-        }
-    }
-}
-#endif
 
 /* The int8 screen's data of a side's active blocks, from its float panels (after rn__diam_bound):
  * each row x (scaled units, radius order) becomes q = round(x / s), s = max|x_k| / 127 (a zero

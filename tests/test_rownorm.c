@@ -789,8 +789,9 @@ static void test_diameter_q8_margin(void)
 /* The int8 tile product of the build (VNNI, sdot or scalar) against the scalar kernel, bit for
  * bit: random quads and all-extreme ones (every q = -127 or 127: the largest sums, and for VNNI
  * the largest unsigned operand), kq across the k-chunk edge (RN__QKC = 128) and the widest rows
- * (RN__Q8_MAXCOLS). And the quantiser (rn__quant16, vector where the int8 kernel is) against
- * q = rint(x inv) written here: the same bytes, sums and sums of squares. */
+ * (RN__Q8_MAXCOLS). And the quantisers (rn__quant16, vector where the VNNI kernel is, and the
+ * scalar reference rn__quant16_scalar) against q = rint(x inv) written here: the same bytes, sums
+ * and sums of squares, and against each other. */
 static void test_q8_kernels(void)
 {
     static const size_t kqs[5] = {1, 5, 128, 129, 300};
@@ -836,10 +837,10 @@ static void test_q8_kernels(void)
     { /* the quantiser */
         size_t cols = 203, kq = (cols + 3) / 4;
         float *P = (float *)malloc(cols * RN__BS * sizeof(float));
-        signed char *Q = (signed char *)malloc(kq * 256);
-        double inv[16], sc[16], err[16], qq[16];
-        int32_t qs[16];
-        int qbad = 0;
+        signed char *Q = (signed char *)malloc(kq * 256), *Q0 = (signed char *)malloc(kq * 256);
+        double inv[16], sc[16], err[16], qq[16], err0[16], qq0[16];
+        int32_t qs[16], qs0[16];
+        int qbad = 0, v;
         for (i = 0; i < cols * RN__BS; i++) P[i] = (float)(t_rng_normal(&r) * (i % 7 == 0 ? 30.0 : 1.0));
         for (rr = 0; rr < 16; rr++) {
             float mx = 0.0f;
@@ -848,24 +849,40 @@ static void test_q8_kernels(void)
             sc[rr] = (double)mx / (double)QM;
             inv[rr] = mx > 0.0f ? (double)QM / (double)mx : 0.0;
         }
-        memset(Q, 0x55, kq * 256);
-        rn__quant16(P + 16, cols, inv, sc, Q + 4 * 16, err, qq, qs);
-        for (rr = 0; rr < 16; rr++) {
-            double e2 = 0.0, n2 = 0.0;
-            long sum = 0;
-            for (l = 0; l < 4 * kq; l++) {
-                double x = l < cols ? (double)P[l * RN__BS + 16 + rr] : 0.0, q = rint(x * inv[rr]);
-                signed char got = Q[(l >> 2) * 256 + 4 * (16 + rr) + (l & 3)];
-                if (got != (signed char)(int)q || fabs(q) > (double)QM) qbad++;
-                e2 += (x - sc[rr] * q) * (x - sc[rr] * q);
-                n2 += q * q;
-                sum += (long)q;
+        /* the build's quantiser, then the library's scalar reference (every build compiles it),
+         * each against q = rint(x inv) from the definition, and against each other bit for bit */
+        for (v = 0; v < 2; v++) {
+            memset(Q, 0x55, kq * 256);
+            if (v == 0) rn__quant16(P + 16, cols, inv, sc, Q + 4 * 16, err, qq, qs);
+            else rn__quant16_scalar(P + 16, cols, inv, sc, Q + 4 * 16, err, qq, qs);
+            for (rr = 0; rr < 16; rr++) {
+                double e2 = 0.0, n2 = 0.0;
+                long sum = 0;
+                for (l = 0; l < 4 * kq; l++) {
+                    double x = l < cols ? (double)P[l * RN__BS + 16 + rr] : 0.0, q = rint(x * inv[rr]);
+                    signed char got = Q[(l >> 2) * 256 + 4 * (16 + rr) + (l & 3)];
+                    if (got != (signed char)(int)q || fabs(q) > (double)QM) qbad++;
+                    e2 += (x - sc[rr] * q) * (x - sc[rr] * q);
+                    n2 += q * q;
+                    sum += (long)q;
+                }
+                if (qq[rr] != n2 || (long)qs[rr] != sum || !(fabs(err[rr] - e2) <= 1e-12 * e2 + 1e-300)) qbad++;
             }
-            if (qq[rr] != n2 || (long)qs[rr] != sum || !(fabs(err[rr] - e2) <= 1e-12 * e2 + 1e-300)) qbad++;
+            if (v == 0) {
+                memcpy(Q0, Q, kq * 256);
+                memcpy(err0, err, sizeof err);
+                memcpy(qq0, qq, sizeof qq);
+                memcpy(qs0, qs, sizeof qs);
+            } else if (memcmp(Q0, Q, kq * 256) != 0 || memcmp(qq0, qq, sizeof qq) != 0 || memcmp(qs0, qs, sizeof qs) != 0) {
+                qbad++;
+            } else {
+                for (rr = 0; rr < 16; rr++) qbad += !(fabs(err[rr] - err0[rr]) <= 1e-12 * err0[rr] + 1e-300);
+            }
         }
         CHECK_MSG(qbad == 0, "%d quantised values or sums differ", qbad);
         free(P);
         free(Q);
+        free(Q0);
     }
 #if defined(RN__Q8_FAST) && defined(RN__AVX512)
     fprintf(stderr, "  int8 tile kernel: AVX512-VNNI\n");
