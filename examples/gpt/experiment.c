@@ -1,7 +1,6 @@
 /* experiment.c - the experiment's driver: the runs, the sweeps and the choice of the best rates,
  * the pairs, the frontier's comparison and the verdict (see experiment.h); what it writes is made
  * by report.c. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "experiment.h"
 
 #include "data.h"
@@ -11,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h> /* isatty */
 
 /* ---- the experiment ----------------------------------------------------------------------- */
@@ -38,13 +36,6 @@ typedef struct {
     int rc;            /* 0, 1 (failure), 130 (interrupted) */
     int rank0;
 } exp_ctx;
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static void fmt_duration(char *out, size_t cap, double s)
 {
@@ -145,9 +136,9 @@ static exp_run *get_run(exp_ctx *x, int arm, double rate, long seed, int sweep)
     o.run_name = name;
     o.sample_tokens = 0;
     o.line_open = one_line; /* a progress line of the run (stdout not a terminal) starts a new one */
-    t0 = now_s();
+    t0 = gpt_now_seconds();
     train_run(&o, &res);
-    x->seconds += now_s() - t0;
+    x->seconds += gpt_now_seconds() - t0;
     x->made++;
     if (res.progress_lines) one_line = 0; /* the run's progress lines closed the start line */
     if (one_line && res.outcome != TRAIN_DONE) printf(" %s\n", res.outcome == TRAIN_FAILED ? "failed" : "stopped");
@@ -161,7 +152,7 @@ static exp_run *get_run(exp_ctx *x, int arm, double rate, long seed, int sweep)
         } else {
             if (!one_line) printf("experiment: %s:", name);
             printf(" final val loss %.4f, D(S) %.3e, Hilbert RMS %.3e (%.1f s)\n", u->fin.val_loss, u->fin.diameter,
-                   u->fin.hilbert_rms, now_s() - t0);
+                   u->fin.hilbert_rms, gpt_now_seconds() - t0);
         }
     } else if (res.outcome == TRAIN_INTERRUPTED || res.outcome == TRAIN_STOPPED) {
         x->rc = 130;

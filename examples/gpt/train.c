@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -38,13 +37,6 @@ void train_install_sigint(void)
     signal(SIGTERM, on_sigint);
     signal(SIGUSR1, on_sigint);
 #endif
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static int set_error(train_result *res, const char *fmt, ...)
@@ -180,14 +172,14 @@ static void console(run *r, const char *fmt, ...)
     vprintf(fmt, ap);
     va_end(ap);
     fflush(stdout);
-    r->last_line = now_seconds();
+    r->last_line = gpt_now_seconds();
 }
 
 /* Without the bar: a plain line (no carriage return, so a log file or pipe reads it) when
  * progress_every seconds passed since the last console line, quiet or not. */
 static void progress_line(run *r, double elapsed, long done_here)
 {
-    double now = now_seconds(), eta;
+    double now = gpt_now_seconds(), eta;
     long k;
     if (r->rank != 0 || r->o.progress || !(r->o.progress_every > 0) || now - r->last_line < r->o.progress_every) return;
     eta = done_here > 0 ? elapsed / (double)done_here * (double)(r->o.steps - r->step) : 0.0;
@@ -765,14 +757,6 @@ static int report_nonfinite(run *r, float loss)
 
 /* ---- sampling ----------------------------------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
 static int sample_text(run *r)
 {
     const gpt_config *cfg = &r->be->config;
@@ -809,7 +793,7 @@ static int sample_text(run *r)
             double mx = logits[0], sum = 0.0, u, acc = 0.0;
             for (i = 1; i < (size_t)V; i++) mx = logits[i] > mx ? logits[i] : mx;
             for (i = 0; i < (size_t)V; i++) sum += exp(((double)logits[i] - mx) / r->o.temperature);
-            u = (double)(splitmix64(&rng) >> 11) * (1.0 / 9007199254740992.0) * sum;
+            u = (double)(gpt_splitmix64(&rng) >> 11) * (1.0 / 9007199254740992.0) * sum;
             for (i = 0; i < (size_t)V; i++) {
                 acc += exp(((double)logits[i] - mx) / r->o.temperature);
                 next = (int)i;
@@ -1026,7 +1010,7 @@ static int update(run *r, train_step_rec *rec)
 {
     gpt_optimizer *opt = r->optimizer;
     const gpt_config *cfg = &r->be->config;
-    double loss_sum, t0 = now_seconds();
+    double loss_sum, t0 = gpt_now_seconds();
     float bad_loss = 0.0f;
     char err[512];
     gpt_status gs;
@@ -1060,7 +1044,7 @@ static int update(run *r, train_step_rec *rec)
                                     &rec->d_lo, &rec->d_hi);
         if (rs != RN_OK) return set_error(r->res, "step %ld: diameter bounds failed: %s", r->step, rn_status_string(rs));
     }
-    rec->ms = 1e3 * (now_seconds() - t0);
+    rec->ms = 1e3 * (gpt_now_seconds() - t0);
     rec->d_exact = NAN;
     if ((r->o.diam_every > 0 && r->step % r->o.diam_every == 0) || r->step == r->o.steps) {
         if (exact_diameter(r, &rec->d_exact)) return -1;
@@ -1126,7 +1110,7 @@ train_outcome train_run(const train_options *opt, train_result *res)
     if (r.size > 1) r.o.progress = r.rank == 0 && opt->progress > 0; /* mpirun gives ranks a pty: bar only on request */
     r.res = res;
     r.last_d_exact = r.last_val_loss = r.last_hilbert = NAN;
-    res->seconds = r.last_line = now_seconds();
+    res->seconds = r.last_line = gpt_now_seconds();
     if (agree_fail(res, r.comm, setup(&r) != 0, "setup")) goto out;
     r.head_S = r.opt.head_step; /* a resumed run's last S, until the first update */
     res->first_step = r.step;
@@ -1145,7 +1129,7 @@ train_outcome train_run(const train_options *opt, train_result *res)
         console(&r, "resumed from %s at step %ld of %ld\n", r.o.resume, r.step, r.o.steps);
         if (r.size > 1) describe_ranks(&r);
     }
-    r.t_start = now_seconds();
+    r.t_start = gpt_now_seconds();
     while (r.step < r.o.steps) {
         train_step_rec rec;
         if (res->n_steps % 256 == 0) {
@@ -1185,8 +1169,8 @@ train_outcome train_run(const train_options *opt, train_result *res)
                 goto out;
             }
         }
-        if (r.o.progress) draw_bar(&r, now_seconds() - r.t_start, done_here);
-        else progress_line(&r, now_seconds() - r.t_start, done_here);
+        if (r.o.progress) draw_bar(&r, gpt_now_seconds() - r.t_start, done_here);
+        else progress_line(&r, gpt_now_seconds() - r.t_start, done_here);
     }
     /* the end of the schedule: final evaluation, exact D of the last step, checkpoint */
     if (done_here > 0) {
@@ -1205,13 +1189,13 @@ train_outcome train_run(const train_options *opt, train_result *res)
             goto out;
     }
     console(&r, "done: %ld steps, final val loss %.4f, D(S) %.4e, Hilbert RMS %.4e, %.1f s\n", r.step,
-            res->final_val_loss, res->final_diameter, res->final_hilbert_rms, now_seconds() - res->seconds);
+            res->final_val_loss, res->final_diameter, res->final_hilbert_rms, gpt_now_seconds() - res->seconds);
     res->outcome = TRAIN_DONE;
     if (r.o.sample_tokens > 0 && sample_text(&r)) goto out;
 out:
     clear_bar(&r);
     res->last_step = r.step;
-    res->seconds = now_seconds() - res->seconds;
+    res->seconds = gpt_now_seconds() - res->seconds;
     teardown(&r);
     return res->outcome;
 }
