@@ -335,7 +335,7 @@ int cli_parse(train_cli *cli, int argc, char **argv)
     }
     if (mode == M_EXP) { /* a fixed rate and a sweep for the same arm contradict each other */
         static const char *const arm[2] = {"adamw", "rownorm"};
-        static const optim_head_kind arm_head[2] = {OPTIM_HEAD_ADAMW, OPTIM_HEAD_ROWNORM};
+        static const optim_head_kind arm_head[2] = {OPTIM_ADAMW, OPTIM_ROWNORM};
         double rates[EXP_MAX_RATES];
         char err[512], what[64], wd_what[64];
         int k, n = 0, j;

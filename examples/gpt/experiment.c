@@ -15,7 +15,7 @@
 /* ---- the experiment ----------------------------------------------------------------------- */
 
 static const char *const arm_name[2] = {"AdamW head", "RowNorm head"};
-static const optim_head_kind arm_head[2] = {OPTIM_HEAD_ADAMW, OPTIM_HEAD_ROWNORM};
+static const optim_head_kind arm_head[2] = {OPTIM_ADAMW, OPTIM_ROWNORM};
 
 typedef struct {
     int arm;

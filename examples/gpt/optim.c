@@ -27,15 +27,15 @@ optim_recipe optim_default(optim_head_kind head)
     r.embed_eps = 1e-10;
     r.embed_wd = 0.0;
     switch (head) {
-    case OPTIM_HEAD_ROWNORM: /* SPEC §1.5: beta 0.95, eps 1e-8, lambda 0, lr 3.2e-3 */
+    case OPTIM_ROWNORM: /* SPEC §1.5: beta 0.95, eps 1e-8, lambda 0, lr 3.2e-3 */
         r.head_lr = 3.2e-3, r.head_beta1 = 0.95, r.head_beta2 = 0.0, r.head_eps = 1e-8, r.head_wd = 0.0;
         break;
-    case OPTIM_HEAD_MUON:
+    case OPTIM_MUON:
         r.head_lr = r.muon_lr, r.head_beta1 = 0.95, r.head_beta2 = 0.0, r.head_eps = 0.0, r.head_wd = 0.1;
         break;
-    case OPTIM_HEAD_ADAMW:
+    case OPTIM_ADAMW:
     default: /* SPEC §1.6: betas (0.9, 0.999), eps 1e-10, wd 0.1, lr 4e-3 */
-        r.head = OPTIM_HEAD_ADAMW;
+        r.head = OPTIM_ADAMW;
         r.head_lr = 4e-3, r.head_beta1 = 0.9, r.head_beta2 = 0.999, r.head_eps = 1e-10, r.head_wd = 0.1;
         break;
     }
@@ -47,7 +47,7 @@ optim_recipe optim_default(optim_head_kind head)
 
 const char *optim_head_name(optim_head_kind k)
 {
-    return k == OPTIM_HEAD_ROWNORM ? "rownorm" : k == OPTIM_HEAD_MUON ? "muon" : "adamw";
+    return k == OPTIM_ROWNORM ? "rownorm" : k == OPTIM_MUON ? "muon" : "adamw";
 }
 
 const char *optim_block_name(optim_block_kind k)
@@ -66,9 +66,9 @@ int optim_block_parse(const char *s, optim_block_kind *out)
 
 int optim_head_parse(const char *s, optim_head_kind *out)
 {
-    if (strcmp(s, "adamw") == 0) *out = OPTIM_HEAD_ADAMW;
-    else if (strcmp(s, "rownorm") == 0) *out = OPTIM_HEAD_ROWNORM;
-    else if (strcmp(s, "muon") == 0) *out = OPTIM_HEAD_MUON;
+    if (strcmp(s, "adamw") == 0) *out = OPTIM_ADAMW;
+    else if (strcmp(s, "rownorm") == 0) *out = OPTIM_ROWNORM;
+    else if (strcmp(s, "muon") == 0) *out = OPTIM_MUON;
     else return 0;
     return 1;
 }
@@ -121,7 +121,15 @@ static optim_kind kind_for(const optim_recipe *r, gpt_tensor_kind k)
 {
     if (k == GPT_TENSOR_EMBEDDING) return OPTIM_ADAMW;
     if (k == GPT_TENSOR_BLOCK_MATRIX) return r->block == OPTIM_BLOCK_MUOWN ? OPTIM_MUOWN : OPTIM_MUON;
-    return r->head == OPTIM_HEAD_ROWNORM ? OPTIM_ROWNORM : r->head == OPTIM_HEAD_MUON ? OPTIM_MUON : OPTIM_ADAMW;
+    return r->head == OPTIM_ROWNORM || r->head == OPTIM_MUON ? r->head : OPTIM_ADAMW; /* the head's choice is its rule */
+}
+
+/* A slot's rule as checkpoints number it (version 1 wrote 0 AdamW, 1 Muon, 2 Muown, 3 RowNorm: the
+ * file's numbers, kept apart from optim_kind's order). */
+static uint64_t kind_code(optim_kind k)
+{
+    static const uint64_t code[4] = {0, 3, 1, 2}; /* by optim_kind: ADAMW, ROWNORM, MUON, MUOWN */
+    return code[k];
 }
 
 /* A failed muon.h / rownorm.h call as a gpt_status: a NULL, a size and out of memory as such,
@@ -308,7 +316,7 @@ gpt_status optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_conf
         return st;
     }
     if (o->nranks > 1 && dist->shard_head) {
-        if (r->head != OPTIM_HEAD_ROWNORM) {
+        if (r->head != OPTIM_ROWNORM) {
             optim_free(o);
             return gpt_fail(err, errlen, GPT_ERR_CONFIG,
                             "optimizer: a sharded head needs the RowNorm head (--head rownorm)");
@@ -634,7 +642,7 @@ gpt_status optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, 
     optim_recipe t = *r;
     uint64_t u[6] = {0, 0, 0, 0, 0, 0};
     size_t k;
-    gpt_status st = recipe_u64(rd, "recipe.head", 0, OPTIM_HEAD_MUON, &u[0], err, errlen);
+    gpt_status st = recipe_u64(rd, "recipe.head", 0, OPTIM_MUON, &u[0], err, errlen);
     if (st == GPT_OK) st = recipe_u64(rd, "recipe.block", 0, OPTIM_BLOCK_NORMUON, &u[1], err, errlen);
     if (st == GPT_OK) st = recipe_u64(rd, "recipe.cap", 0, MUON_CAP_ALWAYS, &u[2], err, errlen);
     if (st == GPT_OK) st = recipe_u64(rd, "recipe.ns_steps", 1, 100, &u[3], err, errlen);
@@ -675,7 +683,7 @@ static void save_slot(const optim_slot *s, ckpt_writer *w, const float *B_full)
     char name[96];
     size_t n = s->t.rows * s->t.cols;
     field(name, sizeof name, s, "kind");
-    ckpt_put_u64_1(w, name, (uint64_t)s->kind);
+    ckpt_put_u64_1(w, name, kind_code(s->kind));
     switch (s->kind) {
     case OPTIM_ADAMW:
         field(name, sizeof name, s, "step"), ckpt_put_u64_1(w, name, (uint64_t)s->adamw.step);
@@ -817,9 +825,10 @@ static gpt_status check_slot(const optim_slot *s, const ckpt_reader *rd, char *e
     gpt_status st;
     field(name, sizeof name, s, "kind");
     if ((st = ckpt_get_u64(rd, name, &v, 1, err, errlen)) != GPT_OK) return st;
-    if (v != (uint64_t)s->kind)
+    if (v != kind_code(s->kind))
         return gpt_fail(err, errlen, GPT_ERR_MISMATCH, "%s: field \"%s\": tensor %s was trained with another optimizer "
-                        "(kind %llu, this run %d)", rd->file, name, s->t.name, (unsigned long long)v, (int)s->kind);
+                        "(kind %llu, this run %llu)", rd->file, name, s->t.name, (unsigned long long)v,
+                        (unsigned long long)kind_code(s->kind));
     field(name, sizeof name, s, "step");
     if ((st = ckpt_get_u64(rd, name, &v, 1, err, errlen)) != GPT_OK) return st;
     if (v > (uint64_t)OPTIM_MAX_STEPS)
@@ -873,10 +882,11 @@ gpt_status optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errl
         uint64_t kind, step;
         field(name, sizeof name, s, "kind");
         if ((st = ckpt_get_u64(r, name, &kind, 1, err, errlen)) != GPT_OK) return st;
-        if (kind != (uint64_t)s->kind)
+        if (kind != kind_code(s->kind))
             return gpt_fail(err, errlen, GPT_ERR_MISMATCH,
                             "%s: tensor %s was trained with another optimizer (kind %llu, "
-                            "this run %d)", r->file, s->t.name, (unsigned long long)kind, (int)s->kind);
+                            "this run %llu)", r->file, s->t.name, (unsigned long long)kind,
+                            (unsigned long long)kind_code(s->kind));
         field(name, sizeof name, s, "step");
         if ((st = ckpt_get_u64(r, name, &step, 1, err, errlen)) != GPT_OK) return st;
         if (step > (uint64_t)OPTIM_MAX_STEPS)

@@ -36,7 +36,12 @@
 extern "C" {
 #endif
 
-typedef enum { OPTIM_HEAD_ADAMW = 0, OPTIM_HEAD_ROWNORM = 1, OPTIM_HEAD_MUON = 2 } optim_head_kind;
+/* The update rule of a tensor, one enum: the head's choice is one of the first three (its number
+ * is the recipe's, in checkpoints: recipe.head), block matrices take Muon or Muown, the embedding
+ * AdamW. */
+typedef enum { OPTIM_ADAMW = 0, OPTIM_ROWNORM = 1, OPTIM_MUON = 2, OPTIM_MUOWN = 3 } optim_kind;
+/* The head's optimizer: OPTIM_ADAMW, OPTIM_ROWNORM or OPTIM_MUON. */
+typedef optim_kind optim_head_kind;
 /* Block matrices: Muon; Muown (row magnitudes as their own variable); NorMuon (Muon, then the
  * per-row second-moment normalisation of the orthogonalised update, muon_config.normuon). */
 typedef enum { OPTIM_BLOCK_MUON = 0, OPTIM_BLOCK_MUOWN = 1, OPTIM_BLOCK_NORMUON = 2 } optim_block_kind;
@@ -84,8 +89,6 @@ int optim_block_parse(const char *s, optim_block_kind *out); /* 1 on success */
  * ceil(warmup_frac * total); then final + (1 - final) (1 + cos(pi p))/2 with p going from 0 at
  * step W to 1 at the last update (so the last update runs at final_frac of the peak). */
 double optim_lr_factor(const optim_recipe *r, long step, long total);
-
-typedef enum { OPTIM_ADAMW = 0, OPTIM_MUON, OPTIM_MUOWN, OPTIM_ROWNORM } optim_kind;
 
 typedef struct optim_slot {
     gpt_tensor t;

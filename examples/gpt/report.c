@@ -397,7 +397,7 @@ char *exp_table_markdown(const char *title, const exp_final *a, const exp_final 
 
 const char *exp_head_color(optim_head_kind head)
 {
-    return head == OPTIM_HEAD_ROWNORM ? "#d62728" : head == OPTIM_HEAD_MUON ? "#2ca02c" : "#1f77b4";
+    return head == OPTIM_ROWNORM ? "#d62728" : head == OPTIM_MUON ? "#2ca02c" : "#1f77b4";
 }
 
 /* Point-wise mean over n logs of the (x, y) pairs picked by `which`, skipping NaN y (rows where a

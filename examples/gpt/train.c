@@ -82,7 +82,7 @@ train_options train_default_options(void)
     o.accum = 1;
     o.steps = 200;
     o.seed = 1;
-    o.recipe = optim_default(OPTIM_HEAD_ADAMW);
+    o.recipe = optim_default(OPTIM_ADAMW);
     o.eval_every = 50;
     o.eval_batches = 8;
     o.panel_seqs = 8;
@@ -876,7 +876,7 @@ static int setup(run *r)
         dist.rank = r->rank, dist.nranks = r->size, dist.comm = r->comm;
         dist.split_muon = !r->o.no_muon_split;
         dist.shard_head = r->o.shard_head;
-        if (r->o.shard_head && r->o.recipe.head != OPTIM_HEAD_ROWNORM) {
+        if (r->o.shard_head && r->o.recipe.head != OPTIM_ROWNORM) {
             set_error(r->res, "--shard-head needs the RowNorm head (--head rownorm)");
             goto done;
         }
