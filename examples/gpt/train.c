@@ -1004,8 +1004,9 @@ static int agree(run *r, double *loss_sum, int failed, int nonfinite, float bad_
 
 /* One update (SPEC §3): the micro-batches, the agreement, the gradient average and all-reduce,
  * the optimizer step, share() of what the owners stepped (all three where the optimizer runs),
- * then the head diagnostics on rank 0: the O(Vd) bracket of D(S) every update (timed with it),
- * the exact D(S) every diam_every updates and at the last. */
+ * then the head diagnostics on rank 0: the O(Vd) bracket of D(S) every update, the exact D(S)
+ * every diam_every updates and at the last. rec->ms times the update alone (the diagnostics after
+ * it), so tokens/s counts the training, not what is measured of it. */
 static int update(run *r, train_step_rec *rec)
 {
     gpt_optimizer *opt = r->optimizer;
@@ -1027,6 +1028,7 @@ static int update(run *r, train_step_rec *rec)
         return set_error(r->res, "step %ld: %s", r->step + 1, err);
     }
     if (opt->ops->share(opt, err, sizeof err) != GPT_OK) return set_error(r->res, "step %ld: %s", r->step + 1, err);
+    rec->ms = 1e3 * (gpt_now_seconds() - t0);
     r->step++;
     rec->step = r->step;
     rec->tokens = (double)r->step * (double)r->tokens_per_update;
@@ -1044,7 +1046,6 @@ static int update(run *r, train_step_rec *rec)
                                     &rec->d_lo, &rec->d_hi);
         if (rs != RN_OK) return set_error(r->res, "step %ld: diameter bounds failed: %s", r->step, rn_status_string(rs));
     }
-    rec->ms = 1e3 * (gpt_now_seconds() - t0);
     rec->d_exact = NAN;
     if ((r->o.diam_every > 0 && r->step % r->o.diam_every == 0) || r->step == r->o.steps) {
         if (exact_diameter(r, &rec->d_exact)) return -1;

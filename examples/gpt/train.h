@@ -114,7 +114,8 @@ train_options train_default_options(void);
 
 typedef struct train_step_rec {
     long step;
-    double tokens, loss, lr, head_lr, ms, grad_norm, d_lo, d_hi, d_exact; /* d_exact NaN when not computed */
+    double tokens, loss, lr, head_lr, ms, grad_norm, d_lo, d_hi, d_exact; /* ms: the update alone, without the head
+                                                                           * diagnostics; d_exact NaN when not computed */
 } train_step_rec;
 
 typedef struct train_eval_rec {
