@@ -557,7 +557,7 @@ int main(int argc, char **argv)
     }
 #if defined(GPT_WITH_CUDA) && defined(GPT_USE_NCCL)
     if (cli.opt.backend == &gpt_cuda_backend && comm->size > 1) {
-        if (gpt_nccl_select_device(comm->local_rank) || !(cli.opt.dcomm = gpt_comm_nccl_create(comm))) {
+        if (gpt_nccl_select_device(comm->local_rank) != GPT_OK || !(cli.opt.dcomm = gpt_comm_nccl_create(comm))) {
             fprintf(stderr, "rank %d: cannot set up NCCL\n", comm->rank);
             comm->ops->abort(comm, 1);
         }

@@ -430,18 +430,19 @@ static gpt_status rownorm_sharded_step(optim_set *o, optim_slot *s, float *W, co
 {
     size_t d = s->t.cols, off = o->head_lo * d, n = 0;
     gpt_comm *c = o->comm ? o->comm : gpt_comm_single();
+    gpt_status cs;
     rn_status rs = rn_rownorm_shard_begin(&s->rownorm, &s->rownorm_cfg, G + off, d, o->xbuf, &n);
     if (rs != RN_OK)
         return gpt_fail(err, errlen, from_rn(rs), "RowNorm (sharded) on %s failed: %s", s->t.name,
                         rn_status_string(rs));
-    if (c->ops->allreduce_f64(c, o->xbuf, n)) return gpt_fail(err, errlen, GPT_ERR_IO,
-                                                              "RowNorm (sharded): all-reduce failed");
+    if ((cs = c->ops->allreduce_f64(c, o->xbuf, n)) != GPT_OK)
+        return gpt_fail(err, errlen, cs, "RowNorm (sharded): all-reduce failed");
     rs = rn_rownorm_shard_middle(&s->rownorm, G + off, d, o->xbuf, o->xbuf, &n);
     if (rs != RN_OK)
         return gpt_fail(err, errlen, from_rn(rs), "RowNorm (sharded) on %s failed: %s", s->t.name,
                         rn_status_string(rs));
-    if (n && c->ops->allreduce_f64(c, o->xbuf, n))
-        return gpt_fail(err, errlen, GPT_ERR_IO, "RowNorm (sharded): all-reduce failed");
+    if (n && (cs = c->ops->allreduce_f64(c, o->xbuf, n)) != GPT_OK)
+        return gpt_fail(err, errlen, cs, "RowNorm (sharded): all-reduce failed");
     rs = rn_rownorm_shard_finish(&s->rownorm, W + off, d, n ? o->xbuf : NULL, o->head_step + off, d);
     if (rs != RN_OK)
         return gpt_fail(err, errlen, from_rn(rs), "RowNorm (sharded) on %s failed: %s", s->t.name,
@@ -726,6 +727,7 @@ void optim_save(const optim_set *o, ckpt_writer *w)
 gpt_status optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *c, char *err, size_t errlen)
 {
     int i, rank = gpt_comm_rank(c), size = gpt_comm_size(c);
+    gpt_status cs;
     if (!c || size == 1 || o->nranks == 1) {
         if (rank == 0) optim_save(o, w);
         return GPT_OK;
@@ -737,8 +739,8 @@ gpt_status optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *c, char
             size_t d = s->t.cols, lo, hi;
             int r;
             if (rank != 0) {
-                if (c->ops->send(c, s->rownorm.B, (o->head_hi - o->head_lo) * d * sizeof(float), 0))
-                    return gpt_fail(err, errlen, GPT_ERR_IO, "checkpoint: cannot send the head state to rank 0");
+                if ((cs = c->ops->send(c, s->rownorm.B, (o->head_hi - o->head_lo) * d * sizeof(float), 0)) != GPT_OK)
+                    return gpt_fail(err, errlen, cs, "checkpoint: cannot send the head state to rank 0");
                 continue;
             } else {
                 float *B = (float *)malloc(s->t.rows * d * sizeof(float));
@@ -746,9 +748,9 @@ gpt_status optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *c, char
                 memcpy(B, s->rownorm.B, (o->head_hi - o->head_lo) * d * sizeof(float));
                 for (r = 1; r < size; r++) {
                     gpt_comm_split(s->t.rows, r, size, &lo, &hi);
-                    if (c->ops->recv(c, B + lo * d, (hi - lo) * d * sizeof(float), r)) {
+                    if ((cs = c->ops->recv(c, B + lo * d, (hi - lo) * d * sizeof(float), r)) != GPT_OK) {
                         free(B);
-                        return gpt_fail(err, errlen, GPT_ERR_IO,
+                        return gpt_fail(err, errlen, cs,
                                         "checkpoint: cannot receive the head state of rank %d", r);
                     }
                 }
@@ -765,25 +767,26 @@ gpt_status optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *c, char
             save_slot(s, &mine, NULL);
             hdr[0] = (uint64_t)ckpt_writer_body(&mine, &body);
             hdr[1] = mine.n_fields;
-            if (c->ops->send(c, hdr, sizeof hdr, 0) || (hdr[0] && c->ops->send(c, body, (size_t)hdr[0], 0))) {
+            if ((cs = c->ops->send(c, hdr, sizeof hdr, 0)) != GPT_OK ||
+                (hdr[0] && (cs = c->ops->send(c, body, (size_t)hdr[0], 0)) != GPT_OK)) {
                 ckpt_writer_free(&mine);
-                return gpt_fail(err, errlen, GPT_ERR_IO, "checkpoint: cannot send the state of %s to rank 0",
+                return gpt_fail(err, errlen, cs, "checkpoint: cannot send the state of %s to rank 0",
                                 s->t.name);
             }
             ckpt_writer_free(&mine);
         } else if (rank == 0) {
             uint64_t hdr[2];
             unsigned char *body;
-            if (c->ops->recv(c, hdr, sizeof hdr, owner))
-                return gpt_fail(err, errlen, GPT_ERR_IO, "checkpoint: cannot receive the state of %s", s->t.name);
+            if ((cs = c->ops->recv(c, hdr, sizeof hdr, owner)) != GPT_OK)
+                return gpt_fail(err, errlen, cs, "checkpoint: cannot receive the state of %s", s->t.name);
             if (hdr[0] == 0)
                 return gpt_fail(err, errlen, GPT_ERR_NOMEM, "checkpoint: rank %d could not serialise %s", owner,
                                 s->t.name);
             body = (unsigned char *)malloc((size_t)hdr[0]);
             if (!body) return gpt_fail(err, errlen, GPT_ERR_NOMEM, "checkpoint: out of memory");
-            if (c->ops->recv(c, body, (size_t)hdr[0], owner)) {
+            if ((cs = c->ops->recv(c, body, (size_t)hdr[0], owner)) != GPT_OK) {
                 free(body);
-                return gpt_fail(err, errlen, GPT_ERR_IO, "checkpoint: cannot receive the state of %s", s->t.name);
+                return gpt_fail(err, errlen, cs, "checkpoint: cannot receive the state of %s", s->t.name);
             }
             ckpt_put_raw(w, body, (size_t)hdr[0], (uint32_t)hdr[1]);
             free(body);
@@ -974,8 +977,8 @@ static gpt_status host_reduce(gpt_optimizer *go, double scale, char *err, size_t
         size_t i, n = be->layout.n_params;
         for (i = 0; i < n; i++) grads[i] *= f;
     }
-    if (go->comm->size > 1 && go->comm->ops->allreduce_f32(go->comm, grads, be->layout.n_params))
-        return gpt_fail(err, errlen, GPT_ERR_IO, "gradient all-reduce failed");
+    if (go->comm->size > 1 && (gs = go->comm->ops->allreduce_f32(go->comm, grads, be->layout.n_params)) != GPT_OK)
+        return gpt_fail(err, errlen, gs, "gradient all-reduce failed");
     return GPT_OK;
 }
 
@@ -989,20 +992,20 @@ static gpt_status host_share(gpt_optimizer *go, char *err, size_t errlen)
     host_optimizer *h = (host_optimizer *)go;
     optim_set *o = go->set;
     gpt_status gs;
-    if (o->n_segs > 0 && go->comm->ops->share(go->comm, go->be->ops->params(go->be), o->segs, o->n_segs))
-        return gpt_fail(err, errlen, GPT_ERR_IO, "parameter exchange failed");
-    if (o->n_step_segs > 0 && go->comm->ops->share(go->comm, o->head_step, o->step_segs, o->n_step_segs))
-        return gpt_fail(err, errlen, GPT_ERR_IO, "head-step exchange failed");
+    if (o->n_segs > 0 && (gs = go->comm->ops->share(go->comm, go->be->ops->params(go->be), o->segs, o->n_segs)) != GPT_OK)
+        return gpt_fail(err, errlen, gs, "parameter exchange failed");
+    if (o->n_step_segs > 0 && (gs = go->comm->ops->share(go->comm, o->head_step, o->step_segs, o->n_step_segs)) != GPT_OK)
+        return gpt_fail(err, errlen, gs, "head-step exchange failed");
     if (h->mirrored && (gs = go->be->ops->push_params(go->be)) != GPT_OK)
         return gpt_fail(err, errlen, gs, "push_params: %s", gpt_status_string(gs));
     return GPT_OK;
 }
 
 static const float *host_head_step(gpt_optimizer *go) { return go->set->head_step; }
-static int host_nothing(gpt_optimizer *go)
+static gpt_status host_nothing(gpt_optimizer *go)
 {
     (void)go;
-    return 0;
+    return GPT_OK;
 }
 static void host_destroy(gpt_optimizer *go) { free(go); }
 

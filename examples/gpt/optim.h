@@ -247,8 +247,8 @@ int optim_first_nonfinite(const gpt_config *model, const float *block);
  * inverse (create does it once). The host implementation steps the backend's host blocks (a
  * backend whose blocks are mirrors of device memory gets pull_grads before and push_params
  * after); a backend with its own (gpt_backend_ops.create_optimizer) steps where its parameters
- * live. reduce, step and share return GPT_OK, or a status with a message in err; upload and
- * download 0 or -1. */
+ * live. Each returns GPT_OK or a status: reduce, step and share with a message in err; upload and
+ * download the copy's (GPT_ERR_BACKEND: the device failed). */
 typedef struct gpt_optimizer gpt_optimizer;
 typedef struct gpt_optimizer_ops {
     const char *name;  /* "host", "cuda" */
@@ -257,8 +257,8 @@ typedef struct gpt_optimizer_ops {
     gpt_status (*step)(gpt_optimizer *o, long step, long total, char *err, size_t errlen);
     gpt_status (*share)(gpt_optimizer *o, char *err, size_t errlen);
     const float *(*head_step)(gpt_optimizer *o); /* NULL if it cannot be read back */
-    int (*upload)(gpt_optimizer *o);
-    int (*download)(gpt_optimizer *o);
+    gpt_status (*upload)(gpt_optimizer *o);
+    gpt_status (*download)(gpt_optimizer *o);
     void (*destroy)(gpt_optimizer *o);
 } gpt_optimizer_ops;
 
