@@ -414,7 +414,7 @@ gpt_status cli_resume_conflicts(const train_cli *cli, int *count, char *err, siz
     if (ckpt_read_file(&ck, cli->opt.resume, NULL, 0) != GPT_OK) return GPT_OK; /* train_run reports it */
     at = *cli;
     memset(&res, 0, sizeof res);
-    if (train_check_checkpoint(&ck, &at.opt, &res)) {
+    if (train_check_checkpoint(&ck, &at.opt, &res) != GPT_OK) {
         ckpt_reader_free(&ck);
         return GPT_OK;
     }

@@ -147,7 +147,7 @@ static gpt_status from_muon(muon_status ms)
     default: return GPT_ERR_DOMAIN;
     }
 }
-static gpt_status from_rn(rn_status rs)
+gpt_status optim_rn_status(rn_status rs)
 {
     switch (rs) {
     case RN_OK: return GPT_OK;
@@ -346,7 +346,7 @@ gpt_status optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_conf
             rc = from_muon(muown_init(&s->muown, params + s->t.offset, s->t.rows, s->t.cols, s->t.cols));
             break;
         case OPTIM_ROWNORM:
-            rc = from_rn(
+            rc = optim_rn_status(
                 rn_rownorm_init(&s->rownorm, i == o->head_slot ? o->head_hi - o->head_lo : s->t.rows, s->t.cols));
             break;
         }
@@ -433,19 +433,19 @@ static gpt_status rownorm_sharded_step(optim_set *o, optim_slot *s, float *W, co
     gpt_status cs;
     rn_status rs = rn_rownorm_shard_begin(&s->rownorm, &s->rownorm_cfg, G + off, d, o->xbuf, &n);
     if (rs != RN_OK)
-        return gpt_fail(err, errlen, from_rn(rs), "RowNorm (sharded) on %s failed: %s", s->t.name,
+        return gpt_fail(err, errlen, optim_rn_status(rs), "RowNorm (sharded) on %s failed: %s", s->t.name,
                         rn_status_string(rs));
     if ((cs = c->ops->allreduce_f64(c, o->xbuf, n)) != GPT_OK)
         return gpt_fail(err, errlen, cs, "RowNorm (sharded): all-reduce failed");
     rs = rn_rownorm_shard_middle(&s->rownorm, G + off, d, o->xbuf, o->xbuf, &n);
     if (rs != RN_OK)
-        return gpt_fail(err, errlen, from_rn(rs), "RowNorm (sharded) on %s failed: %s", s->t.name,
+        return gpt_fail(err, errlen, optim_rn_status(rs), "RowNorm (sharded) on %s failed: %s", s->t.name,
                         rn_status_string(rs));
     if (n && (cs = c->ops->allreduce_f64(c, o->xbuf, n)) != GPT_OK)
         return gpt_fail(err, errlen, cs, "RowNorm (sharded): all-reduce failed");
     rs = rn_rownorm_shard_finish(&s->rownorm, W + off, d, n ? o->xbuf : NULL, o->head_step + off, d);
     if (rs != RN_OK)
-        return gpt_fail(err, errlen, from_rn(rs), "RowNorm (sharded) on %s failed: %s", s->t.name,
+        return gpt_fail(err, errlen, optim_rn_status(rs), "RowNorm (sharded) on %s failed: %s", s->t.name,
                         rn_status_string(rs));
     return GPT_OK;
 }
@@ -543,7 +543,7 @@ gpt_status optim_step(optim_set *o, float *params, float *grads, long step, long
             return gpt_fail(err, errlen, from_muon(ms), "%s step on %s failed: %s", what, s->t.name,
                             muon_status_string(ms));
         if (rs != RN_OK)
-            return gpt_fail(err, errlen, from_rn(rs), "%s step on %s failed: %s", what, s->t.name,
+            return gpt_fail(err, errlen, optim_rn_status(rs), "%s step on %s failed: %s", what, s->t.name,
                             rn_status_string(rs));
     }
     return GPT_OK;

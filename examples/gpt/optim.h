@@ -90,6 +90,9 @@ int optim_block_parse(const char *s, optim_block_kind *out); /* 1 on success */
  * step W to 1 at the last update (so the last update runs at final_frac of the peak). */
 double optim_lr_factor(const optim_recipe *r, long step, long total);
 
+/* A rownorm.h status as the trainer's (RN_ERR_NONFINITE: GPT_ERR_RANGE). */
+gpt_status optim_rn_status(rn_status rs);
+
 typedef struct optim_slot {
     gpt_tensor t;
     optim_kind kind;

@@ -28,6 +28,7 @@ const char *gpt_status_string(gpt_status s)
     case GPT_ERR_MISSING: return "a required field is missing";
     case GPT_ERR_MISMATCH: return "a field has the wrong type or size";
     case GPT_ERR_COMM: return "communication between ranks failed";
+    case GPT_ERR_PEER: return "another rank failed";
     }
     return "unknown gpt_status";
 }

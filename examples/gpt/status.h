@@ -38,7 +38,8 @@ typedef enum gpt_status {
     GPT_ERR_CORRUPT,   /* checksum fine but the content is malformed */
     GPT_ERR_MISSING,   /* a field the reader needs is absent */
     GPT_ERR_MISMATCH,  /* a field has another type or count than the reader expects */
-    GPT_ERR_COMM       /* a communication between ranks failed (MPI, NCCL; comm.h) */
+    GPT_ERR_COMM,      /* a communication between ranks failed (MPI, NCCL; comm.h) */
+    GPT_ERR_PEER       /* another rank failed (its own message says why) */
 } gpt_status;
 
 const char *gpt_status_string(gpt_status s);
