@@ -335,7 +335,7 @@ int cli_parse(train_cli *cli, int argc, char **argv)
     }
     if (mode == M_EXP) { /* a fixed rate and a sweep for the same arm contradict each other */
         static const char *const arm[2] = {"adamw", "rownorm"};
-        static const optim_head_kind arm_head[2] = {OPTIM_HEAD_ADAMW, OPTIM_HEAD_ROWNORM};
+        static const optim_head_kind arm_head[2] = {OPTIM_ADAMW, OPTIM_ROWNORM};
         double rates[EXP_MAX_RATES];
         char err[512], what[64], wd_what[64];
         int k, n = 0, j;
@@ -414,7 +414,7 @@ gpt_status cli_resume_conflicts(const train_cli *cli, int *count, char *err, siz
     if (ckpt_read_file(&ck, cli->opt.resume, NULL, 0) != GPT_OK) return GPT_OK; /* train_run reports it */
     at = *cli;
     memset(&res, 0, sizeof res);
-    if (train_check_checkpoint(&ck, &at.opt, &res)) {
+    if (train_check_checkpoint(&ck, &at.opt, &res) != GPT_OK) {
         ckpt_reader_free(&ck);
         return GPT_OK;
     }
@@ -557,7 +557,7 @@ int main(int argc, char **argv)
     }
 #if defined(GPT_WITH_CUDA) && defined(GPT_USE_NCCL)
     if (cli.opt.backend == &gpt_cuda_backend && comm->size > 1) {
-        if (gpt_nccl_select_device(comm->local_rank) || !(cli.opt.dcomm = gpt_comm_nccl_create(comm))) {
+        if (gpt_nccl_select_device(comm->local_rank) != GPT_OK || !(cli.opt.dcomm = gpt_comm_nccl_create(comm))) {
             fprintf(stderr, "rank %d: cannot set up NCCL\n", comm->rank);
             comm->ops->abort(comm, 1);
         }

@@ -6,34 +6,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int single_allreduce_f32(gpt_comm *c, float *buf, size_t n) { (void)c, (void)buf, (void)n; return 0; }
-static int single_allreduce_f64(gpt_comm *c, double *buf, size_t n) { (void)c, (void)buf, (void)n; return 0; }
-static int single_bcast(gpt_comm *c, void *buf, size_t bytes, int root)
+static gpt_status single_allreduce_f32(gpt_comm *c, float *buf, size_t n) { (void)c, (void)buf, (void)n; return GPT_OK; }
+static gpt_status single_allreduce_f64(gpt_comm *c, double *buf, size_t n) { (void)c, (void)buf, (void)n; return GPT_OK; }
+static gpt_status single_bcast(gpt_comm *c, void *buf, size_t bytes, int root)
 {
     (void)c, (void)buf, (void)bytes;
-    return root == 0 ? 0 : -1;
+    return root == 0 ? GPT_OK : GPT_ERR_DOMAIN;
 }
-static int single_share(gpt_comm *c, float *base, const gpt_comm_segment *segs, int n_segs)
+static gpt_status single_share(gpt_comm *c, float *base, const gpt_comm_segment *segs, int n_segs)
 {
     int k;
     (void)c, (void)base;
     for (k = 0; k < n_segs; k++)
-        if (segs[k].owner != 0) return -1;
-    return 0;
+        if (segs[k].owner != 0) return GPT_ERR_DOMAIN;
+    return GPT_OK;
 }
-static int single_send(gpt_comm *c, const void *buf, size_t bytes, int dest)
+static gpt_status single_send(gpt_comm *c, const void *buf, size_t bytes, int dest)
 {
     (void)c, (void)buf, (void)bytes, (void)dest;
     fprintf(stderr, "comm: send in a one-process run\n");
-    return -1;
+    return GPT_ERR_STATE;
 }
-static int single_recv(gpt_comm *c, void *buf, size_t bytes, int src)
+static gpt_status single_recv(gpt_comm *c, void *buf, size_t bytes, int src)
 {
     (void)c, (void)buf, (void)bytes, (void)src;
     fprintf(stderr, "comm: recv in a one-process run\n");
-    return -1;
+    return GPT_ERR_STATE;
 }
-static int single_barrier(gpt_comm *c) { (void)c; return 0; }
+static gpt_status single_barrier(gpt_comm *c) { (void)c; return GPT_OK; }
 static void single_abort(gpt_comm *c, int code) { (void)c; exit(code); }
 static void single_destroy(gpt_comm *c) { (void)c; }
 
@@ -61,14 +61,15 @@ void gpt_comm_split(size_t n, int rank, int size, size_t *lo, size_t *hi)
     *hi = *lo + q + (k < r ? 1 : 0);
 }
 
-int gpt_comm_agree(gpt_comm *c, int flag, int *sum)
+gpt_status gpt_comm_agree(gpt_comm *c, int flag, int *sum)
 {
     double v = (double)flag;
+    gpt_status st;
     if (!c || c->size == 1) {
         *sum = flag;
-        return 0;
+        return GPT_OK;
     }
-    if (c->ops->allreduce_f64(c, &v, 1)) return -1;
+    if ((st = c->ops->allreduce_f64(c, &v, 1)) != GPT_OK) return st;
     *sum = (int)v;
-    return 0;
+    return GPT_OK;
 }

@@ -28,13 +28,18 @@
  *   send / recv         point-to-point bytes (checkpoint gathers to rank 0); not collective
  *   barrier, abort      MPI_Barrier / MPI_Abort (abort ends every rank: used when one rank failed
  *                       where the others cannot know it)
- * Every call returns 0, or -1 with a message on stderr (rank-prefixed). Sizes are size_t; the MPI
- * implementation splits anything above INT_MAX elements into chunks.
+ * Every call returns GPT_OK, or a status with a message on stderr (rank-prefixed): GPT_ERR_COMM
+ * (the library failed), GPT_ERR_NOMEM, GPT_ERR_DOMAIN (a root or owner that is not a rank),
+ * GPT_ERR_STATE (a call this communicator has not: point-to-point in one process, NCCL's missing
+ * ones). Sizes are size_t; the MPI implementation splits anything above INT_MAX elements into
+ * chunks.
  */
 #ifndef GPT_COMM_H
 #define GPT_COMM_H
 
 #include <stddef.h>
+
+#include "status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,13 +55,13 @@ typedef struct gpt_comm_segment {
 
 typedef struct gpt_comm_ops {
     const char *name; /* "single", "mpi", "nccl" */
-    int (*allreduce_f32)(gpt_comm *c, float *buf, size_t n);
-    int (*allreduce_f64)(gpt_comm *c, double *buf, size_t n);
-    int (*bcast)(gpt_comm *c, void *buf, size_t bytes, int root);
-    int (*share)(gpt_comm *c, float *base, const gpt_comm_segment *segs, int n_segs);
-    int (*send)(gpt_comm *c, const void *buf, size_t bytes, int dest);
-    int (*recv)(gpt_comm *c, void *buf, size_t bytes, int src);
-    int (*barrier)(gpt_comm *c);
+    gpt_status (*allreduce_f32)(gpt_comm *c, float *buf, size_t n);
+    gpt_status (*allreduce_f64)(gpt_comm *c, double *buf, size_t n);
+    gpt_status (*bcast)(gpt_comm *c, void *buf, size_t bytes, int root);
+    gpt_status (*share)(gpt_comm *c, float *base, const gpt_comm_segment *segs, int n_segs);
+    gpt_status (*send)(gpt_comm *c, const void *buf, size_t bytes, int dest);
+    gpt_status (*recv)(gpt_comm *c, void *buf, size_t bytes, int src);
+    gpt_status (*barrier)(gpt_comm *c);
     void (*abort)(gpt_comm *c, int code);
     void (*destroy)(gpt_comm *c); /* MPI: MPI_Finalize; NCCL: ncclCommDestroy */
 } gpt_comm_ops;
@@ -83,8 +88,9 @@ static inline int gpt_comm_size(const gpt_comm *c) { return c ? c->size : 1; }
  * ranks one row more. Used for the batch slice and the head's vocabulary shard. */
 void gpt_comm_split(size_t n, int rank, int size, size_t *lo, size_t *hi);
 
-/* Sum of one int flag over ranks (for decisions every rank must take together: stop, error). */
-int gpt_comm_agree(gpt_comm *c, int flag, int *sum);
+/* Sum of one int flag over ranks (for decisions every rank must take together: stop, error):
+ * GPT_OK, or the all-reduce's status. */
+gpt_status gpt_comm_agree(gpt_comm *c, int flag, int *sum);
 
 #ifdef GPT_USE_MPI
 /* MPI_Init_thread (FUNNELED) and a communicator over MPI_COMM_WORLD; NULL on failure. destroy
@@ -97,8 +103,9 @@ gpt_comm *gpt_comm_mpi_init(int *argc, char ***argv);
  * host->ops->bcast sends it, every rank calls ncclCommInitRank on the current CUDA device
  * (gpt_nccl_select_device first). NULL on failure (message on stderr). */
 gpt_comm *gpt_comm_nccl_create(gpt_comm *host);
-/* cudaSetDevice(local_rank % device count); 0 on success. Call before the backend is created. */
-int gpt_nccl_select_device(int local_rank);
+/* cudaSetDevice(local_rank % device count): GPT_OK, or GPT_ERR_BACKEND (message on stderr). Call
+ * before the backend is created. */
+gpt_status gpt_nccl_select_device(int local_rank);
 #endif
 
 #ifdef __cplusplus

@@ -18,73 +18,75 @@ typedef struct mpi_impl {
     int *counts, *displs;
 } mpi_impl;
 
-static int check(gpt_comm *c, int rc, const char *what)
+static gpt_status check(gpt_comm *c, int rc, const char *what)
 {
-    if (rc == MPI_SUCCESS) return 0;
+    if (rc == MPI_SUCCESS) return GPT_OK;
     {
         char msg[MPI_MAX_ERROR_STRING];
         int len = 0;
         MPI_Error_string(rc, msg, &len);
         fprintf(stderr, "rank %d: %s failed: %.*s\n", c->rank, what, len, msg);
     }
-    return -1;
+    return GPT_ERR_COMM;
 }
 
-static int m_allreduce_f32(gpt_comm *c, float *buf, size_t n)
+static gpt_status m_allreduce_f32(gpt_comm *c, float *buf, size_t n)
 {
     size_t i;
     for (i = 0; i < n; i += CHUNK) {
         size_t k = n - i < CHUNK ? n - i : CHUNK;
         if (check(c, MPI_Allreduce(MPI_IN_PLACE, buf + i, (int)k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce"))
-            return -1;
+            return GPT_ERR_COMM;
     }
     c->bytes_allreduce += 4.0 * (double)n;
-    return 0;
+    return GPT_OK;
 }
 
-static int m_allreduce_f64(gpt_comm *c, double *buf, size_t n)
+static gpt_status m_allreduce_f64(gpt_comm *c, double *buf, size_t n)
 {
     size_t i;
     for (i = 0; i < n; i += CHUNK) {
         size_t k = n - i < CHUNK ? n - i : CHUNK;
         if (check(c, MPI_Allreduce(MPI_IN_PLACE, buf + i, (int)k, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce"))
-            return -1;
+            return GPT_ERR_COMM;
     }
-    return 0;
+    return GPT_OK;
 }
 
-static int m_bcast(gpt_comm *c, void *buf, size_t bytes, int root)
+static gpt_status m_bcast(gpt_comm *c, void *buf, size_t bytes, int root)
 {
     size_t i;
     for (i = 0; i < bytes; i += CHUNK) {
         size_t k = bytes - i < CHUNK ? bytes - i : CHUNK;
-        if (check(c, MPI_Bcast((char *)buf + i, (int)k, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast")) return -1;
+        if (check(c, MPI_Bcast((char *)buf + i, (int)k, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast")) return GPT_ERR_COMM;
     }
-    return 0;
+    return GPT_OK;
 }
 
-static int grow(float **p, size_t *cap, size_t n)
+/* *p holds at least n floats (its contents dropped when it grows), or GPT_ERR_NOMEM. */
+static gpt_status grow(float **p, size_t *cap, size_t n)
 {
-    if (n <= *cap) return 0;
+    if (n <= *cap) return GPT_OK;
     free(*p);
     *p = (float *)malloc(n * sizeof(float));
     *cap = *p ? n : 0;
-    return *p ? 0 : -1;
+    return *p ? GPT_OK : GPT_ERR_NOMEM;
 }
 
 /* Segments owned by each rank, packed in segment order, one MPI_Allgatherv. */
-static int m_share(gpt_comm *c, float *base, const gpt_comm_segment *segs, int n_segs)
+static gpt_status m_share(gpt_comm *c, float *base, const gpt_comm_segment *segs, int n_segs)
 {
     mpi_impl *m = (mpi_impl *)c->impl;
     size_t total = 0, mine = 0, *per = NULL, *cur = NULL;
-    int k, r, big = 0, rc = 0;
+    int k, r, big = 0;
+    gpt_status rc = GPT_OK;
     per = (size_t *)calloc((size_t)c->size, sizeof *per);
     cur = (size_t *)calloc((size_t)c->size, sizeof *cur);
     if (!per || !cur) goto nomem;
     for (k = 0; k < n_segs; k++) {
         if (segs[k].owner < 0 || segs[k].owner >= c->size) {
             fprintf(stderr, "rank %d: share: segment %d has owner %d\n", c->rank, k, segs[k].owner);
-            rc = -1;
+            rc = GPT_ERR_DOMAIN;
             goto out;
         }
         per[segs[k].owner] += segs[k].count;
@@ -93,11 +95,12 @@ static int m_share(gpt_comm *c, float *base, const gpt_comm_segment *segs, int n
     mine = per[c->rank];
     for (r = 0; r < c->size; r++) big |= per[r] > (size_t)INT_MAX;
     if (big) { /* one broadcast per segment (no int-count limit per call beyond CHUNK) */
-        for (k = 0; k < n_segs && rc == 0; k++)
+        for (k = 0; k < n_segs && rc == GPT_OK; k++)
             rc = m_bcast(c, base + segs[k].offset, segs[k].count * sizeof(float), segs[k].owner);
         goto out;
     }
-    if (grow(&m->pack, &m->pack_cap, mine ? mine : 1) || grow(&m->gather, &m->gather_cap, total ? total : 1)) goto nomem;
+    if (grow(&m->pack, &m->pack_cap, mine ? mine : 1) != GPT_OK || grow(&m->gather, &m->gather_cap, total ? total : 1) != GPT_OK)
+        goto nomem;
     {
         size_t off = 0;
         for (k = 0; k < n_segs; k++)
@@ -113,7 +116,7 @@ static int m_share(gpt_comm *c, float *base, const gpt_comm_segment *segs, int n
             off += per[r];
         }
         if (off > (size_t)INT_MAX) { /* displacements overflow: per-segment broadcasts */
-            for (k = 0; k < n_segs && rc == 0; k++)
+            for (k = 0; k < n_segs && rc == GPT_OK; k++)
                 rc = m_bcast(c, base + segs[k].offset, segs[k].count * sizeof(float), segs[k].owner);
             goto out;
         }
@@ -121,44 +124,44 @@ static int m_share(gpt_comm *c, float *base, const gpt_comm_segment *segs, int n
     rc = check(c, MPI_Allgatherv(m->pack, (int)mine, MPI_FLOAT, m->gather, m->counts, m->displs, MPI_FLOAT,
                                  MPI_COMM_WORLD),
                "MPI_Allgatherv");
-    if (rc == 0)
+    if (rc == GPT_OK)
         for (k = 0; k < n_segs; k++) {
             int o = segs[k].owner;
             if (o != c->rank) memcpy(base + segs[k].offset, m->gather + cur[o], segs[k].count * sizeof(float));
             cur[o] += segs[k].count;
         }
 out:
-    if (rc == 0) c->bytes_share += 4.0 * (double)mine;
+    if (rc == GPT_OK) c->bytes_share += 4.0 * (double)mine;
     free(per), free(cur);
     return rc;
 nomem:
     fprintf(stderr, "rank %d: share: out of memory\n", c->rank);
     free(per), free(cur);
-    return -1;
+    return GPT_ERR_NOMEM;
 }
 
-static int m_send(gpt_comm *c, const void *buf, size_t bytes, int dest)
+static gpt_status m_send(gpt_comm *c, const void *buf, size_t bytes, int dest)
 {
     size_t i;
     for (i = 0; i < bytes; i += CHUNK) {
         size_t k = bytes - i < CHUNK ? bytes - i : CHUNK;
-        if (check(c, MPI_Send((const char *)buf + i, (int)k, MPI_BYTE, dest, 7, MPI_COMM_WORLD), "MPI_Send")) return -1;
+        if (check(c, MPI_Send((const char *)buf + i, (int)k, MPI_BYTE, dest, 7, MPI_COMM_WORLD), "MPI_Send")) return GPT_ERR_COMM;
     }
-    return 0;
+    return GPT_OK;
 }
 
-static int m_recv(gpt_comm *c, void *buf, size_t bytes, int src)
+static gpt_status m_recv(gpt_comm *c, void *buf, size_t bytes, int src)
 {
     size_t i;
     for (i = 0; i < bytes; i += CHUNK) {
         size_t k = bytes - i < CHUNK ? bytes - i : CHUNK;
         if (check(c, MPI_Recv((char *)buf + i, (int)k, MPI_BYTE, src, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv"))
-            return -1;
+            return GPT_ERR_COMM;
     }
-    return 0;
+    return GPT_OK;
 }
 
-static int m_barrier(gpt_comm *c) { return check(c, MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+static gpt_status m_barrier(gpt_comm *c) { return check(c, MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
 
 static void m_abort(gpt_comm *c, int code)
 {

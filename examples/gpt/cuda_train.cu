@@ -282,8 +282,8 @@ static gpt_status dev_reduce(gpt_optimizer *go, double scale, char *err, size_t 
     gpt_status st;
     if (scale != 1.0 && (st = gpt_cuda_scale(be, dg, be->layout.n_params, scale)) != GPT_OK)
         return gpt_fail(err, errlen, st, "cannot scale the gradients");
-    if (go->comm->size > 1 && go->comm->ops->allreduce_f32(go->comm, dg, be->layout.n_params))
-        return gpt_fail(err, errlen, GPT_ERR_IO, "gradient all-reduce failed");
+    if (go->comm->size > 1 && (st = go->comm->ops->allreduce_f32(go->comm, dg, be->layout.n_params)) != GPT_OK)
+        return gpt_fail(err, errlen, st, "gradient all-reduce failed");
     return GPT_OK;
 }
 
@@ -295,8 +295,9 @@ static gpt_status dev_step(gpt_optimizer *go, long step, long total, char *err, 
 static gpt_status dev_share(gpt_optimizer *go, char *err, size_t errlen)
 {
     optim_set *o = go->set;
-    if (o->n_segs > 0 && go->comm->ops->share(go->comm, gpt_cuda_device_params(go->be), o->segs, o->n_segs))
-        return gpt_fail(err, errlen, GPT_ERR_IO, "parameter exchange failed");
+    gpt_status st;
+    if (o->n_segs > 0 && (st = go->comm->ops->share(go->comm, gpt_cuda_device_params(go->be), o->segs, o->n_segs)) != GPT_OK)
+        return gpt_fail(err, errlen, st, "parameter exchange failed");
     return GPT_OK;
 }
 
@@ -311,15 +312,9 @@ static const float *dev_head_step(gpt_optimizer *go)
     return d->h_step;
 }
 
-static int dev_upload(gpt_optimizer *go)
-{
-    return gpt_cuda_optim_upload(((cuda_optimizer *)go)->d, go->set) == GPT_OK ? 0 : -1;
-}
+static gpt_status dev_upload(gpt_optimizer *go) { return gpt_cuda_optim_upload(((cuda_optimizer *)go)->d, go->set); }
 
-static int dev_download(gpt_optimizer *go)
-{
-    return gpt_cuda_optim_download(((cuda_optimizer *)go)->d, go->set) == GPT_OK ? 0 : -1;
-}
+static gpt_status dev_download(gpt_optimizer *go) { return gpt_cuda_optim_download(((cuda_optimizer *)go)->d, go->set); }
 
 static void dev_destroy(gpt_optimizer *go)
 {

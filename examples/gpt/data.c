@@ -458,14 +458,6 @@ void data_tokens_free(data_tokens *d)
 
 /* ---- samplers -------------------------------------------------------------------------- */
 
-static uint64_t data__splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
 void data_sampler_init(data_sampler *s, uint64_t seed)
 {
     if (!s) return;
@@ -492,7 +484,7 @@ gpt_status data_batch_random(const data_tokens *d, data_sampler *s, int B, int T
     range = (uint64_t)(d->n_tokens - (size_t)T); /* starts 0 .. n-T-1 */
     for (b = 0; b < B; b++) {
         /* Modulo bias is at most range / 2^64: irrelevant for any corpus that fits in memory. */
-        size_t start = (size_t)(data__splitmix64(&s->rng) % range);
+        size_t start = (size_t)(gpt_splitmix64(&s->rng) % range);
         const uint32_t *w = d->tokens + start;
         for (t = 0; t < T; t++) {
             inputs[(size_t)b * T + t] = (int)w[t];

@@ -131,18 +131,9 @@ gpt_status gpt_tensor_info(const gpt_config *cfg, int index, gpt_tensor *out)
     return GPT_OK;
 }
 
-/* splitmix64: a tiny, well-mixed 64-bit stream; enough for initialisation. */
-static uint64_t gpt__splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
 static double gpt__uniform_open01(uint64_t *state) /* in (0, 1): never 0, so log() is finite */
 {
-    return ((double)(gpt__splitmix64(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    return ((double)(gpt_splitmix64(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
 void gpt_init_params(const gpt_config *cfg, float *params, uint64_t seed)

@@ -27,15 +27,15 @@ optim_recipe optim_default(optim_head_kind head)
     r.embed_eps = 1e-10;
     r.embed_wd = 0.0;
     switch (head) {
-    case OPTIM_HEAD_ROWNORM: /* SPEC §1.5: beta 0.95, eps 1e-8, lambda 0, lr 3.2e-3 */
+    case OPTIM_ROWNORM: /* SPEC §1.5: beta 0.95, eps 1e-8, lambda 0, lr 3.2e-3 */
         r.head_lr = 3.2e-3, r.head_beta1 = 0.95, r.head_beta2 = 0.0, r.head_eps = 1e-8, r.head_wd = 0.0;
         break;
-    case OPTIM_HEAD_MUON:
+    case OPTIM_MUON:
         r.head_lr = r.muon_lr, r.head_beta1 = 0.95, r.head_beta2 = 0.0, r.head_eps = 0.0, r.head_wd = 0.1;
         break;
-    case OPTIM_HEAD_ADAMW:
+    case OPTIM_ADAMW:
     default: /* SPEC §1.6: betas (0.9, 0.999), eps 1e-10, wd 0.1, lr 4e-3 */
-        r.head = OPTIM_HEAD_ADAMW;
+        r.head = OPTIM_ADAMW;
         r.head_lr = 4e-3, r.head_beta1 = 0.9, r.head_beta2 = 0.999, r.head_eps = 1e-10, r.head_wd = 0.1;
         break;
     }
@@ -47,7 +47,7 @@ optim_recipe optim_default(optim_head_kind head)
 
 const char *optim_head_name(optim_head_kind k)
 {
-    return k == OPTIM_HEAD_ROWNORM ? "rownorm" : k == OPTIM_HEAD_MUON ? "muon" : "adamw";
+    return k == OPTIM_ROWNORM ? "rownorm" : k == OPTIM_MUON ? "muon" : "adamw";
 }
 
 const char *optim_block_name(optim_block_kind k)
@@ -66,9 +66,9 @@ int optim_block_parse(const char *s, optim_block_kind *out)
 
 int optim_head_parse(const char *s, optim_head_kind *out)
 {
-    if (strcmp(s, "adamw") == 0) *out = OPTIM_HEAD_ADAMW;
-    else if (strcmp(s, "rownorm") == 0) *out = OPTIM_HEAD_ROWNORM;
-    else if (strcmp(s, "muon") == 0) *out = OPTIM_HEAD_MUON;
+    if (strcmp(s, "adamw") == 0) *out = OPTIM_ADAMW;
+    else if (strcmp(s, "rownorm") == 0) *out = OPTIM_ROWNORM;
+    else if (strcmp(s, "muon") == 0) *out = OPTIM_MUON;
     else return 0;
     return 1;
 }
@@ -121,7 +121,15 @@ static optim_kind kind_for(const optim_recipe *r, gpt_tensor_kind k)
 {
     if (k == GPT_TENSOR_EMBEDDING) return OPTIM_ADAMW;
     if (k == GPT_TENSOR_BLOCK_MATRIX) return r->block == OPTIM_BLOCK_MUOWN ? OPTIM_MUOWN : OPTIM_MUON;
-    return r->head == OPTIM_HEAD_ROWNORM ? OPTIM_ROWNORM : r->head == OPTIM_HEAD_MUON ? OPTIM_MUON : OPTIM_ADAMW;
+    return r->head == OPTIM_ROWNORM || r->head == OPTIM_MUON ? r->head : OPTIM_ADAMW; /* the head's choice is its rule */
+}
+
+/* A slot's rule as checkpoints number it (version 1 wrote 0 AdamW, 1 Muon, 2 Muown, 3 RowNorm: the
+ * file's numbers, kept apart from optim_kind's order). */
+static uint64_t kind_code(optim_kind k)
+{
+    static const uint64_t code[4] = {0, 3, 1, 2}; /* by optim_kind: ADAMW, ROWNORM, MUON, MUOWN */
+    return code[k];
 }
 
 /* A failed muon.h / rownorm.h call as a gpt_status: a NULL, a size and out of memory as such,
@@ -139,7 +147,7 @@ static gpt_status from_muon(muon_status ms)
     default: return GPT_ERR_DOMAIN;
     }
 }
-static gpt_status from_rn(rn_status rs)
+gpt_status optim_rn_status(rn_status rs)
 {
     switch (rs) {
     case RN_OK: return GPT_OK;
@@ -308,7 +316,7 @@ gpt_status optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_conf
         return st;
     }
     if (o->nranks > 1 && dist->shard_head) {
-        if (r->head != OPTIM_HEAD_ROWNORM) {
+        if (r->head != OPTIM_ROWNORM) {
             optim_free(o);
             return gpt_fail(err, errlen, GPT_ERR_CONFIG,
                             "optimizer: a sharded head needs the RowNorm head (--head rownorm)");
@@ -338,7 +346,7 @@ gpt_status optim_create_dist(optim_set *o, const optim_recipe *r, const gpt_conf
             rc = from_muon(muown_init(&s->muown, params + s->t.offset, s->t.rows, s->t.cols, s->t.cols));
             break;
         case OPTIM_ROWNORM:
-            rc = from_rn(
+            rc = optim_rn_status(
                 rn_rownorm_init(&s->rownorm, i == o->head_slot ? o->head_hi - o->head_lo : s->t.rows, s->t.cols));
             break;
         }
@@ -422,21 +430,22 @@ static gpt_status rownorm_sharded_step(optim_set *o, optim_slot *s, float *W, co
 {
     size_t d = s->t.cols, off = o->head_lo * d, n = 0;
     gpt_comm *c = o->comm ? o->comm : gpt_comm_single();
+    gpt_status cs;
     rn_status rs = rn_rownorm_shard_begin(&s->rownorm, &s->rownorm_cfg, G + off, d, o->xbuf, &n);
     if (rs != RN_OK)
-        return gpt_fail(err, errlen, from_rn(rs), "RowNorm (sharded) on %s failed: %s", s->t.name,
+        return gpt_fail(err, errlen, optim_rn_status(rs), "RowNorm (sharded) on %s failed: %s", s->t.name,
                         rn_status_string(rs));
-    if (c->ops->allreduce_f64(c, o->xbuf, n)) return gpt_fail(err, errlen, GPT_ERR_IO,
-                                                              "RowNorm (sharded): all-reduce failed");
+    if ((cs = c->ops->allreduce_f64(c, o->xbuf, n)) != GPT_OK)
+        return gpt_fail(err, errlen, cs, "RowNorm (sharded): all-reduce failed");
     rs = rn_rownorm_shard_middle(&s->rownorm, G + off, d, o->xbuf, o->xbuf, &n);
     if (rs != RN_OK)
-        return gpt_fail(err, errlen, from_rn(rs), "RowNorm (sharded) on %s failed: %s", s->t.name,
+        return gpt_fail(err, errlen, optim_rn_status(rs), "RowNorm (sharded) on %s failed: %s", s->t.name,
                         rn_status_string(rs));
-    if (n && c->ops->allreduce_f64(c, o->xbuf, n))
-        return gpt_fail(err, errlen, GPT_ERR_IO, "RowNorm (sharded): all-reduce failed");
+    if (n && (cs = c->ops->allreduce_f64(c, o->xbuf, n)) != GPT_OK)
+        return gpt_fail(err, errlen, cs, "RowNorm (sharded): all-reduce failed");
     rs = rn_rownorm_shard_finish(&s->rownorm, W + off, d, n ? o->xbuf : NULL, o->head_step + off, d);
     if (rs != RN_OK)
-        return gpt_fail(err, errlen, from_rn(rs), "RowNorm (sharded) on %s failed: %s", s->t.name,
+        return gpt_fail(err, errlen, optim_rn_status(rs), "RowNorm (sharded) on %s failed: %s", s->t.name,
                         rn_status_string(rs));
     return GPT_OK;
 }
@@ -534,7 +543,7 @@ gpt_status optim_step(optim_set *o, float *params, float *grads, long step, long
             return gpt_fail(err, errlen, from_muon(ms), "%s step on %s failed: %s", what, s->t.name,
                             muon_status_string(ms));
         if (rs != RN_OK)
-            return gpt_fail(err, errlen, from_rn(rs), "%s step on %s failed: %s", what, s->t.name,
+            return gpt_fail(err, errlen, optim_rn_status(rs), "%s step on %s failed: %s", what, s->t.name,
                             rn_status_string(rs));
     }
     return GPT_OK;
@@ -634,7 +643,7 @@ gpt_status optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, 
     optim_recipe t = *r;
     uint64_t u[6] = {0, 0, 0, 0, 0, 0};
     size_t k;
-    gpt_status st = recipe_u64(rd, "recipe.head", 0, OPTIM_HEAD_MUON, &u[0], err, errlen);
+    gpt_status st = recipe_u64(rd, "recipe.head", 0, OPTIM_MUON, &u[0], err, errlen);
     if (st == GPT_OK) st = recipe_u64(rd, "recipe.block", 0, OPTIM_BLOCK_NORMUON, &u[1], err, errlen);
     if (st == GPT_OK) st = recipe_u64(rd, "recipe.cap", 0, MUON_CAP_ALWAYS, &u[2], err, errlen);
     if (st == GPT_OK) st = recipe_u64(rd, "recipe.ns_steps", 1, 100, &u[3], err, errlen);
@@ -675,7 +684,7 @@ static void save_slot(const optim_slot *s, ckpt_writer *w, const float *B_full)
     char name[96];
     size_t n = s->t.rows * s->t.cols;
     field(name, sizeof name, s, "kind");
-    ckpt_put_u64_1(w, name, (uint64_t)s->kind);
+    ckpt_put_u64_1(w, name, kind_code(s->kind));
     switch (s->kind) {
     case OPTIM_ADAMW:
         field(name, sizeof name, s, "step"), ckpt_put_u64_1(w, name, (uint64_t)s->adamw.step);
@@ -718,6 +727,7 @@ void optim_save(const optim_set *o, ckpt_writer *w)
 gpt_status optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *c, char *err, size_t errlen)
 {
     int i, rank = gpt_comm_rank(c), size = gpt_comm_size(c);
+    gpt_status cs;
     if (!c || size == 1 || o->nranks == 1) {
         if (rank == 0) optim_save(o, w);
         return GPT_OK;
@@ -729,8 +739,8 @@ gpt_status optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *c, char
             size_t d = s->t.cols, lo, hi;
             int r;
             if (rank != 0) {
-                if (c->ops->send(c, s->rownorm.B, (o->head_hi - o->head_lo) * d * sizeof(float), 0))
-                    return gpt_fail(err, errlen, GPT_ERR_IO, "checkpoint: cannot send the head state to rank 0");
+                if ((cs = c->ops->send(c, s->rownorm.B, (o->head_hi - o->head_lo) * d * sizeof(float), 0)) != GPT_OK)
+                    return gpt_fail(err, errlen, cs, "checkpoint: cannot send the head state to rank 0");
                 continue;
             } else {
                 float *B = (float *)malloc(s->t.rows * d * sizeof(float));
@@ -738,9 +748,9 @@ gpt_status optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *c, char
                 memcpy(B, s->rownorm.B, (o->head_hi - o->head_lo) * d * sizeof(float));
                 for (r = 1; r < size; r++) {
                     gpt_comm_split(s->t.rows, r, size, &lo, &hi);
-                    if (c->ops->recv(c, B + lo * d, (hi - lo) * d * sizeof(float), r)) {
+                    if ((cs = c->ops->recv(c, B + lo * d, (hi - lo) * d * sizeof(float), r)) != GPT_OK) {
                         free(B);
-                        return gpt_fail(err, errlen, GPT_ERR_IO,
+                        return gpt_fail(err, errlen, cs,
                                         "checkpoint: cannot receive the head state of rank %d", r);
                     }
                 }
@@ -757,25 +767,26 @@ gpt_status optim_save_comm(const optim_set *o, ckpt_writer *w, gpt_comm *c, char
             save_slot(s, &mine, NULL);
             hdr[0] = (uint64_t)ckpt_writer_body(&mine, &body);
             hdr[1] = mine.n_fields;
-            if (c->ops->send(c, hdr, sizeof hdr, 0) || (hdr[0] && c->ops->send(c, body, (size_t)hdr[0], 0))) {
+            if ((cs = c->ops->send(c, hdr, sizeof hdr, 0)) != GPT_OK ||
+                (hdr[0] && (cs = c->ops->send(c, body, (size_t)hdr[0], 0)) != GPT_OK)) {
                 ckpt_writer_free(&mine);
-                return gpt_fail(err, errlen, GPT_ERR_IO, "checkpoint: cannot send the state of %s to rank 0",
+                return gpt_fail(err, errlen, cs, "checkpoint: cannot send the state of %s to rank 0",
                                 s->t.name);
             }
             ckpt_writer_free(&mine);
         } else if (rank == 0) {
             uint64_t hdr[2];
             unsigned char *body;
-            if (c->ops->recv(c, hdr, sizeof hdr, owner))
-                return gpt_fail(err, errlen, GPT_ERR_IO, "checkpoint: cannot receive the state of %s", s->t.name);
+            if ((cs = c->ops->recv(c, hdr, sizeof hdr, owner)) != GPT_OK)
+                return gpt_fail(err, errlen, cs, "checkpoint: cannot receive the state of %s", s->t.name);
             if (hdr[0] == 0)
                 return gpt_fail(err, errlen, GPT_ERR_NOMEM, "checkpoint: rank %d could not serialise %s", owner,
                                 s->t.name);
             body = (unsigned char *)malloc((size_t)hdr[0]);
             if (!body) return gpt_fail(err, errlen, GPT_ERR_NOMEM, "checkpoint: out of memory");
-            if (c->ops->recv(c, body, (size_t)hdr[0], owner)) {
+            if ((cs = c->ops->recv(c, body, (size_t)hdr[0], owner)) != GPT_OK) {
                 free(body);
-                return gpt_fail(err, errlen, GPT_ERR_IO, "checkpoint: cannot receive the state of %s", s->t.name);
+                return gpt_fail(err, errlen, cs, "checkpoint: cannot receive the state of %s", s->t.name);
             }
             ckpt_put_raw(w, body, (size_t)hdr[0], (uint32_t)hdr[1]);
             free(body);
@@ -817,9 +828,10 @@ static gpt_status check_slot(const optim_slot *s, const ckpt_reader *rd, char *e
     gpt_status st;
     field(name, sizeof name, s, "kind");
     if ((st = ckpt_get_u64(rd, name, &v, 1, err, errlen)) != GPT_OK) return st;
-    if (v != (uint64_t)s->kind)
+    if (v != kind_code(s->kind))
         return gpt_fail(err, errlen, GPT_ERR_MISMATCH, "%s: field \"%s\": tensor %s was trained with another optimizer "
-                        "(kind %llu, this run %d)", rd->file, name, s->t.name, (unsigned long long)v, (int)s->kind);
+                        "(kind %llu, this run %llu)", rd->file, name, s->t.name, (unsigned long long)v,
+                        (unsigned long long)kind_code(s->kind));
     field(name, sizeof name, s, "step");
     if ((st = ckpt_get_u64(rd, name, &v, 1, err, errlen)) != GPT_OK) return st;
     if (v > (uint64_t)OPTIM_MAX_STEPS)
@@ -873,10 +885,11 @@ gpt_status optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errl
         uint64_t kind, step;
         field(name, sizeof name, s, "kind");
         if ((st = ckpt_get_u64(r, name, &kind, 1, err, errlen)) != GPT_OK) return st;
-        if (kind != (uint64_t)s->kind)
+        if (kind != kind_code(s->kind))
             return gpt_fail(err, errlen, GPT_ERR_MISMATCH,
                             "%s: tensor %s was trained with another optimizer (kind %llu, "
-                            "this run %d)", r->file, s->t.name, (unsigned long long)kind, (int)s->kind);
+                            "this run %llu)", r->file, s->t.name, (unsigned long long)kind,
+                            (unsigned long long)kind_code(s->kind));
         field(name, sizeof name, s, "step");
         if ((st = ckpt_get_u64(r, name, &step, 1, err, errlen)) != GPT_OK) return st;
         if (step > (uint64_t)OPTIM_MAX_STEPS)
@@ -964,8 +977,8 @@ static gpt_status host_reduce(gpt_optimizer *go, double scale, char *err, size_t
         size_t i, n = be->layout.n_params;
         for (i = 0; i < n; i++) grads[i] *= f;
     }
-    if (go->comm->size > 1 && go->comm->ops->allreduce_f32(go->comm, grads, be->layout.n_params))
-        return gpt_fail(err, errlen, GPT_ERR_IO, "gradient all-reduce failed");
+    if (go->comm->size > 1 && (gs = go->comm->ops->allreduce_f32(go->comm, grads, be->layout.n_params)) != GPT_OK)
+        return gpt_fail(err, errlen, gs, "gradient all-reduce failed");
     return GPT_OK;
 }
 
@@ -979,20 +992,20 @@ static gpt_status host_share(gpt_optimizer *go, char *err, size_t errlen)
     host_optimizer *h = (host_optimizer *)go;
     optim_set *o = go->set;
     gpt_status gs;
-    if (o->n_segs > 0 && go->comm->ops->share(go->comm, go->be->ops->params(go->be), o->segs, o->n_segs))
-        return gpt_fail(err, errlen, GPT_ERR_IO, "parameter exchange failed");
-    if (o->n_step_segs > 0 && go->comm->ops->share(go->comm, o->head_step, o->step_segs, o->n_step_segs))
-        return gpt_fail(err, errlen, GPT_ERR_IO, "head-step exchange failed");
+    if (o->n_segs > 0 && (gs = go->comm->ops->share(go->comm, go->be->ops->params(go->be), o->segs, o->n_segs)) != GPT_OK)
+        return gpt_fail(err, errlen, gs, "parameter exchange failed");
+    if (o->n_step_segs > 0 && (gs = go->comm->ops->share(go->comm, o->head_step, o->step_segs, o->n_step_segs)) != GPT_OK)
+        return gpt_fail(err, errlen, gs, "head-step exchange failed");
     if (h->mirrored && (gs = go->be->ops->push_params(go->be)) != GPT_OK)
         return gpt_fail(err, errlen, gs, "push_params: %s", gpt_status_string(gs));
     return GPT_OK;
 }
 
 static const float *host_head_step(gpt_optimizer *go) { return go->set->head_step; }
-static int host_nothing(gpt_optimizer *go)
+static gpt_status host_nothing(gpt_optimizer *go)
 {
     (void)go;
-    return 0;
+    return GPT_OK;
 }
 static void host_destroy(gpt_optimizer *go) { free(go); }
 

@@ -36,7 +36,12 @@
 extern "C" {
 #endif
 
-typedef enum { OPTIM_HEAD_ADAMW = 0, OPTIM_HEAD_ROWNORM = 1, OPTIM_HEAD_MUON = 2 } optim_head_kind;
+/* The update rule of a tensor, one enum: the head's choice is one of the first three (its number
+ * is the recipe's, in checkpoints: recipe.head), block matrices take Muon or Muown, the embedding
+ * AdamW. */
+typedef enum { OPTIM_ADAMW = 0, OPTIM_ROWNORM = 1, OPTIM_MUON = 2, OPTIM_MUOWN = 3 } optim_kind;
+/* The head's optimizer: OPTIM_ADAMW, OPTIM_ROWNORM or OPTIM_MUON. */
+typedef optim_kind optim_head_kind;
 /* Block matrices: Muon; Muown (row magnitudes as their own variable); NorMuon (Muon, then the
  * per-row second-moment normalisation of the orthogonalised update, muon_config.normuon). */
 typedef enum { OPTIM_BLOCK_MUON = 0, OPTIM_BLOCK_MUOWN = 1, OPTIM_BLOCK_NORMUON = 2 } optim_block_kind;
@@ -85,7 +90,8 @@ int optim_block_parse(const char *s, optim_block_kind *out); /* 1 on success */
  * step W to 1 at the last update (so the last update runs at final_frac of the peak). */
 double optim_lr_factor(const optim_recipe *r, long step, long total);
 
-typedef enum { OPTIM_ADAMW = 0, OPTIM_MUON, OPTIM_MUOWN, OPTIM_ROWNORM } optim_kind;
+/* A rownorm.h status as the trainer's (RN_ERR_NONFINITE: GPT_ERR_RANGE). */
+gpt_status optim_rn_status(rn_status rs);
 
 typedef struct optim_slot {
     gpt_tensor t;
@@ -244,8 +250,8 @@ int optim_first_nonfinite(const gpt_config *model, const float *block);
  * inverse (create does it once). The host implementation steps the backend's host blocks (a
  * backend whose blocks are mirrors of device memory gets pull_grads before and push_params
  * after); a backend with its own (gpt_backend_ops.create_optimizer) steps where its parameters
- * live. reduce, step and share return GPT_OK, or a status with a message in err; upload and
- * download 0 or -1. */
+ * live. Each returns GPT_OK or a status: reduce, step and share with a message in err; upload and
+ * download the copy's (GPT_ERR_BACKEND: the device failed). */
 typedef struct gpt_optimizer gpt_optimizer;
 typedef struct gpt_optimizer_ops {
     const char *name;  /* "host", "cuda" */
@@ -254,8 +260,8 @@ typedef struct gpt_optimizer_ops {
     gpt_status (*step)(gpt_optimizer *o, long step, long total, char *err, size_t errlen);
     gpt_status (*share)(gpt_optimizer *o, char *err, size_t errlen);
     const float *(*head_step)(gpt_optimizer *o); /* NULL if it cannot be read back */
-    int (*upload)(gpt_optimizer *o);
-    int (*download)(gpt_optimizer *o);
+    gpt_status (*upload)(gpt_optimizer *o);
+    gpt_status (*download)(gpt_optimizer *o);
     void (*destroy)(gpt_optimizer *o);
 } gpt_optimizer_ops;
 

@@ -1,5 +1,7 @@
-/* report.c - the experiment's outputs from its logs: reading them, the frontier's arithmetic, the
- * statistics, the Markdown tables and the curve plots (see report.h). */
+/* report.c - everything the experiment writes, from its runs and their logs: reading the logs,
+ * the frontier's arithmetic, the statistics, its console lines, table.md (the frontier, the
+ * matched-loss and pairs tables, the definitions, the verdicts), results.csv and the plots (see
+ * report.h). */
 #include "report.h"
 
 #include "data.h"
@@ -397,7 +399,7 @@ char *exp_table_markdown(const char *title, const exp_final *a, const exp_final 
 
 const char *exp_head_color(optim_head_kind head)
 {
-    return head == OPTIM_HEAD_ROWNORM ? "#d62728" : head == OPTIM_HEAD_MUON ? "#2ca02c" : "#1f77b4";
+    return head == OPTIM_ROWNORM ? "#d62728" : head == OPTIM_MUON ? "#2ca02c" : "#1f77b4";
 }
 
 /* Point-wise mean over n logs of the (x, y) pairs picked by `which`, skipping NaN y (rows where a
@@ -548,3 +550,610 @@ void exp_describe_recipe(sbuf *b, const exp_log *L, int caption)
               100 * num[FINAL], num[CLIP]);
 }
 
+
+/* ---- the experiment: its runs, its console lines, its tables, plots and files --------------- */
+
+const char *const exp_arm_name[2] = {"AdamW head", "RowNorm head"};
+const optim_head_kind exp_arm_head[2] = {OPTIM_ADAMW, OPTIM_ROWNORM};
+
+exp_run *exp_find_run(const exp_results *x, int arm, double rate, long seed)
+{
+    int k;
+    for (k = 0; k < x->n_runs; k++)
+        if (x->runs[k].arm == arm && x->runs[k].rate == rate && x->runs[k].seed == seed) return &x->runs[k];
+    return NULL;
+}
+
+exp_point exp_point_at(const exp_results *x, int arm, double rate, int k)
+{
+    exp_point p;
+    double l[100];
+    int s;
+    memset(&p, 0, sizeof p);
+    p.loss_min = p.d_min = p.rms_min = HUGE_VAL;
+    p.loss_max = p.d_max = p.rms_max = -HUGE_VAL;
+    for (s = 0; s < k && s < 100; s++) {
+        exp_run *u = exp_find_run(x, arm, rate, x->seed0 + s);
+        if (!u) continue;
+        if (!u->ok) {
+            p.failed++;
+            continue;
+        }
+        l[p.n++] = u->fin.val_loss;
+        p.d += u->fin.diameter, p.rms += u->fin.hilbert_rms;
+        p.loss_min = fmin(p.loss_min, u->fin.val_loss), p.loss_max = fmax(p.loss_max, u->fin.val_loss);
+        p.d_min = fmin(p.d_min, u->fin.diameter), p.d_max = fmax(p.d_max, u->fin.diameter);
+        p.rms_min = fmin(p.rms_min, u->fin.hilbert_rms), p.rms_max = fmax(p.rms_max, u->fin.hilbert_rms);
+    }
+    if (p.n) {
+        exp_mean_sd(l, p.n, &p.loss, &p.loss_sd);
+        p.d /= p.n, p.rms /= p.n;
+    } else {
+        p.loss = p.loss_sd = p.d = p.rms = NAN;
+    }
+    return p;
+}
+
+void exp_run_files(const char *out_dir, int arm, double rate, long seed, char *log, size_t log_cap, char *ckpt,
+                   size_t ckpt_cap, char *name, size_t name_cap)
+{
+    const char *head = optim_head_name(exp_arm_head[arm]);
+    snprintf(log, log_cap, "%s/%s_lr%.6g_seed%ld.csv", out_dir, head, rate, seed);
+    snprintf(ckpt, ckpt_cap, "%s/%s_lr%.6g_seed%ld.ckpt", out_dir, head, rate, seed);
+    snprintf(name, name_cap, "%s %.4g s%ld", head, rate, seed);
+}
+
+static void fmt_duration(char *out, size_t cap, double s)
+{
+    if (s < 60) snprintf(out, cap, "%.0f s", s);
+    else if (s < 3600) snprintf(out, cap, "%dm%02ds", (int)(s / 60), (int)s % 60);
+    else snprintf(out, cap, "%dh%02dm", (int)(s / 3600), (int)(s / 60) % 60);
+}
+
+/* "0.002, 0.004, ..." (every rate exactly: %.6g keeps 0.1024) */
+static void sb_rates(sbuf *b, const exp_grid *g)
+{
+    int k;
+    for (k = 0; k < g->n; k++) sb_printf(b, "%s%.6g", k ? ", " : "", g->rate[k]);
+}
+
+static const char *fmt_or_dash(char *buf, size_t cap, double v, const char *fmt)
+{
+    if (v == v) snprintf(buf, cap, fmt, v);
+    else snprintf(buf, cap, "—");
+    return buf;
+}
+
+/* An arm's frontier: (step size, loss) per finished grid point; seed < 0: the means over the k
+ * sweep seeds (points where all k finished), else that seed's runs alone. */
+static int arm_points(const exp_results *x, const exp_grid *g, int arm, int k, long seed, int rms, double *sx,
+                      double *sl, double *rate)
+{
+    int r, m = 0;
+    for (r = 0; r < g->n; r++) {
+        if (seed < 0) {
+            exp_point p = exp_point_at(x, arm, g->rate[r], k);
+            if (p.n != k) continue;
+            sx[m] = rms ? p.rms : p.d, sl[m] = p.loss;
+        } else {
+            exp_run *u = exp_find_run(x, arm, g->rate[r], seed);
+            if (!u || !u->ok) continue;
+            sx[m] = rms ? u->fin.hilbert_rms : u->fin.diameter, sl[m] = u->fin.val_loss;
+        }
+        if (rate) rate[m] = g->rate[r];
+        m++;
+    }
+    return m;
+}
+
+/* What the frontiers say at equal step size, for D (rms 0) or the Hilbert RMS (rms 1): the step
+ * each arm needs to reach the RowNorm head's best (mean) loss, on the mean frontiers and on each
+ * sweep seed's own, and where the RowNorm head's mean frontier lies below the AdamW head's. */
+typedef struct {
+    double target;                /* the RowNorm head's best mean loss */
+    double need[2];               /* on the mean frontiers (NaN: not reached) */
+    double ratio, ratio_min, ratio_max; /* AdamW / RowNorm: mean frontiers; over seeds (Inf: AdamW never reaches it) */
+    int seeds_above, seeds;       /* seeds whose ratio is > 1 (RowNorm needs the smaller step), of those counted */
+    double lo, hi;                /* the range both mean frontiers cover (lo >= hi: they do not overlap) */
+    double below[4][2];           /* up to 4 intervals of it where RowNorm's mean frontier is lower */
+    int n_below;
+    double below_share;           /* share of [lo, hi] (in log step size) where it is lower */
+} exp_matched;
+
+static void matched(const exp_results *x, const exp_grid *g, int k, int rms, exp_matched *mt)
+{
+    double sx[2][EXP_MAX_RATES], sl[2][EXP_MAX_RATES], a0 = HUGE_VAL, a1 = -HUGE_VAL, r0 = HUGE_VAL, r1 = -HUGE_VAL;
+    int m[2], arm, s, j, in = 0, n_in = 0;
+    double start = 0;
+    memset(mt, 0, sizeof *mt);
+    for (arm = 0; arm < 2; arm++) m[arm] = arm_points(x, &g[arm], arm, k, -1, rms, sx[arm], sl[arm], NULL);
+    mt->target = exp_point_at(x, 1, g[1].rate[g[1].best], k).loss;
+    for (arm = 0; arm < 2; arm++) mt->need[arm] = exp_matched_step(sx[arm], sl[arm], m[arm], mt->target, NULL);
+    mt->ratio = mt->need[1] == mt->need[1] ? (mt->need[0] == mt->need[0] ? mt->need[0] / mt->need[1] : HUGE_VAL) : NAN;
+    mt->ratio_min = HUGE_VAL, mt->ratio_max = -HUGE_VAL;
+    for (s = 0; s < k; s++) { /* each seed's own frontiers, towards that seed's RowNorm loss at the best rate */
+        double px[2][EXP_MAX_RATES], pl[2][EXP_MAX_RATES], nd[2], r;
+        exp_run *u = exp_find_run(x, 1, g[1].rate[g[1].best], x->seed0 + s);
+        int pm[2];
+        if (!u || !u->ok) continue;
+        for (arm = 0; arm < 2; arm++) {
+            pm[arm] = arm_points(x, &g[arm], arm, k, x->seed0 + s, rms, px[arm], pl[arm], NULL);
+            nd[arm] = exp_matched_step(px[arm], pl[arm], pm[arm], u->fin.val_loss, NULL);
+        }
+        if (nd[1] != nd[1]) continue;
+        r = nd[0] == nd[0] ? nd[0] / nd[1] : HUGE_VAL;
+        mt->seeds++;
+        mt->seeds_above += r > 1.0;
+        mt->ratio_min = fmin(mt->ratio_min, r), mt->ratio_max = fmax(mt->ratio_max, r);
+    }
+    if (!mt->seeds) mt->ratio_min = mt->ratio_max = NAN;
+    for (j = 0; j < m[0]; j++) a0 = fmin(a0, sx[0][j]), a1 = fmax(a1, sx[0][j]);
+    for (j = 0; j < m[1]; j++) r0 = fmin(r0, sx[1][j]), r1 = fmax(r1, sx[1][j]);
+    mt->lo = fmax(a0, r0), mt->hi = fmin(a1, r1);
+    if (!(mt->lo < mt->hi)) return;
+    for (j = 0; j <= 256; j++) { /* 257 log-spaced points over the shared range */
+        double v = exp(log(mt->lo) + (log(mt->hi) - log(mt->lo)) * j / 256.0);
+        int below = exp_frontier_at(sx[1], sl[1], m[1], v) < exp_frontier_at(sx[0], sl[0], m[0], v);
+        n_in += below;
+        if (below && !in) start = v, in = 1;
+        if ((!below || j == 256) && in) {
+            if (mt->n_below < 4) mt->below[mt->n_below][0] = start, mt->below[mt->n_below][1] = v, mt->n_below++;
+            in = 0;
+        }
+    }
+    mt->below_share = n_in / 257.0;
+}
+
+static void sb_ratio(sbuf *b, double r)
+{
+    if (r == HUGE_VAL) sb_printf(b, "∞ (AdamW never reaches it)");
+    else if (r == r) sb_printf(b, "%.2f×", r);
+    else sb_printf(b, "—");
+}
+
+/* The matched-loss table for D or the Hilbert RMS. */
+static void sb_matched(sbuf *b, const exp_matched *mt, int rms, int k)
+{
+    const char *q = rms ? "Hilbert RMS" : "D(S)";
+    char c1[32], c2[32];
+    int arm, j;
+    sb_printf(b, "| target loss | %s the AdamW head needs | %s the RowNorm head needs | AdamW / RowNorm | range over "
+                 "the %d seeds (each seed's frontiers, to its own RowNorm loss at the best rate) |\n|---|---|---|---|---|\n",
+              q, q, k);
+    sb_printf(b, "| %.4f (the RowNorm head's best mean) |", mt->target);
+    for (arm = 0; arm < 2; arm++) {
+        if (mt->need[arm] == mt->need[arm]) sb_printf(b, " %.3e |", mt->need[arm]);
+        else sb_printf(b, " not reached |");
+    }
+    sb_printf(b, " ");
+    sb_ratio(b, mt->ratio);
+    sb_printf(b, " | ");
+    if (mt->seeds) {
+        sb_ratio(b, mt->ratio_min);
+        sb_printf(b, " … ");
+        sb_ratio(b, mt->ratio_max);
+        sb_printf(b, " (%d of %d seeds above 1) |\n", mt->seeds_above, mt->seeds);
+    } else {
+        sb_printf(b, "— |\n");
+    }
+    if (mt->lo < mt->hi) {
+        sb_printf(b, "\nWhere both mean frontiers reach (%s %s to %s), the RowNorm head's lies below the AdamW head's "
+                     "(lower loss at the same step size) over %.0f %% of the range (log scale)%s", q,
+                  fmt_or_dash(c1, sizeof c1, mt->lo, "%.3e"), fmt_or_dash(c2, sizeof c2, mt->hi, "%.3e"),
+                  100 * mt->below_share, mt->n_below ? ": " : ".\n");
+        for (j = 0; j < mt->n_below; j++)
+            sb_printf(b, "%s[%.3e, %.3e]", j ? ", " : "", mt->below[j][0], mt->below[j][1]);
+        if (mt->n_below) sb_printf(b, ".\n");
+    } else {
+        sb_printf(b, "\nThe two sweeps' %s ranges do not overlap.\n", q);
+    }
+}
+
+/* frontier_diameter.svg or frontier_rms.svg: mean over the sweep seeds, bars min–max */
+static gpt_status frontier_plot(const exp_results *x, const exp_grid *g, int k, int rms, const char *caption, char *err,
+                                size_t errlen)
+{
+    plot_desc d;
+    plot *p;
+    gpt_status rc = GPT_OK;
+    int arm;
+    char path[1100];
+    memset(&d, 0, sizeof d);
+    d.title = rms ? "Loss against the Hilbert RMS of the head step (one point per head rate)"
+                  : "Loss against the step diameter D(S) of the head (one point per head rate)";
+    d.xlabel = rms ? "final Hilbert RMS of the head step (log)" : "final exact D(S) of the head step (log)";
+    d.ylabel = "final validation loss";
+    d.log_x = 1;
+    d.caption = caption;
+    p = plot_create(&d);
+    if (!p) {
+        gpt_errorf(err, errlen, "plots: out of memory");
+        return GPT_ERR_NOMEM;
+    }
+    for (arm = 0; arm < 2 && rc == 0; arm++) {
+        double tx[EXP_MAX_RATES], tl[EXP_MAX_RATES], lo[EXP_MAX_RATES], hi[EXP_MAX_RATES];
+        char lab[EXP_MAX_RATES][24], name[128];
+        const char *labels[EXP_MAX_RATES];
+        int idx[EXP_MAX_RATES], r, m = 0, j;
+        exp_point pt[EXP_MAX_RATES];
+        double px[EXP_MAX_RATES], pl[EXP_MAX_RATES];
+        plot_style st;
+        for (r = 0; r < g[arm].n; r++) { /* the points where every sweep seed finished */
+            exp_point q = exp_point_at(x, arm, g[arm].rate[r], k);
+            if (q.n != k) continue;
+            pt[m] = q, px[m] = rms ? q.rms : q.d, pl[m] = q.loss, tx[m] = g[arm].rate[r]; /* tx: the rate, for now */
+            m++;
+        }
+        m = exp_frontier_order(px, pl, m, idx); /* in increasing step size: the frontier read left to right */
+        memset(&st, 0, sizeof st);
+        st.color = exp_head_color(exp_arm_head[arm]);
+        st.markers = 1;
+        st.ring = -1;
+        {
+            double rate[EXP_MAX_RATES];
+            for (j = 0; j < m; j++) rate[j] = tx[idx[j]];
+            for (j = 0; j < m; j++) {
+                tx[j] = px[idx[j]], tl[j] = pl[idx[j]];
+                lo[j] = pt[idx[j]].loss_min, hi[j] = pt[idx[j]].loss_max;
+                snprintf(lab[j], sizeof lab[j], "%.6g", rate[j]);
+                labels[j] = lab[j];
+                if (rate[j] == g[arm].rate[g[arm].best]) st.ring = j;
+            }
+        }
+        st.labels = labels;
+        if (k > 1) st.ylo = lo, st.yhi = hi;
+        snprintf(name, sizeof name, "%s (labels: peak head rate; ring: best)", exp_arm_name[arm]);
+        if (plot_add_series_style(p, name, tx, tl, (size_t)m, &st) != GPT_OK) {
+            gpt_errorf(err, errlen, "plots: out of memory");
+            rc = GPT_ERR_NOMEM;
+        }
+    }
+    snprintf(path, sizeof path, "%s/%s", x->out_dir, rms ? "frontier_rms.svg" : "frontier_diameter.svg");
+    if (rc == GPT_OK) rc = plot_write_svg(p, path, err, errlen);
+    plot_free(p);
+    return rc;
+}
+
+/* The pairs at rates ra (AdamW), rb (RowNorm) over the n seeds: the table under `title`, and
+ * the summary (intervals) in *ps. */
+static char *pairs_table(const exp_results *x, const char *title, double ra, double rb, int n, exp_pair_summary *ps)
+{
+    exp_final *f = (exp_final *)calloc((size_t)(2 * n), sizeof *f);
+    long *seeds = (long *)calloc((size_t)n, sizeof *seeds);
+    char *t = NULL;
+    int k;
+    if (f && seeds) {
+        for (k = 0; k < n; k++) {
+            seeds[k] = x->seed0 + k;
+            f[k] = exp_find_run(x, 0, ra, seeds[k])->fin;
+            f[n + k] = exp_find_run(x, 1, rb, seeds[k])->fin;
+        }
+        t = exp_table_markdown(title, f, f + n, seeds, n);
+        exp_pair_summarize(f, f + n, n, ps);
+    }
+    free(f), free(seeds);
+    return t;
+}
+
+/* The definitions that open the output and table.md. */
+static void sb_definitions(sbuf *b)
+{
+    sb_printf(b, "- **D(S)**, the step diameter: for a head step S (the change of the V × d output matrix in one "
+                 "update), the largest distance between two of its rows, max ‖s_i − s_j‖. A softmax ignores shifts "
+                 "shared by all logits, so D(S) bounds how far any prediction can move (in Hilbert's projective "
+                 "distance, by at most D(S)·‖h‖ for a hidden state h); measured exactly on the last update.\n"
+                 "- **Hilbert RMS**: how far the predictions actually moved in that update: the root mean square, "
+                 "over a fixed panel of validation positions, of the Hilbert distance between the predicted "
+                 "distributions before and after it.\n"
+                 "- **Frontier**: final validation loss against one of these step sizes, one point per peak head "
+                 "rate (mean over the sweep seeds, bars from the lowest to the highest seed). Lower at the same step "
+                 "size is better: the lower curve reaches a loss with a smaller change of the predictions.\n"
+                 "- **Beyond seed noise**: a difference whose 95 %% interval, paired over seeds (Student's t), excludes "
+                 "no difference; for the frontier, a ratio above 1 on every seed's own frontier.\n");
+}
+
+/* One verdict line: holds beyond the seed noise or not. */
+static const char *mark(int beyond) { return beyond ? "**beyond seed noise**" : "*within seed noise*"; }
+
+/* "X× smaller in D(S) (AdamW / RowNorm 95 % interval lo to hi, beyond seed noise)", or larger */
+static void sb_step_ratio(sbuf *b, const char *lead, const char *q, double r, double lo, double hi, int n)
+{
+    sb_printf(b, "%s %.2f× %s in %s", lead, r >= 1 ? r : 1 / r, r >= 1 ? "smaller" : "larger", q);
+    if (n > 1) sb_printf(b, " (AdamW / RowNorm %.2f to %.2f: %s)", lo, hi, mark(lo > 1 || hi < 1));
+}
+
+static void sb_pair_verdict(sbuf *b, const char *where, const exp_pair_summary *ps)
+{
+    int n = ps->n, beyond = n > 1 && (ps->delta_lo > 0 || ps->delta_hi < 0);
+    sb_printf(b, "- %s: the RowNorm head's validation loss is %s by %.4f", where,
+              ps->delta > 0 ? "higher (worse)" : "lower (better)", fabs(ps->delta));
+    if (n > 1) sb_printf(b, " (95 %% interval %+.4f to %+.4f, %d seeds): %s", ps->delta_lo, ps->delta_hi, n, mark(beyond));
+    sb_step_ratio(b, "; its steps are", "D(S)", ps->d_ratio, ps->d_lo, ps->d_hi, n);
+    sb_step_ratio(b, " and", "Hilbert RMS", ps->rms_ratio, ps->rms_lo, ps->rms_hi, n);
+    sb_printf(b, ".\n");
+}
+
+static void sb_frontier_verdict(sbuf *b, const exp_matched *mt, int rms)
+{
+    const char *q = rms ? "Hilbert RMS" : "D(S)";
+    int beyond = mt->seeds > 1 && mt->seeds_above == mt->seeds;
+    sb_printf(b, "- At equal step size (%s): ", q);
+    if (!(mt->ratio == mt->ratio)) {
+        sb_printf(b, "the RowNorm head's best loss is not on its own mean frontier (no matched step).\n");
+        return;
+    }
+    sb_printf(b, "to reach the RowNorm head's best mean loss (%.4f) the AdamW head needs ", mt->target);
+    sb_ratio(b, mt->ratio);
+    sb_printf(b, " the %s the RowNorm head needs (each seed's own frontiers: ", q);
+    sb_ratio(b, mt->ratio_min);
+    sb_printf(b, " to ");
+    sb_ratio(b, mt->ratio_max);
+    sb_printf(b, "), so %s: %s; the RowNorm head's mean frontier is the lower one over %.0f %% of the %s range "
+                 "both reach.\n",
+              mt->ratio > 1 ? "the RowNorm head gets there with the smaller step"
+                            : "the AdamW head gets there with the smaller step",
+              mt->ratio > 1 ? mark(beyond) : mark(mt->seeds > 1 && mt->seeds_above == 0), 100 * mt->below_share, q);
+}
+
+/* results.csv: one row per run, every number the tables are made of (what the demo_table test
+ * compares with the committed copy). */
+static gpt_status write_results(const exp_results *x, char *err, size_t errlen)
+{
+    sbuf b;
+    char path[1100];
+    gpt_status rc;
+    int k;
+    memset(&b, 0, sizeof b);
+    sb_printf(&b, "head,rate,seed,status,val_loss,diameter,hilbert_rms\n");
+    for (k = 0; k < x->n_runs; k++) {
+        const exp_run *u = &x->runs[k];
+        if (u->ok)
+            sb_printf(&b, "%s,%.17g,%ld,ok,%.17g,%.17g,%.17g\n", optim_head_name(exp_arm_head[u->arm]), u->rate, u->seed,
+                      u->fin.val_loss, u->fin.diameter, u->fin.hilbert_rms);
+        else
+            sb_printf(&b, "%s,%.17g,%ld,failed,,,\n", optim_head_name(exp_arm_head[u->arm]), u->rate, u->seed);
+    }
+    snprintf(path, sizeof path, "%s/results.csv", x->out_dir);
+    if (b.failed) {
+        gpt_errorf(err, errlen, "%s: out of memory", path);
+        rc = GPT_ERR_NOMEM;
+    } else {
+        rc = data_write_file_atomic(path, b.s, b.len, err, errlen);
+    }
+    free(b.s);
+    return rc;
+}
+
+/* ---- the console ------------------------------------------------------------------------- */
+
+void exp_say_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("experiment: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+void exp_say_plan(const exp_results *x, const optim_recipe *recipe, int definitions)
+{
+    int arm, ks = x->sweep_seeds, n = x->seeds;
+    long seed0 = x->seed0;
+    if (definitions) {
+        sbuf out;
+        memset(&out, 0, sizeof out);
+        sb_printf(&out, "experiment: what the tables measure\n");
+        sb_definitions(&out);
+        if (!out.failed) printf("%s", out.s);
+        free(out.s);
+    }
+    printf("experiment: outputs in %s\n", x->out_dir);
+    for (arm = 0; arm < 2; arm++) {
+        const exp_grid *g = &x->grid[arm];
+        sbuf r;
+        memset(&r, 0, sizeof r);
+        sb_rates(&r, g);
+        printf("experiment: %s: %s %s (warm-up %.0f%%, cosine to %.0f%% of peak), seed%s %ld%s%ld\n", exp_arm_name[arm],
+               g->fixed ? "fixed rate" : "sweep over peak rates", r.s ? r.s : "?", 100.0 * recipe->warmup_frac,
+               100.0 * recipe->final_frac, ks > 1 ? "s" : "", seed0, ks > 1 ? ".." : "", seed0 + ks - 1);
+        free(r.s);
+    }
+    printf("experiment: the best rate of each: the lowest mean over %d seed%s; then %d seed%s (%ld..%ld) at each arm's "
+           "best rate and at the paper's (AdamW %.3g, RowNorm %.3g)\n",
+           ks, ks > 1 ? "s" : "", n, n > 1 ? "s" : "", seed0, seed0 + n - 1, x->paper[0], x->paper[1]);
+}
+
+void exp_say_run_start(int k, int planned, int arm, double rate, long seed, int sweep, double eta, int one_line)
+{
+    char e[32];
+    if (eta >= 0) fmt_duration(e, sizeof e, eta);
+    else snprintf(e, sizeof e, "after the first run");
+    printf("experiment: run %d of %d: %s, rate %.4g, seed %ld%s (ETA %s)%s", k, planned, exp_arm_name[arm], rate, seed,
+           sweep ? ", sweep" : "", e, one_line ? " ..." : "\n");
+    fflush(stdout);
+}
+
+void exp_say_run_end(const exp_run *u, const char *name, train_outcome outcome, int one_line, int sweep,
+                     const char *err, double seconds)
+{
+    if (one_line && outcome != TRAIN_DONE) printf(" %s\n", outcome == TRAIN_FAILED ? "failed" : "stopped");
+    if (outcome == TRAIN_DONE && err) {
+        if (one_line) printf("\n");
+        exp_say_error("%s", err);
+    } else if (outcome == TRAIN_DONE) {
+        if (!one_line) printf("experiment: %s:", name);
+        printf(" final val loss %.4f, D(S) %.3e, Hilbert RMS %.3e (%.1f s)\n", u->fin.val_loss, u->fin.diameter,
+               u->fin.hilbert_rms, seconds);
+    } else if (outcome == TRAIN_FAILED) {
+        exp_say_error("%s: %s%s", name, u->error, sweep ? " (a failed point of the sweep)" : "");
+    }
+}
+
+void exp_say_extension(int arm, double edge, double rate)
+{
+    printf("experiment: the best %s rate %.6g is at the edge of its grid: adding %.6g\n", exp_arm_name[arm], edge, rate);
+}
+
+void exp_say_done(int made, double seconds) { printf("experiment: %d runs in %.0f s\n\n", made, seconds); }
+
+/* ---- table.md, results.csv, the plots ---------------------------------------------------- */
+
+/* The frontier table: one row per arm and rate (mean ± sd, min … max over the sweep seeds), the
+ * notes on edges and fixed rates. */
+static void sb_frontier(sbuf *out, const exp_results *x)
+{
+    const exp_grid *g = x->grid;
+    int arm, k, ks = x->sweep_seeds;
+    long seed0 = x->seed0;
+    sb_printf(out, "## The frontier (%d seed%s per peak head rate: %ld..%ld)\n\n", ks, ks > 1 ? "s" : "", seed0,
+              seed0 + ks - 1);
+    sb_printf(out, "| head | peak head rate | final val loss%s | min … max | final D(S) | Hilbert RMS | |\n"
+                   "|---|---|---|---|---|---|---|\n", ks > 1 ? " (mean ± sd)" : "");
+    for (arm = 0; arm < 2; arm++)
+        for (k = 0; k < g[arm].n; k++) {
+            exp_point p = exp_point_at(x, arm, g[arm].rate[k], ks);
+            const char *tag = k == g[arm].best ? (g[arm].at_edge ? "**best (at the grid's edge)**" : "**best**") : "";
+            if (p.n == ks) {
+                sb_printf(out, "| %s | %.6g | %.4f", exp_arm_name[arm], g[arm].rate[k], p.loss);
+                if (ks > 1) sb_printf(out, " ± %.4f | %.4f … %.4f", p.loss_sd, p.loss_min, p.loss_max);
+                else sb_printf(out, " | —");
+                sb_printf(out, " | %.3e | %.3e | %s |\n", p.d, p.rms, tag);
+            } else {
+                exp_run *u = NULL;
+                int s;
+                for (s = 0; s < ks && !u; s++) {
+                    exp_run *v = exp_find_run(x, arm, g[arm].rate[k], seed0 + s);
+                    if (v && !v->ok) u = v;
+                }
+                sb_printf(out, "| %s | %.6g | failed (%d of %d seeds): %s | | | | |\n", exp_arm_name[arm],
+                          g[arm].rate[k], p.failed, ks, u ? u->error : "?");
+            }
+        }
+    for (arm = 0; arm < 2; arm++) {
+        if (g[arm].at_edge)
+            sb_printf(out, "\nNote: the %s's best rate %.6g is at the edge of its grid%s: its real best may lie "
+                           "beyond (give a wider --sweep-%s).\n", exp_arm_name[arm], x->best[arm],
+                      g[arm].extended ? " even after extending it" : "", arm ? "rownorm" : "adamw");
+        else if (g[arm].fixed)
+            sb_printf(out, "\nThe %s's rate is fixed (--lr-head-%s %.6g): no sweep.\n", exp_arm_name[arm],
+                      arm ? "rownorm" : "adamw", x->best[arm]);
+    }
+    if (g[0].extended || g[1].extended)
+        sb_printf(out, "\n(Grids extended where a best was at an edge: up to --sweep-extend %d points per arm.)\n",
+                  x->sweep_extend);
+}
+
+/* table.md: the definitions, the recipe (from the first tuned log), the frontier, the matched
+ * loss, the tuned and the paper's pairs, the verdicts. */
+static void sb_table(sbuf *out, const exp_results *x, const exp_log *log0)
+{
+    const double *best = x->best, *paper = x->paper;
+    const char *corpus = exp_log_recipe(log0, "corpus");
+    int ks = x->sweep_seeds, n = x->seeds;
+    char title[256], *tt, *tp = NULL;
+    exp_pair_summary tuned, at_paper;
+    exp_matched mt[2];
+    memset(&at_paper, 0, sizeof at_paper);
+    matched(x, x->grid, ks, 0, &mt[0]);
+    matched(x, x->grid, ks, 1, &mt[1]);
+    snprintf(title, sizeof title, "## At each head's best rate (AdamW %.6g, RowNorm %.6g)", best[0], best[1]);
+    tt = pairs_table(x, title, best[0], best[1], n, &tuned);
+    snprintf(title, sizeof title, "## At the paper's rates (AdamW %.6g, RowNorm %.6g)%s", paper[0], paper[1],
+             x->paper_same ? ": the same as the best" : "");
+    if (!x->paper_same) tp = pairs_table(x, title, paper[0], paper[1], n, &at_paper);
+    sb_printf(out, "# AdamW head vs RowNorm head: head-rate sweeps, the loss–step-size frontier, tuned pairs\n\n");
+    sb_definitions(out);
+    sb_printf(out, "\nRecipe (identical in every run but the head optimizer and its rate): ");
+    exp_describe_recipe(out, log0, 0);
+    sb_printf(out, ". Head AdamW betas (0.9, 0.999), eps 1e-10, wd 0.1; head RowNorm beta 0.95, eps 1e-8, wd 0 "
+                   "(the paper's). Data: corpus %s%s. The logs record all of it (`# key=value` lines).\n\n",
+              corpus ? corpus : "?",
+              corpus && strtoull(corpus, NULL, 16) == DATA_DEMO_CORPUS_ID ? " (the demo's, " DATA_DEMO_CORPUS ")" : "");
+    sb_frontier(out, x);
+    sb_printf(out, "\n## Matched loss: the step size each head needs to reach the RowNorm head's best loss\n\n"
+                   "Read off the mean frontiers (segments linear in log step size between sweep points), and off "
+                   "each sweep seed's own frontier for the range.\n\n");
+    sb_matched(out, &mt[0], 0, ks);
+    sb_printf(out, "\n");
+    sb_matched(out, &mt[1], 1, ks);
+    sb_printf(out, "\n%s", tt ? tt : "(out of memory)\n");
+    if (!x->paper_same) sb_printf(out, "\n%s", tp ? tp : "(out of memory)\n");
+    else sb_printf(out, "\n%s\n", title);
+    free(tt), free(tp);
+    /* the answer */
+    sb_printf(out, "\n## The answer at this scale\n\n");
+    sb_frontier_verdict(out, &mt[0], 0);
+    sb_frontier_verdict(out, &mt[1], 1);
+    snprintf(title, sizeof title, "At each head's best rate (AdamW %.6g, RowNorm %.6g, chosen on the mean of %d seed%s)",
+             best[0], best[1], ks, ks > 1 ? "s" : "");
+    sb_pair_verdict(out, title, &tuned);
+    if (!x->paper_same) {
+        snprintf(title, sizeof title, "At the paper's rates (AdamW %.6g, RowNorm %.6g)", paper[0], paper[1]);
+        sb_pair_verdict(out, title, &at_paper);
+    }
+}
+
+/* The five plots, with the recipe and the rates in their captions. */
+static gpt_status write_experiment_plots(const exp_results *x, const exp_log *logs, char *err, size_t errlen)
+{
+    const double *best = x->best;
+    const char *names[2] = {exp_arm_name[0], exp_arm_name[1]};
+    const char *colors[2] = {exp_head_color(exp_arm_head[0]), exp_head_color(exp_arm_head[1])};
+    sbuf cap;
+    gpt_status st;
+    memset(&cap, 0, sizeof cap);
+    exp_describe_recipe(&cap, &logs[0], 1);
+    sb_printf(&cap, "\nhead rates: AdamW ");
+    sb_rates(&cap, &x->grid[0]);
+    sb_printf(&cap, " (best %.6g);\nRowNorm ", best[0]);
+    sb_rates(&cap, &x->grid[1]);
+    sb_printf(&cap, " (best %.6g); seeds %ld..%ld (mean; bars: min–max)", best[1], x->seed0,
+              x->seed0 + x->sweep_seeds - 1);
+    if (cap.failed) st = gpt_fail(err, errlen, GPT_ERR_NOMEM, "out of memory");
+    else if ((st = frontier_plot(x, x->grid, x->sweep_seeds, 0, cap.s, err, errlen)) == GPT_OK)
+        st = frontier_plot(x, x->grid, x->sweep_seeds, 1, cap.s, err, errlen);
+    free(cap.s);
+    if (st != GPT_OK) return st;
+    memset(&cap, 0, sizeof cap);
+    exp_describe_recipe(&cap, &logs[0], 1);
+    sb_printf(&cap, "\nat each head's best rate: AdamW %.6g, RowNorm %.6g; seeds %ld..%ld", best[0], best[1], x->seed0,
+              x->seed0 + x->seeds - 1);
+    if (cap.failed) st = gpt_fail(err, errlen, GPT_ERR_NOMEM, "out of memory");
+    else st = exp_write_plots(x->out_dir, logs, 2, x->seeds, names, colors, cap.s, err, errlen);
+    free(cap.s);
+    return st;
+}
+
+gpt_status exp_report(const exp_results *x)
+{
+    int n = x->seeds, arm, k;
+    char err[512], path[1100];
+    exp_log *logs;
+    sbuf out;
+    gpt_status st = GPT_OK;
+    /* the tuned pairs' logs: the recipe and the curves */
+    logs = (exp_log *)calloc((size_t)(2 * n), sizeof *logs);
+    if (!logs) {
+        exp_say_error("out of memory");
+        return GPT_ERR_NOMEM;
+    }
+    for (k = 0; k < n && st == GPT_OK; k++)
+        for (arm = 0; arm < 2 && st == GPT_OK; arm++)
+            st = exp_log_read(exp_find_run(x, arm, x->best[arm], x->seed0 + k)->log, &logs[arm * n + k], err, sizeof err);
+    memset(&out, 0, sizeof out);
+    if (st == GPT_OK) {
+        sb_table(&out, x, &logs[0]);
+        snprintf(path, sizeof path, "%s/table.md", x->out_dir);
+        if (out.failed) st = gpt_fail(err, sizeof err, GPT_ERR_NOMEM, "out of memory");
+        else if ((st = data_write_file_atomic(path, out.s, out.len, err, sizeof err)) == GPT_OK &&
+                 (st = write_results(x, err, sizeof err)) == GPT_OK)
+            printf("%s\nwrote %s, results.csv\n", out.s, path);
+    }
+    if (st == GPT_OK && (st = write_experiment_plots(x, logs, err, sizeof err)) == GPT_OK)
+        printf("wrote %s/frontier_diameter.svg, frontier_rms.svg, loss.svg, diameter.svg, hilbert_rms.svg\n", x->out_dir);
+    if (st != GPT_OK) exp_say_error("%s", err);
+    for (k = 0; k < 2 * n; k++) exp_log_free(&logs[k]);
+    free(logs), free(out.s);
+    return st;
+}

@@ -1,7 +1,7 @@
-/* report.h - what the experiment writes, made from its runs' logs: reading a log back, the
- * loss–step-size frontier's arithmetic, the seed statistics (means, sds, paired 95 % intervals),
- * the Markdown tables and the curve plots. Used by the experiment (experiment.c) and by a single
- * run's plots (cli.c). */
+/* report.h - everything the experiment writes, made from its runs and their logs: reading a log
+ * back, the loss–step-size frontier's arithmetic, the seed statistics (means, sds, paired 95 %
+ * intervals), its console lines, table.md, results.csv and the plots. Used by the experiment
+ * (experiment.c, which makes the runs and chooses the rates) and by a single run's plots (cli.c). */
 #ifndef GPT_REPORT_H
 #define GPT_REPORT_H
 
@@ -9,6 +9,7 @@
 
 #include "optim.h"
 #include "status.h"
+#include "train.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -110,6 +111,81 @@ char *exp_recipe_caption(const exp_log *log);
 
 /* The colour of an arm in every plot: AdamW blue, RowNorm red, Muon green. */
 const char *exp_head_color(optim_head_kind head);
+
+
+/* ---- the experiment's runs (experiment.c makes them; what it says of them is made here) ---- */
+
+/* The two arms: their names in every table and line, their head optimizers. */
+extern const char *const exp_arm_name[2];        /* "AdamW head", "RowNorm head" */
+extern const optim_head_kind exp_arm_head[2];    /* OPTIM_ADAMW, OPTIM_ROWNORM */
+
+/* One run of the experiment. */
+typedef struct exp_run {
+    int arm;
+    double rate;
+    long seed;
+    int ok;          /* 1 ran to the end; 0 failed (error says why) */
+    char error[512];
+    exp_final fin;   /* from the log (rank 0); val_loss on every rank */
+    char log[1100];
+} exp_run;
+
+/* An arm's head rates: fixed (--lr-head-*) or swept, the best's index, extended at an edge. */
+typedef struct exp_grid {
+    double rate[EXP_MAX_RATES];
+    int n, fixed, extended, best, at_edge;
+} exp_grid;
+
+/* One sweep point: the runs of an arm at a rate over the first k seeds (those that finished). */
+typedef struct exp_point {
+    int n, failed;                  /* finished runs, failed runs */
+    double loss, loss_sd, loss_min, loss_max;
+    double d, d_min, d_max, rms, rms_min, rms_max; /* means (arithmetic) and extremes */
+} exp_point;
+
+/* The experiment so far: its runs, the arms' grids, the seeds, the chosen and the paper's rates. */
+typedef struct exp_results {
+    const char *out_dir;
+    exp_run *runs;
+    int n_runs;
+    exp_grid grid[2];
+    long seed0;       /* seeds seed0..seed0+seeds-1; the sweeps use the first sweep_seeds */
+    int seeds, sweep_seeds, sweep_extend;
+    double best[2], paper[2];
+    int paper_same;   /* the best rates are the paper's */
+} exp_results;
+
+/* The run (arm, rate, seed), NULL if not made. */
+exp_run *exp_find_run(const exp_results *x, int arm, double rate, long seed);
+/* The point of arm at rate over the first k seeds. */
+exp_point exp_point_at(const exp_results *x, int arm, double rate, int k);
+/* The names of a run: its log and checkpoint in out_dir, its console label. */
+void exp_run_files(const char *out_dir, int arm, double rate, long seed, char *log, size_t log_cap, char *ckpt,
+                   size_t ckpt_cap, char *name, size_t name_cap);
+
+/* The console: each line starts "experiment: ". An error (to stderr). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 1, 2)))
+#endif
+void exp_say_error(const char *fmt, ...);
+/* Before the runs: what the tables measure (with definitions), the outputs, each arm's grid and
+ * the plan, from the recipe's schedule. */
+void exp_say_plan(const exp_results *x, const optim_recipe *recipe, int definitions);
+/* Run k of planned starting (eta < 0: no estimate yet); one_line: its result follows on the line. */
+void exp_say_run_start(int k, int planned, int arm, double rate, long seed, int sweep, double eta, int one_line);
+/* The run u ended with outcome (label name, seconds); err: when it finished but its log does not
+ * read back as the run asked for, why (else NULL). */
+void exp_say_run_end(const exp_run *u, const char *name, train_outcome outcome, int one_line, int sweep,
+                     const char *err, double seconds);
+/* An arm's best rate at the edge of its grid: rate added beside edge. */
+void exp_say_extension(int arm, double edge, double rate);
+/* The runs made, and their time. */
+void exp_say_done(int made, double seconds);
+
+/* The experiment's outputs in x->out_dir from its runs and the tuned pairs' logs: table.md (also
+ * printed), results.csv, frontier_diameter.svg, frontier_rms.svg, loss.svg, diameter.svg,
+ * hilbert_rms.svg (experiment.h). GPT_OK, or the status (its message on stderr). */
+gpt_status exp_report(const exp_results *x);
 
 #ifdef __cplusplus
 }

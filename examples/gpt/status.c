@@ -1,7 +1,10 @@
-/* status.c - gpt_status_string and the error-formatting helpers (status.h). */
+/* status.c - gpt_status_string, the error-formatting helpers, the splitmix64 stream and the
+ * clock (status.h). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "status.h"
 
 #include <stdio.h>
+#include <time.h>
 
 const char *gpt_status_string(gpt_status s)
 {
@@ -24,6 +27,8 @@ const char *gpt_status_string(gpt_status s)
     case GPT_ERR_CORRUPT: return "malformed content";
     case GPT_ERR_MISSING: return "a required field is missing";
     case GPT_ERR_MISMATCH: return "a field has the wrong type or size";
+    case GPT_ERR_COMM: return "communication between ranks failed";
+    case GPT_ERR_PEER: return "another rank failed";
     }
     return "unknown gpt_status";
 }
@@ -48,4 +53,19 @@ gpt_status gpt_fail(char *err, size_t errlen, gpt_status s, const char *fmt, ...
     gpt_verrorf(err, errlen, fmt, ap);
     va_end(ap);
     return s;
+}
+
+uint64_t gpt_splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+double gpt_now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }

@@ -4,12 +4,16 @@
  * returns a gpt_status; gpt_status_string names it. A function that also takes (err, errlen)
  * writes a message there that says what and where (a file, a field, a flag): gpt_fail formats
  * it and returns the status (gpt_errorf formats it alone, returning nothing).
+ *
+ * Beside it, the two small tools every part shares (status.c is linked into every binary): the
+ * splitmix64 stream (weights, the data sampler, text sampling) and the monotonic clock.
  */
 #ifndef GPT_STATUS_H
 #define GPT_STATUS_H
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,7 +37,9 @@ typedef enum gpt_status {
     GPT_ERR_CHECKSUM,  /* the content does not match the stored checksum */
     GPT_ERR_CORRUPT,   /* checksum fine but the content is malformed */
     GPT_ERR_MISSING,   /* a field the reader needs is absent */
-    GPT_ERR_MISMATCH   /* a field has another type or count than the reader expects */
+    GPT_ERR_MISMATCH,  /* a field has another type or count than the reader expects */
+    GPT_ERR_COMM,      /* a communication between ranks failed (MPI, NCCL; comm.h) */
+    GPT_ERR_PEER       /* another rank failed (its own message says why) */
 } gpt_status;
 
 const char *gpt_status_string(gpt_status s);
@@ -50,6 +56,12 @@ __attribute__((format(printf, 3, 4)))
 #endif
 void gpt_errorf(char *err, size_t errlen, const char *fmt, ...);
 void gpt_verrorf(char *err, size_t errlen, const char *fmt, va_list ap);
+
+/* splitmix64: advances *state by the golden-ratio increment and returns its mix, a tiny,
+ * well-mixed 64-bit stream (checkpoints store the state: the sequence is part of the format). */
+uint64_t gpt_splitmix64(uint64_t *state);
+/* Seconds on the monotonic clock (CLOCK_MONOTONIC; only differences mean anything). */
+double gpt_now_seconds(void);
 
 #ifdef __cplusplus
 }

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -40,40 +39,36 @@ void train_install_sigint(void)
 #endif
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int set_error(train_result *res, const char *fmt, ...)
+/* The run fails with status st and the message: returns st. */
+static gpt_status set_error(train_result *res, gpt_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     gpt_verrorf(res->error, sizeof res->error, fmt, ap);
     va_end(ap);
     res->outcome = TRAIN_FAILED;
-    return -1;
+    return st;
 }
 
-/* Every rank passes its own failure flag (0/1); returns the number of ranks that failed (a
- * failed all-reduce counts as a failure here). A rank that did not fail but learns that another
- * did gets a message; either way the failure is then known to all (res->agreed). */
-static int agree_fail(train_result *res, gpt_comm *c, int failed, const char *where)
+/* Every rank passes its own status; returns it where it failed, else GPT_ERR_PEER when another
+ * rank failed, or the all-reduce's status when that failed (counted as a failure here). A rank
+ * that did not fail but learns that another did gets a message; either way the failure is then
+ * known to all (res->agreed). */
+static gpt_status agree_fail(train_result *res, gpt_comm *c, gpt_status mine, const char *where)
 {
-    int sum = failed;
+    int sum = mine != GPT_OK;
+    gpt_status st;
     if (gpt_comm_size(c) > 1) {
-        if (gpt_comm_agree(c, failed, &sum)) {
-            if (!failed) set_error(res, "%s: communication failed", where);
-            return 1; /* not agreed: main aborts the job */
-        }
+        if ((st = gpt_comm_agree(c, mine != GPT_OK, &sum)) != GPT_OK) /* not agreed: main aborts the job */
+            return mine != GPT_OK ? mine : set_error(res, st, "%s: communication failed", where);
         if (sum > 0) {
-            if (!failed) set_error(res, "%s: %d other rank%s failed (see their messages)", where, sum, sum > 1 ? "s" : "");
             res->agreed = 1;
+            if (mine == GPT_OK)
+                return set_error(res, GPT_ERR_PEER, "%s: %d other rank%s failed (see their messages)", where, sum,
+                                 sum > 1 ? "s" : "");
         }
     }
-    return sum;
+    return mine;
 }
 
 train_options train_default_options(void)
@@ -90,7 +85,7 @@ train_options train_default_options(void)
     o.accum = 1;
     o.steps = 200;
     o.seed = 1;
-    o.recipe = optim_default(OPTIM_HEAD_ADAMW);
+    o.recipe = optim_default(OPTIM_ADAMW);
     o.eval_every = 50;
     o.eval_batches = 8;
     o.panel_seqs = 8;
@@ -156,9 +151,9 @@ static uint64_t data_seed(uint64_t seed) { return seed ^ 0xD1B54A32D192ED03ULL; 
 
 /* Host copies of the optimizer states are current (the CUDA backend keeps them on the device and
  * refreshes the host only when they are read: checkpoints, spectra). */
-static int sync_optimizer_to_host(run *r);
+static gpt_status sync_optimizer_to_host(run *r);
 /* Checks the writes to a log (the CSV log section). */
-static int log_ok(run *r, FILE *f, const char *path, int flush);
+static gpt_status log_ok(run *r, FILE *f, const char *path, int flush);
 
 static void clear_bar(run *r)
 {
@@ -180,14 +175,14 @@ static void console(run *r, const char *fmt, ...)
     vprintf(fmt, ap);
     va_end(ap);
     fflush(stdout);
-    r->last_line = now_seconds();
+    r->last_line = gpt_now_seconds();
 }
 
 /* Without the bar: a plain line (no carriage return, so a log file or pipe reads it) when
  * progress_every seconds passed since the last console line, quiet or not. */
 static void progress_line(run *r, double elapsed, long done_here)
 {
-    double now = now_seconds(), eta;
+    double now = gpt_now_seconds(), eta;
     long k;
     if (r->rank != 0 || r->o.progress || !(r->o.progress_every > 0) || now - r->last_line < r->o.progress_every) return;
     eta = done_here > 0 ? elapsed / (double)done_here * (double)(r->o.steps - r->step) : 0.0;
@@ -220,34 +215,35 @@ static void draw_bar(run *r, double elapsed, long done_here)
 
 /* ---- data --------------------------------------------------------------------------------- */
 
-static int load_data(run *r)
+static gpt_status load_data(run *r)
 {
     char tok_path[1024], path[1024], err[1024];
+    gpt_status st;
     snprintf(tok_path, sizeof tok_path, "%s/tokenizer.bin", r->o.data_dir);
-    if (tok_load(&r->tok, tok_path, err, sizeof err) != GPT_OK)
-        return set_error(r->res, "tokenizer: %s (run build/gpt/prepare first)", err);
+    if ((st = tok_load(&r->tok, tok_path, err, sizeof err)) != GPT_OK)
+        return set_error(r->res, st, "tokenizer: %s (run build/gpt/prepare first)", err);
     r->have_tok = 1;
     /* each token file records the tokenizer it was made with (data.h): the same vocabulary size
      * is not enough */
     snprintf(path, sizeof path, "%s/train.bin", r->o.data_dir);
-    if (data_tokens_read(&r->train, path, err, sizeof err) != GPT_OK) return set_error(r->res, "training data: %s", err);
-    if (tok_check_tokens(&r->tok, tok_path, &r->train, path, err, sizeof err) != GPT_OK)
-        return set_error(r->res, "training data: %s", err);
+    if ((st = data_tokens_read(&r->train, path, err, sizeof err)) != GPT_OK ||
+        (st = tok_check_tokens(&r->tok, tok_path, &r->train, path, err, sizeof err)) != GPT_OK)
+        return set_error(r->res, st, "training data: %s", err);
     snprintf(path, sizeof path, "%s/val.bin", r->o.data_dir);
-    if (data_tokens_read(&r->val, path, err, sizeof err) != GPT_OK) return set_error(r->res, "validation data: %s", err);
-    if (tok_check_tokens(&r->tok, tok_path, &r->val, path, err, sizeof err) != GPT_OK)
-        return set_error(r->res, "validation data: %s", err);
+    if ((st = data_tokens_read(&r->val, path, err, sizeof err)) != GPT_OK ||
+        (st = tok_check_tokens(&r->tok, tok_path, &r->val, path, err, sizeof err)) != GPT_OK)
+        return set_error(r->res, st, "validation data: %s", err);
     /* and the corpus it comes from (format 3): both splits of one preparation */
     if (r->train.corpus_id != r->val.corpus_id)
-        return set_error(r->res, "%s/train.bin and %s come from different corpora (%016llx, %016llx): re-run "
+        return set_error(r->res, GPT_ERR_MISMATCH, "%s/train.bin and %s come from different corpora (%016llx, %016llx): re-run "
                          "build/gpt/prepare", r->o.data_dir, path, (unsigned long long)r->train.corpus_id,
                          (unsigned long long)r->val.corpus_id);
     if (r->train.n_tokens < (size_t)r->o.seq + 1)
-        return set_error(r->res, "training data: %zu tokens, fewer than one sequence of %d + 1", r->train.n_tokens, r->o.seq);
+        return set_error(r->res, GPT_ERR_SIZE, "training data: %zu tokens, fewer than one sequence of %d + 1", r->train.n_tokens, r->o.seq);
     if (data_sequential_batches(&r->val, r->o.batch, r->o.seq) < 1)
-        return set_error(r->res, "validation data: %zu tokens, fewer than one batch of %d x %d + 1", r->val.n_tokens,
-                         r->o.batch, r->o.seq);
-    return 0;
+        return set_error(r->res, GPT_ERR_SIZE, "validation data: %zu tokens, fewer than one batch of %d x %d + 1",
+                         r->val.n_tokens, r->o.batch, r->o.seq);
+    return GPT_OK;
 }
 
 /* ---- checkpoints -------------------------------------------------------------------------- */
@@ -260,22 +256,21 @@ static void config_words(const gpt_config *c, uint64_t w[6])
 
 /* Collective over the ranks: rank 0 writes the file, the owners of distributed optimizer state
  * send it to rank 0 (optim_save_comm), and every rank learns the outcome. */
-static int save_checkpoint(run *r)
+static gpt_status save_checkpoint(run *r)
 {
     const gpt_config *cfg = &r->be->config;
     ckpt_writer w;
     uint64_t words[6], sampler[2];
     char err[512];
-    int i, failed = 0;
-    if (!r->o.ckpt_path) return 0;
+    int i;
+    gpt_status st = GPT_OK;
+    if (!r->o.ckpt_path) return GPT_OK;
     /* the log holds every row up to the checkpoint before it exists */
-    failed = r->log && log_ok(r, r->log, r->o.log_path, 1) != 0;
-    if (!failed && r->be->ops->pull_params(r->be) != GPT_OK) {
-        set_error(r->res, "backend: cannot read the parameters back");
-        failed = 1;
-    }
-    if (!failed && sync_optimizer_to_host(r)) failed = 1;
-    if (agree_fail(r->res, r->comm, failed, "checkpoint")) return -1;
+    if (r->log) st = log_ok(r, r->log, r->o.log_path, 1);
+    if (st == GPT_OK && (st = r->be->ops->pull_params(r->be)) != GPT_OK)
+        set_error(r->res, st, "backend: cannot read the parameters back");
+    if (st == GPT_OK) st = sync_optimizer_to_host(r);
+    if ((st = agree_fail(r->res, r->comm, st, "checkpoint")) != GPT_OK) return st;
     ckpt_writer_init(&w);
     if (r->rank == 0) {
         config_words(cfg, words);
@@ -299,71 +294,70 @@ static int save_checkpoint(run *r)
             ckpt_put_f32(&w, name, r->be->ops->params(r->be) + t.offset, t.rows * t.cols);
         }
     }
-    if (optim_save_comm(&r->opt, &w, r->comm, err, sizeof err) != GPT_OK) {
-        set_error(r->res, "checkpoint: %s", err);
-        failed = 1;
-    }
-    if (!failed && r->rank == 0 && ckpt_write_file(&w, r->o.ckpt_path, err, sizeof err) != GPT_OK) {
-        set_error(r->res, "checkpoint: %s", err);
-        failed = 1;
-    }
+    if ((st = optim_save_comm(&r->opt, &w, r->comm, err, sizeof err)) == GPT_OK && r->rank == 0)
+        st = ckpt_write_file(&w, r->o.ckpt_path, err, sizeof err);
+    if (st != GPT_OK) set_error(r->res, st, "checkpoint: %s", err);
     ckpt_writer_free(&w);
-    return agree_fail(r->res, r->comm, failed, "checkpoint") ? -1 : 0;
+    return agree_fail(r->res, r->comm, st, "checkpoint");
 }
 
 /* The checkpoint image: read by rank 0 and broadcast (ranks need not share a file system), then
  * parsed by every rank. Every rank fails the same way. */
-static int read_checkpoint_image(run *r, ckpt_reader *ck)
+static gpt_status read_checkpoint_image(run *r, ckpt_reader *ck)
 {
     char err[512] = "";
     unsigned char *buf = NULL;
     uint64_t n = 0;
+    gpt_status st = GPT_OK;
     if (r->size == 1) {
-        if (ckpt_read_file(ck, r->o.resume, err, sizeof err) != GPT_OK) return set_error(r->res, "resume: %s", err);
-        return 0;
+        if ((st = ckpt_read_file(ck, r->o.resume, err, sizeof err)) != GPT_OK) return set_error(r->res, st, "resume: %s", err);
+        return GPT_OK;
     }
     if (r->rank == 0) {
         size_t len = 0;
-        n = data_read_file(r->o.resume, &buf, &len, err, sizeof err) == GPT_OK ? (uint64_t)len : UINT64_MAX;
+        st = data_read_file(r->o.resume, &buf, &len, err, sizeof err);
+        n = st == GPT_OK ? (uint64_t)len : UINT64_MAX;
     }
-    if (r->comm->ops->bcast(r->comm, &n, sizeof n, 0)) {
+    if ((st = r->comm->ops->bcast(r->comm, &n, sizeof n, 0)) != GPT_OK) {
         free(buf);
-        return set_error(r->res, "resume: cannot broadcast the checkpoint");
+        return set_error(r->res, st, "resume: cannot broadcast the checkpoint");
     }
     r->res->agreed = 1; /* from here on every rank takes the same branch */
-    if (n == UINT64_MAX) return set_error(r->res, "resume: %s", r->rank == 0 ? err : "rank 0 cannot read the checkpoint");
+    if (n == UINT64_MAX)
+        return r->rank == 0 ? set_error(r->res, GPT_ERR_IO, "resume: %s", err)
+                            : set_error(r->res, GPT_ERR_PEER, "resume: rank 0 cannot read the checkpoint");
     if (r->rank != 0 && !(buf = (unsigned char *)malloc(n ? (size_t)n : 1))) {
         r->res->agreed = 0;
-        return set_error(r->res, "resume: out of memory for the checkpoint");
+        return set_error(r->res, GPT_ERR_NOMEM, "resume: out of memory for the checkpoint");
     }
-    if (r->comm->ops->bcast(r->comm, buf, (size_t)n, 0)) {
+    if ((st = r->comm->ops->bcast(r->comm, buf, (size_t)n, 0)) != GPT_OK) {
         free(buf);
         r->res->agreed = 0;
-        return set_error(r->res, "resume: cannot broadcast the checkpoint");
+        return set_error(r->res, st, "resume: cannot broadcast the checkpoint");
     }
-    if (ckpt_parse(ck, buf, (size_t)n, r->o.resume, err, sizeof err) != GPT_OK) {
+    if ((st = ckpt_parse(ck, buf, (size_t)n, r->o.resume, err, sizeof err)) != GPT_OK) {
         free(buf);
-        return set_error(r->res, "resume: %s", err);
+        return set_error(r->res, st, "resume: %s", err);
     }
     r->res->agreed = 0;
     ck->image = buf;
-    return 0;
+    return GPT_OK;
 }
 
 /* Value v of u64 field `name` (its element `what`, when the field has several) must be in
  * [lo, hi], the command line's range for the setting; else the run fails naming file and field. */
-static int check_range(run *r, const ckpt_reader *ck, const char *name, const char *what, uint64_t v, uint64_t lo,
-                       uint64_t hi)
+static gpt_status check_range(run *r, const ckpt_reader *ck, const char *name, const char *what, uint64_t v,
+                              uint64_t lo, uint64_t hi)
 {
-    if (v >= lo && v <= hi) return 0;
-    return set_error(r->res, "resume: %s: field \"%s\"%s%s is %llu, expected %llu..%llu", ck->file, name,
+    if (v >= lo && v <= hi) return GPT_OK;
+    return set_error(r->res, GPT_ERR_CORRUPT, "resume: %s: field \"%s\"%s%s is %llu, expected %llu..%llu", ck->file, name,
                      what ? " " : "", what ? what : "", (unsigned long long)v, (unsigned long long)lo,
                      (unsigned long long)hi);
 }
 
 /* Reads the run settings of a checkpoint into r->o (before the backend exists), each checked
  * against the range of its flag (--layers, --d-model, ..., --steps, --batch, --seq, --accum). */
-static int read_checkpoint_settings(run *r, const ckpt_reader *ck)
+static gpt_status read_checkpoint_settings(run *r, const ckpt_reader *ck)
 {
     static const char *const what[6] = {"n_layers", "d_model", "n_heads", "seq_len", "vocab_size", "mlp_hidden"};
     static const uint64_t lo[6] = {1, 2, 1, 1, 1, 1};
@@ -371,105 +365,113 @@ static int read_checkpoint_settings(run *r, const ckpt_reader *ck)
     uint64_t words[6], v[5];
     char err[512];
     int k;
-    if (ckpt_get_u64(ck, "model.config", words, 6, err, sizeof err) ||
-        ckpt_get_u64(ck, "train.steps", &v[0], 1, err, sizeof err) ||
-        ckpt_get_u64(ck, "train.batch", &v[1], 1, err, sizeof err) ||
-        ckpt_get_u64(ck, "train.seq", &v[2], 1, err, sizeof err) ||
-        ckpt_get_u64(ck, "train.accum", &v[3], 1, err, sizeof err) ||
-        ckpt_get_u64(ck, "train.seed", &v[4], 1, err, sizeof err))
-        return set_error(r->res, "resume: %s", err);
+    gpt_status st;
+    if ((st = ckpt_get_u64(ck, "model.config", words, 6, err, sizeof err)) != GPT_OK ||
+        (st = ckpt_get_u64(ck, "train.steps", &v[0], 1, err, sizeof err)) != GPT_OK ||
+        (st = ckpt_get_u64(ck, "train.batch", &v[1], 1, err, sizeof err)) != GPT_OK ||
+        (st = ckpt_get_u64(ck, "train.seq", &v[2], 1, err, sizeof err)) != GPT_OK ||
+        (st = ckpt_get_u64(ck, "train.accum", &v[3], 1, err, sizeof err)) != GPT_OK ||
+        (st = ckpt_get_u64(ck, "train.seed", &v[4], 1, err, sizeof err)) != GPT_OK)
+        return set_error(r->res, st, "resume: %s", err);
     for (k = 0; k < 6; k++)
-        if (check_range(r, ck, "model.config", what[k], words[k], lo[k], hi[k])) return -1;
-    if (check_range(r, ck, "train.steps", NULL, v[0], 1, OPTIM_MAX_STEPS) ||
-        check_range(r, ck, "train.batch", NULL, v[1], 1, 1u << 16) ||
-        check_range(r, ck, "train.seq", NULL, v[2], 1, 1u << 16) ||
-        check_range(r, ck, "train.accum", NULL, v[3], 1, 1u << 16) ||
-        check_range(r, ck, "model.config", "seq_len (= train.seq)", words[3], v[2], v[2]))
-        return -1;
+        if ((st = check_range(r, ck, "model.config", what[k], words[k], lo[k], hi[k])) != GPT_OK) return st;
+    if ((st = check_range(r, ck, "train.steps", NULL, v[0], 1, OPTIM_MAX_STEPS)) != GPT_OK ||
+        (st = check_range(r, ck, "train.batch", NULL, v[1], 1, 1u << 16)) != GPT_OK ||
+        (st = check_range(r, ck, "train.seq", NULL, v[2], 1, 1u << 16)) != GPT_OK ||
+        (st = check_range(r, ck, "train.accum", NULL, v[3], 1, 1u << 16)) != GPT_OK ||
+        (st = check_range(r, ck, "model.config", "seq_len (= train.seq)", words[3], v[2], v[2])) != GPT_OK)
+        return st;
     r->o.model.n_layers = (int)words[0], r->o.model.d_model = (int)words[1], r->o.model.n_heads = (int)words[2];
     r->o.model.seq_len = (int)words[3], r->o.model.vocab_size = (int)words[4], r->o.model.mlp_hidden = (int)words[5];
     r->o.steps = (long)v[0], r->o.batch = (int)v[1], r->o.seq = (int)v[2], r->o.accum = (int)v[3];
     r->o.seed = v[4];
-    if (optim_recipe_load(&r->o.recipe, ck, err, sizeof err) != GPT_OK) return set_error(r->res, "resume: %s", err);
-    return 0;
+    if ((st = optim_recipe_load(&r->o.recipe, ck, err, sizeof err)) != GPT_OK)
+        return set_error(r->res, st, "resume: %s", err);
+    return GPT_OK;
 }
 
 /* Before anything is allocated for the model: every field read_checkpoint_state and optim_load
  * will copy exists with the type and size that model.config implies, holds finite values, and
  * train.step is within the schedule. The fields lie inside the file, so what the resume then
  * allocates is bounded by the file's size. */
-static int check_checkpoint_fields(run *r, const ckpt_reader *ck)
+static gpt_status check_checkpoint_fields(run *r, const ckpt_reader *ck)
 {
     gpt_config cfg = r->o.model;
     uint64_t step;
     char err[512];
     int i;
-    if (gpt_config_check(&cfg, err, sizeof err) != GPT_OK)
-        return set_error(r->res, "resume: %s: field \"model.config\" is not a valid model (d_model %d, %d heads, mlp "
+    gpt_status st;
+    if ((st = gpt_config_check(&cfg, err, sizeof err)) != GPT_OK)
+        return set_error(r->res, st, "resume: %s: field \"model.config\" is not a valid model (d_model %d, %d heads, mlp "
                          "%d, %d layers): %s", ck->file, r->o.model.d_model, r->o.model.n_heads, r->o.model.mlp_hidden,
                          r->o.model.n_layers, err);
-    if (ckpt_get_u64(ck, "train.step", &step, 1, err, sizeof err) ||
-        ckpt_check_field(ck, "train.sampler", CKPT_U64, 2, 0, err, sizeof err) ||
-        ckpt_check_field(ck, "data.train_tokens", CKPT_U64, 1, 0, err, sizeof err) ||
-        ckpt_check_field(ck, "data.vocab", CKPT_U64, 1, 0, err, sizeof err))
-        return set_error(r->res, "resume: %s", err);
-    if (check_range(r, ck, "train.step", NULL, step, 0, (uint64_t)r->o.steps)) return -1;
+    if ((st = ckpt_get_u64(ck, "train.step", &step, 1, err, sizeof err)) != GPT_OK ||
+        (st = ckpt_check_field(ck, "train.sampler", CKPT_U64, 2, 0, err, sizeof err)) != GPT_OK ||
+        (st = ckpt_check_field(ck, "data.train_tokens", CKPT_U64, 1, 0, err, sizeof err)) != GPT_OK ||
+        (st = ckpt_check_field(ck, "data.vocab", CKPT_U64, 1, 0, err, sizeof err)) != GPT_OK)
+        return set_error(r->res, st, "resume: %s", err);
+    if ((st = check_range(r, ck, "train.step", NULL, step, 0, (uint64_t)r->o.steps)) != GPT_OK) return st;
     for (i = 0; i < gpt_layout_of(&cfg).n_tensors; i++) {
         gpt_tensor t;
         char name[64];
         gpt_tensor_info(&cfg, i, &t);
         snprintf(name, sizeof name, "param.%s", t.name);
-        if (ckpt_check_field(ck, name, CKPT_F32, t.rows * t.cols, 1, err, sizeof err))
-            return set_error(r->res, "resume: %s", err);
+        if ((st = ckpt_check_field(ck, name, CKPT_F32, t.rows * t.cols, 1, err, sizeof err)) != GPT_OK)
+            return set_error(r->res, st, "resume: %s", err);
     }
-    if (optim_check_checkpoint(&r->o.recipe, &cfg, ck, err, sizeof err) != GPT_OK)
-        return set_error(r->res, "resume: %s", err);
-    return 0;
+    if ((st = optim_check_checkpoint(&r->o.recipe, &cfg, ck, err, sizeof err)) != GPT_OK)
+        return set_error(r->res, st, "resume: %s", err);
+    return GPT_OK;
 }
 
-int train_check_checkpoint(const ckpt_reader *ck, train_options *opt, train_result *res)
+gpt_status train_check_checkpoint(const ckpt_reader *ck, train_options *opt, train_result *res)
 {
     run r;
+    gpt_status st;
     memset(&r, 0, sizeof r);
     r.o = *opt;
     r.res = res;
     r.size = 1;
-    if (read_checkpoint_settings(&r, ck) || check_checkpoint_fields(&r, ck)) return -1;
+    if ((st = read_checkpoint_settings(&r, ck)) != GPT_OK || (st = check_checkpoint_fields(&r, ck)) != GPT_OK)
+        return st;
     *opt = r.o;
-    return 0;
+    return GPT_OK;
 }
 
 /* Loads step, sampler, parameters and optimizer state (after the backend and optimizer exist). */
-static int read_checkpoint_state(run *r, const ckpt_reader *ck)
+static gpt_status read_checkpoint_state(run *r, const ckpt_reader *ck)
 {
     uint64_t step, sampler[2], ntrain, vocab;
     char err[512];
     float *params = r->be->ops->params(r->be);
     int i;
-    if (ckpt_get_u64(ck, "train.step", &step, 1, err, sizeof err) ||
-        ckpt_get_u64(ck, "train.sampler", sampler, 2, err, sizeof err) ||
-        ckpt_get_u64(ck, "data.train_tokens", &ntrain, 1, err, sizeof err) ||
-        ckpt_get_u64(ck, "data.vocab", &vocab, 1, err, sizeof err))
-        return set_error(r->res, "resume: %s", err);
+    gpt_status st;
+    if ((st = ckpt_get_u64(ck, "train.step", &step, 1, err, sizeof err)) != GPT_OK ||
+        (st = ckpt_get_u64(ck, "train.sampler", sampler, 2, err, sizeof err)) != GPT_OK ||
+        (st = ckpt_get_u64(ck, "data.train_tokens", &ntrain, 1, err, sizeof err)) != GPT_OK ||
+        (st = ckpt_get_u64(ck, "data.vocab", &vocab, 1, err, sizeof err)) != GPT_OK)
+        return set_error(r->res, st, "resume: %s", err);
     if (ntrain != (uint64_t)r->train.n_tokens || vocab != (uint64_t)r->tok.vocab_size)
-        return set_error(r->res, "resume: %s was trained on other data (%llu training tokens, vocab %llu; now %zu, %u)",
+        return set_error(r->res, GPT_ERR_MISMATCH,
+                         "resume: %s was trained on other data (%llu training tokens, vocab %llu; now %zu, %u)",
                          ck->file, (unsigned long long)ntrain, (unsigned long long)vocab, r->train.n_tokens,
                          (unsigned)r->tok.vocab_size);
-    if (step > (uint64_t)r->o.steps) return set_error(r->res, "resume: %s: step %llu beyond the schedule", ck->file, (unsigned long long)step);
+    if (step > (uint64_t)r->o.steps) return set_error(r->res, GPT_ERR_CORRUPT, "resume: %s: step %llu beyond the schedule", ck->file, (unsigned long long)step);
     for (i = 0; i < r->be->layout.n_tensors; i++) {
         gpt_tensor t;
         char name[64];
         gpt_tensor_info(&r->be->config, i, &t);
         snprintf(name, sizeof name, "param.%s", t.name);
-        if (ckpt_get_f32(ck, name, params + t.offset, t.rows * t.cols, err, sizeof err))
-            return set_error(r->res, "resume: %s", err);
+        if ((st = ckpt_get_f32(ck, name, params + t.offset, t.rows * t.cols, err, sizeof err)) != GPT_OK)
+            return set_error(r->res, st, "resume: %s", err);
     }
-    if (r->be->ops->push_params(r->be) != GPT_OK) return set_error(r->res, "backend: cannot upload the parameters");
-    if (optim_load(&r->opt, ck, err, sizeof err) != GPT_OK) return set_error(r->res, "resume: %s", err);
+    if ((st = r->be->ops->push_params(r->be)) != GPT_OK)
+        return set_error(r->res, st, "backend: cannot upload the parameters");
+    if ((st = optim_load(&r->opt, ck, err, sizeof err)) != GPT_OK) return set_error(r->res, st, "resume: %s", err);
     r->step = (long)step;
     r->sampler.rng = sampler[0];
     r->sampler.pos = sampler[1];
-    return 0;
+    return GPT_OK;
 }
 
 /* ---- the CSV log -------------------------------------------------------------------------- */
@@ -520,12 +522,12 @@ static void log_recipe(run *r)
             r->o.eval_batches, r->o.panel_seqs, r->o.diam_every, r->size);
 }
 
-/* 0 if every write to the log f at path has succeeded (and, with flush, reached the file); else
- * the run fails with a message naming the log. */
-static int log_ok(run *r, FILE *f, const char *path, int flush)
+/* GPT_OK if every write to the log f at path has succeeded (and, with flush, reached the file);
+ * else the run fails (GPT_ERR_IO) with a message naming the log. */
+static gpt_status log_ok(run *r, FILE *f, const char *path, int flush)
 {
-    if (!ferror(f) && (!flush || fflush(f) == 0)) return 0;
-    return set_error(r->res, "%s: cannot write the log: %s", path, strerror(errno));
+    if (!ferror(f) && (!flush || fflush(f) == 0)) return GPT_OK;
+    return set_error(r->res, GPT_ERR_IO, "%s: cannot write the log: %s", path, strerror(errno));
 }
 
 /* Closes a log; a failed write or close fails the run (unless it failed already). */
@@ -533,7 +535,7 @@ static void close_log(run *r, FILE *f, const char *path)
 {
     int bad = ferror(f) != 0;
     bad |= fclose(f) != 0;
-    if (bad && r->res->outcome != TRAIN_FAILED) set_error(r->res, "%s: cannot write the log: %s", path, strerror(errno));
+    if (bad && r->res->outcome != TRAIN_FAILED) set_error(r->res, GPT_ERR_IO, "%s: cannot write the log: %s", path, strerror(errno));
 }
 
 /* "%.17g", or an empty cell for NaN. */
@@ -541,16 +543,16 @@ static void cell(FILE *f, double v) { if (v == v) fprintf(f, ",%.17g", v); else 
 
 /* On resume the log keeps its header and the rows up to the checkpoint's step (rows written
  * after the checkpoint by an interrupted process are dropped), then grows from there. */
-static int open_log(run *r, int resuming)
+static gpt_status open_log(run *r, int resuming)
 {
     unsigned char *old = NULL;
     size_t n = 0;
-    if (!r->o.log_path) return 0;
+    if (!r->o.log_path) return GPT_OK;
     if (resuming && data_read_file(r->o.log_path, &old, &n, NULL, 0) != GPT_OK) old = NULL;
     r->log = fopen(r->o.log_path, "w");
     if (!r->log) {
         free(old);
-        return set_error(r->res, "%s: cannot open the log for writing", r->o.log_path);
+        return set_error(r->res, GPT_ERR_IO, "%s: cannot open the log for writing", r->o.log_path);
     }
     log_recipe(r);
     fputs(log_header, r->log);
@@ -575,9 +577,9 @@ static int open_log(run *r, int resuming)
     return log_ok(r, r->log, r->o.log_path, 1);
 }
 
-static int log_train(run *r, const train_step_rec *s, double tok_s, double gflops)
+static gpt_status log_train(run *r, const train_step_rec *s, double tok_s, double gflops)
 {
-    if (!r->log) return 0;
+    if (!r->log) return GPT_OK;
     fprintf(r->log, "train,%ld", s->step);
     cell(r->log, s->tokens), cell(r->log, s->loss), cell(r->log, s->lr), cell(r->log, s->ms);
     cell(r->log, tok_s), cell(r->log, gflops), cell(r->log, s->grad_norm), cell(r->log, s->d_lo);
@@ -586,10 +588,10 @@ static int log_train(run *r, const train_step_rec *s, double tok_s, double gflop
     return log_ok(r, r->log, r->o.log_path, 0);
 }
 
-static int log_eval(run *r, const char *kind, long step, double tokens, double d_exact, double val, double hrms)
+static gpt_status log_eval(run *r, const char *kind, long step, double tokens, double d_exact, double val, double hrms)
 {
     int k;
-    if (!r->log) return 0;
+    if (!r->log) return GPT_OK;
     fprintf(r->log, "%s,%ld", kind, step);
     cell(r->log, tokens);
     for (k = 0; k < 8; k++) cell(r->log, NAN); /* loss .. d_hi */
@@ -600,52 +602,54 @@ static int log_eval(run *r, const char *kind, long step, double tokens, double d
 
 /* ---- evaluation and diagnostics ----------------------------------------------------------- */
 
-static int evaluate(run *r, double *val_loss, double *hilbert_rms)
+static gpt_status evaluate(run *r, double *val_loss, double *hilbert_rms)
 {
     const gpt_config *cfg = &r->be->config;
     data_sampler seq;
     size_t n = data_sequential_batches(&r->val, r->o.batch, r->o.seq), b;
     double sum = 0.0;
     rn_status rs;
-    gpt_status gs;
-    int failed = 0;
+    gpt_status gs = GPT_OK;
     if (r->o.eval_batches > 0 && (size_t)r->o.eval_batches < n) n = (size_t)r->o.eval_batches;
     seq.rng = 0, seq.pos = 0;
     /* each rank evaluates its rows of every validation batch; the batch mean is the weighted sum */
-    for (b = 0; b < n && !failed; b++) {
+    for (b = 0; b < n && gs == GPT_OK; b++) {
         float loss;
         data_batch_sequential(&r->val, &seq, r->o.batch, r->o.seq, r->full_inputs, r->full_targets);
         gs = r->be->ops->forward(r->be, r->inputs, r->targets, &loss);
-        if (gs != GPT_OK) failed = set_error(r->res, "evaluation: forward failed: %s", gpt_status_string(gs)) != 0;
+        if (gs != GPT_OK) set_error(r->res, gs, "evaluation: forward failed: %s", gpt_status_string(gs));
         sum += r->w_rank * (double)loss;
     }
-    if (agree_fail(r->res, r->comm, failed, "evaluation")) return -1;
-    if (r->size > 1 && r->comm->ops->allreduce_f64(r->comm, &sum, 1))
-        return set_error(r->res, "evaluation: all-reduce failed");
+    if ((gs = agree_fail(r->res, r->comm, gs, "evaluation")) != GPT_OK) return gs;
+    if (r->size > 1 && (gs = r->comm->ops->allreduce_f64(r->comm, &sum, 1)) != GPT_OK)
+        return set_error(r->res, gs, "evaluation: all-reduce failed");
     *val_loss = sum / (double)n;
     *hilbert_rms = NAN;
     if (r->rank == 0 && r->step > 0 && r->panel_n > 0) { /* the diagnostics run on rank 0 */
         size_t V = (size_t)cfg->vocab_size, d = (size_t)cfg->d_model, N = (size_t)r->panel_n * (size_t)r->o.seq;
         gs = r->be->ops->head_inputs(r->be, r->panel_tokens, r->panel_n, r->panel_h);
-        if (gs != GPT_OK) return set_error(r->res, "evaluation: head inputs failed: %s", gpt_status_string(gs));
+        if (gs != GPT_OK) return set_error(r->res, gs, "evaluation: head inputs failed: %s", gpt_status_string(gs));
         rs = rn_hilbert_rms(r->head_S, V, d, d, r->panel_h, N, d, hilbert_rms);
-        if (rs != RN_OK) return set_error(r->res, "evaluation: Hilbert RMS failed: %s", rn_status_string(rs));
+        if (rs != RN_OK)
+            return set_error(r->res, optim_rn_status(rs), "evaluation: Hilbert RMS failed: %s", rn_status_string(rs));
     }
-    return 0;
+    return GPT_OK;
 }
 
-static int exact_diameter(run *r, double *D)
+static gpt_status exact_diameter(run *r, double *D)
 {
     const gpt_config *cfg = &r->be->config;
     rn_status rs;
     if (r->rank != 0) { /* the diagnostics run on rank 0 */
         *D = NAN;
-        return 0;
+        return GPT_OK;
     }
     rs = rn_row_diameter_ws(r->head_S, (size_t)cfg->vocab_size, (size_t)cfg->d_model,
                                       (size_t)cfg->d_model, r->diam_ws, r->diam_ws_bytes, D, NULL, NULL);
-    if (rs != RN_OK) return set_error(r->res, "step %ld: exact row diameter failed: %s", r->step, rn_status_string(rs));
-    return 0;
+    if (rs != RN_OK)
+        return set_error(r->res, optim_rn_status(rs), "step %ld: exact row diameter failed: %s", r->step,
+                         rn_status_string(rs));
+    return GPT_OK;
 }
 
 /* 1 if tensor `name` is in the comma-separated list (or the list is "all"). */
@@ -665,12 +669,12 @@ static int name_listed(const char *list, const char *name)
 
 /* Momentum spectra of the listed tensors: computed where the momentum lives (its owner), the
  * numbers sent to rank 0, which prints and logs them. */
-static int log_spectra(run *r)
+static gpt_status log_spectra(run *r)
 {
-    int i, failed = 0;
-    if (!r->o.sv_tensors || r->step == 0) return 0;
-    if (sync_optimizer_to_host(r)) failed = 1;
-    if (agree_fail(r->res, r->comm, failed, "spectra")) return -1;
+    int i;
+    gpt_status st;
+    if (!r->o.sv_tensors || r->step == 0) return GPT_OK;
+    if ((st = agree_fail(r->res, r->comm, sync_optimizer_to_host(r), "spectra")) != GPT_OK) return st;
     for (i = 0; i < r->opt.n_slots; i++) {
         optim_spectrum sp;
         double v[5];
@@ -679,15 +683,18 @@ static int log_spectra(run *r)
         if (r->rank == owner) {
             int rc = optim_momentum_spectrum(&r->opt, i, &sp);
             v[0] = rc, v[1] = sp.q10, v[2] = sp.q50, v[3] = sp.q90, v[4] = sp.ns_steps_q50;
-            if (owner != 0 && r->comm->ops->send(r->comm, v, sizeof v, 0))
-                return set_error(r->res, "spectra: cannot send to rank 0");
+            if (owner != 0 && (st = r->comm->ops->send(r->comm, v, sizeof v, 0)) != GPT_OK)
+                return set_error(r->res, st, "spectra: cannot send to rank 0");
         } else if (r->rank == 0) {
-            if (r->comm->ops->recv(r->comm, v, sizeof v, owner)) return set_error(r->res, "spectra: cannot receive");
+            if ((st = r->comm->ops->recv(r->comm, v, sizeof v, owner)) != GPT_OK)
+                return set_error(r->res, st, "spectra: cannot receive");
         } else {
             continue;
         }
         if (r->rank != 0) continue;
-        if (v[0] < 0) return set_error(r->res, "step %ld: singular values of %s failed", r->step, r->opt.slots[i].t.name);
+        if (v[0] < 0)
+            return set_error(r->res, GPT_ERR_BACKEND, "step %ld: singular values of %s failed", r->step,
+                             r->opt.slots[i].t.name);
         if (v[0] > 0) continue; /* no momentum buffer (AdamW / RowNorm) or still zero */
         sp.q10 = v[1], sp.q50 = v[2], sp.q90 = v[3], sp.ns_steps_q50 = (int)v[4];
         if (r->o.log_every > 0)
@@ -697,38 +704,42 @@ static int log_spectra(run *r)
             fprintf(r->sv_log, "%ld,%s,%.17g,%.17g,%.17g,%d\n", r->step, r->opt.slots[i].t.name, sp.q10, sp.q50,
                     sp.q90, sp.ns_steps_q50);
     }
-    return r->sv_log ? log_ok(r, r->sv_log, r->o.sv_log, 1) : 0;
+    return r->sv_log ? log_ok(r, r->sv_log, r->o.sv_log, 1) : GPT_OK;
 }
 
 /* Data parallel: the replicated parameters must be bit-identical on every rank (identical inputs
  * to identical arithmetic). Checked at every evaluation: an FNV-1a hash of the parameter block
  * against rank 0's. */
-static int check_replicas(run *r)
+static gpt_status check_replicas(run *r)
 {
     uint64_t h, h0;
     int bad, sum;
-    if (r->size == 1) return 0;
-    if (r->be->ops->pull_params(r->be) != GPT_OK) return set_error(r->res, "backend: cannot read the parameters back");
+    gpt_status st;
+    if (r->size == 1) return GPT_OK;
+    if ((st = r->be->ops->pull_params(r->be)) != GPT_OK)
+        return set_error(r->res, st, "backend: cannot read the parameters back");
     h = h0 = data_fnv1a64(r->be->ops->params(r->be), r->be->layout.n_params * sizeof(float), DATA_FNV64_INIT);
-    if (r->comm->ops->bcast(r->comm, &h0, sizeof h0, 0)) return set_error(r->res, "replica check: broadcast failed");
+    if ((st = r->comm->ops->bcast(r->comm, &h0, sizeof h0, 0)) != GPT_OK)
+        return set_error(r->res, st, "replica check: broadcast failed");
     bad = h != h0;
-    if (gpt_comm_agree(r->comm, bad, &sum)) return set_error(r->res, "replica check: all-reduce failed");
+    if ((st = gpt_comm_agree(r->comm, bad, &sum)) != GPT_OK) return set_error(r->res, st, "replica check: all-reduce failed");
     if (sum > 0) {
         r->res->agreed = 1;
-        return set_error(r->res, "step %ld: the parameters differ between ranks (%d of %d differ from rank 0)", r->step,
-                         sum, r->size);
+        return set_error(r->res, GPT_ERR_MISMATCH, "step %ld: the parameters differ between ranks (%d of %d differ from "
+                         "rank 0)", r->step, sum, r->size);
     }
-    return 0;
+    return GPT_OK;
 }
 
-static int do_eval(run *r, int is_final)
+static gpt_status do_eval(run *r, int is_final)
 {
     double tokens = (double)r->step * (double)r->tokens_per_update;
-    if (check_replicas(r)) return -1;
-    if (evaluate(r, &r->last_val_loss, &r->last_hilbert)) return -1;
+    gpt_status st;
+    if ((st = check_replicas(r)) != GPT_OK || (st = evaluate(r, &r->last_val_loss, &r->last_hilbert)) != GPT_OK)
+        return st;
     if (r->res->n_evals % 64 == 0) {
         train_eval_rec *e = (train_eval_rec *)realloc(r->res->evals, (size_t)(r->res->n_evals + 64) * sizeof *e);
-        if (!e) return set_error(r->res, "out of memory");
+        if (!e) return set_error(r->res, GPT_ERR_NOMEM, "out of memory");
         r->res->evals = e;
     }
     r->res->evals[r->res->n_evals].step = r->step;
@@ -736,7 +747,7 @@ static int do_eval(run *r, int is_final)
     r->res->evals[r->res->n_evals].val_loss = r->last_val_loss;
     r->res->evals[r->res->n_evals].hilbert_rms = r->last_hilbert;
     r->res->n_evals++;
-    if (log_eval(r, "eval", r->step, tokens, NAN, r->last_val_loss, r->last_hilbert)) return -1;
+    if ((st = log_eval(r, "eval", r->step, tokens, NAN, r->last_val_loss, r->last_hilbert)) != GPT_OK) return st;
     if (r->o.log_every > 0 || is_final) {
         if (r->last_hilbert == r->last_hilbert)
             console(r, "eval step %ld: val loss %.4f | Hilbert RMS %.4e\n", r->step, r->last_val_loss, r->last_hilbert);
@@ -747,7 +758,7 @@ static int do_eval(run *r, int is_final)
 }
 
 /* Names the first non-finite tensor (parameters, then gradients) after a bad loss. */
-static int report_nonfinite(run *r, float loss)
+static gpt_status report_nonfinite(run *r, float loss)
 {
     const gpt_config *cfg = &r->be->config;
     int bad;
@@ -756,24 +767,16 @@ static int report_nonfinite(run *r, float loss)
     bad = optim_first_nonfinite(cfg, r->be->ops->params(r->be));
     if (bad >= 0) {
         gpt_tensor_info(cfg, bad, &t);
-        return set_error(r->res, "step %ld: loss is %g; first non-finite tensor: parameter %s", r->step + 1,
-                         (double)loss, t.name);
+        return set_error(r->res, GPT_ERR_RANGE, "step %ld: loss is %g; first non-finite tensor: parameter %s",
+                         r->step + 1, (double)loss, t.name);
     }
-    return set_error(r->res, "step %ld: loss is %g; every parameter is finite (the activations overflowed)",
-                     r->step + 1, (double)loss);
+    return set_error(r->res, GPT_ERR_RANGE, "step %ld: loss is %g; every parameter is finite (the activations "
+                     "overflowed)", r->step + 1, (double)loss);
 }
 
 /* ---- sampling ----------------------------------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-static int sample_text(run *r)
+static gpt_status sample_text(run *r)
 {
     const gpt_config *cfg = &r->be->config;
     size_t plen = r->o.prompt ? strlen(r->o.prompt) : 0, n_ids = 0, i;
@@ -784,7 +787,7 @@ static int sample_text(run *r)
     uint64_t rng = r->o.sample_seed;
     if (!ids || !ctx || !logits) {
         free(ids), free(ctx), free(logits);
-        return set_error(r->res, "sampling: out of memory");
+        return set_error(r->res, GPT_ERR_NOMEM, "sampling: out of memory");
     }
     if (plen) tok_encode(&r->tok, (const unsigned char *)r->o.prompt, plen, ids, plen + 1, &n_ids);
     if (n_ids == 0) ids[n_ids++] = r->tok.eot; /* an empty prompt starts a new document */
@@ -800,7 +803,7 @@ static int sample_text(run *r)
         gs = r->be->ops->last_logits(r->be, ctx, ctx_len, logits);
         if (gs != GPT_OK) {
             free(ids), free(ctx), free(logits);
-            return set_error(r->res, "sampling: %s", gpt_status_string(gs));
+            return set_error(r->res, gs, "sampling: %s", gpt_status_string(gs));
         }
         if (r->o.temperature <= 0.0) {
             for (i = 1; i < (size_t)V; i++)
@@ -809,7 +812,7 @@ static int sample_text(run *r)
             double mx = logits[0], sum = 0.0, u, acc = 0.0;
             for (i = 1; i < (size_t)V; i++) mx = logits[i] > mx ? logits[i] : mx;
             for (i = 0; i < (size_t)V; i++) sum += exp(((double)logits[i] - mx) / r->o.temperature);
-            u = (double)(splitmix64(&rng) >> 11) * (1.0 / 9007199254740992.0) * sum;
+            u = (double)(gpt_splitmix64(&rng) >> 11) * (1.0 / 9007199254740992.0) * sum;
             for (i = 0; i < (size_t)V; i++) {
                 acc += exp(((double)logits[i] - mx) / r->o.temperature);
                 next = (int)i;
@@ -823,21 +826,22 @@ static int sample_text(run *r)
     printf("\n--- end of sample ---\n");
     fflush(stdout);
     free(ids), free(ctx), free(logits);
-    return 0;
+    return GPT_OK;
 }
 
 /* ---- the loop ----------------------------------------------------------------------------- */
 
 /* The host copies of the optimizer states are current (a device optimizer keeps them where it
  * runs and brings them back only when they are read: checkpoints, spectra). */
-static int sync_optimizer_to_host(run *r)
+static gpt_status sync_optimizer_to_host(run *r)
 {
-    if (r->optimizer && r->optimizer->ops->download(r->optimizer))
-        return set_error(r->res, "step %ld: cannot download the optimizer state", r->step);
-    return 0;
+    gpt_status st;
+    if (r->optimizer && (st = r->optimizer->ops->download(r->optimizer)) != GPT_OK)
+        return set_error(r->res, st, "step %ld: cannot download the optimizer state", r->step);
+    return GPT_OK;
 }
 
-static int setup(run *r)
+static gpt_status setup(run *r)
 {
     const gpt_config *cfg;
     gpt_status gs;
@@ -846,16 +850,16 @@ static int setup(run *r)
     char err[512];
     size_t N, i;
     if (r->o.resume) {
-        if (read_checkpoint_image(r, &ck)) return -1;
+        if ((gs = read_checkpoint_image(r, &ck)) != GPT_OK) return gs;
         have_ck = 1;
-        if (read_checkpoint_settings(r, &ck)) goto done;
+        if ((gs = read_checkpoint_settings(r, &ck)) != GPT_OK) goto done;
     }
     if (r->o.batch < 1 || r->o.seq < 1 || r->o.accum < 1 || r->o.steps < 1) {
-        set_error(r->res, "batch, seq, accum and steps must be >= 1");
+        gs = set_error(r->res, GPT_ERR_DOMAIN, "batch, seq, accum and steps must be >= 1");
         goto done;
     }
     if (r->o.batch < r->size) {
-        set_error(r->res, "--batch %d is the global micro-batch: it needs at least one sequence per rank (%d ranks)",
+        gs = set_error(r->res, GPT_ERR_DOMAIN, "--batch %d is the global micro-batch: it needs at least one sequence per rank (%d ranks)",
                   r->o.batch, r->size);
         goto done;
     }
@@ -865,25 +869,25 @@ static int setup(run *r)
         r->b_lo = (int)lo, r->b_hi = (int)hi;
         r->w_rank = r->size == 1 ? 1.0 : (double)(hi - lo) / (double)r->o.batch;
     }
-    if (load_data(r)) goto done;
+    if ((gs = load_data(r)) != GPT_OK) goto done;
     if (have_ck && r->o.model.vocab_size != (int)r->tok.vocab_size) {
-        set_error(r->res, "resume: %s has a vocabulary of %d, the tokenizer %u", r->o.resume, r->o.model.vocab_size,
+        gs = set_error(r->res, GPT_ERR_MISMATCH, "resume: %s has a vocabulary of %d, the tokenizer %u", r->o.resume, r->o.model.vocab_size,
                   (unsigned)r->tok.vocab_size);
         goto done;
     }
     r->o.model.vocab_size = (int)r->tok.vocab_size;
     r->o.model.seq_len = r->o.seq;
-    if (have_ck && check_checkpoint_fields(r, &ck)) goto done;
+    if (have_ck && (gs = check_checkpoint_fields(r, &ck)) != GPT_OK) goto done;
     {
         gpt_config c = r->o.model;
-        if (gpt_config_check(&c, err, sizeof err) != GPT_OK) {
-            set_error(r->res, "%s", err);
+        if ((gs = gpt_config_check(&c, err, sizeof err)) != GPT_OK) {
+            set_error(r->res, gs, "%s", err);
             goto done;
         }
     }
     gs = r->o.backend->create(&r->o.model, r->b_hi - r->b_lo, r->o.seq, r->o.seed, &r->be);
     if (gs != GPT_OK) {
-        set_error(r->res, "backend %s: cannot create the model: %s", r->o.backend->name, gpt_status_string(gs));
+        set_error(r->res, gs, "backend %s: cannot create the model: %s", r->o.backend->name, gpt_status_string(gs));
         goto done;
     }
     cfg = &r->be->config;
@@ -892,26 +896,26 @@ static int setup(run *r)
         dist.rank = r->rank, dist.nranks = r->size, dist.comm = r->comm;
         dist.split_muon = !r->o.no_muon_split;
         dist.shard_head = r->o.shard_head;
-        if (r->o.shard_head && r->o.recipe.head != OPTIM_HEAD_ROWNORM) {
-            set_error(r->res, "--shard-head needs the RowNorm head (--head rownorm)");
+        if (r->o.shard_head && r->o.recipe.head != OPTIM_ROWNORM) {
+            gs = set_error(r->res, GPT_ERR_CONFIG, "--shard-head needs the RowNorm head (--head rownorm)");
             goto done;
         }
-        if (optim_create_dist(&r->opt, &r->o.recipe, cfg, r->be->ops->params(r->be), &dist, err, sizeof err) !=
+        if ((gs = optim_create_dist(&r->opt, &r->o.recipe, cfg, r->be->ops->params(r->be), &dist, err, sizeof err)) !=
             GPT_OK) {
-            set_error(r->res, "%s", err);
+            set_error(r->res, gs, "%s", err);
             goto done;
         }
     }
     r->have_opt = 1;
     data_sampler_init(&r->sampler, data_seed(r->o.seed));
-    if (have_ck && read_checkpoint_state(r, &ck)) goto done;
+    if (have_ck && (gs = read_checkpoint_state(r, &ck)) != GPT_OK) goto done;
     {
         gpt_optimizer_env env;
         char note[512];
         env.be = r->be, env.set = &r->opt, env.comm = r->comm, env.dcomm = r->o.dcomm;
         env.host_only = r->o.host_optim;
-        if (gpt_optimizer_create(&env, &r->optimizer, note, sizeof note, err, sizeof err) != GPT_OK) {
-            set_error(r->res, "%s", err);
+        if ((gs = gpt_optimizer_create(&env, &r->optimizer, note, sizeof note, err, sizeof err)) != GPT_OK) {
+            set_error(r->res, gs, "%s", err);
             goto done;
         }
         if (note[0]) console(r, "note: optimizer on the host (%s)\n", note);
@@ -929,22 +933,22 @@ static int setup(run *r)
     r->diam_ws_bytes = rn_row_diameter_workspace_size((size_t)cfg->vocab_size, (size_t)cfg->d_model);
     r->diam_ws = malloc(r->diam_ws_bytes ? r->diam_ws_bytes : 1);
     if (!r->inputs || !r->targets || !r->panel_tokens || !r->panel_h || !r->diam_ws) {
-        set_error(r->res, "out of memory");
+        gs = set_error(r->res, GPT_ERR_NOMEM, "out of memory");
         goto done;
     }
     for (i = 0; i < N; i++) r->panel_tokens[i] = (int)r->val.tokens[i]; /* the first panel_n sequences */
-    if (r->rank == 0 && r->step < r->o.steps && open_log(r, have_ck)) goto done;
+    if (r->rank == 0 && r->step < r->o.steps && (gs = open_log(r, have_ck)) != GPT_OK) goto done;
     if (r->rank == 0 && r->o.sv_tensors && r->o.sv_log) {
         r->sv_log = fopen(r->o.sv_log, have_ck ? "a" : "w");
         if (!r->sv_log) {
-            set_error(r->res, "%s: cannot open the spectra log", r->o.sv_log);
+            gs = set_error(r->res, GPT_ERR_IO, "%s: cannot open the spectra log", r->o.sv_log);
             goto done;
         }
         if (!have_ck) fputs("step,tensor,q10,q50,q90,jordan_steps_q50\n", r->sv_log);
     }
 done: /* every failure above has set r->res->outcome = TRAIN_FAILED */
     if (have_ck) ckpt_reader_free(&ck);
-    return r->res->outcome == TRAIN_FAILED ? -1 : 0;
+    return gs;
 }
 
 static void teardown(run *r)
@@ -961,8 +965,9 @@ static void teardown(run *r)
 }
 
 /* The accum micro-batches of one update, forward + backward (this rank's rows of each): the
- * weighted loss sum, or *failed (message set) / *nonfinite (the bad loss in *bad_loss). */
-static double micro_batches(run *r, int *failed, int *nonfinite, float *bad_loss)
+ * weighted loss sum, or *failed (its status; message set) / *nonfinite (the bad loss in
+ * *bad_loss). */
+static double micro_batches(run *r, gpt_status *failed, int *nonfinite, float *bad_loss)
 {
     gpt_backend *be = r->be;
     double loss_sum = 0.0;
@@ -974,12 +979,12 @@ static double micro_batches(run *r, int *failed, int *nonfinite, float *bad_loss
          * its rows */
         gpt_status ds = data_batch_random(&r->train, &r->sampler, r->o.batch, r->o.seq, r->full_inputs, r->full_targets);
         if (ds != GPT_OK) {
-            *failed = set_error(r->res, "training batch: %s", gpt_status_string(ds)) != 0;
+            *failed = set_error(r->res, ds, "training batch: %s", gpt_status_string(ds));
             break;
         }
         gs = be->ops->forward(be, r->inputs, r->targets, &loss);
         if (gs != GPT_OK) {
-            *failed = set_error(r->res, "step %ld: forward failed: %s", r->step + 1, gpt_status_string(gs)) != 0;
+            *failed = set_error(r->res, gs, "step %ld: forward failed: %s", r->step + 1, gpt_status_string(gs));
             break;
         }
         if (!isfinite(loss)) {
@@ -988,7 +993,7 @@ static double micro_batches(run *r, int *failed, int *nonfinite, float *bad_loss
         }
         gs = be->ops->backward(be);
         if (gs != GPT_OK) {
-            *failed = set_error(r->res, "step %ld: backward failed: %s", r->step + 1, gpt_status_string(gs)) != 0;
+            *failed = set_error(r->res, gs, "step %ld: backward failed: %s", r->step + 1, gpt_status_string(gs));
             break;
         }
         loss_sum += r->w_rank * (double)loss;
@@ -996,18 +1001,21 @@ static double micro_batches(run *r, int *failed, int *nonfinite, float *bad_loss
     return loss_sum;
 }
 
-/* What every rank must decide together after the micro-batches (one all-reduce): errors, a
- * non-finite loss, a stop request. Returns 0 with the global loss sum in *loss_sum, or -1. */
-static int agree(run *r, double *loss_sum, int failed, int nonfinite, float bad_loss)
+/* What every rank must decide together after the micro-batches (one all-reduce): errors (this
+ * rank's in failed), a non-finite loss, a stop request. Returns GPT_OK with the global loss sum in
+ * *loss_sum, or the failure's status. */
+static gpt_status agree(run *r, double *loss_sum, gpt_status failed, int nonfinite, float bad_loss)
 {
     double flags[4];
-    flags[0] = *loss_sum, flags[1] = failed, flags[2] = nonfinite, flags[3] = train__sigint ? 1.0 : 0.0;
-    if (r->size > 1 && r->comm->ops->allreduce_f64(r->comm, flags, 4))
-        return set_error(r->res, "step %ld: all-reduce of the losses failed", r->step + 1);
+    gpt_status st;
+    flags[0] = *loss_sum, flags[1] = failed != GPT_OK, flags[2] = nonfinite, flags[3] = train__sigint ? 1.0 : 0.0;
+    if (r->size > 1 && (st = r->comm->ops->allreduce_f64(r->comm, flags, 4)) != GPT_OK)
+        return set_error(r->res, st, "step %ld: all-reduce of the losses failed", r->step + 1);
     if (flags[1] > 0.0) {
         r->res->agreed = r->size > 1;
-        if (!failed) set_error(r->res, "step %ld: %g other rank(s) failed (see their messages)", r->step + 1, flags[1]);
-        return -1;
+        if (failed != GPT_OK) return failed;
+        return set_error(r->res, GPT_ERR_PEER, "step %ld: %g other rank(s) failed (see their messages)", r->step + 1,
+                         flags[1]);
     }
     if (flags[2] > 0.0) { /* the parameters are the same on every rank: so is the message */
         r->res->agreed = r->size > 1;
@@ -1015,34 +1023,38 @@ static int agree(run *r, double *loss_sum, int failed, int nonfinite, float bad_
     }
     *loss_sum = flags[0];
     r->stop_agreed = flags[3] > 0.0;
-    return 0;
+    return GPT_OK;
 }
 
 /* One update (SPEC §3): the micro-batches, the agreement, the gradient average and all-reduce,
  * the optimizer step, share() of what the owners stepped (all three where the optimizer runs),
- * then the head diagnostics on rank 0: the O(Vd) bracket of D(S) every update (timed with it),
- * the exact D(S) every diam_every updates and at the last. */
-static int update(run *r, train_step_rec *rec)
+ * then the head diagnostics on rank 0: the O(Vd) bracket of D(S) every update, the exact D(S)
+ * every diam_every updates and at the last. rec->ms times the update alone (the diagnostics after
+ * it), so tokens/s counts the training, not what is measured of it. */
+static gpt_status update(run *r, train_step_rec *rec)
 {
     gpt_optimizer *opt = r->optimizer;
     const gpt_config *cfg = &r->be->config;
-    double loss_sum, t0 = now_seconds();
+    double loss_sum, t0 = gpt_now_seconds();
     float bad_loss = 0.0f;
     char err[512];
-    gpt_status gs;
-    int failed = 0, nonfinite = 0;
-    if ((gs = r->be->ops->zero_grad(r->be)) != GPT_OK) return set_error(r->res, "zero_grad: %s", gpt_status_string(gs));
+    gpt_status gs, failed = GPT_OK;
+    int nonfinite = 0;
+    if ((gs = r->be->ops->zero_grad(r->be)) != GPT_OK)
+        return set_error(r->res, gs, "zero_grad: %s", gpt_status_string(gs));
     loss_sum = micro_batches(r, &failed, &nonfinite, &bad_loss);
-    if (agree(r, &loss_sum, failed, nonfinite, bad_loss)) return -1;
+    if ((gs = agree(r, &loss_sum, failed, nonfinite, bad_loss)) != GPT_OK) return gs;
     /* the gradient block is the same on every rank after reduce: clipping uses the global norm,
      * and a host step fails on every rank alike */
-    if (opt->ops->reduce(opt, r->w_rank / (double)r->o.accum, err, sizeof err) != GPT_OK)
-        return set_error(r->res, "step %ld: %s", r->step + 1, err);
-    if (opt->ops->step(opt, r->step, r->o.steps, err, sizeof err) != GPT_OK) {
+    if ((gs = opt->ops->reduce(opt, r->w_rank / (double)r->o.accum, err, sizeof err)) != GPT_OK)
+        return set_error(r->res, gs, "step %ld: %s", r->step + 1, err);
+    if ((gs = opt->ops->step(opt, r->step, r->o.steps, err, sizeof err)) != GPT_OK) {
         r->res->agreed = r->size > 1 && opt->ops->agreed_errors && !r->opt.head_sharded;
-        return set_error(r->res, "step %ld: %s", r->step + 1, err);
+        return set_error(r->res, gs, "step %ld: %s", r->step + 1, err);
     }
-    if (opt->ops->share(opt, err, sizeof err) != GPT_OK) return set_error(r->res, "step %ld: %s", r->step + 1, err);
+    if ((gs = opt->ops->share(opt, err, sizeof err)) != GPT_OK)
+        return set_error(r->res, gs, "step %ld: %s", r->step + 1, err);
+    rec->ms = 1e3 * (gpt_now_seconds() - t0);
     r->step++;
     rec->step = r->step;
     rec->tokens = (double)r->step * (double)r->tokens_per_update;
@@ -1054,19 +1066,20 @@ static int update(run *r, train_step_rec *rec)
     if (r->rank == 0) {
         const float *S = opt->ops->head_step(opt);
         rn_status rs;
-        if (!S) return set_error(r->res, "step %ld: cannot read the head step back", r->step);
+        if (!S) return set_error(r->res, GPT_ERR_BACKEND, "step %ld: cannot read the head step back", r->step);
         r->head_S = S;
         rs = rn_row_diameter_bounds(S, (size_t)cfg->vocab_size, (size_t)cfg->d_model, (size_t)cfg->d_model,
                                     &rec->d_lo, &rec->d_hi);
-        if (rs != RN_OK) return set_error(r->res, "step %ld: diameter bounds failed: %s", r->step, rn_status_string(rs));
+        if (rs != RN_OK)
+            return set_error(r->res, optim_rn_status(rs), "step %ld: diameter bounds failed: %s", r->step,
+                             rn_status_string(rs));
     }
-    rec->ms = 1e3 * (now_seconds() - t0);
     rec->d_exact = NAN;
     if ((r->o.diam_every > 0 && r->step % r->o.diam_every == 0) || r->step == r->o.steps) {
-        if (exact_diameter(r, &rec->d_exact)) return -1;
+        if ((gs = exact_diameter(r, &rec->d_exact)) != GPT_OK) return gs;
         if (r->rank == 0) r->last_d_exact = rec->d_exact;
     }
-    return 0;
+    return GPT_OK;
 }
 
 /* Rank 0's console: the split and the communication of every update (README.md "Many
@@ -1126,8 +1139,8 @@ train_outcome train_run(const train_options *opt, train_result *res)
     if (r.size > 1) r.o.progress = r.rank == 0 && opt->progress > 0; /* mpirun gives ranks a pty: bar only on request */
     r.res = res;
     r.last_d_exact = r.last_val_loss = r.last_hilbert = NAN;
-    res->seconds = r.last_line = now_seconds();
-    if (agree_fail(res, r.comm, setup(&r) != 0, "setup")) goto out;
+    res->seconds = r.last_line = gpt_now_seconds();
+    if (agree_fail(res, r.comm, setup(&r), "setup") != GPT_OK) goto out;
     r.head_S = r.opt.head_step; /* a resumed run's last S, until the first update */
     res->first_step = r.step;
     flops_per_token = gpt_flops_per_token(&r.be->config);
@@ -1140,29 +1153,29 @@ train_outcome train_run(const train_options *opt, train_result *res)
                 optim_block_name(r.opt.recipe.block), r.opt.recipe.ns_per_head ? " (NS per head)" : "", r.o.batch, r.o.accum, r.o.steps,
                 (unsigned long long)r.o.seed);
         if (r.size > 1) describe_ranks(&r);
-        if (do_eval(&r, 0)) goto out;
+        if (do_eval(&r, 0) != GPT_OK) goto out;
     } else {
         console(&r, "resumed from %s at step %ld of %ld\n", r.o.resume, r.step, r.o.steps);
         if (r.size > 1) describe_ranks(&r);
     }
-    r.t_start = now_seconds();
+    r.t_start = gpt_now_seconds();
     while (r.step < r.o.steps) {
         train_step_rec rec;
         if (res->n_steps % 256 == 0) {
             train_step_rec *s = (train_step_rec *)realloc(res->steps, (size_t)(res->n_steps + 256) * sizeof *s);
             if (!s) {
-                set_error(res, "out of memory");
+                set_error(res, GPT_ERR_NOMEM, "out of memory");
                 goto out;
             }
             res->steps = s;
         }
-        if (update(&r, &rec)) goto out;
+        if (update(&r, &rec) != GPT_OK) goto out;
         res->steps[res->n_steps++] = rec;
         done_here++;
         {
             double tok_s = (double)r.tokens_per_update / (rec.ms * 1e-3);
             double gflops = flops_per_token * tok_s * 1e-9;
-            if (log_train(&r, &rec, tok_s, gflops)) goto out;
+            if (log_train(&r, &rec, tok_s, gflops) != GPT_OK) goto out;
             if (r.o.log_every > 0 && (r.step % r.o.log_every == 0 || r.step == r.o.steps)) {
                 char dx[48] = "";
                 if (rec.d_exact == rec.d_exact) snprintf(dx, sizeof dx, " D %.3e", rec.d_exact);
@@ -1172,12 +1185,12 @@ train_outcome train_run(const train_options *opt, train_result *res)
             }
         }
         if (r.o.eval_every > 0 && r.step % r.o.eval_every == 0 && r.step != r.o.steps)
-            if (do_eval(&r, 0)) goto out;
+            if (do_eval(&r, 0) != GPT_OK) goto out;
         if (r.step == r.o.steps) break;
         interrupted = r.size > 1 ? r.stop_agreed : train__sigint != 0; /* every rank decides alike */
         if (interrupted || (r.o.stop_at > 0 && r.step >= r.o.stop_at) ||
             (r.o.ckpt_every > 0 && r.step % r.o.ckpt_every == 0)) {
-            if (save_checkpoint(&r)) goto out;
+            if (save_checkpoint(&r) != GPT_OK) goto out;
             if (interrupted || (r.o.stop_at > 0 && r.step >= r.o.stop_at)) {
                 res->outcome = interrupted ? TRAIN_INTERRUPTED : TRAIN_STOPPED;
                 console(&r, "%s at step %ld: checkpoint %s\n", interrupted ? "interrupted" : "stopped", r.step,
@@ -1185,33 +1198,33 @@ train_outcome train_run(const train_options *opt, train_result *res)
                 goto out;
             }
         }
-        if (r.o.progress) draw_bar(&r, now_seconds() - r.t_start, done_here);
-        else progress_line(&r, now_seconds() - r.t_start, done_here);
+        if (r.o.progress) draw_bar(&r, gpt_now_seconds() - r.t_start, done_here);
+        else progress_line(&r, gpt_now_seconds() - r.t_start, done_here);
     }
     /* the end of the schedule: final evaluation, exact D of the last step, checkpoint */
     if (done_here > 0) {
-        if (do_eval(&r, 1)) goto out;
-    } else if (evaluate(&r, &r.last_val_loss, &r.last_hilbert)) { /* resumed at the end: not logged */
+        if (do_eval(&r, 1) != GPT_OK) goto out;
+    } else if (evaluate(&r, &r.last_val_loss, &r.last_hilbert) != GPT_OK) { /* resumed at the end: not logged */
         goto out;
     }
-    if (!(r.last_d_exact == r.last_d_exact) && exact_diameter(&r, &r.last_d_exact)) goto out;
+    if (!(r.last_d_exact == r.last_d_exact) && exact_diameter(&r, &r.last_d_exact) != GPT_OK) goto out;
     res->final_val_loss = r.last_val_loss;
     res->final_hilbert_rms = r.last_hilbert;
     res->final_diameter = r.last_d_exact;
     if (done_here > 0) {
         if (log_eval(&r, "final", r.step, (double)r.step * (double)r.tokens_per_update, r.last_d_exact,
-                     r.last_val_loss, r.last_hilbert) ||
-            save_checkpoint(&r))
+                     r.last_val_loss, r.last_hilbert) != GPT_OK ||
+            save_checkpoint(&r) != GPT_OK)
             goto out;
     }
     console(&r, "done: %ld steps, final val loss %.4f, D(S) %.4e, Hilbert RMS %.4e, %.1f s\n", r.step,
-            res->final_val_loss, res->final_diameter, res->final_hilbert_rms, now_seconds() - res->seconds);
+            res->final_val_loss, res->final_diameter, res->final_hilbert_rms, gpt_now_seconds() - res->seconds);
     res->outcome = TRAIN_DONE;
-    if (r.o.sample_tokens > 0 && sample_text(&r)) goto out;
+    if (r.o.sample_tokens > 0 && sample_text(&r) != GPT_OK) goto out;
 out:
     clear_bar(&r);
     res->last_step = r.step;
-    res->seconds = now_seconds() - res->seconds;
+    res->seconds = gpt_now_seconds() - res->seconds;
     teardown(&r);
     return res->outcome;
 }

@@ -114,7 +114,8 @@ train_options train_default_options(void);
 
 typedef struct train_step_rec {
     long step;
-    double tokens, loss, lr, head_lr, ms, grad_norm, d_lo, d_hi, d_exact; /* d_exact NaN when not computed */
+    double tokens, loss, lr, head_lr, ms, grad_norm, d_lo, d_hi, d_exact; /* ms: the update alone, without the head
+                                                                           * diagnostics; d_exact NaN when not computed */
 } train_step_rec;
 
 typedef struct train_eval_rec {
@@ -152,9 +153,9 @@ void train_result_free(train_result *res);
  * fuzzing): the run settings are read into *opt (model, steps, batch, seq, accum, seed, recipe;
  * each in its flag's range), then every param.* / opt.* field is checked against model.config.
  * The comparison with the tokenizer's vocabulary, done by a resume in between, is left to the
- * caller (opt->model.vocab_size). Returns 0, or -1 with the message in res->error (res->outcome
- * TRAIN_FAILED); *opt is written only on success. */
-int train_check_checkpoint(const ckpt_reader *ck, train_options *opt, train_result *res);
+ * caller (opt->model.vocab_size). Returns GPT_OK, or the status with the message in res->error
+ * (res->outcome TRAIN_FAILED); *opt is written only on success. */
+gpt_status train_check_checkpoint(const ckpt_reader *ck, train_options *opt, train_result *res);
 
 /* Installs a SIGINT handler that asks running loops to save a checkpoint and stop (a second
  * SIGINT kills). Also clears a pending request. */

@@ -621,7 +621,7 @@ static void test_optim_set(void)
 {
     gpt_config cfg = odd_config();
     const int B = 3, T = 37;
-    optim_head_kind heads[3] = {OPTIM_HEAD_ROWNORM, OPTIM_HEAD_ADAMW, OPTIM_HEAD_MUON};
+    optim_head_kind heads[3] = {OPTIM_ROWNORM, OPTIM_ADAMW, OPTIM_MUON};
     int h;
     for (h = 0; h < 3; h++) {
         gpt_backend *cpu = NULL;

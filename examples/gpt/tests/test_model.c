@@ -11,7 +11,6 @@
  *       times training steps against a 1024^3 muon_sgemm (default: the 12M config
  *       6 384 6 4096 256 4, 5 steps)
  */
-#define _POSIX_C_SOURCE 199309L /* clock_gettime for --bench */
 #include "tests/test.h"
 
 #include "backend.h"
@@ -889,13 +888,6 @@ static void test_errors(void)
 
 /* ---- timing ------------------------------------------------------------------------------- */
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -942,15 +934,15 @@ static int bench(int argc, char **argv)
     be->ops->backward(be);
     muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, SQ, SQ, SQ, 1.0f, ga, SQ, gb, SQ, 0.0f, gc, SQ);
     for (s = 0; s < steps; s++) {
-        t0 = now_seconds();
+        t0 = gpt_now_seconds();
         be->ops->zero_grad(be);
         be->ops->forward(be, in, tg, &loss);
-        t1 = now_seconds();
+        t1 = gpt_now_seconds();
         be->ops->backward(be);
-        t_fwd[s] = t1 - t0, t_step[s] = now_seconds() - t0;
-        t0 = now_seconds();
+        t_fwd[s] = t1 - t0, t_step[s] = gpt_now_seconds() - t0;
+        t0 = gpt_now_seconds();
         muon_sgemm(MUON_NO_TRANS, MUON_NO_TRANS, SQ, SQ, SQ, 1.0f, ga, SQ, gb, SQ, 0.0f, gc, SQ);
-        t_gemm[s] = now_seconds() - t0;
+        t_gemm[s] = gpt_now_seconds() - t0;
         printf("step %d: %.1f ms (forward %.1f ms), loss %.4f; sgemm %d^3: %.1f GFLOP/s\n", s,
                1e3 * t_step[s], 1e3 * t_fwd[s], loss, SQ, 2.0 * SQ * SQ * SQ / t_gemm[s] * 1e-9);
     }

@@ -145,12 +145,12 @@ static void resume_case(optim_head_kind head, optim_block_kind block, muon_cap_m
     resume_case_ph(head, block, cap, accum, stop_at, 0);
 }
 
-static void test_resume_adamw_head(void) { resume_case(OPTIM_HEAD_ADAMW, OPTIM_BLOCK_MUON, MUON_CAP_OFF, 1, 5); }
-static void test_resume_rownorm_head_accum(void) { resume_case(OPTIM_HEAD_ROWNORM, OPTIM_BLOCK_MUON, MUON_CAP_OFF, 2, 7); }
-static void test_resume_muon_head_muown_cap(void) { resume_case(OPTIM_HEAD_MUON, OPTIM_BLOCK_MUOWN, MUON_CAP_OFF, 1, 4); }
-static void test_resume_cap(void) { resume_case(OPTIM_HEAD_ROWNORM, OPTIM_BLOCK_MUON, MUON_CAP_GROWTH, 1, 6); }
+static void test_resume_adamw_head(void) { resume_case(OPTIM_ADAMW, OPTIM_BLOCK_MUON, MUON_CAP_OFF, 1, 5); }
+static void test_resume_rownorm_head_accum(void) { resume_case(OPTIM_ROWNORM, OPTIM_BLOCK_MUON, MUON_CAP_OFF, 2, 7); }
+static void test_resume_muon_head_muown_cap(void) { resume_case(OPTIM_MUON, OPTIM_BLOCK_MUOWN, MUON_CAP_OFF, 1, 4); }
+static void test_resume_cap(void) { resume_case(OPTIM_ROWNORM, OPTIM_BLOCK_MUON, MUON_CAP_GROWTH, 1, 6); }
 /* NorMuon's row second moments (row_v) and the per-head switch travel in the checkpoint */
-static void test_resume_normuon_per_head(void) { resume_case_ph(OPTIM_HEAD_ADAMW, OPTIM_BLOCK_NORMUON, MUON_CAP_OFF, 1, 5, 1); }
+static void test_resume_normuon_per_head(void) { resume_case_ph(OPTIM_ADAMW, OPTIM_BLOCK_NORMUON, MUON_CAP_OFF, 1, 5, 1); }
 
 /* SIGINT: the loop saves a checkpoint and stops; resuming finishes the identical run. */
 static void test_sigint_saves_and_resumes(void)
@@ -182,7 +182,7 @@ static void test_run_records(void)
     train_options o = tiny();
     train_result r;
     int k, bracket_ok = 1, exact_at = 0;
-    o.recipe = optim_default(OPTIM_HEAD_ROWNORM);
+    o.recipe = optim_default(OPTIM_ROWNORM);
     o.steps = 20;
     CHECK(train_run(&o, &r) == TRAIN_DONE);
     CHECK(r.n_steps == 20 && r.n_evals == 6); /* steps 0, 4, 8, 12, 16, 20 */
@@ -556,7 +556,7 @@ static void test_checkpoint_values_are_validated(void)
     path_in(bad, sizeof bad, "values_bad.ck");
     o.ckpt_path = good;
     o.steps = 3;
-    o.recipe = optim_default(OPTIM_HEAD_ROWNORM);
+    o.recipe = optim_default(OPTIM_ROWNORM);
     CHECK(train_run(&o, &r) == TRAIN_DONE);
     train_result_free(&r);
     /* optimizer step counters */
@@ -610,7 +610,7 @@ static void test_block_switches(void)
 {
     gpt_config cfg;
     optim_set os;
-    optim_recipe rc = optim_default(OPTIM_HEAD_ADAMW);
+    optim_recipe rc = optim_default(OPTIM_ADAMW);
     gpt_layout lay;
     float *p, *g, *w0;
     t_rng rng = {11};
@@ -699,7 +699,7 @@ static void test_ns_precision_bf16(void)
 {
     gpt_config cfg;
     optim_set o16, o32;
-    optim_recipe r16 = optim_default(OPTIM_HEAD_ADAMW), r32 = r16;
+    optim_recipe r16 = optim_default(OPTIM_ADAMW), r32 = r16;
     gpt_layout lay;
     float *p16, *p32, *g16, *g32, *w0;
     t_rng rng = {13};
@@ -780,7 +780,7 @@ static void test_normuon_checkpoint_fields(void)
     expect_resume_failure(good, bad, "opt.layers.0.wk.row_v", CKPT_F64, NULL, 0, "opt.layers.0.wk.row_v");
     expect_resume_failure(good, bad, "recipe.ns_per_head", CKPT_U64, &two, 1, "recipe.ns_per_head");
     /* Muon blocks, written as a trainer before 0.3 wrote them: no row_v, no ns_per_head */
-    o.recipe = optim_default(OPTIM_HEAD_ADAMW);
+    o.recipe = optim_default(OPTIM_ADAMW);
     o.steps = 5, o.stop_at = 2;
     CHECK(train_run(&o, &r) == TRAIN_STOPPED);
     train_result_free(&r);
@@ -899,7 +899,7 @@ static void test_thread_count_does_not_change_results(void)
     train_options o = tiny();
     train_result a, b;
     int k, all = 1;
-    o.recipe = optim_default(OPTIM_HEAD_ROWNORM);
+    o.recipe = optim_default(OPTIM_ROWNORM);
 #ifdef _OPENMP
     int saved = omp_get_max_threads();
     omp_set_num_threads(1);
@@ -1100,7 +1100,7 @@ static void test_nonfinite_loss_stops(void)
 
 static void test_schedule(void)
 {
-    optim_recipe rc = optim_default(OPTIM_HEAD_ADAMW);
+    optim_recipe rc = optim_default(OPTIM_ADAMW);
     CHECK_NEAR(optim_lr_factor(&rc, 0, 100), 0.1, 1e-15, 0);  /* (0+1)/10 */
     CHECK_NEAR(optim_lr_factor(&rc, 9, 100), 1.0, 1e-15, 0);  /* end of warm-up */
     CHECK_NEAR(optim_lr_factor(&rc, 10, 100), 1.0, 1e-15, 0); /* cosine starts at the peak */
@@ -1114,7 +1114,7 @@ static void test_adamw_head_step(void)
 {
     gpt_config cfg;
     optim_set os;
-    optim_recipe rc = optim_default(OPTIM_HEAD_ADAMW);
+    optim_recipe rc = optim_default(OPTIM_ADAMW);
     gpt_layout lay;
     float *p, *g, *before;
     t_rng rng = {3};
@@ -1214,7 +1214,7 @@ static void test_log_records_recipe(void)
     int k, ok = 1;
     path_in(log_path, sizeof log_path, "recipe.csv");
     o.log_path = log_path;
-    o.recipe = optim_default(OPTIM_HEAD_ROWNORM);
+    o.recipe = optim_default(OPTIM_ROWNORM);
     o.recipe.head_lr = 0.0123;
     o.steps = 10;
     CHECK(train_run(&o, &r) == TRAIN_DONE);
@@ -1265,7 +1265,7 @@ static void test_flags(void)
     memset(&cli, 0, sizeof cli);
     cli.opt = train_default_options();
     CHECK(cli_parse(&cli, 16, ok_argv) == 0);
-    CHECK(cli.opt.recipe.head == OPTIM_HEAD_ROWNORM && cli.opt.recipe.head_lr == 3.2e-3 && cli.opt.steps == 7);
+    CHECK(cli.opt.recipe.head == OPTIM_ROWNORM && cli.opt.recipe.head_lr == 3.2e-3 && cli.opt.steps == 7);
     CHECK(cli.opt.recipe.muon_lr == 0.01 && cli.opt.accum == 2 && cli.opt.recipe.cap == MUON_CAP_GROWTH);
     CHECK(cli.opt.recipe.block == OPTIM_BLOCK_MUOWN && cli.opt.seed == 5 && cli.opt.progress == 0);
     fprintf(stderr, "(seven flag errors expected below)\n");
@@ -1309,7 +1309,7 @@ static void test_flags(void)
         char *order[] = {"train", "--lr-head", "0.5", "--head", "rownorm"};
         memset(&cli, 0, sizeof cli);
         cli.opt = train_default_options();
-        CHECK(cli_parse(&cli, 5, order) == 0 && cli.opt.recipe.head == OPTIM_HEAD_ROWNORM && cli.opt.recipe.head_lr == 0.5);
+        CHECK(cli_parse(&cli, 5, order) == 0 && cli.opt.recipe.head == OPTIM_ROWNORM && cli.opt.recipe.head_lr == 0.5);
     }
     { /* the usage text is the table: every flag is in it, and every flag is known to the parser */
         char buf[16384];
