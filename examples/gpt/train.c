@@ -7,6 +7,7 @@
 #include "checkpoint.h"
 #include "data.h"
 #include "tokenizer.h"
+#include "spectra.h"
 
 #include <errno.h>
 #include <math.h>
@@ -136,6 +137,7 @@ typedef struct run {
     size_t diam_ws_bytes;
     FILE *log;
     FILE *sv_log;
+    FILE *norms_log;           /* spectra.h: block norms (norms_every > 0) */
     gpt_optimizer *optimizer;  /* where the optimizer set runs (optim.h): host or the backend's */
     /* data parallel */
     gpt_comm *comm;            /* host communicator (never NULL inside the loop) */
@@ -942,6 +944,14 @@ static int setup(run *r)
         }
         if (!have_ck) fputs("step,tensor,q10,q50,q90,jordan_steps_q50\n", r->sv_log);
     }
+    if (r->rank == 0 && r->o.norms_every > 0 && r->step < r->o.steps) {
+        r->norms_log = r->o.norms_log ? fopen(r->o.norms_log, have_ck ? "a" : "w") : NULL;
+        if (!r->norms_log) {
+            set_error(r->res, "%s: cannot open the block-norms log", r->o.norms_log ? r->o.norms_log : "(none given)");
+            goto done;
+        }
+        if (!have_ck) spectra_log_header(r->norms_log);
+    }
 done: /* every failure above has set r->res->outcome = TRAIN_FAILED */
     if (have_ck) ckpt_reader_free(&ck);
     return r->res->outcome == TRAIN_FAILED ? -1 : 0;
@@ -951,6 +961,7 @@ static void teardown(run *r)
 {
     if (r->log) close_log(r, r->log, r->o.log_path);
     if (r->sv_log) close_log(r, r->sv_log, r->o.sv_log);
+    if (r->norms_log) close_log(r, r->norms_log, r->o.norms_log);
     gpt_optimizer_destroy(r->optimizer);
     if (r->have_opt) optim_free(&r->opt);
     if (r->be) r->be->ops->destroy(r->be);
@@ -1108,6 +1119,18 @@ static void describe_ranks(run *r)
     fflush(stdout);
 }
 
+/* The block norms (spectra.h) at step 0, every norms_every updates and after the last (rank 0:
+ * its parameters are complete after share()). */
+static int log_norms(run *r)
+{
+    char err[256];
+    if (!r->norms_log || (r->step % r->o.norms_every != 0 && r->step != r->o.steps)) return 0;
+    if (r->be->ops->pull_params(r->be) != GPT_OK) return set_error(r->res, "backend: cannot read the parameters back");
+    if (spectra_log_rows(r->norms_log, r->step, &r->be->config, r->be->ops->params(r->be), err, sizeof err) != GPT_OK)
+        return set_error(r->res, "%s", err);
+    return log_ok(r, r->norms_log, r->o.norms_log, 0);
+}
+
 train_outcome train_run(const train_options *opt, train_result *res)
 {
     run r;
@@ -1140,7 +1163,7 @@ train_outcome train_run(const train_options *opt, train_result *res)
                 optim_block_name(r.opt.recipe.block), r.opt.recipe.ns_per_head ? " (NS per head)" : "", r.o.batch, r.o.accum, r.o.steps,
                 (unsigned long long)r.o.seed);
         if (r.size > 1) describe_ranks(&r);
-        if (do_eval(&r, 0)) goto out;
+        if (do_eval(&r, 0) || log_norms(&r)) goto out;
     } else {
         console(&r, "resumed from %s at step %ld of %ld\n", r.o.resume, r.step, r.o.steps);
         if (r.size > 1) describe_ranks(&r);
@@ -1173,6 +1196,7 @@ train_outcome train_run(const train_options *opt, train_result *res)
         }
         if (r.o.eval_every > 0 && r.step % r.o.eval_every == 0 && r.step != r.o.steps)
             if (do_eval(&r, 0)) goto out;
+        if (log_norms(&r)) goto out;
         if (r.step == r.o.steps) break;
         interrupted = r.size > 1 ? r.stop_agreed : train__sigint != 0; /* every rank decides alike */
         if (interrupted || (r.o.stop_at > 0 && r.step >= r.o.stop_at) ||
