@@ -63,3 +63,9 @@ print-demo-flags:
 # The block norms of issue 50 (spectra.h) on matrices of known spectrum, and their log rows.
 GPT_SPECTRA_TEST_SRCS := $(GPT_DIR)/spectra.c $(GPT_DIR)/model.c $(GPT_DIR)/libs.c $(GPT_DIR)/status.c
 $(eval $(call gpt_test,test_spectra,gpt,$(GPT_SPECTRA_TEST_SRCS) $(GPT_DIR)/spectra.h $(GPT_DIR)/model.h,$(GPT_SPECTRA_TEST_SRCS),,twin))
+# The studies' plots (results/cap, results/muown): CSV rows series,x,y on stdin -> one SVG.
+$(GPT_B)/plot_csv: $(GPT_DIR)/plot_csv.c $(GPT_DIR)/plot.c $(GPT_DIR)/plot.h $(GPT_DIR)/status.c | $(GPT_B)
+	$(CC) $(GPT_CFLAGS) -o $@ $(GPT_DIR)/plot_csv.c $(GPT_DIR)/plot.c $(GPT_DIR)/status.c $(LDLIBS)
+# The studies of issue 50 checked like the demo: README.md's quotes of results/cap and
+# results/muown, and a few of their runs made again against the committed rows (study_check.sh).
+GPT_TEST_BINS += $(GPT_DIR)/tests/cap_table.sh
