@@ -69,3 +69,4 @@ $(GPT_B)/plot_csv: $(GPT_DIR)/plot_csv.c $(GPT_DIR)/plot.c $(GPT_DIR)/plot.h $(G
 # The studies of issue 50 checked like the demo: README.md's quotes of results/cap and
 # results/muown, and a few of their runs made again against the committed rows (study_check.sh).
 GPT_TEST_BINS += $(GPT_DIR)/tests/cap_table.sh
+GPT_TEST_BINS += $(GPT_DIR)/tests/muown_table.sh

@@ -19,10 +19,7 @@ FLAGS=(--steps 1000 --layers 2 --d-model 64 --heads 2 --batch 8 --seq 64 --warmu
 if [ "${1:-}" = --list ]; then for a in $ARMS; do for s in $SEEDS; do echo "$a.s$s"; done; done; exit 0; fi
 OUT=${1:-/tmp/cap}
 shift || true
-B=${GPT_BIN:-build/gpt}
-[ -n "${GPT_BIN:-}" ] || make -s build/gpt/train build/gpt/prepare build/gpt/plot_csv >/dev/null
-"$B/prepare" --check "$B/data" >/dev/null 2>&1 || "$B/prepare" --out "$B/data" >/dev/null
-mkdir -p "$OUT"
+. examples/gpt/results/study_env.sh
 names=("$@")
 [ ${#names[@]} -gt 0 ] || mapfile -t names < <("$0" --list)
 for n in "${names[@]}"; do
