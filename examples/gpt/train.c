@@ -1119,16 +1119,22 @@ static void describe_ranks(run *r)
     fflush(stdout);
 }
 
-/* The block norms (spectra.h) at step 0, every norms_every updates and after the last (rank 0:
- * its parameters are complete after share()). */
+/* The block norms (spectra.h) of the weights after `step` updates, when norms_every asks for it
+ * (every norms_every updates and after the last; rank 0: its parameters are complete after
+ * share()). Its own error path (the message in res->error), so that it stays apart from the
+ * loop's other functions. */
 static int log_norms(run *r)
 {
-    char err[256];
     if (!r->norms_log || (r->step % r->o.norms_every != 0 && r->step != r->o.steps)) return 0;
-    if (r->be->ops->pull_params(r->be) != GPT_OK) return set_error(r->res, "backend: cannot read the parameters back");
-    if (spectra_log_rows(r->norms_log, r->step, &r->be->config, r->be->ops->params(r->be), err, sizeof err) != GPT_OK)
-        return set_error(r->res, "%s", err);
-    return log_ok(r, r->norms_log, r->o.norms_log, 0);
+    if (r->be->ops->pull_params(r->be) != GPT_OK ||
+        spectra_log_rows(r->norms_log, r->step, &r->be->config, r->be->ops->params(r->be), r->res->error,
+                         sizeof r->res->error) != GPT_OK ||
+        fflush(r->norms_log) != 0 || ferror(r->norms_log)) {
+        if (!r->res->error[0]) snprintf(r->res->error, sizeof r->res->error, "%s: cannot write the block-norms log", r->o.norms_log);
+        r->res->outcome = TRAIN_FAILED;
+        return -1;
+    }
+    return 0;
 }
 
 train_outcome train_run(const train_options *opt, train_result *res)
@@ -1163,7 +1169,7 @@ train_outcome train_run(const train_options *opt, train_result *res)
                 optim_block_name(r.opt.recipe.block), r.opt.recipe.ns_per_head ? " (NS per head)" : "", r.o.batch, r.o.accum, r.o.steps,
                 (unsigned long long)r.o.seed);
         if (r.size > 1) describe_ranks(&r);
-        if (do_eval(&r, 0) || log_norms(&r)) goto out;
+        if (do_eval(&r, 0)) goto out;
     } else {
         console(&r, "resumed from %s at step %ld of %ld\n", r.o.resume, r.step, r.o.steps);
         if (r.size > 1) describe_ranks(&r);
@@ -1171,6 +1177,7 @@ train_outcome train_run(const train_options *opt, train_result *res)
     r.t_start = now_seconds();
     while (r.step < r.o.steps) {
         train_step_rec rec;
+        if (log_norms(&r)) goto out; /* the weights before this update (a stop saves before it) */
         if (res->n_steps % 256 == 0) {
             train_step_rec *s = (train_step_rec *)realloc(res->steps, (size_t)(res->n_steps + 256) * sizeof *s);
             if (!s) {
@@ -1196,7 +1203,6 @@ train_outcome train_run(const train_options *opt, train_result *res)
         }
         if (r.o.eval_every > 0 && r.step % r.o.eval_every == 0 && r.step != r.o.steps)
             if (do_eval(&r, 0)) goto out;
-        if (log_norms(&r)) goto out;
         if (r.step == r.o.steps) break;
         interrupted = r.size > 1 ? r.stop_agreed : train__sigint != 0; /* every rank decides alike */
         if (interrupted || (r.o.stop_at > 0 && r.step >= r.o.stop_at) ||
@@ -1213,6 +1219,7 @@ train_outcome train_run(const train_options *opt, train_result *res)
         else progress_line(&r, now_seconds() - r.t_start, done_here);
     }
     /* the end of the schedule: final evaluation, exact D of the last step, checkpoint */
+    if (done_here > 0 && log_norms(&r)) goto out;
     if (done_here > 0) {
         if (do_eval(&r, 1)) goto out;
     } else if (evaluate(&r, &r.last_val_loss, &r.last_hilbert)) { /* resumed at the end: not logged */

@@ -10,7 +10,8 @@
 #      TOL_LOSS (0.02) in final validation loss and TOL_REL (0.05, relative) in every norm and
 #      TOL_EXP (0.02, absolute) in every exponent and H_inf (training amplifies last-bit
 #      differences across ISAs: the demo measured 0.0016 in loss between AVX-512 and AVX2);
-#   3. without --norms-every a run writes no norms.csv (the log is off by default).
+#   3. without --norms-every a run writes no norms.csv (the log is off by default);
+#   4. a run stopped (--stop-at) and resumed writes the uninterrupted run's norms.csv.
 # Ends with "STUDY_table: N passed, M failed" and exits 1 on a failure.
 set -u
 cd "$(dirname "$0")/../../.." || exit 1
@@ -70,4 +71,13 @@ if "$B/train" --data "$B/data" --steps 3 --layers 1 --d-model 32 --heads 1 --bat
        --eval-batches 1 --log-every 0 --no-progress --ckpt none --out "$T/plain" > "$T/plain.log" 2>&1 &&
    [ -f "$T/plain/train.csv" ] && [ ! -e "$T/plain/norms.csv" ]; then ok "a run without --norms-every writes no norms.csv"
 else bad "a run without --norms-every: failed or wrote norms.csv"; tail -3 "$T/plain.log"; fi
+# 4. a run stopped and resumed logs the same norms.csv as one uninterrupted (no row lost or doubled)
+small=(--data "$B/data" --steps 20 --layers 1 --d-model 32 --heads 1 --batch 2 --seq 16 --eval-every 0 --eval-batches 1
+       --log-every 0 --no-progress --norms-every 5)
+if "$B/train" "${small[@]}" --ckpt none --out "$T/whole" > "$T/r.log" 2>&1 &&
+   "$B/train" "${small[@]}" --stop-at 10 --out "$T/parts" >> "$T/r.log" 2>&1 &&
+   "$B/train" --resume "$T/parts/ckpt.bin" --data "$B/data" --eval-every 0 --eval-batches 1 --log-every 0 --no-progress \
+       --norms-every 5 --out "$T/parts" >> "$T/r.log" 2>&1 && cmp -s "$T/whole/norms.csv" "$T/parts/norms.csv" &&
+   [ "$(wc -l < "$T/whole/norms.csv")" = 36 ]; then ok "stopped at 10 and resumed: the norms.csv of the uninterrupted run (5 samples x 7 matrices)"
+else bad "stopped and resumed: another norms.csv than the uninterrupted run's"; tail -3 "$T/r.log"; fi
 finish
