@@ -944,14 +944,6 @@ static int setup(run *r)
         }
         if (!have_ck) fputs("step,tensor,q10,q50,q90,jordan_steps_q50\n", r->sv_log);
     }
-    if (r->rank == 0 && r->o.norms_every > 0 && r->step < r->o.steps) {
-        r->norms_log = r->o.norms_log ? fopen(r->o.norms_log, have_ck ? "a" : "w") : NULL;
-        if (!r->norms_log) {
-            set_error(r->res, "%s: cannot open the block-norms log", r->o.norms_log ? r->o.norms_log : "(none given)");
-            goto done;
-        }
-        if (!have_ck) spectra_log_header(r->norms_log);
-    }
 done: /* every failure above has set r->res->outcome = TRAIN_FAILED */
     if (have_ck) ckpt_reader_free(&ck);
     return r->res->outcome == TRAIN_FAILED ? -1 : 0;
@@ -1125,7 +1117,17 @@ static void describe_ranks(run *r)
  * loop's other functions. */
 static int log_norms(run *r)
 {
-    if (!r->norms_log || (r->step % r->o.norms_every != 0 && r->step != r->o.steps)) return 0;
+    if (r->o.norms_every <= 0 || r->rank != 0 || (r->step % r->o.norms_every != 0 && r->step != r->o.steps)) return 0;
+    if (!r->norms_log) { /* opened at the first sample: a fresh run's step 0 writes it anew, a resume appends */
+        r->norms_log = r->o.norms_log ? fopen(r->o.norms_log, r->step > 0 ? "a" : "w") : NULL;
+        if (!r->norms_log) {
+            snprintf(r->res->error, sizeof r->res->error, "%s: cannot open the block-norms log",
+                     r->o.norms_log ? r->o.norms_log : "(no --norms-log given)");
+            r->res->outcome = TRAIN_FAILED;
+            return -1;
+        }
+        if (r->step == 0) spectra_log_header(r->norms_log);
+    }
     if (r->be->ops->pull_params(r->be) != GPT_OK ||
         spectra_log_rows(r->norms_log, r->step, &r->be->config, r->be->ops->params(r->be), r->res->error,
                          sizeof r->res->error) != GPT_OK ||
