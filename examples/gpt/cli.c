@@ -87,6 +87,8 @@ static const cli_flag cli_flags[] = {
     {"--log-every", K_INT, F(opt.log_every), 0, BIG, M_ALL, "N", "a console line every N updates (1; 0 = quiet; experiment: 0, one line per run)"},
     {"--sv", K_STR, F(opt.sv_tensors), 0, 0, M_ALL, "LIST", "momentum spectra at each evaluation: tensor names, comma-separated, or all"},
     {"--sv-log", K_STR, F(opt.sv_log), 0, 0, M_RUN, "FILE", "CSV of those spectra (OUT/spectra.csv when --sv is given)"},
+    {"--norms-every", K_INT, F(opt.norms_every), 0, BIG, M_RUN, "N", "block matrices' ||W||_F, ||W||_2, row factors, H_inf at step 0, every N updates, at the last (0: off)"},
+    {"--norms-log", K_STR, F(opt.norms_log), 0, 0, M_RUN, "FILE", "CSV of those (OUT/norms.csv when --norms-every is given)"},
     {"--progress", K_SWITCH, F(opt.progress), 1, 0, M_ALL, NULL, "progress bar and ETA (default: when stdout is a terminal)"},
     {"--no-progress", K_SWITCH, F(opt.progress), 0, 0, M_ALL, NULL, "no progress bar"},
     {"--progress-every", K_REAL, F(opt.progress_every), 0, 0, M_ALL, "S", "without the bar (stdout not a terminal): a plain progress line after S s without output (30; 0 = none)"},
@@ -495,7 +497,7 @@ static int run_plots(const train_cli *cli)
 /* One run with the paths defaulted into out_dir; the exit status. */
 static int one_run(train_cli *cli)
 {
-    char log_path[1100], ckpt_path[1100], sv_path[1100];
+    char log_path[1100], ckpt_path[1100], sv_path[1100], norms_path[1100];
     gpt_comm *comm = cli->opt.comm;
     train_result res;
     int rc;
@@ -503,6 +505,8 @@ static int one_run(train_cli *cli)
     if (!cli->opt.ckpt_path) snprintf(ckpt_path, sizeof ckpt_path, "%s/ckpt.bin", cli->out_dir), cli->opt.ckpt_path = ckpt_path;
     if (cli->opt.sv_tensors && !cli->opt.sv_log)
         snprintf(sv_path, sizeof sv_path, "%s/spectra.csv", cli->out_dir), cli->opt.sv_log = sv_path;
+    if (cli->opt.norms_every > 0 && !cli->opt.norms_log)
+        snprintf(norms_path, sizeof norms_path, "%s/norms.csv", cli->out_dir), cli->opt.norms_log = norms_path;
     if (strcmp(cli->opt.log_path, "none") == 0) cli->opt.log_path = NULL;
     if (strcmp(cli->opt.ckpt_path, "none") == 0) cli->opt.ckpt_path = NULL;
     if (cli->opt.resume && comm->rank == 0) {

@@ -7,6 +7,7 @@
 #include "checkpoint.h"
 #include "data.h"
 #include "tokenizer.h"
+#include "spectra.h"
 
 #include <errno.h>
 #include <math.h>
@@ -131,6 +132,7 @@ typedef struct run {
     size_t diam_ws_bytes;
     FILE *log;
     FILE *sv_log;
+    FILE *norms_log;           /* spectra.h: block norms (norms_every > 0) */
     gpt_optimizer *optimizer;  /* where the optimizer set runs (optim.h): host or the backend's */
     /* data parallel */
     gpt_comm *comm;            /* host communicator (never NULL inside the loop) */
@@ -955,6 +957,7 @@ static void teardown(run *r)
 {
     if (r->log) close_log(r, r->log, r->o.log_path);
     if (r->sv_log) close_log(r, r->sv_log, r->o.sv_log);
+    if (r->norms_log) close_log(r, r->norms_log, r->o.norms_log);
     gpt_optimizer_destroy(r->optimizer);
     if (r->have_opt) optim_free(&r->opt);
     if (r->be) r->be->ops->destroy(r->be);
@@ -1121,6 +1124,34 @@ static void describe_ranks(run *r)
     fflush(stdout);
 }
 
+/* The block norms (spectra.h) of the weights after `step` updates, when norms_every asks for it
+ * (every norms_every updates and after the last; rank 0: its parameters are complete after
+ * share()). Its own error path (the message in res->error), so that it stays apart from the
+ * loop's other functions. */
+static int log_norms(run *r)
+{
+    if (r->o.norms_every <= 0 || r->rank != 0 || (r->step % r->o.norms_every != 0 && r->step != r->o.steps)) return 0;
+    if (!r->norms_log) { /* opened at the first sample: a fresh run's step 0 writes it anew, a resume appends */
+        r->norms_log = r->o.norms_log ? fopen(r->o.norms_log, r->step > 0 ? "a" : "w") : NULL;
+        if (!r->norms_log) {
+            snprintf(r->res->error, sizeof r->res->error, "%s: cannot open the block-norms log",
+                     r->o.norms_log ? r->o.norms_log : "(no --norms-log given)");
+            r->res->outcome = TRAIN_FAILED;
+            return -1;
+        }
+        if (r->step == 0) spectra_log_header(r->norms_log);
+    }
+    if (r->be->ops->pull_params(r->be) != GPT_OK ||
+        spectra_log_rows(r->norms_log, r->step, &r->be->config, r->be->ops->params(r->be), r->res->error,
+                         sizeof r->res->error) != GPT_OK ||
+        fflush(r->norms_log) != 0 || ferror(r->norms_log)) {
+        if (!r->res->error[0]) snprintf(r->res->error, sizeof r->res->error, "%s: cannot write the block-norms log", r->o.norms_log);
+        r->res->outcome = TRAIN_FAILED;
+        return -1;
+    }
+    return 0;
+}
+
 train_outcome train_run(const train_options *opt, train_result *res)
 {
     run r;
@@ -1161,6 +1192,7 @@ train_outcome train_run(const train_options *opt, train_result *res)
     r.t_start = gpt_now_seconds();
     while (r.step < r.o.steps) {
         train_step_rec rec;
+        if (log_norms(&r)) goto out; /* the weights before this update (a stop saves before it) */
         if (res->n_steps % 256 == 0) {
             train_step_rec *s = (train_step_rec *)realloc(res->steps, (size_t)(res->n_steps + 256) * sizeof *s);
             if (!s) {
@@ -1202,6 +1234,7 @@ train_outcome train_run(const train_options *opt, train_result *res)
         else progress_line(&r, gpt_now_seconds() - r.t_start, done_here);
     }
     /* the end of the schedule: final evaluation, exact D of the last step, checkpoint */
+    if (done_here > 0 && log_norms(&r)) goto out;
     if (done_here > 0) {
         if (do_eval(&r, 1) != GPT_OK) goto out;
     } else if (evaluate(&r, &r.last_val_loss, &r.last_hilbert) != GPT_OK) { /* resumed at the end: not logged */

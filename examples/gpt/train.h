@@ -50,6 +50,10 @@
  * chosen tensors' Muon momentum buffers (SPEC §2.5, optim_momentum_spectrum), on the console and
  * in sv_log: step,tensor,q10,q50,q90,jordan_steps_q50 (sigma of M/||M||_F; least K of Jordan's
  * schedule with f_K(q50) >= 0.7).
+ *
+ * Optional (norms_every > 0, issue 50): ||W||_F, ||W||_2, its row-magnitude and row-coherence
+ * factors and H_inf of every block matrix, at step 0, every norms_every updates and after the
+ * last, in norms_log (spectra.h has the columns). Off, nothing is computed. A resume appends.
  */
 #ifndef GPT_TRAIN_H
 #define GPT_TRAIN_H
@@ -82,6 +86,9 @@ typedef struct train_options {
     const char *sv_tensors;         /* momentum spectra at every evaluation: comma-separated tensor
                                        names ("layers.0.wq,lm_head") or "all" (NULL: none) */
     const char *sv_log;             /* CSV of those spectra (NULL: console only) */
+    int norms_every;                /* > 0: the block matrices' norms and spectra (spectra.h) at step 0,
+                                       every N updates and at the last, into norms_log (0: none) */
+    const char *norms_log;          /* CSV of those (needed when norms_every > 0) */
     const char *ckpt_path;          /* checkpoint written at ckpt_every, at the end, on SIGINT */
     int ckpt_every;                 /* 0: only at the end / on stop / on SIGINT */
     const char *resume;             /* checkpoint to resume from (NULL: fresh run) */

@@ -3,9 +3,9 @@
 #   make build/gpt/train       the trainer binary (build/gpt/train --help)
 #   make demo                  paired AdamW-head vs RowNorm-head experiment on the default corpus
 GPT_TRAIN_SRCS := $(GPT_DIR)/cli.c $(GPT_DIR)/train.c $(GPT_DIR)/optim.c $(GPT_DIR)/checkpoint.c $(GPT_DIR)/report.c \
-                  $(GPT_DIR)/experiment.c $(GPT_DIR)/libs_rownorm.c $(GPT_DIR)/comm.c
+                  $(GPT_DIR)/experiment.c $(GPT_DIR)/libs_rownorm.c $(GPT_DIR)/comm.c $(GPT_DIR)/spectra.c
 GPT_TRAIN_HDRS := $(GPT_DIR)/train.h $(GPT_DIR)/optim.h $(GPT_DIR)/checkpoint.h $(GPT_DIR)/experiment.h $(GPT_DIR)/report.h $(GPT_DIR)/cli.h rownorm.h \
-                  $(GPT_DIR)/comm.h
+                  $(GPT_DIR)/comm.h $(GPT_DIR)/spectra.h
 GPT_TRAIN_ALL  := $(GPT_TRAIN_SRCS) $(GPT_MODEL_SRCS) $(GPT_DATA_SRCS)
 GPT_TRAIN_DEPS := $(GPT_TRAIN_ALL) $(GPT_TRAIN_HDRS) $(GPT_MODEL_DEPS) $(GPT_DATA_HDRS)
 GPT_TRAIN      := $(GPT_B)/train
@@ -60,3 +60,13 @@ GPT_TEST_BINS += $(GPT_DEMO_TEST)
 .PHONY: print-demo-flags
 print-demo-flags:
 	@echo $(DEMO_FLAGS)
+# The block norms of issue 50 (spectra.h) on matrices of known spectrum, and their log rows.
+GPT_SPECTRA_TEST_SRCS := $(GPT_DIR)/spectra.c $(GPT_DIR)/model.c $(GPT_DIR)/libs.c $(GPT_DIR)/status.c
+$(eval $(call gpt_test,test_spectra,gpt,$(GPT_SPECTRA_TEST_SRCS) $(GPT_DIR)/spectra.h $(GPT_DIR)/model.h,$(GPT_SPECTRA_TEST_SRCS),,twin))
+# The studies' plots (results/cap, results/muown): CSV rows series,x,y on stdin -> one SVG.
+$(GPT_B)/plot_csv: $(GPT_DIR)/plot_csv.c $(GPT_DIR)/plot.c $(GPT_DIR)/plot.h $(GPT_DIR)/status.c | $(GPT_B)
+	$(CC) $(GPT_CFLAGS) -o $@ $(GPT_DIR)/plot_csv.c $(GPT_DIR)/plot.c $(GPT_DIR)/status.c $(LDLIBS)
+# The studies of issue 50 checked like the demo: README.md's quotes of results/cap and
+# results/muown, and a few of their runs made again against the committed rows (study_check.sh).
+GPT_TEST_BINS += $(GPT_DIR)/tests/cap_table.sh
+GPT_TEST_BINS += $(GPT_DIR)/tests/muown_table.sh
