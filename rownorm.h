@@ -79,7 +79,6 @@
  *     RN_FLOAT_ARITH      for single-precision FPUs (Cortex-M4F): the RowNorm step's and projected
  *                         RowNorm's per-element arithmetic in float (centres, column sums and
  *                         per-row factors stay double); implies RN_NO_SIMD. Accuracy: docs/numerics.md
- *     RN_NO_DEPRECATED    hide deprecated names (none in 0.3.0: 0.2.0's old name was removed)
  *     RN_FORCE_AVX2       on an AVX-512 build, use the AVX2 kernels instead
  *     RN_USE_CBLAS        send the GEMM-shaped tiles (diameter, Hilbert RMS) to cblas_sgemm
  *                         (include path for <cblas.h> and a CBLAS library are then needed)
@@ -1611,6 +1610,11 @@ RN__FN void rn__panel_tile(const float *Pa, const float *Pb, size_t k, float *C)
 #else
 #define RN__Q8_QMAX 127 /* the scalar kernel (the screen only where asked for) */
 #endif
+#if defined(RN__Q8_FAST)
+#define RN__Q8_AUTO 1 /* a scan's default screen is int8 (rn__diam_screen) */
+#else
+#define RN__Q8_AUTO 0 /* float32: the int8 screen runs only where asked for */
+#endif
 #define RN__Q8_MAXCOLS 65536u /* widest rows of the int8 screen (the int32 sums stay exact) */
 #define RN__Q8_WIDE 0.125 /* int8 bound over LB^2 past which a tile uses float32 products */
 #define RN__Q8_MAXCAND 64 /* a tile's int8 candidates past which its float32 product is cheaper */
@@ -2695,11 +2699,7 @@ RN__FN void rn__diam_screen(rn__diam_ctx *ctx, rn__diam_stats *stats, char *cur,
 {
     double *scr;
     int req = stats ? stats->screen : RN__SCREEN_AUTO;
-#if defined(RN__Q8_FAST)
-    if (req == RN__SCREEN_AUTO) req = RN__SCREEN_Q8;
-#else
-    if (req == RN__SCREEN_AUTO) req = RN__SCREEN_F32;
-#endif
+    if (req == RN__SCREEN_AUTO) req = RN__Q8_AUTO ? RN__SCREEN_Q8 : RN__SCREEN_F32;
     if (ctx->cols > RN__Q8_MAXCOLS || !rn__finite_d(ctx->M)) req = RN__SCREEN_F32;
     ctx->screen = req;
     ctx->kq = (ctx->cols + 3) / 4;
