@@ -1096,6 +1096,7 @@ typedef __m512i muon__vu;
 #define muon__vd_min(a, b) _mm512_min_pd((a), (b)) /* (b where a is NaN: callers pass no NaN) */
 #define muon__vu_zero() _mm512_setzero_si512()
 #define muon__vu_absmax(m, v) _mm512_max_epu32((m), _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)))
+#define muon__vu_bitsmax(m, v) _mm512_max_epu32((m), _mm512_castps_si512(v))
 #define muon__vu_store(p, m) _mm512_storeu_si512((void *)(p), (m))
 /* bf16 rounding of every lane: muon__bf16_round's integer form, the same bits (NaN included) */
 static MUON__ALWAYS_INLINE muon__vf muon__vf_bf16(muon__vf x)
@@ -1135,6 +1136,7 @@ typedef __m256i muon__vu;
 #define muon__vd_min(a, b) _mm256_min_pd((a), (b))
 #define muon__vu_zero() _mm256_setzero_si256()
 #define muon__vu_absmax(m, v) _mm256_max_epu32((m), _mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(0x7fffffff)))
+#define muon__vu_bitsmax(m, v) _mm256_max_epu32((m), _mm256_castps_si256(v))
 #define muon__vu_store(p, m) _mm256_storeu_si256((__m256i *)(void *)(p), (m))
 static MUON__ALWAYS_INLINE muon__vf muon__vf_bf16(muon__vf x)
 {
@@ -1172,6 +1174,7 @@ typedef uint32x4_t muon__vu;
 #define muon__vd_min(a, b) vminq_f64((a), (b))
 #define muon__vu_zero() vdupq_n_u32(0)
 #define muon__vu_absmax(m, v) vmaxq_u32((m), vandq_u32(vreinterpretq_u32_f32(v), vdupq_n_u32(0x7fffffffu)))
+#define muon__vu_bitsmax(m, v) vmaxq_u32((m), vreinterpretq_u32_f32(v))
 #define muon__vu_store(p, m) vst1q_u32((p), (m))
 static MUON__ALWAYS_INLINE muon__vf muon__vf_bf16(muon__vf x)
 {
@@ -1206,13 +1209,14 @@ typedef uint32_t muon__vu;
 #define muon__vd_sqrt(a) sqrt(a)
 #define muon__vd_min(a, b) ((a) < (b) ? (a) : (b))
 #define muon__vu_zero() 0u
-#define muon__vu_absmax(m, v) muon__vu_absmax1((m), (v))
+#define muon__vu_absmax(m, v) muon__vu_absmax1((m), (v), 0x7fffffffu)
+#define muon__vu_bitsmax(m, v) muon__vu_absmax1((m), (v), 0xffffffffu)
 #define muon__vu_store(p, m) (*(p) = (m))
-static MUON__ALWAYS_INLINE uint32_t muon__vu_absmax1(uint32_t m, float v)
+static MUON__ALWAYS_INLINE uint32_t muon__vu_absmax1(uint32_t m, float v, uint32_t mask)
 {
     uint32_t b;
     memcpy(&b, &v, sizeof b);
-    b &= 0x7fffffffu;
+    b &= mask;
     return b > m ? b : m;
 }
 #define muon__vf_bf16(x) muon__bf16_round(x)
@@ -6983,18 +6987,24 @@ static MUON__NOINLINE void muon__adamw_pad(const muon__adamw_k *k, size_t b, siz
     }
 }
 
-/* The largest |bits| of x[0..n) (Inf 0x7F800000, NaN above): the screen's reduction */
-static MUON__ALWAYS_INLINE uint32_t muon__adamw_absmax(const float *x, size_t n)
+/* The largest |bits| of x[0..n) (Inf 0x7F800000, NaN above), and with raw the largest bits
+ * with the sign (above 0x80000000: a negative nonzero value): the screen's reductions */
+static MUON__ALWAYS_INLINE uint32_t muon__adamw_absmax(const float *x, size_t n, int raw)
 {
     muon__vu acc = muon__vu_zero();
     uint32_t lanes[MUON__VW], big = 0;
     size_t j = 0;
     int q;
-    for (; j + MUON__VW <= n; j += MUON__VW) acc = muon__vu_absmax(acc, muon__vf_load(x + j));
+    if (raw)
+        for (; j + MUON__VW <= n; j += MUON__VW) acc = muon__vu_bitsmax(acc, muon__vf_load(x + j));
+    else
+        for (; j + MUON__VW <= n; j += MUON__VW) acc = muon__vu_absmax(acc, muon__vf_load(x + j));
     muon__vu_store(lanes, acc);
     for (q = 0; q < MUON__VW; q++) big = lanes[q] > big ? lanes[q] : big;
     for (; j < n; j++) {
-        uint32_t u = muon__u_absbits(x[j]);
+        uint32_t u;
+        memcpy(&u, x + j, sizeof u);
+        if (!raw) u &= 0x7FFFFFFFu;
         big = u > big ? u : big;
     }
     return big;
@@ -7016,7 +7026,7 @@ MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_confi
     long long t;
     muon_adamw_config rc;
     muon__adamw_k k;
-    uint32_t mg = 0, mm = 0, mv = 0, mp = 0;
+    uint32_t mg = 0, mm = 0, mv = 0, mp = 0, mvs = 0;
     int a, bi;
     if (!st || !cfg || !param || !grad) return MUON_ERR_NULL;
     if (!st->m || !st->v) return MUON_ERR_NULL;
@@ -7055,18 +7065,20 @@ MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_confi
      * every error nothing is written, and the arithmetic runs once. */
     MUON__OMP(omp parallel if ((double)n >= MUON__PAR_MIN && muon__gate(2) > 1))
     {
-        uint32_t lg = 0, lm = 0, lv = 0, lp = 0;
+        uint32_t lg = 0, lm = 0, lv = 0, lp = 0, ls = 0;
         MUON__OMP(omp for schedule(static))
         for (c = 0; c < (ptrdiff_t)nc; c++) {
             size_t i0 = (size_t)c * MUON__ADAMW_CHUNK, len = n - i0 < MUON__ADAMW_CHUNK ? n - i0 : MUON__ADAMW_CHUNK;
             uint32_t x;
-            x = muon__adamw_absmax(grad + i0, len);
+            x = muon__adamw_absmax(grad + i0, len, 0);
             lg = x > lg ? x : lg;
-            x = muon__adamw_absmax(st->m + i0, len);
+            x = muon__adamw_absmax(st->m + i0, len, 0);
             lm = x > lm ? x : lm;
-            x = muon__adamw_absmax(st->v + i0, len);
+            x = muon__adamw_absmax(st->v + i0, len, 0);
             lv = x > lv ? x : lv;
-            x = muon__adamw_absmax(param + i0, len);
+            x = muon__adamw_absmax(st->v + i0, len, 1);
+            ls = x > ls ? x : ls;
+            x = muon__adamw_absmax(param + i0, len, 0);
             lp = x > lp ? x : lp;
         }
         MUON__OMP(omp critical(muon__adamw_screen))
@@ -7075,15 +7087,18 @@ MUONDEF muon_status muon_adamw_step(muon_adamw_state *st, const muon_adamw_confi
             mm = lm > mm ? lm : mm;
             mv = lv > mv ? lv : mv;
             mp = lp > mp ? lp : mp;
+            mvs = ls > mvs ? ls : mvs;
         }
     }
     if (mg >= 0x7F800000u || mm >= 0x7F800000u || mv >= 0x7F800000u) return MUON_ERR_NONFINITE;
     {
         /* |m'| <= max(|m|, |g|) (a convex combination; 1e-12 covers its roundings and those
-         * below), sqrt(v' / bc2) + eps >= eps, |p - (lr wd) p| <= |p| (0 <= lr wd <= 1) */
+         * below), sqrt(v' / bc2) + eps >= eps where no v is negative (a state written by hand
+         * may hold one: sqrt would give NaN, which the exact check finds), |p - (lr wd) p| <= |p|
+         * (0 <= lr wd <= 1) */
         const double slack = 1.0 + 1e-12, gm = muon__u_frombits(mg), m0 = muon__u_frombits(mm);
         const double sb = rc.lr * ((gm > m0 ? gm : m0) * slack / k.bc1) * slack / k.eps * slack;
-        const int fits = mp < 0x7F800000u && muon__u_le(sb, (double)FLT_MAX) &&
+        const int fits = mp < 0x7F800000u && mvs <= 0x80000000u && muon__u_le(sb, (double)FLT_MAX) &&
                          muon__u_le((muon__u_frombits(mp) + sb) * slack, (double)FLT_MAX);
         if (!fits) {
             int bad = 0;

@@ -1687,6 +1687,27 @@ static void test_adamw_bits(void)
     free(p), free(g), free(q), free(s1), free(s2), free(p0);
 }
 
+/* A second moment written negative by hand (a state the library never makes): the one-pass
+ * AdamW's bound assumed sqrt(v) >= 0 and wrote NaN with MUON_OK (found by fuzz_muon_adamw);
+ * the step must be RANGE, as before the screen, with everything untouched. */
+static void test_adamw_negative_moment(void)
+{
+    muon_adamw_state st;
+    muon_adamw_config cfg = muon_adamw_default();
+    float p[19], g[19], p0[19], m0[19], v0[19];
+    size_t i;
+    for (i = 0; i < 19; i++) p[i] = 0.1f * (float)i - 1.0f, g[i] = 0.01f * (float)(i % 5);
+    CHECK(muon_adamw_init(&st, 19) == MUON_OK);
+    st.v[7] = -3.0f;
+    memcpy(p0, p, sizeof p);
+    memcpy(m0, st.m, sizeof m0);
+    memcpy(v0, st.v, sizeof v0);
+    CHECK(muon_adamw_step(&st, &cfg, p, g, NULL) == MUON_ERR_RANGE);
+    CHECK(memcmp(p, p0, sizeof p) == 0 && memcmp(st.m, m0, sizeof m0) == 0 && memcmp(st.v, v0, sizeof v0) == 0);
+    CHECK(st.step == 0);
+    muon_adamw_free(&st);
+}
+
 static void test_clip(void)
 {
     float a[3] = {3, 0, 0}, b[2] = {0, 4}, *gs[3];
@@ -2571,6 +2592,7 @@ int main(void)
     RUN(test_decay_rounding);
     RUN(test_adamw);
     RUN(test_adamw_bits);
+    RUN(test_adamw_negative_moment);
     RUN(test_step_out);
     RUN(test_clip);
     RUN(test_error_statuses);
