@@ -13,7 +13,7 @@ BENCH_ARGS ?=
 
 .PHONY: bench bench-build bench-host
 ifeq ($(HAVE_BLAS),1)
-bench-build: $(B)/bench/bench $(B)/bench/bench_noamx $(B)/bench/amx_ceiling $(B)/bench/gemm_bench $(B)/bench/rn_profile $(B)/bench/train_bench $(B)/bench/host_threads $(B)/bench/host_threshold $(B)/bench/host_share
+bench-build: $(B)/bench/bench $(B)/bench/bench_noamx $(B)/bench/amx_ceiling $(B)/bench/gemm_bench $(B)/bench/rn_profile $(B)/bench/train_bench $(B)/bench/host_threads $(B)/bench/host_threshold $(B)/bench/host_share $(B)/bench/layers_share
 
 $(B)/bench/bench: bench/bench.c bench/bench_cblas_tu.c $(HEADER_DEPS) | $(B)/bench
 	$(CC) $(BENCH_FL) -o $@ bench/bench.c bench/bench_cblas_tu.c $(BLAS_LIBS) $(LDLIBS)
@@ -41,6 +41,10 @@ $(B)/bench/host_threshold: bench/host_threads.c muon.h | $(B)/bench
 # RowNorm step and diameter, the demo's per-run training; default / one thread under each load
 $(B)/bench/host_share: bench/host_share.c $(HEADER_DEPS) | $(B)/bench
 	$(CC) -std=c99 -O2 $(SIMD2) $(OMP) $(WARN) -I. -o $@ bench/host_share.c $(LDLIBS)
+
+# muon_step_layers against the muon_step_ws loop, idle and beside busy loops (issue 49)
+$(B)/bench/layers_share: bench/layers_share.c $(HEADER_DEPS) | $(B)/bench
+	$(CC) $(BENCH_FL) -o $@ bench/layers_share.c $(LDLIBS)
 
 # why a step collapses there: its OpenMP regions counted and timed (GCC + libgomp: --wrap=GOMP_parallel)
 $(B)/bench/host_regions: bench/host_regions.c muon.h | $(B)/bench

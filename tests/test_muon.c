@@ -841,6 +841,102 @@ static void test_singular_values(void)
     }
 }
 
+/* The Gram path (issue 49's cheap budget estimate): against the spectrum it was built from and
+ * against the Jacobi values of the same float matrix, over a geometric spectrum spanning 1e-4 */
+static void test_singular_values_gram(void)
+{
+    t_rng r = {71};
+    static const size_t shapes[][2] = {{7, 7}, {5, 9}, {9, 5}, {1, 6}, {6, 1}, {24, 40}, {40, 24}, {2, 2}};
+    size_t k, i;
+    for (k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        size_t rows = shapes[k][0], cols = shapes[k][1], p = rows < cols ? rows : cols;
+        double *U = dalloc(rows * rows), *V = dalloc(cols * cols), *s = dalloc(p), *M = dalloc(rows * cols);
+        double *sg = dalloc(p), *sj = dalloc(p);
+        float *F = falloc(rows * cols);
+        int form;
+        for (form = 0; form < 3; form++) { /* geometric, with a repeated value, rank deficient */
+            rand_orth(&r, rows, U);
+            rand_orth(&r, cols, V);
+            for (i = 0; i < p; i++) s[i] = 2.0 * pow(1e-4, p > 1 ? (double)i / (double)(p - 1) : 0.0);
+            if (form == 1 && p > 2) s[1] = s[2];
+            if (form == 2 && p > 1) s[p - 1] = 0.0;
+            build_usv(rows, cols, U, s, V, M);
+            to_float(M, F, rows * cols);
+            CHECK(muon_singular_values_gram(F, rows, cols, cols, sg) == MUON_OK);
+            CHECK(muon_singular_values(F, rows, cols, cols, sj) == MUON_OK);
+            for (i = 0; i < p; i++) {
+                /* the float matrix's own values (Jacobi) to the Gram path's bound, relative
+                 * 16 p eps (sigma_1 / sigma)^2, down to 1e-4 sigma_1; the built spectrum to the
+                 * float rounding of M */
+                if (s[i] >= 1e-4 * s[0] * 0.999)
+                    CHECK_NEAR(sg[i], sj[i], 0, 16.0 * (double)p * DBL_EPSILON * (s[0] / s[i]) * (s[0] / s[i]) + 1e-13);
+                CHECK_NEAR(sg[i], s[i], 2e-6 * s[0], 0);
+                if (i) CHECK(sg[i] <= sg[i - 1]);
+                CHECK(sg[i] >= 0.0);
+            }
+        }
+        free(U); free(V); free(s); free(M); free(sg); free(sj); free(F);
+    }
+    { /* QL and its bisection fallback on the same tridiagonals (the fallback never runs on
+       * these: only this calls it) */
+        static const size_t ps[] = {1, 2, 3, 17, 64};
+        for (k = 0; k < sizeof ps / sizeof ps[0]; k++) {
+            size_t p = ps[k];
+            double *d = dalloc(p), *e = dalloc(p), *dq = dalloc(p), *eq = dalloc(p), *sb = dalloc(p);
+            for (i = 0; i < p; i++) { /* diagonally dominant: positive definite */
+                d[i] = 3.0 + 2.0 * (double)(i % 5) + 0.25 * (double)i;
+                e[i] = i + 1 < p ? 0.5 + 0.1 * (double)(i % 3) : 0.0;
+                if (k == 4 && i == 30) e[i] = 0.0; /* a split */
+            }
+            memcpy(dq, d, p * sizeof(double));
+            memcpy(eq, e, p * sizeof(double));
+            CHECK(muon__tridiag_ql(dq, eq, p) == 1);
+            muon__tridiag_bisect(d, e, p, sb);
+            for (i = 1; i < p; i++) { /* QL's values sorted, non-increasing */
+                size_t a = i;
+                double x = dq[i];
+                while (a > 0 && dq[a - 1] < x) dq[a] = dq[a - 1], a--;
+                dq[a] = x;
+            }
+            for (i = 0; i < p; i++) CHECK_NEAR(sb[i], sqrt(dq[i]), 0, 1e-13);
+            { /* the trace: the eigenvalues' sum */
+                double tr = 0.0, sum = 0.0;
+                for (i = 0; i < p; i++) tr += d[i], sum += sb[i] * sb[i];
+                CHECK_NEAR(sum, tr, 0, 1e-12);
+            }
+            free(d); free(e); free(dq); free(eq); free(sb);
+        }
+    }
+    { /* a zero matrix, a zero column, a 1 x 1 */
+        float Z[6] = {0, 0, 0, 0, 0, 0}, C[6] = {3, 0, 4, 0, 0, 0}, one = -2.5f;
+        double sv[2] = {5, 5};
+        CHECK(muon_singular_values_gram(Z, 2, 3, 3, sv) == MUON_OK && sv[0] == 0.0 && sv[1] == 0.0);
+        CHECK(muon_singular_values_gram(C, 3, 2, 2, sv) == MUON_OK);
+        CHECK_NEAR(sv[0], 5.0, 0, 1e-15);
+        CHECK(sv[1] >= 0.0 && sv[1] <= 1e-8 * 5.0); /* noise near 0, as documented */
+        CHECK(muon_singular_values_gram(&one, 1, 1, 1, sv) == MUON_OK && sv[0] == 2.5);
+    }
+    { /* the statuses, nothing written on failure */
+        float G[20], ws_f[4];
+        double sv[4] = {7, 7, 7, 7};
+        static double big[64];
+        for (i = 0; i < 20; i++) G[i] = (float)i - 9.5f;
+        CHECK(muon_singular_values_gram(NULL, 4, 5, 5, sv) == MUON_ERR_NULL);
+        CHECK(muon_singular_values_gram(G, 4, 5, 5, NULL) == MUON_ERR_NULL);
+        CHECK(muon_singular_values_gram(G, 0, 5, 5, sv) == MUON_ERR_SIZE);
+        CHECK(muon_singular_values_gram(G, 4, 5, 4, sv) == MUON_ERR_SIZE);
+        CHECK(muon_singular_values_gram_workspace_size(0, 5) == 0);
+        CHECK(muon_singular_values_gram_workspace_size((size_t)-1 / 4, (size_t)-1 / 4) == 0);
+        CHECK(muon_singular_values_gram_ws(G, 4, 5, 5, sv, ws_f, sizeof ws_f) == MUON_ERR_SIZE);
+        memcpy(big, G, sizeof G); /* M inside the workspace */
+        CHECK(muon_singular_values_gram_ws((const float *)(void *)big, 4, 5, 5, sv, big, sizeof big) == MUON_ERR_ALIAS);
+        CHECK(muon_singular_values_gram_ws(G, 4, 5, 5, (double *)big, big, sizeof big) == MUON_ERR_ALIAS);
+        G[7] = NAN;
+        CHECK(muon_singular_values_gram(G, 4, 5, 5, sv) == MUON_ERR_NONFINITE);
+        for (i = 0; i < 4; i++) CHECK(sv[i] == 7.0);
+    }
+}
+
 /* ---------------------------------------------------------------- spectral cap */
 
 static void test_cap_first_order(void)
@@ -2580,6 +2676,7 @@ int main(void)
     RUN(test_muon_zero_grad_and_untouched);
     RUN(test_muon_ws_variants);
     RUN(test_singular_values);
+    RUN(test_singular_values_gram);
     RUN(test_cap_first_order);
     RUN(test_cap_in_muon_step);
     RUN(test_decomposition);

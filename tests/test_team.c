@@ -151,6 +151,54 @@ static void test_gate_one_thread_silent(void)
     free(A);
     free(C);
 }
+/* muon_step_layers' own region (one layer per thread) is watched like the products' (issue 49:
+ * beside two busy loops the demo's update ran 5x slower, its members waiting at the region's end
+ * for one that started late): it reports to the gate when open, runs on one thread and judges
+ * nothing when closed, and the layers' bits are the loop's either way. The layers are small, so
+ * no product or pass inside them opens a region of its own: only the layers region can report. */
+static void test_gate_layers(void)
+{
+    enum { NL = 8, R = 48, C = 40 };
+    muon_state st[2][NL];
+    muon_layer L[NL];
+    float *W[2][NL], *G = (float *)malloc(R * C * sizeof(float)), *W0 = (float *)malloc(R * C * sizeof(float));
+    muon_config cfg = muon_default();
+    int saved = omp_get_max_threads(), pass, i;
+    omp_set_num_threads(2);
+    fill(G, R * C, 1.0, 21u);
+    fill(W0, R * C, 0.05, 22u);
+    for (pass = 0; pass < 2; pass++)
+        for (i = 0; i < NL; i++) {
+            W[pass][i] = (float *)malloc(R * C * sizeof(float));
+            memcpy(W[pass][i], W0, R * C * sizeof(float));
+            CHECK(muon_init(&st[pass][i], R, C) == MUON_OK);
+        }
+    for (i = 0; i < NL; i++) /* the loop */
+        CHECK(muon_step(&st[0][i], &cfg, W[0][i], C, G, C, NULL, 0) == MUON_OK);
+    for (pass = 0; pass < 2; pass++) {
+        for (i = 0; i < NL; i++) {
+            memset(&L[i], 0, sizeof L[i]);
+            L[i].state = &st[1][i], L[i].cfg = &cfg, L[i].W = W[1][i], L[i].G = G, L[i].ldw = L[i].ldg = C;
+        }
+        muon_gate_force(pass ? 100.0 : 0.0);
+        if (pass) { /* closed: one thread, nothing judged (the span survives) */
+            CHECK(muon_step_layers(L, NL, 2) == MUON_OK);
+            CHECK(muon__gate_wall == 0.0 && muon__gate_span == 100.0);
+        } else { /* open: the region reports its time */
+            CHECK(muon_step_layers(L, NL, 2) == MUON_OK);
+            CHECK(muon__gate_wall > 0.0 || muon__gate_until > 0.0);
+        }
+        for (i = 0; i < NL; i++) { /* same bits as the loop */
+            CHECK(memcmp(W[0][i], W[1][i], R * C * sizeof(float)) == 0);
+            if (!pass) CHECK(muon_step(&st[0][i], &cfg, W[0][i], C, G, C, NULL, 0) == MUON_OK);
+        }
+    }
+    muon_gate_force(0.0);
+    omp_set_num_threads(saved);
+    for (pass = 0; pass < 2; pass++)
+        for (i = 0; i < NL; i++) free(W[pass][i]), muon_free(&st[pass][i]);
+    free(G), free(W0);
+}
 #endif
 
 /* The same bits whether the regions run on the team or on one thread (the gate open or closed):
@@ -242,6 +290,7 @@ int main(void)
 #if defined(_OPENMP) && _OPENMP >= 201107
     RUN(test_gate_rule);
     RUN(test_gate_one_thread_silent);
+    RUN(test_gate_layers);
 #endif
     RUN(test_gate_same_bits);
     return TEST_REPORT();
