@@ -16,6 +16,7 @@ optim_recipe optim_default(optim_head_kind head)
     r.block = OPTIM_BLOCK_MUON;
     r.cap = MUON_CAP_OFF;
     r.ns_steps = 5;
+    r.ns_every = OPTIM_NS_AUTO_EVERY;
     /* The paper's backbone rate is 8e-3 at 190M parameters; the tiny demo models (d = 64..128)
      * train faster at muon.h's default 0.02 (measured on the demo config, see README.md). */
     r.muon_lr = 0.02;
@@ -98,7 +99,7 @@ static muon_config block_muon_config(const optim_recipe *r, double lr, double be
     c.nesterov = 1;
     c.momentum_form = MUON_MOMENTUM_EMA;
     c.scale = MUON_SCALE_ORIGINAL;
-    c.ns = muon_ns_preset(MUON_NS_JORDAN, r->ns_steps);
+    c.ns = muon_ns_preset(MUON_NS_JORDAN, r->ns_steps == OPTIM_NS_AUTO ? OPTIM_NS_AUTO_START : r->ns_steps);
     c.ns.precision = r->ns_precision;
     c.cap = cap;
     return c;
@@ -482,6 +483,72 @@ static gpt_status muon_layers_step(optim_set *o, float *params, const float *gra
     return gpt_fail(err, errlen, from_muon(ms), "Muon step failed: %s", muon_status_string(ms));
 }
 
+/* ---- the Newton-Schulz budget (--ns-steps auto) ------------------------------------------ */
+
+int optim_ns_budget_steps(const float *M, size_t rows, size_t cols, double *q50)
+{
+    size_t k = rows < cols ? rows : cols, i;
+    double *sv = (double *)malloc(k * sizeof *sv), ss = 0.0;
+    muon_ns_config jordan = muon_ns_preset(MUON_NS_JORDAN, OPTIM_NS_AUTO_START);
+    int steps;
+    *q50 = 0.0;
+    if (!sv) return -1;
+    if (muon_singular_values_gram(M, rows, cols, cols, sv) != MUON_OK) {
+        free(sv);
+        return -1;
+    }
+    for (i = 0; i < k; i++) ss += sv[i] * sv[i];
+    if (!(ss > 0.0)) {
+        free(sv);
+        return 0;
+    }
+    for (i = 0; i < k; i++) sv[i] /= sqrt(ss);
+    if (muon_sv_quantile(sv, k, OPTIM_NS_AUTO_Q, q50) != MUON_OK) {
+        free(sv);
+        return -1;
+    }
+    free(sv);
+    steps = muon_ns_min_steps(&jordan, *q50, OPTIM_NS_AUTO_TAU, OPTIM_NS_AUTO_MAX);
+    return steps > 0 ? steps : OPTIM_NS_AUTO_MAX;
+}
+
+int optim_ns_budget(optim_set *o, long step, char *err, size_t errlen)
+{
+    int i, bad = -1;
+    if (o->recipe.ns_steps != OPTIM_NS_AUTO || o->recipe.ns_every < 1 || step <= 0 || step % o->recipe.ns_every != 0)
+        return 0;
+    /* one matrix per thread: each spectrum is serial, and independent of the thread count */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(muon_team(0))
+#endif
+    for (i = 0; i < o->n_slots; i++) {
+        optim_slot *s = &o->slots[i];
+        const float *M = s->kind == OPTIM_MUON ? s->muon.momentum : s->kind == OPTIM_MUOWN ? s->muown.momentum : NULL;
+        double q50 = 0.0;
+        int k;
+        if (!M || !optim_owns(o, i)) continue;
+        k = optim_ns_budget_steps(M, s->t.rows, s->t.cols, &q50);
+        if (k < 0) {
+#ifdef _OPENMP
+#pragma omp critical(optim_ns_budget_bad)
+#endif
+            if (bad < 0 || i < bad) bad = i;
+            continue;
+        }
+        if (k == 0) continue; /* a zero momentum: keep the steps it has */
+        s->ns_k = k;
+        s->ns_q50 = q50;
+        if (s->kind == OPTIM_MUON) s->muon_cfg.ns.steps = k;
+        else s->muown_cfg.muon.ns.steps = k;
+    }
+    if (bad >= 0) {
+        (void)gpt_fail(err, errlen, GPT_ERR_BACKEND, "Newton-Schulz budget: the spectrum of %s failed",
+                       o->slots[bad].t.name);
+        return -1;
+    }
+    return 1;
+}
+
 gpt_status optim_step(optim_set *o, float *params, float *grads, long step, long total, char *err, size_t errlen)
 {
     double factor = optim_lr_factor(&o->recipe, step, total), norm = 0.0;
@@ -502,6 +569,7 @@ gpt_status optim_step(optim_set *o, float *params, float *grads, long step, long
                                        muon_status_string(ms));
     o->last_grad_norm = norm;
     o->last_lr_factor = factor;
+    if (optim_ns_budget(o, step, err, errlen) < 0) return GPT_ERR_BACKEND;
     if ((st = muon_layers_step(o, params, grads, factor, err, errlen)) != GPT_OK) return st;
     for (i = 0; i < o->n_slots; i++) {
         optim_slot *s = &o->slots[i];
@@ -588,6 +656,7 @@ void optim_recipe_save(const optim_recipe *r, ckpt_writer *w)
     ckpt_put_u64_1(w, "recipe.cap", (uint64_t)r->cap);
     ckpt_put_u64_1(w, "recipe.ns_steps", (uint64_t)r->ns_steps);
     ckpt_put_u64_1(w, "recipe.ns_per_head", (uint64_t)r->ns_per_head);
+    ckpt_put_u64_1(w, "recipe.ns_every", (uint64_t)r->ns_every);
     ckpt_put_u64_1(w, "recipe.ns_precision", (uint64_t)r->ns_precision);
     ckpt_put_f64_1(w, "recipe.muon_lr", r->muon_lr);
     ckpt_put_f64_1(w, "recipe.muon_beta", r->muon_beta);
@@ -641,15 +710,19 @@ static gpt_status recipe_u64(const ckpt_reader *rd, const char *name, uint64_t l
 gpt_status optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, size_t errlen)
 {
     optim_recipe t = *r;
-    uint64_t u[6] = {0, 0, 0, 0, 0, 0};
+    uint64_t u[6] = {0, 0, 0, 0, 0, 0}, u_every;
     size_t k;
     gpt_status st = recipe_u64(rd, "recipe.head", 0, OPTIM_MUON, &u[0], err, errlen);
     if (st == GPT_OK) st = recipe_u64(rd, "recipe.block", 0, OPTIM_BLOCK_NORMUON, &u[1], err, errlen);
     if (st == GPT_OK) st = recipe_u64(rd, "recipe.cap", 0, MUON_CAP_ALWAYS, &u[2], err, errlen);
-    if (st == GPT_OK) st = recipe_u64(rd, "recipe.ns_steps", 1, 100, &u[3], err, errlen);
+    if (st == GPT_OK) st = recipe_u64(rd, "recipe.ns_steps", OPTIM_NS_AUTO, 100, &u[3], err, errlen);
     /* a checkpoint from before per-head NS has no such field: it ran without */
     if (st == GPT_OK && ckpt_has(rd, "recipe.ns_per_head"))
         st = recipe_u64(rd, "recipe.ns_per_head", 0, 1, &u[4], err, errlen);
+    /* nor one from before the NS budget: the default period */
+    u_every = OPTIM_NS_AUTO_EVERY;
+    if (st == GPT_OK && ckpt_has(rd, "recipe.ns_every"))
+        st = recipe_u64(rd, "recipe.ns_every", 1, (uint64_t)OPTIM_MAX_STEPS, &u_every, err, errlen);
     /* nor one from before bf16 NS: it ran in fp32 */
     if (st == GPT_OK && ckpt_has(rd, "recipe.ns_precision"))
         st = recipe_u64(rd, "recipe.ns_precision", MUON_NS_FP32, MUON_NS_BF16, &u[5], err, errlen);
@@ -659,6 +732,7 @@ gpt_status optim_recipe_load(optim_recipe *r, const ckpt_reader *rd, char *err, 
     t.cap = (muon_cap_mode)u[2];
     t.ns_steps = (int)u[3];
     t.ns_per_head = (int)u[4];
+    t.ns_every = (int)u_every;
     t.ns_precision = (muon_ns_precision)u[5];
     for (k = 0; k < sizeof recipe_f64s / sizeof recipe_f64s[0]; k++) {
         const recipe_f64 *f = &recipe_f64s[k];
@@ -700,6 +774,7 @@ static void save_slot(const optim_slot *s, ckpt_writer *w, const float *B_full)
         field(name, sizeof name, s, "cap_v"), ckpt_put_f64(w, name, s->muon.cap_v, s->t.cols);
         field(name, sizeof name, s, "cap"), ckpt_put_f64(w, name, cap, 2);
         field(name, sizeof name, s, "row_v"), ckpt_put_f64(w, name, s->muon.row_v, s->t.rows);
+        if (s->ns_k > 0) field(name, sizeof name, s, "ns_steps"), ckpt_put_u64_1(w, name, (uint64_t)s->ns_k);
         break;
     }
     case OPTIM_MUOWN:
@@ -709,6 +784,7 @@ static void save_slot(const optim_slot *s, ckpt_writer *w, const float *B_full)
         field(name, sizeof name, s, "mag_m"), ckpt_put_f64(w, name, s->muown.mag_m, s->t.rows);
         field(name, sizeof name, s, "mag_v"), ckpt_put_f64(w, name, s->muown.mag_v, s->t.rows);
         field(name, sizeof name, s, "momentum"), ckpt_put_f32(w, name, s->muown.momentum, n);
+        if (s->ns_k > 0) field(name, sizeof name, s, "ns_steps"), ckpt_put_u64_1(w, name, (uint64_t)s->ns_k);
         break;
     case OPTIM_ROWNORM:
         field(name, sizeof name, s, "step"), ckpt_put_u64_1(w, name, (uint64_t)s->rownorm.t);
@@ -896,6 +972,17 @@ gpt_status optim_load(optim_set *o, const ckpt_reader *r, char *err, size_t errl
             return gpt_fail(err, errlen, GPT_ERR_CORRUPT, "%s: field \"%s\" is %llu, expected 0..%ld", r->file, name,
                             (unsigned long long)step, OPTIM_MAX_STEPS);
         if (!optim_owns(o, i)) continue; /* its owner loads it */
+        field(name, sizeof name, s, "ns_steps"); /* an auto run's budget (absent before the first) */
+        if ((s->kind == OPTIM_MUON || s->kind == OPTIM_MUOWN) && ckpt_has(r, name)) {
+            uint64_t k;
+            if ((st = ckpt_get_u64(r, name, &k, 1, err, errlen)) != GPT_OK) return st;
+            if (o->recipe.ns_steps != OPTIM_NS_AUTO || k < 1 || k > OPTIM_NS_AUTO_MAX)
+                return gpt_fail(err, errlen, GPT_ERR_CORRUPT, "%s: field \"%s\" is %llu, expected 1..%d in an auto run",
+                                r->file, name, (unsigned long long)k, OPTIM_NS_AUTO_MAX);
+            s->ns_k = (int)k;
+            if (s->kind == OPTIM_MUON) s->muon_cfg.ns.steps = s->ns_k;
+            else s->muown_cfg.muon.ns.steps = s->ns_k;
+        }
         switch (s->kind) {
         case OPTIM_ADAMW:
             s->adamw.step = (long long)step;

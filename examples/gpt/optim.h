@@ -51,7 +51,9 @@ typedef struct optim_recipe {
     optim_head_kind head;
     optim_block_kind block;
     muon_cap_mode cap;     /* spectral cap on block matrices (Muon only) */
-    int ns_steps;          /* Newton-Schulz steps (Jordan schedule) */
+    int ns_steps;          /* Newton-Schulz steps (Jordan schedule); OPTIM_NS_AUTO: budgeted per
+                              matrix from its momentum's spectrum (--ns-steps auto, below) */
+    int ns_every;          /* --ns-steps auto: budget every this many updates (--ns-every) */
     int ns_per_head;       /* 1: Q, K, V orthogonalised per attention head (split_rows = n_heads),
                               the output projection per head's input columns (split_cols = n_heads);
                               each head's block takes its own shape scale (--ns-per-head) */
@@ -97,6 +99,8 @@ typedef struct optim_slot {
     gpt_tensor t;
     optim_kind kind;
     double peak_lr;
+    int ns_k;              /* --ns-steps auto: this matrix's budgeted steps (0 before the first) */
+    double ns_q50;         /* ... and the median sigma / ||M||_F it was chosen from */
     muon_adamw_state adamw;
     muon_adamw_config adamw_cfg;
     muon_state muon;
@@ -186,6 +190,29 @@ gpt_status optim_recipe_check(const optim_recipe *r, int with_head, char *err, s
  * GPT_ERR_RANGE, and nothing was updated). */
 gpt_status optim_step(optim_set *o, float *params, float *grads, long step, long total, char *err, size_t errlen);
 
+/* The Newton-Schulz budget (--ns-steps auto; issue 49, SPEC 2.5). Every recipe.ns_every updates
+ * (first at that update: before it, the burn-in, Jordan x OPTIM_NS_AUTO_START) each Muon
+ * and Muown matrix this rank steps gets the fewest Jordan steps K (at most OPTIM_NS_AUTO_MAX)
+ * whose transfer lifts the median singular value of its Frobenius-normalised momentum to
+ * OPTIM_NS_AUTO_TAU: f_K(sigma_50) >= tau (the median matters most, SPEC 2.5; 0.7 is the low
+ * edge of the band Jordan x 5 leaves the values in). The spectrum is the Gram path's
+ * (muon_singular_values_gram: ~30 ms for a 384 x 1024 matrix). The budget is per matrix, over
+ * the whole matrix even when --ns-per-head cuts it into blocks. */
+#define OPTIM_NS_AUTO 0
+#define OPTIM_NS_AUTO_START 5
+#define OPTIM_NS_AUTO_EVERY 50 /* ns_every's default */
+#define OPTIM_NS_AUTO_MAX 10
+#define OPTIM_NS_AUTO_TAU 0.7
+#define OPTIM_NS_AUTO_Q 0.5
+/* The budget rule for one momentum M (rows x cols, ld cols): K in [1, OPTIM_NS_AUTO_MAX] (the
+ * most when even that falls short of tau), with *q50 the median sigma / ||M||_F; 0 when M is
+ * zero (no spectrum: the caller keeps its steps), -1 when the spectrum cannot be computed. */
+int optim_ns_budget_steps(const float *M, size_t rows, size_t cols, double *q50);
+/* At update `step` of an auto run, the budget of every owned Muon / Muown matrix (slots' ns_k,
+ * ns_q50 and their configs' ns.steps); elsewhere nothing. Returns 1 when it budgeted, 0 when
+ * not, -1 (with a message) when a spectrum failed. optim_step calls it first. */
+int optim_ns_budget(optim_set *o, long step, char *err, size_t errlen);
+
 /* The longest schedule (--steps) and the largest optimizer step counter a checkpoint may hold:
  * a counter counts the updates done, at most one per update, so it never exceeds the schedule;
  * with this bound a resumed run can add another OPTIM_MAX_STEPS updates and stay far below the
@@ -195,7 +222,8 @@ gpt_status optim_step(optim_set *o, float *params, float *grads, long step, long
 
 /* Checkpoint fields "recipe.*" (every field of the recipe). load returns GPT_OK or a status with a message
  * naming the file and the field, and checks every value as the command line does: head, block,
- * cap among the known kinds, ns_steps in [1, 100] (--ns-steps), ns_per_head 0 or 1 (absent in a
+ * cap among the known kinds, ns_steps in [0, 100] (--ns-steps; 0 = OPTIM_NS_AUTO), ns_every in
+ * [1, OPTIM_MAX_STEPS] (absent before it existed: OPTIM_NS_AUTO_EVERY), ns_per_head 0 or 1 (absent in a
  * checkpoint written before it existed: 0), every rate, decay, eps and the clip finite in
  * [0, 1e30], the betas in [0, 1), warmup_frac and final_frac in [0, 1]. On error *r is untouched. */
 void optim_recipe_save(const optim_recipe *r, ckpt_writer *w);

@@ -133,6 +133,7 @@ typedef struct run {
     FILE *log;
     FILE *sv_log;
     FILE *norms_log;           /* spectra.h: block norms (norms_every > 0) */
+    FILE *ns_log;              /* --ns-steps auto: each budget, per matrix */
     gpt_optimizer *optimizer;  /* where the optimizer set runs (optim.h): host or the backend's */
     /* data parallel */
     gpt_comm *comm;            /* host communicator (never NULL inside the loop) */
@@ -483,6 +484,14 @@ static const char *log_header =
 
 /* The run's whole recipe, one "# key=value" line each, above the header (train.h). */
 /* The shortest %g form of v that reads back as v (buf of 32 bytes). */
+/* --ns-steps as given: a count, or auto (OPTIM_NS_AUTO) */
+static const char *ns_steps_text(int steps, char *buf)
+{
+    if (steps == OPTIM_NS_AUTO) return "auto";
+    snprintf(buf, 32, "%d", steps);
+    return buf;
+}
+
 static const char *exact_g(char *buf, double v)
 {
     int prec;
@@ -510,10 +519,10 @@ static void log_recipe(run *r)
     fprintf(f, "# head=%s\n# head_lr=%s\n# head_beta1=%s\n# head_beta2=%s\n# head_eps=%s\n# head_wd=%s\n",
             optim_head_name(q->head), exact_g(g[0], q->head_lr), exact_g(g[1], q->head_beta1), exact_g(g[2], q->head_beta2),
             exact_g(g[3], q->head_eps), exact_g(g[4], q->head_wd));
-    fprintf(f, "# block=%s\n# muon_lr=%s\n# muon_beta=%s\n# muon_wd=%s\n# ns_steps=%d\n# ns_per_head=%d\n"
+    fprintf(f, "# block=%s\n# muon_lr=%s\n# muon_beta=%s\n# muon_wd=%s\n# ns_steps=%s\n# ns_every=%d\n# ns_per_head=%d\n"
                "# ns_precision=%s\n# cap=%s\n",
             optim_block_name(q->block), exact_g(g[0], q->muon_lr), exact_g(g[1], q->muon_beta),
-            exact_g(g[2], q->muon_wd), q->ns_steps, q->ns_per_head, q->ns_precision == MUON_NS_BF16 ? "bf16" : "fp32",
+            exact_g(g[2], q->muon_wd), ns_steps_text(q->ns_steps, g[3]), q->ns_every, q->ns_per_head, q->ns_precision == MUON_NS_BF16 ? "bf16" : "fp32",
             q->cap == MUON_CAP_OFF ? "off" : q->cap == MUON_CAP_GROWTH ? "growth" : "always");
     fprintf(f, "# embed_lr=%s\n# embed_beta1=%s\n# embed_beta2=%s\n# embed_eps=%s\n# embed_wd=%s\n",
             exact_g(g[0], q->embed_lr), exact_g(g[1], q->embed_beta1), exact_g(g[2], q->embed_beta2),
@@ -958,6 +967,7 @@ static void teardown(run *r)
     if (r->log) close_log(r, r->log, r->o.log_path);
     if (r->sv_log) close_log(r, r->sv_log, r->o.sv_log);
     if (r->norms_log) close_log(r, r->norms_log, r->o.norms_log);
+    if (r->ns_log) close_log(r, r->ns_log, r->o.ns_log);
     gpt_optimizer_destroy(r->optimizer);
     if (r->have_opt) optim_free(&r->opt);
     if (r->be) r->be->ops->destroy(r->be);
@@ -1029,6 +1039,37 @@ static gpt_status agree(run *r, double *loss_sum, gpt_status failed, int nonfini
     return GPT_OK;
 }
 
+/* --ns-steps auto: the budget optim_step just set (at update `step`, 0-based), one row per matrix
+ * this rank steps (rank 0's matrices in a data-parallel run that splits them) in ns_log, opened at
+ * the first budget (a resume appends), and one console line. */
+static gpt_status log_ns_budget(run *r, long step)
+{
+    int i, n = 0, lo = 100, hi = 0;
+    double sum = 0.0;
+    const int every = r->opt.recipe.ns_every;
+    if (r->opt.recipe.ns_steps != OPTIM_NS_AUTO || every < 1 || step <= 0 || step % every != 0 || r->rank != 0)
+        return GPT_OK;
+    if (!r->ns_log && r->o.ns_log) {
+        int fresh = step == every;
+        if (!(r->ns_log = fopen(r->o.ns_log, fresh ? "w" : "a")))
+            return set_error(r->res, GPT_ERR_IO, "%s: cannot open the Newton-Schulz budget log", r->o.ns_log);
+        if (fresh) fputs("step,tensor,rows,cols,q50,steps\n", r->ns_log);
+    }
+    for (i = 0; i < r->opt.n_slots; i++) {
+        const optim_slot *s = &r->opt.slots[i];
+        if ((s->kind != OPTIM_MUON && s->kind != OPTIM_MUOWN) || !optim_owns(&r->opt, i) || s->ns_k <= 0) continue;
+        if (r->ns_log)
+            fprintf(r->ns_log, "%ld,%s,%zu,%zu,%.17g,%d\n", step, s->t.name, s->t.rows, s->t.cols, s->ns_q50, s->ns_k);
+        n++, sum += s->ns_k;
+        if (s->ns_k < lo) lo = s->ns_k;
+        if (s->ns_k > hi) hi = s->ns_k;
+    }
+    if (n && r->o.log_every > 0)
+        console(r, "ns budget at update %ld: %d matrices, Jordan steps %d..%d (mean %.2f; f(q50) >= %.2f)\n", step, n, lo,
+                hi, sum / n, OPTIM_NS_AUTO_TAU);
+    return r->ns_log ? log_ok(r, r->ns_log, r->o.ns_log, 1) : GPT_OK;
+}
+
 /* One update (SPEC §3): the micro-batches, the agreement, the gradient average and all-reduce,
  * the optimizer step, share() of what the owners stepped (all three where the optimizer runs),
  * then the head diagnostics on rank 0: the O(Vd) bracket of D(S) every update, the exact D(S)
@@ -1058,6 +1099,7 @@ static gpt_status update(run *r, train_step_rec *rec)
     if ((gs = opt->ops->share(opt, err, sizeof err)) != GPT_OK)
         return set_error(r->res, gs, "step %ld: %s", r->step + 1, err);
     rec->ms = 1e3 * (gpt_now_seconds() - t0);
+    if ((gs = log_ns_budget(r, r->step)) != GPT_OK) return gs;
     r->step++;
     rec->step = r->step;
     rec->tokens = (double)r->step * (double)r->tokens_per_update;

@@ -89,6 +89,8 @@ typedef struct train_options {
     int norms_every;                /* > 0: the block matrices' norms and spectra (spectra.h) at step 0,
                                        every N updates and at the last, into norms_log (0: none) */
     const char *norms_log;          /* CSV of those (needed when norms_every > 0) */
+    const char *ns_log;             /* --ns-steps auto: CSV of each budget (step,tensor,rows,cols,q50,
+                                       steps; NULL: console only) */
     const char *ckpt_path;          /* checkpoint written at ckpt_every, at the end, on SIGINT */
     int ckpt_every;                 /* 0: only at the end / on stop / on SIGINT */
     const char *resume;             /* checkpoint to resume from (NULL: fresh run) */

@@ -82,7 +82,7 @@ static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0;
 
 /* Uninterrupted run vs (stop at k, resume): identical losses, finals and logged losses. */
 static void resume_case_ph(optim_head_kind head, optim_block_kind block, muon_cap_mode cap, int accum, long stop_at,
-                          int per_head)
+                          int per_head, int ns_auto)
 {
     train_options o = tiny();
     train_result full, part, rest;
@@ -95,6 +95,7 @@ static void resume_case_ph(optim_head_kind head, optim_block_kind block, muon_ca
     o.recipe.block = block;
     o.recipe.cap = cap;
     o.recipe.ns_per_head = per_head;
+    if (ns_auto) o.recipe.ns_steps = OPTIM_NS_AUTO, o.recipe.ns_every = 3; /* budgets at 3, 6, 9 */
     o.accum = accum;
     path_in(log_full, sizeof log_full, "full.csv");
     path_in(log_res, sizeof log_res, "resumed.csv");
@@ -142,7 +143,7 @@ static void resume_case_ph(optim_head_kind head, optim_block_kind block, muon_ca
 
 static void resume_case(optim_head_kind head, optim_block_kind block, muon_cap_mode cap, int accum, long stop_at)
 {
-    resume_case_ph(head, block, cap, accum, stop_at, 0);
+    resume_case_ph(head, block, cap, accum, stop_at, 0, 0);
 }
 
 static void test_resume_adamw_head(void) { resume_case(OPTIM_ADAMW, OPTIM_BLOCK_MUON, MUON_CAP_OFF, 1, 5); }
@@ -150,7 +151,92 @@ static void test_resume_rownorm_head_accum(void) { resume_case(OPTIM_ROWNORM, OP
 static void test_resume_muon_head_muown_cap(void) { resume_case(OPTIM_MUON, OPTIM_BLOCK_MUOWN, MUON_CAP_OFF, 1, 4); }
 static void test_resume_cap(void) { resume_case(OPTIM_ROWNORM, OPTIM_BLOCK_MUON, MUON_CAP_GROWTH, 1, 6); }
 /* NorMuon's row second moments (row_v) and the per-head switch travel in the checkpoint */
-static void test_resume_normuon_per_head(void) { resume_case_ph(OPTIM_ADAMW, OPTIM_BLOCK_NORMUON, MUON_CAP_OFF, 1, 5, 1); }
+static void test_resume_normuon_per_head(void) { resume_case_ph(OPTIM_ADAMW, OPTIM_BLOCK_NORMUON, MUON_CAP_OFF, 1, 5, 1, 0); }
+/* --ns-steps auto: the budget of update 3 steps updates 3..5, and the resume at 5 must bring it
+ * back from the checkpoint (recomputing it from update 5's momentum would change the bits); the
+ * Muown case too (its own momentum) */
+static void test_resume_ns_auto(void)
+{
+    resume_case_ph(OPTIM_ROWNORM, OPTIM_BLOCK_MUON, MUON_CAP_OFF, 1, 5, 0, 1);
+    resume_case_ph(OPTIM_MUON, OPTIM_BLOCK_MUOWN, MUON_CAP_OFF, 1, 4, 0, 1);
+}
+
+/* A momentum with a chosen spectrum: a row- and column-permuted, sign-flipped diagonal of
+ * p = 33 values (rows x cols, p = min), whose median sits at sigma / ||s|| = t exactly (in
+ * double, before the float rounding): 16 values near 1 above it, 16 near 1e-3 t below it. The
+ * median's place: row pr, column pc. */
+static void spectrum_matrix(float *M, size_t rows, size_t cols, double t, size_t *pr, size_t *pc)
+{
+    const size_t p = rows < cols ? rows : cols;
+    double sv[64], S = 0.0;
+    size_t i;
+    memset(M, 0, rows * cols * sizeof *M);
+    for (i = 0; i < p; i++) {
+        if (i < p / 2) sv[i] = 1.0 - 0.01 * (double)i;
+        else if (i > p / 2) sv[i] = 1e-3 * t * (1.0 - 0.01 * (double)(i - p / 2));
+        if (i != p / 2) S += sv[i] * sv[i];
+    }
+    sv[p / 2] = t * sqrt(S / (1.0 - t * t)); /* x / sqrt(S + x^2) = t */
+    for (i = 0; i < p; i++) {
+        size_t r = (i * 7 + 3) % rows, c = (i * 13 + 1) % cols; /* 7, 13: coprime to 33 and 40 */
+        M[r * cols + c] = (float)((i % 2 ? -1.0 : 1.0) * sv[i]);
+        if (i == p / 2) *pr = r, *pc = c;
+    }
+}
+
+/* The budget rule (optim_ns_budget_steps): a momentum whose median needs k Jordan steps gets k,
+ * one a hair below that edge gets more, and the k chosen meets the tolerance: Newton-Schulz with
+ * k steps lifts the median direction to >= tau (muon_orthogonalize on the same matrix). */
+static void test_ns_budget_rule(void)
+{
+    static const size_t shapes[][2] = {{33, 40}, {40, 33}};
+    int k, sh;
+    for (sh = 0; sh < 2; sh++)
+        for (k = 2; k <= 7; k++) {
+            const size_t rows = shapes[sh][0], cols = shapes[sh][1];
+            muon_ns_config jk = muon_ns_preset(MUON_NS_JORDAN, k), jk1 = muon_ns_preset(MUON_NS_JORDAN, k - 1);
+            float *M = (float *)malloc(rows * cols * sizeof *M), *O = (float *)malloc(rows * cols * sizeof *O);
+            double lo = 1e-6, hi = 1.0, edge, q50 = -1.0;
+            size_t pr = 0, pc = 0;
+            int it, got;
+            /* the edge: the least sigma that k steps lift to tau (f_k increases up to it: scan
+             * up in steps of 1 %, then bisect the step that crosses) */
+            while (muon_ns_transfer(&jk, lo * 1.01) < OPTIM_NS_AUTO_TAU) lo *= 1.01;
+            hi = lo * 1.01;
+            for (it = 0; it < 100; it++) {
+                double mid = 0.5 * (lo + hi);
+                if (muon_ns_transfer(&jk, mid) >= OPTIM_NS_AUTO_TAU) hi = mid;
+                else lo = mid;
+            }
+            edge = hi;
+            CHECK(muon_ns_transfer(&jk1, edge) < OPTIM_NS_AUTO_TAU); /* k - 1 do not */
+            spectrum_matrix(M, rows, cols, edge * (1.0 + 1e-4), &pr, &pc);
+            got = optim_ns_budget_steps(M, rows, cols, &q50);
+            CHECK_MSG(got == k, "%zux%zu at the edge of %d steps: budget %d (q50 %.9g, edge %.9g)", rows, cols, k, got,
+                      q50, edge);
+            CHECK(fabs(q50 / (edge * (1.0 + 1e-4)) - 1.0) < 1e-6);
+            /* it meets the tolerance: k steps on the matrix itself */
+            CHECK(muon_orthogonalize(M, rows, cols, cols, &jk, O, cols) == MUON_OK);
+            CHECK_MSG(fabs(O[pr * cols + pc]) >= OPTIM_NS_AUTO_TAU * (1.0 - 1e-5), "%d steps lift the median to %.6f", k,
+                      fabs(O[pr * cols + pc]));
+            /* a hair below the edge: at least k + 1 */
+            spectrum_matrix(M, rows, cols, edge * (1.0 - 1e-4), &pr, &pc);
+            got = optim_ns_budget_steps(M, rows, cols, &q50);
+            CHECK_MSG(got >= k + 1, "below the edge of %d steps: budget %d", k, got);
+            free(M);
+            free(O);
+        }
+    { /* a median no budget reaches: the most; a zero momentum: 0 (keep); NaN: -1 */
+        float M[33 * 40], Z[4] = {0, 0, 0, 0};
+        double q50;
+        size_t pr, pc;
+        spectrum_matrix(M, 33, 40, 1e-9, &pr, &pc);
+        CHECK(optim_ns_budget_steps(M, 33, 40, &q50) == OPTIM_NS_AUTO_MAX);
+        CHECK(optim_ns_budget_steps(Z, 2, 2, &q50) == 0);
+        M[5] = NAN;
+        CHECK(optim_ns_budget_steps(M, 33, 40, &q50) == -1);
+    }
+}
 
 /* SIGINT: the loop saves a checkpoint and stops; resuming finishes the identical run. */
 static void test_sigint_saves_and_resumes(void)
@@ -572,7 +658,7 @@ static void test_checkpoint_values_are_validated(void)
     expect_resume_failure(good, bad, "recipe.muon_lr", CKPT_F64, &neg, 1, "recipe.muon_lr");
     expect_resume_failure(good, bad, "recipe.head_lr", CKPT_F64, &e300, 1, "recipe.head_lr");
     expect_resume_failure(good, bad, "recipe.head_beta1", CKPT_F64, &one, 1, "recipe.head_beta1");
-    expect_resume_failure(good, bad, "recipe.ns_steps", CKPT_U64, &zero, 1, "recipe.ns_steps");
+    expect_resume_failure(good, bad, "recipe.ns_steps", CKPT_U64, &big, 1, "recipe.ns_steps");
     expect_resume_failure(good, bad, "recipe.head", CKPT_U64, &big, 1, "recipe.head");
     /* the run settings: as --batch, --steps, ... */
     expect_resume_failure(good, bad, "train.batch", CKPT_U64, &zero, 1, "train.batch");
@@ -1353,6 +1439,8 @@ int main(void)
     RUN(test_resume_muon_head_muown_cap);
     RUN(test_resume_cap);
     RUN(test_resume_normuon_per_head);
+    RUN(test_resume_ns_auto);
+    RUN(test_ns_budget_rule);
     RUN(test_block_switches);
     RUN(test_ns_precision_bf16);
     RUN(test_normuon_checkpoint_fields);
