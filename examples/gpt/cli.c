@@ -185,22 +185,25 @@ static const char *other_mode_hint(const char *flag, int mode)
     return NULL;
 }
 
-static int parse_long(const char *s, long lo, long hi, long *out)
+/* A decimal integer in [lo, hi] into *out; GPT_ERR_CONFIG (nothing written) for anything else
+ * (the caller names the flag). */
+static gpt_status parse_long(const char *s, long lo, long hi, long *out)
 {
     char *end;
     long v = strtol(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi) return 0;
+    if (!*s || *end || v < lo || v > hi) return GPT_ERR_CONFIG;
     *out = v;
-    return 1;
+    return GPT_OK;
 }
 
-static int parse_double(const char *s, double hi, double *out)
+/* A number in [0, hi] into *out (NaN refused); GPT_ERR_CONFIG (nothing written) otherwise. */
+static gpt_status parse_double(const char *s, double hi, double *out)
 {
     char *end;
     double v = strtod(s, &end);
-    if (!*s || *end || !(v == v) || v < 0.0 || v > hi) return 0;
+    if (!*s || *end || !(v == v) || v < 0.0 || v > hi) return GPT_ERR_CONFIG;
     *out = v;
-    return 1;
+    return GPT_OK;
 }
 
 static const cli_flag *find_flag(const char *a)
@@ -212,69 +215,69 @@ static const cli_flag *find_flag(const char *a)
     return NULL;
 }
 
-/* Stores value v of flag c into cli; 0 if v is not a value of c. */
-static int store(train_cli *cli, const cli_flag *c, const char *v)
+/* Stores value v of flag c into cli; GPT_ERR_CONFIG if v is not a value of c (the caller says so). */
+static gpt_status store(train_cli *cli, const cli_flag *c, const char *v)
 {
     char *field = (char *)cli + c->off;
     long n;
     double x;
     switch (c->kind) {
-    case K_SWITCH: *(int *)(void *)field = (int)c->lo; return 1;
-    case K_STR: *(const char **)(void *)field = v; return 1;
+    case K_SWITCH: *(int *)(void *)field = (int)c->lo; return GPT_OK;
+    case K_STR: *(const char **)(void *)field = v; return GPT_OK;
     case K_INT:
-        if (!parse_long(v, c->lo, c->hi, &n)) return 0;
+        if (parse_long(v, c->lo, c->hi, &n) != GPT_OK) return GPT_ERR_CONFIG;
         *(int *)(void *)field = (int)n;
-        return 1;
+        return GPT_OK;
     case K_LONG: return parse_long(v, c->lo, c->hi, (long *)(void *)field);
     case K_SEED:
-        if (!parse_long(v, c->lo, c->hi, &n)) return 0;
+        if (parse_long(v, c->lo, c->hi, &n) != GPT_OK) return GPT_ERR_CONFIG;
         *(uint64_t *)(void *)field = (uint64_t)n;
-        return 1;
+        return GPT_OK;
     case K_REAL: return parse_double(v, 1e30, (double *)(void *)field);
     case K_FRAC:
-        if (!parse_double(v, 1.0, &x)) return 0;
+        if (parse_double(v, 1.0, &x) != GPT_OK) return GPT_ERR_CONFIG;
         *(double *)(void *)field = x;
-        return 1;
+        return GPT_OK;
     case K_HEAD: {
         optim_head_kind h;
         optim_recipe d;
         optim_recipe *r = &cli->opt.recipe;
-        if (!optim_head_parse(v, &h)) return 0;
+        if (!optim_head_parse(v, &h)) return GPT_ERR_CONFIG;
         d = optim_default(h);
         r->head = h;
         r->head_lr = d.head_lr, r->head_beta1 = d.head_beta1, r->head_beta2 = d.head_beta2;
         r->head_eps = d.head_eps, r->head_wd = d.head_wd;
-        return 1;
+        return GPT_OK;
     }
-    case K_BLOCK:
-        return optim_block_parse(v, &cli->opt.recipe.block);
+    case K_BLOCK: return optim_block_parse(v, &cli->opt.recipe.block) ? GPT_OK : GPT_ERR_CONFIG;
     case K_CAP:
         if (strcmp(v, "off") == 0) cli->opt.recipe.cap = MUON_CAP_OFF;
         else if (strcmp(v, "growth") == 0) cli->opt.recipe.cap = MUON_CAP_GROWTH;
         else if (strcmp(v, "always") == 0) cli->opt.recipe.cap = MUON_CAP_ALWAYS;
-        else return 0;
-        return 1;
+        else return GPT_ERR_CONFIG;
+        return GPT_OK;
     case K_NSPREC:
         if (strcmp(v, "fp32") == 0) cli->opt.recipe.ns_precision = MUON_NS_FP32;
         else if (strcmp(v, "bf16") == 0) cli->opt.recipe.ns_precision = MUON_NS_BF16;
-        else return 0;
-        return 1;
+        else return GPT_ERR_CONFIG;
+        return GPT_OK;
     case K_BACKEND:
         if (strcmp(v, "cpu") == 0) cli->opt.backend = &gpt_cpu_backend;
 #ifdef GPT_WITH_CUDA
         else if (strcmp(v, "cuda") == 0) cli->opt.backend = &gpt_cuda_backend;
 #endif
-        else return 0;
-        return 1;
+        else return GPT_ERR_CONFIG;
+        return GPT_OK;
     case K_SECTION:
     case K_HELP: break;
     }
-    return 0;
+    return GPT_ERR_CONFIG;
 }
 
-int cli_parse(train_cli *cli, int argc, char **argv)
+gpt_status cli_parse(train_cli *cli, int argc, char **argv)
 {
     int i, pass, mode = M_RUN;
+    gpt_status st;
     for (i = 1; i < argc; i++)
         if (strcmp(argv[i], "--experiment") == 0) mode = M_EXP;
     /* pass 0 checks every flag and applies --head (it sets the head defaults that --lr-head and
@@ -286,34 +289,35 @@ int cli_parse(train_cli *cli, int argc, char **argv)
             int takes;
             if (!c) {
                 fprintf(stderr, "train: unknown flag %s (see --help)\n", a);
-                return -1;
+                return GPT_ERR_CONFIG;
             }
             if (c->kind == K_HELP) {
                 if (pass == 1) continue;
                 cli_usage(stdout);
-                return 1;
+                cli->help = 1;
+                return GPT_OK;
             }
             takes = c->arg != NULL;
             if (takes && i + 1 >= argc) {
                 fprintf(stderr, "train: %s needs a value (%s)\n", a, c->arg);
-                return -1;
+                return GPT_ERR_CONFIG;
             }
             if (takes) v = argv[i + 1];
             if (takes && strncmp(v, "--", 2) == 0 && strlen(v) > 2) { /* the next flag taken as the value */
                 fprintf(stderr, "train: %s needs a value (%s), got the flag %s\n", a, c->arg, v);
-                return -1;
+                return GPT_ERR_CONFIG;
             }
             if (!(c->modes & mode)) {
                 const char *hint = other_mode_hint(a, mode);
                 fprintf(stderr, "train: %s applies to %s only; %s%s\n", a,
                         (c->modes & M_ALL) == M_RUN ? "one run, not to --experiment" : "--experiment",
                         hint ? "use " : "see --help", hint ? hint : "");
-                return -1;
+                return GPT_ERR_CONFIG;
             }
             cli->given[c - cli_flags] = 1;
-            if ((pass == 0) == (c->kind == K_HEAD) && !store(cli, c, v)) {
+            if ((pass == 0) == (c->kind == K_HEAD) && store(cli, c, v) != GPT_OK) {
                 fprintf(stderr, "train: bad value '%s' for %s (%s)\n", v ? v : "", a, c->arg ? c->arg : "");
-                return -1;
+                return GPT_ERR_CONFIG;
             }
             i += takes;
         }
@@ -323,16 +327,16 @@ int cli_parse(train_cli *cli, int argc, char **argv)
         char err[256];
         c.seq_len = cli->opt.seq;
         c.vocab_size = 257; /* the smallest tokenizer */
-        if (gpt_config_check(&c, err, sizeof err) != GPT_OK) {
+        if ((st = gpt_config_check(&c, err, sizeof err)) != GPT_OK) {
             fprintf(stderr, "train: %s\n", err);
-            return -1;
+            return st;
         }
     }
     { /* lr x weight decay of every optimizer within muon.h's / rownorm.h's domain, up front */
         char err[512];
-        if (optim_recipe_check(&cli->opt.recipe, mode == M_RUN, err, sizeof err) != GPT_OK) {
+        if ((st = optim_recipe_check(&cli->opt.recipe, mode == M_RUN, err, sizeof err)) != GPT_OK) {
             fprintf(stderr, "train: %s\n", err);
-            return -1;
+            return st;
         }
     }
     if (mode == M_EXP) { /* a fixed rate and a sweep for the same arm contradict each other */
@@ -346,31 +350,31 @@ int cli_parse(train_cli *cli, int argc, char **argv)
             if (cli->sweep[k] && cli->exp_head_lr[k] > 0.0) {
                 fprintf(stderr, "train: --lr-head-%s fixes the %s arm's rate, --sweep-%s sweeps it: give one of them\n",
                         arm[k], arm[k], arm[k]);
-                return -1;
+                return GPT_ERR_CONFIG;
             }
-            if (cli->sweep[k] && exp_parse_rates(cli->sweep[k], rates, &n, err, sizeof err) != GPT_OK) {
+            if (cli->sweep[k] && (st = exp_parse_rates(cli->sweep[k], rates, &n, err, sizeof err)) != GPT_OK) {
                 fprintf(stderr, "train: --sweep-%s: %s\n", arm[k], err);
-                return -1;
+                return st;
             }
             /* the arm's head decay is its paper value: each rate it runs at must keep lr x wd <= 1 */
             snprintf(wd_what, sizeof wd_what, "the %s arm's head weight decay", arm[k]);
             if (cli->exp_head_lr[k] > 0.0) {
                 snprintf(what, sizeof what, "--lr-head-%s", arm[k]);
-                if (optim_lr_wd_check(what, cli->exp_head_lr[k], wd_what, wd, err, sizeof err) != GPT_OK) {
+                if ((st = optim_lr_wd_check(what, cli->exp_head_lr[k], wd_what, wd, err, sizeof err)) != GPT_OK) {
                     fprintf(stderr, "train: %s\n", err);
-                    return -1;
+                    return st;
                 }
             } else if (cli->sweep[k]) {
                 snprintf(what, sizeof what, "--sweep-%s rate", arm[k]);
                 for (j = 0; j < n; j++)
-                    if (optim_lr_wd_check(what, rates[j], wd_what, wd, err, sizeof err) != GPT_OK) {
+                    if ((st = optim_lr_wd_check(what, rates[j], wd_what, wd, err, sizeof err)) != GPT_OK) {
                         fprintf(stderr, "train: %s\n", err);
-                        return -1;
+                        return st;
                     }
             }
         }
     }
-    return 0;
+    return GPT_OK;
 }
 
 /* ---- --resume against the flags the checkpoint decides ------------------------------------- */
@@ -463,16 +467,16 @@ static void make_dir(const char *dir)
 }
 
 /* A finished run's plots (loss.svg, diameter.svg, hilbert_rms.svg in out_dir) from its log, with
- * the recipe and the rate in the caption; 0 or -1 (message printed). */
-static int run_plots(const train_cli *cli)
+ * the recipe and the rate in the caption; GPT_OK, or the failure (message printed). */
+static gpt_status run_plots(const train_cli *cli)
 {
     exp_log L;
     char err[512], name[64], *recipe, *cap;
     const char *names[1], *colors[1], *lr, *seed;
-    int rc = -1;
-    if (exp_log_read(cli->opt.log_path, &L, err, sizeof err)) {
+    gpt_status st;
+    if ((st = exp_log_read(cli->opt.log_path, &L, err, sizeof err)) != GPT_OK) {
         fprintf(stderr, "train: plots: %s\n", err);
-        return -1;
+        return st;
     }
     snprintf(name, sizeof name, "%s head", optim_head_name(cli->opt.recipe.head));
     names[0] = name;
@@ -482,25 +486,47 @@ static int run_plots(const train_cli *cli)
     cap = recipe ? (char *)malloc(strlen(recipe) + 128) : NULL;
     if (!cap) {
         fprintf(stderr, "train: plots: out of memory\n");
+        st = GPT_ERR_NOMEM;
     } else {
         sprintf(cap, "%s\n%s head lr %s; seed %s", recipe, optim_head_name(cli->opt.recipe.head), lr ? lr : "?",
                 seed ? seed : "?");
-        rc = exp_write_plots(cli->out_dir, &L, 1, 1, names, colors, cap, err, sizeof err);
-        if (rc) fprintf(stderr, "train: plots: %s\n", err);
+        st = exp_write_plots(cli->out_dir, &L, 1, 1, names, colors, cap, err, sizeof err);
+        if (st != GPT_OK) fprintf(stderr, "train: plots: %s\n", err);
         else printf("wrote %s/loss.svg, diameter.svg, hilbert_rms.svg\n", cli->out_dir);
     }
     free(recipe), free(cap);
     exp_log_free(&L);
-    return rc;
+    return st;
 }
 
-/* One run with the paths defaulted into out_dir; the exit status. */
-static int one_run(train_cli *cli)
+/* With --resume (rank 0): the flags that differ from the checkpoint's values, refused with a
+ * message before anything runs (GPT_ERR_CONFIG; the other ranks are aborted). */
+static gpt_status resume_check(const train_cli *cli)
+{
+    gpt_comm *comm = cli->opt.comm;
+    if (cli->opt.resume && comm->rank == 0) {
+        char why[2048];
+        gpt_status st = cli_resume_conflicts(cli, NULL, why, sizeof why);
+        if (st != GPT_OK) {
+            fprintf(stderr, "train: --resume %s: the checkpoint holds the model, batch, schedule and recipe, and these "
+                            "flags differ from it: %s; leave them out or give the checkpoint's values\n",
+                    cli->opt.resume, why);
+            if (comm->size > 1) comm->ops->abort(comm, 2);
+            return st;
+        }
+    }
+    return GPT_OK;
+}
+
+/* One run with the paths defaulted into out_dir, its messages printed: GPT_OK when it ran to its
+ * end or stopped (*outcome says which: TRAIN_INTERRUPTED on SIGINT), else the run's status or
+ * the plots'. */
+static gpt_status one_run(train_cli *cli, train_outcome *outcome)
 {
     char log_path[1100], ckpt_path[1100], sv_path[1100], norms_path[1100];
     gpt_comm *comm = cli->opt.comm;
     train_result res;
-    int rc;
+    gpt_status st;
     if (!cli->opt.log_path) snprintf(log_path, sizeof log_path, "%s/train.csv", cli->out_dir), cli->opt.log_path = log_path;
     if (!cli->opt.ckpt_path) snprintf(ckpt_path, sizeof ckpt_path, "%s/ckpt.bin", cli->out_dir), cli->opt.ckpt_path = ckpt_path;
     if (cli->opt.sv_tensors && !cli->opt.sv_log)
@@ -509,35 +535,27 @@ static int one_run(train_cli *cli)
         snprintf(norms_path, sizeof norms_path, "%s/norms.csv", cli->out_dir), cli->opt.norms_log = norms_path;
     if (strcmp(cli->opt.log_path, "none") == 0) cli->opt.log_path = NULL;
     if (strcmp(cli->opt.ckpt_path, "none") == 0) cli->opt.ckpt_path = NULL;
-    if (cli->opt.resume && comm->rank == 0) {
-        char why[2048];
-        if (cli_resume_conflicts(cli, NULL, why, sizeof why) != GPT_OK) {
-            fprintf(stderr, "train: --resume %s: the checkpoint holds the model, batch, schedule and recipe, and these "
-                            "flags differ from it: %s; leave them out or give the checkpoint's values\n",
-                    cli->opt.resume, why);
-            if (comm->size > 1) comm->ops->abort(comm, 2);
-            return 2;
-        }
-    }
-    train_run(&cli->opt, &res);
+    *outcome = train_run(&cli->opt, &res);
     if (res.outcome == TRAIN_FAILED && (comm->rank == 0 || !res.agreed)) {
         if (comm->size > 1) fprintf(stderr, "train (rank %d): error: %s\n", comm->rank, res.error);
         else fprintf(stderr, "train: error: %s\n", res.error);
     }
-    rc = res.outcome == TRAIN_FAILED ? 1 : res.outcome == TRAIN_INTERRUPTED ? 130 : 0;
+    st = res.outcome == TRAIN_FAILED ? res.status : GPT_OK;
     /* plots only from a log this process wrote to: a resume at the end of its schedule (to sample)
      * trains nothing and writes no log */
-    if (res.outcome == TRAIN_DONE && res.n_steps > 0 && comm->rank == 0 && cli->opt.log_path && run_plots(cli)) rc = 1;
+    if (res.outcome == TRAIN_DONE && res.n_steps > 0 && comm->rank == 0 && cli->opt.log_path)
+        st = run_plots(cli);
     /* a failure the other ranks cannot know about would leave them waiting in a collective */
     if (res.outcome == TRAIN_FAILED && comm->size > 1 && !res.agreed) comm->ops->abort(comm, 1);
     train_result_free(&res);
-    return rc;
+    return st;
 }
 
 int main(int argc, char **argv)
 {
     train_cli cli;
     int rc;
+    gpt_status st;
     gpt_comm *comm;
 #ifdef GPT_USE_MPI
     comm = gpt_comm_mpi_init(&argc, &argv);
@@ -554,10 +572,10 @@ int main(int argc, char **argv)
     if (comm->rank != 0 && !freopen("/dev/null", "w", stdout)) return 1; /* rank 0 alone prints */
     for (rc = 1; rc < argc; rc++) /* an experiment prints one line per run unless --log-every asks for more */
         if (strcmp(argv[rc], "--experiment") == 0) cli.opt.log_every = 0;
-    rc = cli_parse(&cli, argc, argv);
-    if (rc) {
+    st = cli_parse(&cli, argc, argv);
+    if (st != GPT_OK || cli.help) { /* exit code 2: a bad command line; 0: --help */
         comm->ops->destroy(comm);
-        return rc > 0 ? 0 : 2;
+        return st != GPT_OK ? 2 : 0;
     }
 #if defined(GPT_WITH_CUDA) && defined(GPT_USE_NCCL)
     if (cli.opt.backend == &gpt_cuda_backend && comm->size > 1) {
@@ -579,8 +597,12 @@ int main(int argc, char **argv)
         eo.sweep[0] = cli.sweep[0], eo.sweep[1] = cli.sweep[1];
         eo.head_lr[0] = cli.exp_head_lr[0], eo.head_lr[1] = cli.exp_head_lr[1];
         rc = experiment_main(&eo);
+    } else if (resume_check(&cli) != GPT_OK) {
+        rc = 2; /* the command line against --resume's checkpoint */
     } else {
-        rc = one_run(&cli);
+        train_outcome outcome = TRAIN_FAILED;
+        st = one_run(&cli, &outcome);
+        rc = st != GPT_OK || outcome == TRAIN_FAILED ? 1 : outcome == TRAIN_INTERRUPTED ? 130 : 0;
     }
     if (cli.opt.dcomm) cli.opt.dcomm->ops->destroy(cli.opt.dcomm);
     comm->ops->destroy(comm);

@@ -34,12 +34,15 @@ typedef struct train_cli {
     int sweep_seeds;       /* experiment: seeds at every rate of the sweeps, the best chosen on their
                               mean (0 or 1: the first seed alone; at most seeds) */
     unsigned char given[CLI_MAX_FLAGS]; /* cli_parse: 1 for each entry of the flag table given */
+    int help;              /* cli_parse: 1 when --help printed the usage (the flags after it unread) */
 } train_cli;
 
 /* Parses argv into *cli (starting from its current values; --head first, since it sets the head
- * defaults the other flags may override). Returns 0 on success, 1 for --help (usage printed on
- * stdout), -1 on a bad flag (message on stderr, *cli partly written). */
-int cli_parse(train_cli *cli, int argc, char **argv);
+ * defaults the other flags may override). Returns GPT_OK on success and for --help (usage printed
+ * on stdout, cli->help set: nothing to run); on a bad flag, a message on stderr, *cli partly
+ * written, and GPT_ERR_CONFIG, or the status of the check that refused the values (the model's
+ * rules, the recipe's lr x weight decay, a --sweep list). */
+gpt_status cli_parse(train_cli *cli, int argc, char **argv);
 /* With --resume: the flags given on the command line that the checkpoint decides (marked [ckpt]
  * in the usage: model, batch, schedule, recipe) whose value differs from the checkpoint's.
  * GPT_ERR_CONFIG when there are any: their number in *count (count may be NULL) and their list

@@ -18,32 +18,32 @@
 
 /* ---- errors, context, GEMM ---------------------------------------------------------------- */
 
-int gpt_cuda__ok(cudaError_t e, const char *what, const char *file, int line)
+gpt_status gpt_cuda__ok(cudaError_t e, const char *what, const char *file, int line)
 {
-    if (e == cudaSuccess) return 1;
+    if (e == cudaSuccess) return GPT_OK;
     fprintf(stderr, "%s:%d: CUDA error in %s: %s\n", file, line, what, cudaGetErrorString(e));
     /* reported here: clear the last-error slot, or the next launch check (LAUNCH_OK reads it)
      * would report this error again for a launch that succeeded (sticky errors stay anyway) */
     (void)cudaGetLastError();
-    return 0;
+    return GPT_ERR_BACKEND;
 }
 
-int gpt_cuda__blas_ok(cublasStatus_t s, const char *what, const char *file, int line)
+gpt_status gpt_cuda__blas_ok(cublasStatus_t s, const char *what, const char *file, int line)
 {
-    if (s == CUBLAS_STATUS_SUCCESS) return 1;
+    if (s == CUBLAS_STATUS_SUCCESS) return GPT_OK;
     fprintf(stderr, "%s:%d: cuBLAS error %d in %s\n", file, line, (int)s, what);
-    return 0;
+    return GPT_ERR_BACKEND;
 }
 
-int gpt_cuda__gemm(const gpt_cuda_ctx *c, int precise, int trans_a, int trans_b, int m, int n, int k,
-                   float alpha, const float *A, int lda, long long stride_a, const float *B, int ldb,
-                   long long stride_b, float beta, float *C, int ldc, long long stride_c, int batch)
+gpt_status gpt_cuda__gemm(const gpt_cuda_ctx *c, int precise, int trans_a, int trans_b, int m, int n, int k,
+                          float alpha, const float *A, int lda, long long stride_a, const float *B, int ldb,
+                          long long stride_b, float beta, float *C, int ldc, long long stride_c, int batch)
 {
     gm_cublas_gemm g = gm_rowmajor_gemm(trans_a, trans_b, m, n, k, lda, stride_a, ldb, stride_b, ldc, stride_c);
     cublasOperation_t o1 = g.trans_first ? CUBLAS_OP_T : CUBLAS_OP_N, o2 = g.trans_second ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasComputeType_t ct =
         (precise || c->math == GPT_CUDA_MATH_FP32) ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
-    if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return 1;
+    if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) return GPT_OK;
     if (batch == 1)
         return BLAS_OK(cublasGemmEx(c->blas, o1, o2, g.m, g.n, g.k, &alpha, B, CUDA_R_32F, g.ld_first, A,
                                     CUDA_R_32F, g.ld_second, &beta, C, CUDA_R_32F, g.ldc, ct, CUBLAS_GEMM_DEFAULT));
@@ -85,22 +85,23 @@ void gpt_cuda_free(void *p)
 gpt_status gpt_cuda_upload(void *dev_dst, const void *host_src, size_t bytes)
 {
     if (!dev_dst || !host_src) return GPT_ERR_NULL;
-    if (!CU_OK(cudaDeviceSynchronize()) || !CU_OK(cudaMemcpy(dev_dst, host_src, bytes, cudaMemcpyHostToDevice)))
+    if (CU_OK(cudaDeviceSynchronize()) != GPT_OK ||
+        CU_OK(cudaMemcpy(dev_dst, host_src, bytes, cudaMemcpyHostToDevice)) != GPT_OK)
         return GPT_ERR_BACKEND;
-    return CU_OK(cudaDeviceSynchronize()) ? GPT_OK : GPT_ERR_BACKEND; /* the copy has landed */
+    return CU_OK(cudaDeviceSynchronize()); /* the copy has landed */
 }
 
 gpt_status gpt_cuda_download(void *host_dst, const void *dev_src, size_t bytes)
 {
     if (!host_dst || !dev_src) return GPT_ERR_NULL;
     /* after every stream's work (the backend's stream is not the legacy default one) */
-    if (!CU_OK(cudaDeviceSynchronize())) return GPT_ERR_BACKEND;
-    return CU_OK(cudaMemcpy(host_dst, dev_src, bytes, cudaMemcpyDeviceToHost)) ? GPT_OK : GPT_ERR_BACKEND;
+    if (CU_OK(cudaDeviceSynchronize()) != GPT_OK) return GPT_ERR_BACKEND;
+    return CU_OK(cudaMemcpy(host_dst, dev_src, bytes, cudaMemcpyDeviceToHost));
 }
 
 gpt_status gpt_cuda_synchronize(void)
 {
-    return CU_OK(cudaDeviceSynchronize()) ? GPT_OK : GPT_ERR_BACKEND;
+    return CU_OK(cudaDeviceSynchronize());
 }
 
 /* ---- layer kernels ------------------------------------------------------------------------ */
@@ -391,20 +392,20 @@ static gpt_status cuda_create(const gpt_config *cfg, int max_batch, int max_seq,
         cuda_destroy(&c->base);
         return GPT_ERR_NOMEM;
     }
-    if (!CU_OK(cudaStreamCreate(&c->ctx.stream)) ||
-        !BLAS_OK(cublasCreate(&c->ctx.blas)) || !BLAS_OK(cublasSetStream(c->ctx.blas, c->ctx.stream))) {
+    if (CU_OK(cudaStreamCreate(&c->ctx.stream)) != GPT_OK || BLAS_OK(cublasCreate(&c->ctx.blas)) != GPT_OK ||
+        BLAS_OK(cublasSetStream(c->ctx.blas, c->ctx.stream)) != GPT_OK) {
         cuda_destroy(&c->base);
         return GPT_ERR_BACKEND;
     }
-    if (!CU_OK(cudaMalloc((void **)&c->params, np * sizeof(float))) ||
-        !CU_OK(cudaMalloc((void **)&c->grads, np * sizeof(float))) ||
-        !CU_OK(cudaMalloc((void **)&c->arena, arena_floats * sizeof(float))) ||
-        !CU_OK(cudaMalloc((void **)&c->loss_dev, sizeof(double))) ||
-        !CU_OK(cudaMalloc((void **)&c->inputs, n * sizeof(int))) ||
-        !CU_OK(cudaMalloc((void **)&c->targets, n * sizeof(int))) ||
-        !CU_OK(cudaMalloc((void **)&c->emb_dev, (3 * n + 1) * sizeof(int))) ||
-        !CU_OK(cudaMalloc((void **)&c->ctx.scratch, (GPT_CUDA_SUMSQ_BLOCKS + 1) * sizeof(double))) ||
-        !CU_OK(cudaMallocHost((void **)&c->ctx.h_scalar, sizeof(double)))) {
+    if (CU_OK(cudaMalloc((void **)&c->params, np * sizeof(float))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&c->grads, np * sizeof(float))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&c->arena, arena_floats * sizeof(float))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&c->loss_dev, sizeof(double))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&c->inputs, n * sizeof(int))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&c->targets, n * sizeof(int))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&c->emb_dev, (3 * n + 1) * sizeof(int))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&c->ctx.scratch, (GPT_CUDA_SUMSQ_BLOCKS + 1) * sizeof(double))) != GPT_OK ||
+        CU_OK(cudaMallocHost((void **)&c->ctx.h_scalar, sizeof(double))) != GPT_OK) {
         cuda_destroy(&c->base);
         return GPT_ERR_NOMEM;
     }
@@ -427,10 +428,10 @@ static gpt_status cuda_create(const gpt_config *cfg, int max_batch, int max_seq,
             }
     }
     gpt_init_params(cfg, c->h_params, seed);
-    if (!CU_OK(cudaMemcpy(c->acts.rope_cos, h_rope, rope * sizeof(float), cudaMemcpyHostToDevice)) ||
-        !CU_OK(cudaMemcpy(c->acts.rope_sin, h_rope + rope, rope * sizeof(float), cudaMemcpyHostToDevice)) ||
-        !CU_OK(cudaMemcpy(c->params, c->h_params, np * sizeof(float), cudaMemcpyHostToDevice)) ||
-        !CU_OK(cudaMemset(c->grads, 0, np * sizeof(float)))) {
+    if (CU_OK(cudaMemcpy(c->acts.rope_cos, h_rope, rope * sizeof(float), cudaMemcpyHostToDevice)) != GPT_OK ||
+        CU_OK(cudaMemcpy(c->acts.rope_sin, h_rope + rope, rope * sizeof(float), cudaMemcpyHostToDevice)) != GPT_OK ||
+        CU_OK(cudaMemcpy(c->params, c->h_params, np * sizeof(float), cudaMemcpyHostToDevice)) != GPT_OK ||
+        CU_OK(cudaMemset(c->grads, 0, np * sizeof(float))) != GPT_OK) {
         free(h_rope);
         cuda_destroy(&c->base);
         return GPT_ERR_BACKEND;
@@ -454,8 +455,8 @@ static float *cuda_grads(gpt_backend *be)
 
 static gpt_status cuda_copy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, cudaStream_t s)
 {
-    if (!CU_OK(cudaMemcpyAsync(dst, src, bytes, kind, s))) return GPT_ERR_BACKEND;
-    return CU_OK(cudaStreamSynchronize(s)) ? GPT_OK : GPT_ERR_BACKEND;
+    if (CU_OK(cudaMemcpyAsync(dst, src, bytes, kind, s)) != GPT_OK) return GPT_ERR_BACKEND;
+    return CU_OK(cudaStreamSynchronize(s));
 }
 
 static gpt_status cuda_push_params(gpt_backend *be)
@@ -484,8 +485,8 @@ static gpt_status cuda_pull_grads(gpt_backend *be)
 
 /* ---- layer launchers (the cpu_layers.h signatures, on device pointers) -------------------- */
 
-static int rmsnorm_forward(const cuda_backend *c, float *y, size_t ldy, float *rstd, const float *x,
-                           size_t ldx, size_t n, int groups, int gdim)
+static gpt_status rmsnorm_forward(const cuda_backend *c, float *y, size_t ldy, float *rstd, const float *x, size_t ldx,
+                                  size_t n, int groups, int gdim)
 {
     size_t warps = n * (size_t)groups;
     k_rmsnorm_forward<<<gpt_blocks(warps * 32, 256), 256, 0, c->ctx.stream>>>(y, ldy, rstd, x, ldx, n, groups,
@@ -493,9 +494,9 @@ static int rmsnorm_forward(const cuda_backend *c, float *y, size_t ldy, float *r
     return LAUNCH_OK();
 }
 
-static int rmsnorm_backward(const cuda_backend *c, float *dx, size_t lddx, const float *dy, size_t lddy,
-                            const float *y, size_t ldy, const float *rstd, size_t n, int groups, int gdim,
-                            int acc)
+static gpt_status rmsnorm_backward(const cuda_backend *c, float *dx, size_t lddx, const float *dy, size_t lddy,
+                                   const float *y, size_t ldy, const float *rstd, size_t n, int groups, int gdim,
+                                   int acc)
 {
     size_t warps = n * (size_t)groups;
     k_rmsnorm_backward<<<gpt_blocks(warps * 32, 256), 256, 0, c->ctx.stream>>>(dx, lddx, dy, lddy, y, ldy, rstd,
@@ -503,8 +504,8 @@ static int rmsnorm_backward(const cuda_backend *c, float *dx, size_t lddx, const
     return LAUNCH_OK();
 }
 
-static int rope(const cuda_backend *c, float *o, size_t ldo, const float *in, size_t ldi, int n_seq, int t,
-                int inverse)
+static gpt_status rope(const cuda_backend *c, float *o, size_t ldo, const float *in, size_t ldi, int n_seq, int t,
+                       int inverse)
 {
     int nh = c->base.config.n_heads, hd = c->base.config.d_model / nh;
     size_t n = (size_t)n_seq * t;
@@ -514,29 +515,29 @@ static int rope(const cuda_backend *c, float *o, size_t ldo, const float *in, si
 }
 
 /* y (n x out) = x W^T (+= when acc) */
-static int linear_forward(const cuda_backend *c, float *y, const float *x, const float *w, size_t n, size_t in,
-                          size_t out, int acc)
+static gpt_status linear_forward(const cuda_backend *c, float *y, const float *x, const float *w, size_t n, size_t in,
+                                 size_t out, int acc)
 {
     return gpt_cuda__gemm(&c->ctx, 0, 0, 1, (int)n, (int)out, (int)in, 1.0f, x, (int)in, 0, w, (int)in, 0,
                           acc ? 1.0f : 0.0f, y, (int)out, 0, 1);
 }
 
 /* dW += dy^T x; dx = dy W (+= when acc_dx) */
-static int linear_backward(const cuda_backend *c, float *dx, float *dw, const float *dy, const float *x,
-                           const float *w, size_t n, size_t in, size_t out, int acc_dx)
+static gpt_status linear_backward(const cuda_backend *c, float *dx, float *dw, const float *dy, const float *x,
+                                  const float *w, size_t n, size_t in, size_t out, int acc_dx)
 {
-    if (!gpt_cuda__gemm(&c->ctx, 0, 1, 0, (int)out, (int)in, (int)n, 1.0f, dy, (int)out, 0, x, (int)in, 0,
-                        1.0f, dw, (int)in, 0, 1))
-        return 0;
-    if (!dx) return 1;
+    if (gpt_cuda__gemm(&c->ctx, 0, 1, 0, (int)out, (int)in, (int)n, 1.0f, dy, (int)out, 0, x, (int)in, 0, 1.0f, dw,
+                       (int)in, 0, 1) != GPT_OK)
+        return GPT_ERR_BACKEND;
+    if (!dx) return GPT_OK;
     return gpt_cuda__gemm(&c->ctx, 0, 0, 0, (int)n, (int)in, (int)out, 1.0f, dy, (int)out, 0, w, (int)in, 0,
                           acc_dx ? 1.0f : 0.0f, dx, (int)in, 0, 1);
 }
 
 /* causal attention of cpu_layers.h, per sequence: strided-batched GEMMs over the heads */
-static int attention_forward(const cuda_backend *c, float *out, size_t ldo, float *att, const float *q,
-                             size_t ldq, const float *k, size_t ldk, const float *v, size_t ldv, int n_seq,
-                             int t)
+static gpt_status attention_forward(const cuda_backend *c, float *out, size_t ldo, float *att, const float *q,
+                                    size_t ldq, const float *k, size_t ldk, const float *v, size_t ldv, int n_seq,
+                                    int t)
 {
     int nh = c->base.config.n_heads, hd = c->base.config.d_model / nh, s;
     float scale = (float)(1.0 / sqrt((double)hd));
@@ -544,25 +545,25 @@ static int attention_forward(const cuda_backend *c, float *out, size_t ldo, floa
     size_t rows = (size_t)n_seq * nh * t;
     for (s = 0; s < n_seq; s++) {
         size_t r0 = (size_t)s * t;
-        if (!gpt_cuda__gemm(&c->ctx, 0, 0, 1, t, t, hd, scale, q + r0 * ldq, (int)ldq, hd, k + r0 * ldk, (int)ldk,
-                            hd, 0.0f, att + (size_t)s * nh * tt, t, tt, nh))
-            return 0;
+        if (gpt_cuda__gemm(&c->ctx, 0, 0, 1, t, t, hd, scale, q + r0 * ldq, (int)ldq, hd, k + r0 * ldk, (int)ldk, hd,
+                           0.0f, att + (size_t)s * nh * tt, t, tt, nh) != GPT_OK)
+            return GPT_ERR_BACKEND;
     }
     k_causal_softmax<<<gpt_blocks(rows * 32, 256), 256, 0, c->ctx.stream>>>(att, rows, t);
-    if (!LAUNCH_OK()) return 0;
+    if (LAUNCH_OK() != GPT_OK) return GPT_ERR_BACKEND;
     for (s = 0; s < n_seq; s++) {
         size_t r0 = (size_t)s * t;
-        if (!gpt_cuda__gemm(&c->ctx, 0, 0, 0, t, hd, t, 1.0f, att + (size_t)s * nh * tt, t, tt, v + r0 * ldv,
-                            (int)ldv, hd, 0.0f, out + r0 * ldo, (int)ldo, hd, nh))
-            return 0;
+        if (gpt_cuda__gemm(&c->ctx, 0, 0, 0, t, hd, t, 1.0f, att + (size_t)s * nh * tt, t, tt, v + r0 * ldv, (int)ldv,
+                           hd, 0.0f, out + r0 * ldo, (int)ldo, hd, nh) != GPT_OK)
+            return GPT_ERR_BACKEND;
     }
-    return 1;
+    return GPT_OK;
 }
 
-static int attention_backward(const cuda_backend *c, float *dq, size_t lddq, float *dk, size_t lddk, float *dv,
-                              size_t lddv, float *ds, const float *dout, size_t lddo, const float *att,
-                              const float *q, size_t ldq, const float *k, size_t ldk, const float *v,
-                              size_t ldv, int n_seq, int t)
+static gpt_status attention_backward(const cuda_backend *c, float *dq, size_t lddq, float *dk, size_t lddk, float *dv,
+                                     size_t lddv, float *ds, const float *dout, size_t lddo, const float *att,
+                                     const float *q, size_t ldq, const float *k, size_t ldk, const float *v, size_t ldv,
+                                     int n_seq, int t)
 {
     int nh = c->base.config.n_heads, hd = c->base.config.d_model / nh, s;
     float scale = (float)(1.0 / sqrt((double)hd));
@@ -573,30 +574,30 @@ static int attention_backward(const cuda_backend *c, float *dq, size_t lddq, flo
         const float *p = att + (size_t)s * nh * tt;
         float *d = ds + (size_t)s * nh * tt;
         /* dP = dO V^T;  dV = P^T dO */
-        if (!gpt_cuda__gemm(&c->ctx, 0, 0, 1, t, t, hd, 1.0f, dout + r0 * lddo, (int)lddo, hd, v + r0 * ldv,
-                            (int)ldv, hd, 0.0f, d, t, tt, nh) ||
-            !gpt_cuda__gemm(&c->ctx, 0, 1, 0, t, hd, t, 1.0f, p, t, tt, dout + r0 * lddo, (int)lddo, hd, 0.0f,
-                            dv + r0 * lddv, (int)lddv, hd, nh))
-            return 0;
+        if (gpt_cuda__gemm(&c->ctx, 0, 0, 1, t, t, hd, 1.0f, dout + r0 * lddo, (int)lddo, hd, v + r0 * ldv, (int)ldv,
+                           hd, 0.0f, d, t, tt, nh) != GPT_OK ||
+            gpt_cuda__gemm(&c->ctx, 0, 1, 0, t, hd, t, 1.0f, p, t, tt, dout + r0 * lddo, (int)lddo, hd, 0.0f,
+                           dv + r0 * lddv, (int)lddv, hd, nh) != GPT_OK)
+            return GPT_ERR_BACKEND;
     }
     k_causal_softmax_backward<<<gpt_blocks(rows * 32, 256), 256, 0, c->ctx.stream>>>(ds, att, rows, t);
-    if (!LAUNCH_OK()) return 0;
+    if (LAUNCH_OK() != GPT_OK) return GPT_ERR_BACKEND;
     for (s = 0; s < n_seq; s++) {
         size_t r0 = (size_t)s * t;
         const float *d = ds + (size_t)s * nh * tt;
         /* dQ = scale dS K;  dK = scale dS^T Q */
-        if (!gpt_cuda__gemm(&c->ctx, 0, 0, 0, t, hd, t, scale, d, t, tt, k + r0 * ldk, (int)ldk, hd, 0.0f,
-                            dq + r0 * lddq, (int)lddq, hd, nh) ||
-            !gpt_cuda__gemm(&c->ctx, 0, 1, 0, t, hd, t, scale, d, t, tt, q + r0 * ldq, (int)ldq, hd, 0.0f,
-                            dk + r0 * lddk, (int)lddk, hd, nh))
-            return 0;
+        if (gpt_cuda__gemm(&c->ctx, 0, 0, 0, t, hd, t, scale, d, t, tt, k + r0 * ldk, (int)ldk, hd, 0.0f,
+                           dq + r0 * lddq, (int)lddq, hd, nh) != GPT_OK ||
+            gpt_cuda__gemm(&c->ctx, 0, 1, 0, t, hd, t, scale, d, t, tt, q + r0 * ldq, (int)ldq, hd, 0.0f,
+                           dk + r0 * lddk, (int)lddk, hd, nh) != GPT_OK)
+            return GPT_ERR_BACKEND;
     }
-    return 1;
+    return GPT_OK;
 }
 
 /* ---- model forward / backward (cpu.c's, on the device) ------------------------------------ */
 
-static int cuda_trunk_forward(cuda_backend *c, int n_seq, int t)
+static gpt_status cuda_trunk_forward(cuda_backend *c, int n_seq, int t)
 {
     const gpt_config *cfg = &c->base.config;
     size_t n = (size_t)n_seq * t, d = (size_t)cfg->d_model, f = (size_t)cfg->mlp_hidden;
@@ -604,28 +605,30 @@ static int cuda_trunk_forward(cuda_backend *c, int n_seq, int t)
     cudaStream_t st = c->ctx.stream;
     k_embedding_forward<<<gpt_blocks(n * d, 256), 256, 0, st>>>(c->acts.x, c->inputs, c->params + c->base.layout.wte,
                                                                n, d);
-    if (!LAUNCH_OK()) return 0;
+    if (LAUNCH_OK() != GPT_OK) return GPT_ERR_BACKEND;
     for (l = 0; l < cfg->n_layers; l++) {
         gpt_layer_acts *a = &c->acts.layers[l];
         gpt_layer_ptrs w = gpt_layer_at(&c->base.layout, c->params, l);
-        if (!rmsnorm_forward(c, a->xn1, d, a->rstd1, c->acts.x, d, n, 1, (int)d) ||
-            !linear_forward(c, a->qkv, a->xn1, w.wq, n, d, 3 * d, 0) ||
-            !rmsnorm_forward(c, a->qkv, 3 * d, a->rstd_qk, a->qkv, 3 * d, n, 2 * nh, hd) ||
-            !rope(c, a->qr, d, a->qkv, 3 * d, n_seq, t, 0) || !rope(c, a->kr, d, a->qkv + d, 3 * d, n_seq, t, 0) ||
-            !attention_forward(c, a->y, d, a->att, a->qr, d, a->kr, d, a->qkv + 2 * d, 3 * d, n_seq, t) ||
-            !linear_forward(c, c->acts.x, a->y, w.wo, n, d, d, 1) ||
-            !rmsnorm_forward(c, a->xn2, d, a->rstd2, c->acts.x, d, n, 1, (int)d) ||
-            !linear_forward(c, a->gu, a->xn2, w.w_gate, n, d, 2 * f, 0))
-            return 0;
+        if (rmsnorm_forward(c, a->xn1, d, a->rstd1, c->acts.x, d, n, 1, (int)d) != GPT_OK ||
+            linear_forward(c, a->qkv, a->xn1, w.wq, n, d, 3 * d, 0) != GPT_OK ||
+            rmsnorm_forward(c, a->qkv, 3 * d, a->rstd_qk, a->qkv, 3 * d, n, 2 * nh, hd) != GPT_OK ||
+            rope(c, a->qr, d, a->qkv, 3 * d, n_seq, t, 0) != GPT_OK ||
+            rope(c, a->kr, d, a->qkv + d, 3 * d, n_seq, t, 0) != GPT_OK ||
+            attention_forward(c, a->y, d, a->att, a->qr, d, a->kr, d, a->qkv + 2 * d, 3 * d, n_seq, t) != GPT_OK ||
+            linear_forward(c, c->acts.x, a->y, w.wo, n, d, d, 1) != GPT_OK ||
+            rmsnorm_forward(c, a->xn2, d, a->rstd2, c->acts.x, d, n, 1, (int)d) != GPT_OK ||
+            linear_forward(c, a->gu, a->xn2, w.w_gate, n, d, 2 * f, 0) != GPT_OK)
+            return GPT_ERR_BACKEND;
         k_swiglu_forward<<<gpt_blocks(n * f, 256), 256, 0, st>>>(a->h, a->gu, n, f);
-        if (!LAUNCH_OK() || !linear_forward(c, c->acts.x, a->h, w.w_down, n, f, d, 1)) return 0;
+        if (LAUNCH_OK() != GPT_OK || linear_forward(c, c->acts.x, a->h, w.w_down, n, f, d, 1) != GPT_OK)
+            return GPT_ERR_BACKEND;
     }
     return rmsnorm_forward(c, c->acts.xf, d, c->acts.rstdf, c->acts.x, d, n, 1, (int)d);
 }
 
 /* Groups the positions of the batch by token (a stable counting sort, O(n + vocab) on the host)
  * for the embedding backward, and uploads the groups. */
-static int embedding_groups(cuda_backend *c, const int *tokens, size_t n)
+static gpt_status embedding_groups(cuda_backend *c, const int *tokens, size_t n)
 {
     int vocab = c->base.config.vocab_size, *perm = c->emb_host, *off = perm + n, *tok = off + n + 1;
     int *count = tok + n, v, s = 0;
@@ -638,9 +641,10 @@ static int embedding_groups(cuda_backend *c, const int *tokens, size_t n)
     off[s] = (int)n;
     for (i = 0; i < n; i++) perm[count[tokens[i]]++] = (int)i; /* stable: positions in order */
     c->n_segments = s;
-    return CU_OK(cudaMemcpyAsync(c->emb_dev, c->emb_host, (3 * n + 1) * sizeof(int), cudaMemcpyHostToDevice,
-                                 c->ctx.stream)) &&
-           CU_OK(cudaStreamSynchronize(c->ctx.stream)); /* the host buffer is reused next step */
+    if (CU_OK(cudaMemcpyAsync(c->emb_dev, c->emb_host, (3 * n + 1) * sizeof(int), cudaMemcpyHostToDevice,
+                              c->ctx.stream)) != GPT_OK)
+        return GPT_ERR_BACKEND;
+    return CU_OK(cudaStreamSynchronize(c->ctx.stream)); /* the host buffer is reused next step */
 }
 
 static gpt_status cuda_forward(gpt_backend *be, const int *inputs, const int *targets, float *loss)
@@ -656,23 +660,23 @@ static gpt_status cuda_forward(gpt_backend *be, const int *inputs, const int *ta
     if (targets && !gpt_tokens_valid(targets, n, be->config.vocab_size)) return GPT_ERR_TOKEN;
     st = c->ctx.stream;
     c->backward_ready = 0;
-    if (!CU_OK(cudaMemcpyAsync(c->inputs, inputs, n * sizeof(int), cudaMemcpyHostToDevice, st)))
+    if (CU_OK(cudaMemcpyAsync(c->inputs, inputs, n * sizeof(int), cudaMemcpyHostToDevice, st)) != GPT_OK)
         return GPT_ERR_BACKEND;
-    if (targets && !CU_OK(cudaMemcpyAsync(c->targets, targets, n * sizeof(int), cudaMemcpyHostToDevice, st)))
+    if (targets && CU_OK(cudaMemcpyAsync(c->targets, targets, n * sizeof(int), cudaMemcpyHostToDevice, st)) != GPT_OK)
         return GPT_ERR_BACKEND;
-    if (targets && !embedding_groups(c, inputs, n)) return GPT_ERR_BACKEND;
+    if (targets && embedding_groups(c, inputs, n) != GPT_OK) return GPT_ERR_BACKEND;
     c->n_seq = be->max_batch, c->t = be->max_seq;
-    if (!cuda_trunk_forward(c, c->n_seq, c->t) ||
-        !linear_forward(c, c->acts.logits, c->acts.xf, c->params + be->layout.lm_head, n, d, v, 0))
+    if (cuda_trunk_forward(c, c->n_seq, c->t) != GPT_OK ||
+        linear_forward(c, c->acts.logits, c->acts.xf, c->params + be->layout.lm_head, n, d, v, 0) != GPT_OK)
         return GPT_ERR_BACKEND;
     if (!targets) {
         *loss = 0.0f;
-        return CU_OK(cudaStreamSynchronize(st)) ? GPT_OK : GPT_ERR_BACKEND;
+        return CU_OK(cudaStreamSynchronize(st));
     }
     k_crossentropy_forward<<<(unsigned)n, CE_THREADS, 0, st>>>(c->acts.losses, c->acts.logits, c->targets, v);
-    if (!LAUNCH_OK()) return GPT_ERR_BACKEND;
+    if (LAUNCH_OK() != GPT_OK) return GPT_ERR_BACKEND;
     k_mean<<<1, 1024, 0, st>>>(c->loss_dev, c->acts.losses, n);
-    if (!LAUNCH_OK()) return GPT_ERR_BACKEND;
+    if (LAUNCH_OK() != GPT_OK) return GPT_ERR_BACKEND;
     if (cuda_copy(&mean, c->loss_dev, sizeof mean, cudaMemcpyDeviceToHost, st) != GPT_OK) return GPT_ERR_BACKEND;
     *loss = (float)mean;
     c->backward_ready = 1;
@@ -695,27 +699,31 @@ static gpt_status cuda_backward(gpt_backend *be)
     c->backward_ready = 0;
     k_crossentropy_backward<<<gpt_blocks(n * v, 256), 256, 0, st>>>(c->acts.logits, c->acts.logits, c->targets, n, v,
                                                                    (float)(1.0 / (double)n));
-    if (!LAUNCH_OK() ||
-        !linear_backward(c, c->acts.dxn, c->grads + be->layout.lm_head, c->acts.logits, c->acts.xf,
-                         c->params + be->layout.lm_head, n, d, v, 0) ||
-        !rmsnorm_backward(c, c->acts.dres, d, c->acts.dxn, d, c->acts.xf, d, c->acts.rstdf, n, 1, (int)d, 0))
+    if (LAUNCH_OK() != GPT_OK ||
+        linear_backward(c, c->acts.dxn, c->grads + be->layout.lm_head, c->acts.logits, c->acts.xf,
+                        c->params + be->layout.lm_head, n, d, v, 0) != GPT_OK ||
+        rmsnorm_backward(c, c->acts.dres, d, c->acts.dxn, d, c->acts.xf, d, c->acts.rstdf, n, 1, (int)d, 0) != GPT_OK)
         return GPT_ERR_BACKEND;
     for (l = cfg->n_layers - 1; l >= 0; l--) {
         gpt_layer_acts *a = &c->acts.layers[l];
         gpt_layer_ptrs w = gpt_layer_at(&be->layout, c->params, l);
         gpt_layer_ptrs g = gpt_layer_at(&be->layout, c->grads, l);
-        if (!linear_backward(c, c->acts.dh, g.w_down, c->acts.dres, a->h, w.w_down, n, f, d, 0)) return GPT_ERR_BACKEND;
+        if (linear_backward(c, c->acts.dh, g.w_down, c->acts.dres, a->h, w.w_down, n, f, d, 0) != GPT_OK)
+            return GPT_ERR_BACKEND;
         k_swiglu_backward<<<gpt_blocks(n * f, 256), 256, 0, st>>>(c->acts.dgu, c->acts.dh, a->gu, n, f);
-        if (!LAUNCH_OK() || !linear_backward(c, c->acts.dxn, g.w_gate, c->acts.dgu, a->xn2, w.w_gate, n, d, 2 * f, 0) ||
-            !rmsnorm_backward(c, c->acts.dres, d, c->acts.dxn, d, a->xn2, d, a->rstd2, n, 1, (int)d, 1) ||
-            !linear_backward(c, c->acts.dy, g.wo, c->acts.dres, a->y, w.wo, n, d, d, 0) ||
-            !attention_backward(c, c->acts.dqkv, 3 * d, c->acts.dqkv + d, 3 * d, c->acts.dqkv + 2 * d, 3 * d, c->acts.datt, c->acts.dy, d,
-                                a->att, a->qr, d, a->kr, d, a->qkv + 2 * d, 3 * d, c->n_seq, c->t) ||
-            !rope(c, c->acts.dqkv, 3 * d, c->acts.dqkv, 3 * d, c->n_seq, c->t, 1) ||
-            !rope(c, c->acts.dqkv + d, 3 * d, c->acts.dqkv + d, 3 * d, c->n_seq, c->t, 1) ||
-            !rmsnorm_backward(c, c->acts.dqkv, 3 * d, c->acts.dqkv, 3 * d, a->qkv, 3 * d, a->rstd_qk, n, 2 * nh, hd, 0) ||
-            !linear_backward(c, c->acts.dxn, g.wq, c->acts.dqkv, a->xn1, w.wq, n, d, 3 * d, 0) ||
-            !rmsnorm_backward(c, c->acts.dres, d, c->acts.dxn, d, a->xn1, d, a->rstd1, n, 1, (int)d, 1))
+        if (LAUNCH_OK() != GPT_OK ||
+            linear_backward(c, c->acts.dxn, g.w_gate, c->acts.dgu, a->xn2, w.w_gate, n, d, 2 * f, 0) != GPT_OK ||
+            rmsnorm_backward(c, c->acts.dres, d, c->acts.dxn, d, a->xn2, d, a->rstd2, n, 1, (int)d, 1) != GPT_OK ||
+            linear_backward(c, c->acts.dy, g.wo, c->acts.dres, a->y, w.wo, n, d, d, 0) != GPT_OK ||
+            attention_backward(c, c->acts.dqkv, 3 * d, c->acts.dqkv + d, 3 * d, c->acts.dqkv + 2 * d, 3 * d,
+                               c->acts.datt, c->acts.dy, d, a->att, a->qr, d, a->kr, d, a->qkv + 2 * d, 3 * d, c->n_seq,
+                               c->t) != GPT_OK ||
+            rope(c, c->acts.dqkv, 3 * d, c->acts.dqkv, 3 * d, c->n_seq, c->t, 1) != GPT_OK ||
+            rope(c, c->acts.dqkv + d, 3 * d, c->acts.dqkv + d, 3 * d, c->n_seq, c->t, 1) != GPT_OK ||
+            rmsnorm_backward(c, c->acts.dqkv, 3 * d, c->acts.dqkv, 3 * d, a->qkv, 3 * d, a->rstd_qk, n, 2 * nh, hd,
+                             0) != GPT_OK ||
+            linear_backward(c, c->acts.dxn, g.wq, c->acts.dqkv, a->xn1, w.wq, n, d, 3 * d, 0) != GPT_OK ||
+            rmsnorm_backward(c, c->acts.dres, d, c->acts.dxn, d, a->xn1, d, a->rstd1, n, 1, (int)d, 1) != GPT_OK)
             return GPT_ERR_BACKEND;
     }
     {
@@ -723,8 +731,8 @@ static gpt_status cuda_backward(gpt_backend *be)
         dim3 grid((unsigned)c->n_segments, (unsigned)((d + 127) / 128));
         k_embedding_backward_sorted<<<grid, 128, 0, st>>>(c->grads + be->layout.wte, perm, off, tok, c->acts.dres, d);
     }
-    if (!LAUNCH_OK()) return GPT_ERR_BACKEND;
-    return CU_OK(cudaStreamSynchronize(st)) ? GPT_OK : GPT_ERR_BACKEND;
+    if (LAUNCH_OK() != GPT_OK) return GPT_ERR_BACKEND;
+    return CU_OK(cudaStreamSynchronize(st));
 }
 
 static gpt_status cuda_zero_grad(gpt_backend *be)
@@ -732,9 +740,9 @@ static gpt_status cuda_zero_grad(gpt_backend *be)
     cuda_backend *c = cuda_of(be);
     if (!c) return GPT_ERR_NULL;
     /* the device block only: the host mirror is written whole by pull_grads before anyone reads it */
-    if (!CU_OK(cudaMemsetAsync(c->grads, 0, be->layout.n_params * sizeof(float), c->ctx.stream)))
+    if (CU_OK(cudaMemsetAsync(c->grads, 0, be->layout.n_params * sizeof(float), c->ctx.stream)) != GPT_OK)
         return GPT_ERR_BACKEND;
-    return CU_OK(cudaStreamSynchronize(c->ctx.stream)) ? GPT_OK : GPT_ERR_BACKEND;
+    return CU_OK(cudaStreamSynchronize(c->ctx.stream));
 }
 
 /* gpt_trunk_fn: one chunk of cuda_head_inputs (tokens up, the final-norm outputs down) */
@@ -744,8 +752,9 @@ static gpt_status cuda_trunk_chunk(void *ctx, const int *tokens, int n_seq, floa
     cuda_backend *c = cuda_of(be);
     size_t d = (size_t)be->config.d_model, t = (size_t)be->max_seq;
     c->backward_ready = 0;
-    if (cuda_copy(c->inputs, tokens, (size_t)n_seq * t * sizeof(int), cudaMemcpyHostToDevice, c->ctx.stream) != GPT_OK ||
-        !cuda_trunk_forward(c, n_seq, (int)t) ||
+    if (cuda_copy(c->inputs, tokens, (size_t)n_seq * t * sizeof(int), cudaMemcpyHostToDevice, c->ctx.stream) !=
+            GPT_OK ||
+        cuda_trunk_forward(c, n_seq, (int)t) != GPT_OK ||
         cuda_copy(out, c->acts.xf, (size_t)n_seq * t * d * sizeof(float), cudaMemcpyDeviceToHost, c->ctx.stream) !=
             GPT_OK)
         return GPT_ERR_BACKEND;
@@ -768,8 +777,9 @@ static gpt_status cuda_last_logits(gpt_backend *be, const int *context, int len,
     d = (size_t)be->config.d_model, v = (size_t)be->config.vocab_size;
     c->backward_ready = 0;
     if (cuda_copy(c->inputs, context, (size_t)len * sizeof(int), cudaMemcpyHostToDevice, c->ctx.stream) != GPT_OK ||
-        !cuda_trunk_forward(c, 1, len) ||
-        !linear_forward(c, c->acts.logits, c->acts.xf + (size_t)(len - 1) * d, c->params + be->layout.lm_head, 1, d, v, 0) ||
+        cuda_trunk_forward(c, 1, len) != GPT_OK ||
+        linear_forward(c, c->acts.logits, c->acts.xf + (size_t)(len - 1) * d, c->params + be->layout.lm_head, 1, d, v,
+                       0) != GPT_OK ||
         cuda_copy(logits, c->acts.logits, v * sizeof(float), cudaMemcpyDeviceToHost, c->ctx.stream) != GPT_OK)
         return GPT_ERR_BACKEND;
     return GPT_OK;

@@ -72,8 +72,8 @@ static void opt_free(dev_opt *o, gpt_backend *be)
     memset(o, 0, sizeof *o);
 }
 
-/* 0 when every buffer was allocated */
-static int opt_alloc(dev_opt *o, gpt_backend *be)
+/* GPT_OK when every buffer was allocated, GPT_ERR_NOMEM otherwise */
+static gpt_status opt_alloc(dev_opt *o, gpt_backend *be)
 {
     int bad = 0;
     int nt = be->layout.n_tensors, i;
@@ -100,30 +100,32 @@ static int opt_alloc(dev_opt *o, gpt_backend *be)
         }
     }
     o->ws = (float *)gpt_cuda_malloc(maxws * 4);
-    return bad || !o->m || !o->v || !o->mom || !o->ws ? -1 : 0;
+    return bad || !o->m || !o->v || !o->mom || !o->ws ? GPT_ERR_NOMEM : GPT_OK;
 }
 
-static int opt_step(dev_opt *o, gpt_backend *be, long long step)
+/* every tensor's step, even after one failed (as before); the first failure */
+static gpt_status opt_step(dev_opt *o, gpt_backend *be, long long step)
 {
     float *P = gpt_cuda_device_params(be), *G = gpt_cuda_device_grads(be);
-    int i, ok = 1;
+    gpt_status st = GPT_OK, s;
+    int i;
     for (i = 0; i < be->layout.n_tensors; i++) {
         gpt_tensor t;
         gpt_tensor_info(&be->config, i, &t);
         if (t.kind == GPT_TENSOR_EMBEDDING) {
             muon_adamw_config ac = muon_adamw_default();
-            ok &= gpt_cuda_adamw_step(be, P + t.offset, G + t.offset, o->m[i], o->v[i], t.rows * t.cols, &ac, step, NULL) ==
-                  GPT_OK;
+            s = gpt_cuda_adamw_step(be, P + t.offset, G + t.offset, o->m[i], o->v[i], t.rows * t.cols, &ac, step, NULL);
         } else if (t.kind == GPT_TENSOR_BLOCK_MATRIX) {
             muon_config mc = muon_default();
-            ok &= gpt_cuda_muon_step(be, P + t.offset, G + t.offset, o->mom[i], t.rows, t.cols, &mc, o->ws, NULL) == GPT_OK;
+            s = gpt_cuda_muon_step(be, P + t.offset, G + t.offset, o->mom[i], t.rows, t.cols, &mc, o->ws, NULL);
         } else {
             rn_rownorm_config rc = rn_rownorm_default();
-            ok &= gpt_cuda_rownorm_step(be, P + t.offset, G + t.offset, o->B, t.rows, t.cols, &rc,
-                                        (unsigned long long)(step - 1), NULL, o->rnws) == GPT_OK;
+            s = gpt_cuda_rownorm_step(be, P + t.offset, G + t.offset, o->B, t.rows, t.cols, &rc,
+                                      (unsigned long long)(step - 1), NULL, o->rnws);
         }
+        if (st == GPT_OK) st = s;
     }
-    return ok;
+    return st;
 }
 
 static void bench_model(const char *name, gpt_config cfg, int B, int T, int steps)
@@ -142,7 +144,7 @@ static void bench_model(const char *name, gpt_config cfg, int B, int T, int step
     }
     memset(&o, 0, sizeof o);
     in = (int *)malloc(n * sizeof(int)), tg = (int *)malloc(n * sizeof(int));
-    if (opt_alloc(&o, be) || !in || !tg) {
+    if (opt_alloc(&o, be) != GPT_OK || !in || !tg) {
         printf("model %-10s: cannot allocate the optimizer state (out of memory?)\n", name);
         goto out;
     }
@@ -151,7 +153,7 @@ static void bench_model(const char *name, gpt_config cfg, int B, int T, int step
 #define BENCH_OK(x) ok &= (x) == GPT_OK
     for (s = 0; s < 2 && ok; s++) { /* warm-up */
         BENCH_OK(be->ops->zero_grad(be)), BENCH_OK(be->ops->forward(be, in, tg, &loss)), BENCH_OK(be->ops->backward(be));
-        ok &= opt_step(&o, be, s + 1);
+        BENCH_OK(opt_step(&o, be, s + 1));
     }
     t_start(&tm);
     for (s = 0; s < steps && ok; s++) BENCH_OK(be->ops->forward(be, in, tg, &loss)), BENCH_OK(be->ops->backward(be));
@@ -160,7 +162,7 @@ static void bench_model(const char *name, gpt_config cfg, int B, int T, int step
     for (s = 0; s < steps && ok; s++) {
         /* zero_grad is a device memset (cuda.cu): inside the timed step, as in training */
         BENCH_OK(be->ops->zero_grad(be)), BENCH_OK(be->ops->forward(be, in, tg, &loss)), BENCH_OK(be->ops->backward(be));
-        ok &= opt_step(&o, be, s + 3);
+        BENCH_OK(opt_step(&o, be, s + 3));
     }
     ms_all = t_stop_ms(&tm) / steps;
 #undef BENCH_OK

@@ -23,9 +23,10 @@ typedef struct gpt_cuda_ctx {
 /* The context of a CUDA backend (NULL for NULL or another backend). */
 gpt_cuda_ctx *gpt_cuda__ctx(gpt_backend *be);
 
-/* Nonzero on success; prints what failed and where otherwise. */
-int gpt_cuda__ok(cudaError_t e, const char *what, const char *file, int line);
-int gpt_cuda__blas_ok(cublasStatus_t s, const char *what, const char *file, int line);
+/* GPT_OK on success; otherwise prints what failed and where and returns GPT_ERR_BACKEND (so are
+ * CU_OK, BLAS_OK and LAUNCH_OK, and every launcher built on them: test with != GPT_OK). */
+gpt_status gpt_cuda__ok(cudaError_t e, const char *what, const char *file, int line);
+gpt_status gpt_cuda__blas_ok(cublasStatus_t s, const char *what, const char *file, int line);
 #define CU_OK(x) gpt_cuda__ok((x), #x, __FILE__, __LINE__)
 #define BLAS_OK(x) gpt_cuda__blas_ok((x), #x, __FILE__, __LINE__)
 #define LAUNCH_OK() gpt_cuda__ok(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
@@ -33,10 +34,11 @@ int gpt_cuda__blas_ok(cublasStatus_t s, const char *what, const char *file, int 
 /* Row-major C (m x n, ldc) = alpha op(A) op(B) + beta C through cuBLAS's column-major GEMM
  * (the column-major view of a row-major matrix is its transpose, so C^T = op(B)^T op(A)^T:
  * the operands swap, the transpose flags stay). precise = 1 forces fp32 compute whatever the
- * backend's math mode; batch > 1 uses the strides (in floats) of A, B and C. */
-int gpt_cuda__gemm(const gpt_cuda_ctx *c, int precise, int trans_a, int trans_b, int m, int n, int k,
-                   float alpha, const float *A, int lda, long long stride_a, const float *B, int ldb,
-                   long long stride_b, float beta, float *C, int ldc, long long stride_c, int batch);
+ * backend's math mode; batch > 1 uses the strides (in floats) of A, B and C. GPT_OK, or
+ * GPT_ERR_BACKEND after cuBLAS's error is printed (an empty product is GPT_OK). */
+gpt_status gpt_cuda__gemm(const gpt_cuda_ctx *c, int precise, int trans_a, int trans_b, int m, int n, int k,
+                          float alpha, const float *A, int lda, long long stride_a, const float *B, int ldb,
+                          long long stride_b, float beta, float *C, int ldc, long long stride_c, int batch);
 
 /* ---- device reductions (the butterfly of gm_butterfly_sum) ------------------------------- */
 

@@ -45,7 +45,7 @@ __global__ void k_scale(float *x, size_t n, double f)
 
 /* *dst (device) = sum of x[i]^2 over every SM: per-block partials in the context's scratch (no
  * allocation per call), then one block sums them in a fixed order (reproducible run to run) */
-static int launch_sumsq(const gpt_cuda_ctx *c, double *dst, const float *x, size_t n)
+static gpt_status launch_sumsq(const gpt_cuda_ctx *c, double *dst, const float *x, size_t n)
 {
     unsigned nb = gpt_blocks(n, 256);
     if (nb > GPT_CUDA_SUMSQ_BLOCKS) nb = GPT_CUDA_SUMSQ_BLOCKS;
@@ -58,10 +58,10 @@ gpt_status gpt_cuda_sumsq(gpt_backend *be, const float *x, size_t n, double *out
 {
     gpt_cuda_ctx *c = gpt_cuda__ctx(be);
     if (!c || !x || !out) return GPT_ERR_NULL;
-    if (launch_sumsq(c, c->scratch + GPT_CUDA_SUMSQ_BLOCKS, x, n) &&
+    if (launch_sumsq(c, c->scratch + GPT_CUDA_SUMSQ_BLOCKS, x, n) == GPT_OK &&
         CU_OK(cudaMemcpyAsync(c->h_scalar, c->scratch + GPT_CUDA_SUMSQ_BLOCKS, sizeof(double), cudaMemcpyDeviceToHost,
-                              c->stream)) &&
-        CU_OK(cudaStreamSynchronize(c->stream))) {
+                              c->stream)) == GPT_OK &&
+        CU_OK(cudaStreamSynchronize(c->stream)) == GPT_OK) {
         *out = *c->h_scalar;
         return GPT_OK;
     }
@@ -73,7 +73,7 @@ gpt_status gpt_cuda_scale(gpt_backend *be, float *x, size_t n, double f)
     gpt_cuda_ctx *c = gpt_cuda__ctx(be);
     if (!c || !x) return GPT_ERR_NULL;
     k_scale<<<gpt_blocks(n, 256), 256, 0, c->stream>>>(x, n, f);
-    return LAUNCH_OK() ? GPT_OK : GPT_ERR_BACKEND;
+    return LAUNCH_OK();
 }
 
 /* ---- AdamW ------------------------------------------------------------------------------- */
@@ -101,7 +101,7 @@ gpt_status gpt_cuda_adamw_step(gpt_backend *be, float *param, const float *grad,
     bc2 = gm_bias_correction(cfg->beta2, (double)t);
     k_adamw<<<gpt_blocks(n, 256), 256, 0, c->stream>>>(param, grad, m, v, n, cfg->beta1, cfg->beta2, cfg->lr,
                                                        cfg->eps, cfg->lr * cfg->weight_decay, bc1, bc2, step_out);
-    return LAUNCH_OK() ? GPT_OK : GPT_ERR_BACKEND;
+    return LAUNCH_OK();
 }
 
 /* ---- Muon -------------------------------------------------------------------------------- */
@@ -202,49 +202,51 @@ gpt_status gpt_cuda_muon_step(gpt_backend *be, float *w, const float *g, float *
     }
     k_muon_direction<<<gpt_blocks(total, 256), 256, 0, c->stream>>>(U, momentum, g, total, cfg->momentum,
                                                                     cfg->nesterov, (int)cfg->momentum_form);
-    if (!LAUNCH_OK()) return GPT_ERR_BACKEND;
+    if (LAUNCH_OK() != GPT_OK) return GPT_ERR_BACKEND;
     scale = gm_muon_shape_scale((int)cfg->scale, cfg->scale_coeff, (double)r, (double)cols);
     for (ch = 0; ch < split; ch++) {
         float *Gc = U + ch * r * cols;
         X = U + total, Y = X + total; /* the result lands in either: reset per chunk */
         int tall = r > cols;
         size_t m = tall ? cols : r, n = tall ? r : cols;
-        if (!launch_sumsq(c, sumsq, Gc, r * cols)) return GPT_ERR_BACKEND;
+        if (launch_sumsq(c, sumsq, Gc, r * cols) != GPT_OK) return GPT_ERR_BACKEND;
         k_ns_load<<<gpt_blocks(r * cols, 256), 256, 0, c->stream>>>(X, Gc, r, cols, sumsq, ns.safety, ns.eps, tall);
-        if (!LAUNCH_OK()) return GPT_ERR_BACKEND;
+        if (LAUNCH_OK() != GPT_OK) return GPT_ERR_BACKEND;
         for (k = 0; k < ns.steps; k++) {
             const double *tr = gm_ns_triple(&ns, k);
             float a = (float)tr[0], b = (float)tr[1], cc = (float)tr[2], *sw;
             /* X row-major m x n is column-major n x m (Xc): A = X X^T = Xc^T Xc (SYRK, lower) */
-            if (!BLAS_OK(cublasSsyrk(c->blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, (int)m, (int)n, &one, X, (int)n,
-                                     &zero, A, (int)m)))
+            if (BLAS_OK(cublasSsyrk(c->blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, (int)m, (int)n, &one, X, (int)n,
+                                    &zero, A, (int)m)) != GPT_OK)
                 return GPT_ERR_BACKEND;
             if (cc != 0.0f) {
                 /* B = b A + c A A^T (A symmetric: A A = A A^T, SYRK again on the full A) */
                 k_symmetrize<<<gpt_blocks(m * m, 256), 256, 0, c->stream>>>(A, m);
-                if (!LAUNCH_OK() ||
-                    !CU_OK(cudaMemcpyAsync(Bm, A, m * m * sizeof(float), cudaMemcpyDeviceToDevice, c->stream)) ||
-                    !BLAS_OK(cublasSsyrk(c->blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, (int)m, (int)m, &cc, A,
-                                         (int)m, &b, Bm, (int)m)))
+                if (LAUNCH_OK() != GPT_OK ||
+                    CU_OK(cudaMemcpyAsync(Bm, A, m * m * sizeof(float), cudaMemcpyDeviceToDevice, c->stream)) !=
+                        GPT_OK ||
+                    BLAS_OK(cublasSsyrk(c->blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, (int)m, (int)m, &cc, A, (int)m,
+                                        &b, Bm, (int)m)) != GPT_OK)
                     return GPT_ERR_BACKEND;
                 k_ns_poly<<<gpt_blocks(m * m, 256), 256, 0, c->stream>>>(Bm, A, m, a, b, 0);
             } else {
                 k_ns_poly<<<gpt_blocks(m * m, 256), 256, 0, c->stream>>>(Bm, A, m, a, b, 1);
             }
-            if (!LAUNCH_OK()) return GPT_ERR_BACKEND;
+            if (LAUNCH_OK() != GPT_OK) return GPT_ERR_BACKEND;
             /* X <- (B + a I) X: row-major Y = Bs X is column-major Yc = Xc Bs (SYMM, right side) */
-            if (!BLAS_OK(cublasSsymm(c->blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, (int)n, (int)m, &one, Bm,
-                                     (int)m, X, (int)n, &zero, Y, (int)n)))
+            if (BLAS_OK(cublasSsymm(c->blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, (int)n, (int)m, &one, Bm,
+                                    (int)m, X, (int)n, &zero, Y, (int)n)) != GPT_OK)
                 return GPT_ERR_BACKEND;
             sw = X, X = Y, Y = sw;
         }
         k_ns_store<<<gpt_blocks(r * cols, 256), 256, 0, c->stream>>>(Gc, X, r, cols, (float)(-cfg->lr * scale),
                                                                     tall);
-        if (!LAUNCH_OK()) return GPT_ERR_BACKEND;
+        if (LAUNCH_OK() != GPT_OK) return GPT_ERR_BACKEND;
     }
     k_decay_add<<<gpt_blocks(total, 256), 256, 0, c->stream>>>(w, U, total, cfg->lr * cfg->weight_decay);
-    if (!LAUNCH_OK()) return GPT_ERR_BACKEND;
-    if (step_out && !CU_OK(cudaMemcpyAsync(step_out, U, total * sizeof(float), cudaMemcpyDeviceToDevice, c->stream)))
+    if (LAUNCH_OK() != GPT_OK) return GPT_ERR_BACKEND;
+    if (step_out &&
+        CU_OK(cudaMemcpyAsync(step_out, U, total * sizeof(float), cudaMemcpyDeviceToDevice, c->stream)) != GPT_OK)
         return GPT_ERR_BACKEND; /* S = D, as muon_step's step_out */
     return GPT_OK;
 }
@@ -355,31 +357,31 @@ gpt_status gpt_cuda_rownorm_step(gpt_backend *be, float *w, const float *g, floa
         k_rn_plain<<<gpt_blocks(rows * 32, 256), 256, 0, c->stream>>>(B, g, rows, cols, beta, omb, eps_t, -cfg->lr,
                                                                       gm_rn_decay_amount(cfg->lr, cfg->weight_decay), w,
                                                                       step_out);
-        return LAUNCH_OK() ? GPT_OK : GPT_ERR_BACKEND;
+        return LAUNCH_OK();
     }
     /* pass 1: B <- EMA and its column sums (mu = mean of the new B: the inner centre) */
     k_rn_ema_colsum<<<cgrid, 128, 0, c->stream>>>(B, g, rows, cols, beta, omb, part);
-    if (!LAUNCH_OK()) return GPT_ERR_BACKEND;
+    if (LAUNCH_OK() != GPT_OK) return GPT_ERR_BACKEND;
     if (cin) {
         k_combine<<<gpt_blocks(cols, 128), 128, 0, c->stream>>>(mu, part, nch, cols, rows);
-        if (!LAUNCH_OK()) return GPT_ERR_BACKEND;
-    } else if (!CU_OK(cudaMemsetAsync(mu, 0, cols * sizeof(double), c->stream))) {
+        if (LAUNCH_OK() != GPT_OK) return GPT_ERR_BACKEND;
+    } else if (CU_OK(cudaMemsetAsync(mu, 0, cols * sizeof(double), c->stream)) != GPT_OK) {
         return GPT_ERR_BACKEND;
     }
     /* pass 2: centred row norms; pass 3: the outer mean (without the outer P: nu = 0) */
     k_rn_row_inv<<<gpt_blocks(rows * 32, 256), 256, 0, c->stream>>>(B, rows, cols, mu, eps_t, rowinv);
-    if (!LAUNCH_OK()) return GPT_ERR_BACKEND;
+    if (LAUNCH_OK() != GPT_OK) return GPT_ERR_BACKEND;
     if (cout) {
         k_rn_nu_colsum<<<cgrid, 128, 0, c->stream>>>(B, rows, cols, mu, rowinv, part);
         k_combine<<<gpt_blocks(cols, 128), 128, 0, c->stream>>>(nu, part, nch, cols, rows);
-        if (!LAUNCH_OK()) return GPT_ERR_BACKEND;
-    } else if (!CU_OK(cudaMemsetAsync(nu, 0, cols * sizeof(double), c->stream))) {
+        if (LAUNCH_OK() != GPT_OK) return GPT_ERR_BACKEND;
+    } else if (CU_OK(cudaMemsetAsync(nu, 0, cols * sizeof(double), c->stream)) != GPT_OK) {
         return GPT_ERR_BACKEND;
     }
     /* pass 4: the write of W (and S) */
     k_rn_write<<<gpt_blocks(rows * cols, 256), 256, 0, c->stream>>>(B, rows, cols, mu, rowinv, nu, -cfg->lr,
                                                                     1.0 - cfg->lr * cfg->weight_decay, w, step_out);
-    return LAUNCH_OK() ? GPT_OK : GPT_ERR_BACKEND;
+    return LAUNCH_OK();
 }
 
 /* ---- exact row diameter ------------------------------------------------------------------- */
@@ -499,45 +501,45 @@ gpt_status gpt_cuda_row_diameter(gpt_backend *be, const float *S, size_t rows, s
     if (panel > rows) panel = rows;
     h_norms = (double *)malloc(rows * sizeof(double));
     if (!h_norms) return GPT_ERR_NOMEM;
-    if (!CU_OK(cudaMalloc((void **)&C, rows * cols * sizeof(float))) ||
-        !CU_OK(cudaMalloc((void **)&Gm, panel * rows * sizeof(float))) ||
-        !CU_OK(cudaMalloc((void **)&mu, cols * sizeof(double))) ||
-        !CU_OK(cudaMalloc((void **)&part, nch * cols * sizeof(double))) ||
-        !CU_OK(cudaMalloc((void **)&norms2, rows * sizeof(double))) ||
-        !CU_OK(cudaMalloc((void **)&d_best, blocks * sizeof(pair_best))) ||
-        !CU_OK(cudaMalloc((void **)&d_ci, 2 * DIAM_MAX_CANDIDATES * sizeof(long long))) ||
-        !CU_OK(cudaMalloc((void **)&d_d2, DIAM_MAX_CANDIDATES * sizeof(double))) ||
-        !CU_OK(cudaMalloc((void **)&d_count, sizeof(unsigned long long))))
+    if (CU_OK(cudaMalloc((void **)&C, rows * cols * sizeof(float))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&Gm, panel * rows * sizeof(float))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&mu, cols * sizeof(double))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&part, nch * cols * sizeof(double))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&norms2, rows * sizeof(double))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&d_best, blocks * sizeof(pair_best))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&d_ci, 2 * DIAM_MAX_CANDIDATES * sizeof(long long))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&d_d2, DIAM_MAX_CANDIDATES * sizeof(double))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&d_count, sizeof(unsigned long long))) != GPT_OK)
         goto out;
     /* centre in double (the Gram form would cancel on a large common component) */
     k_colsum<<<dim3((unsigned)((cols + 127) / 128), (unsigned)nch), 128, 0, c->stream>>>(S, rows, cols, part);
     k_combine<<<gpt_blocks(cols, 128), 128, 0, c->stream>>>(mu, part, nch, cols, rows);
     k_centre_rows<<<gpt_blocks(rows * 32, 256), 256, 0, c->stream>>>(C, norms2, S, rows, cols, mu);
-    if (!LAUNCH_OK() || !CU_OK(cudaMemsetAsync(d_count, 0, sizeof h_count, c->stream)) ||
-        !CU_OK(cudaMemcpyAsync(h_norms, norms2, rows * sizeof(double), cudaMemcpyDeviceToHost, c->stream)) ||
-        !CU_OK(cudaStreamSynchronize(c->stream)))
+    if (LAUNCH_OK() != GPT_OK || CU_OK(cudaMemsetAsync(d_count, 0, sizeof h_count, c->stream)) != GPT_OK ||
+        CU_OK(cudaMemcpyAsync(h_norms, norms2, rows * sizeof(double), cudaMemcpyDeviceToHost, c->stream)) != GPT_OK ||
+        CU_OK(cudaStreamSynchronize(c->stream)) != GPT_OK)
         goto out;
     for (k = 0; k < rows; k++) max_n2 = h_norms[k] > max_n2 ? h_norms[k] : max_n2;
     thr = 0.0;
     for (pass = 0; pass < 2; pass++) {
         for (i0 = 0; i0 < rows; i0 += panel) {
             size_t p = rows - i0 < panel ? rows - i0 : panel, q = rows - i0; /* columns j >= i0 */
-            if (!gpt_cuda__gemm(c, 1, 0, 1, (int)p, (int)q, (int)cols, 1.0f, C + i0 * cols, (int)cols, 0,
-                                C + i0 * cols, (int)cols, 0, 0.0f, Gm, (int)q, 0, 1))
+            if (gpt_cuda__gemm(c, 1, 0, 1, (int)p, (int)q, (int)cols, 1.0f, C + i0 * cols, (int)cols, 0, C + i0 * cols,
+                               (int)cols, 0, 0.0f, Gm, (int)q, 0, 1) != GPT_OK)
                 goto out;
             if (pass == 0) {
                 k_pair_max<<<blocks, 256, 0, c->stream>>>(d_best, Gm, p, q, i0, i0, norms2);
-                if (!LAUNCH_OK() ||
-                    !CU_OK(cudaMemcpyAsync(h_best, d_best, blocks * sizeof(pair_best), cudaMemcpyDeviceToHost,
-                                           c->stream)) ||
-                    !CU_OK(cudaStreamSynchronize(c->stream)))
+                if (LAUNCH_OK() != GPT_OK ||
+                    CU_OK(cudaMemcpyAsync(h_best, d_best, blocks * sizeof(pair_best), cudaMemcpyDeviceToHost,
+                                          c->stream)) != GPT_OK ||
+                    CU_OK(cudaStreamSynchronize(c->stream)) != GPT_OK)
                     goto out;
                 for (k = 0; k < blocks; k++)
                     if (h_best[k].d2 > best.d2) best = h_best[k];
             } else {
                 k_pair_collect<<<blocks, 256, 0, c->stream>>>(d_ci, d_ci + DIAM_MAX_CANDIDATES, d_count,
                                                               DIAM_MAX_CANDIDATES, Gm, p, q, i0, i0, norms2, thr);
-                if (!LAUNCH_OK()) goto out;
+                if (LAUNCH_OK() != GPT_OK) goto out;
             }
         }
         if (pass == 0) {
@@ -546,8 +548,8 @@ gpt_status gpt_cuda_row_diameter(gpt_backend *be, const float *S, size_t rows, s
             thr = best.d2 - 4.0 * gamma * max_n2 * 1.01;
         }
     }
-    if (!CU_OK(cudaMemcpyAsync(&h_count, d_count, sizeof h_count, cudaMemcpyDeviceToHost, c->stream)) ||
-        !CU_OK(cudaStreamSynchronize(c->stream)))
+    if (CU_OK(cudaMemcpyAsync(&h_count, d_count, sizeof h_count, cudaMemcpyDeviceToHost, c->stream)) != GPT_OK ||
+        CU_OK(cudaStreamSynchronize(c->stream)) != GPT_OK)
         goto out;
     n_cand = h_count < DIAM_MAX_CANDIDATES ? (size_t)h_count : DIAM_MAX_CANDIDATES;
     if (h_count > DIAM_MAX_CANDIDATES)
@@ -562,12 +564,12 @@ gpt_status gpt_cuda_row_diameter(gpt_backend *be, const float *S, size_t rows, s
         st = GPT_ERR_NOMEM;
         goto out;
     }
-    if (!LAUNCH_OK() ||
-        !CU_OK(cudaMemcpyAsync(h_ci, d_ci, n_cand * sizeof(long long), cudaMemcpyDeviceToHost, c->stream)) ||
-        !CU_OK(cudaMemcpyAsync(h_ci + n_cand, d_ci + DIAM_MAX_CANDIDATES, n_cand * sizeof(long long),
-                               cudaMemcpyDeviceToHost, c->stream)) ||
-        !CU_OK(cudaMemcpyAsync(h_d2, d_d2, n_cand * sizeof(double), cudaMemcpyDeviceToHost, c->stream)) ||
-        !CU_OK(cudaStreamSynchronize(c->stream)))
+    if (LAUNCH_OK() != GPT_OK ||
+        CU_OK(cudaMemcpyAsync(h_ci, d_ci, n_cand * sizeof(long long), cudaMemcpyDeviceToHost, c->stream)) != GPT_OK ||
+        CU_OK(cudaMemcpyAsync(h_ci + n_cand, d_ci + DIAM_MAX_CANDIDATES, n_cand * sizeof(long long),
+                              cudaMemcpyDeviceToHost, c->stream)) != GPT_OK ||
+        CU_OK(cudaMemcpyAsync(h_d2, d_d2, n_cand * sizeof(double), cudaMemcpyDeviceToHost, c->stream)) != GPT_OK ||
+        CU_OK(cudaStreamSynchronize(c->stream)) != GPT_OK)
         goto out;
     best.d2 = -1.0, best.i = best.j = -1;
     for (k = 0; k < n_cand; k++) {
@@ -628,43 +630,44 @@ gpt_status gpt_cuda_hilbert_rms(gpt_backend *be, const float *S, size_t rows, si
     if (rows == 0 || cols == 0 || n_tokens == 0) return GPT_ERR_SIZE;
     tile = ((size_t)1 << 26) / n_tokens; /* 256 MiB of logits per tile */
     tile = tile < 1 ? 1 : tile > rows ? rows : tile;
-    if (!CU_OK(cudaMalloc((void **)&L, n_tokens * tile * sizeof(float))) ||
-        !CU_OK(cudaMalloc((void **)&tmax, n_tokens * sizeof(float))) ||
-        !CU_OK(cudaMalloc((void **)&tmin, n_tokens * sizeof(float))))
+    if (CU_OK(cudaMalloc((void **)&L, n_tokens * tile * sizeof(float))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&tmax, n_tokens * sizeof(float))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&tmin, n_tokens * sizeof(float))) != GPT_OK)
         goto out;
     /* centre the rows of S in double first: osc(S h) ignores a common row, and without it a large
      * common component would swamp the float products */
     nch = (rows + RN_CHUNK_ROWS - 1) / RN_CHUNK_ROWS;
-    if (!CU_OK(cudaMalloc((void **)&C, rows * cols * sizeof(float))) ||
-        !CU_OK(cudaMalloc((void **)&mu, cols * sizeof(double))) ||
-        !CU_OK(cudaMalloc((void **)&part, nch * cols * sizeof(double))) ||
-        !CU_OK(cudaMalloc((void **)&norms2, rows * sizeof(double))))
+    if (CU_OK(cudaMalloc((void **)&C, rows * cols * sizeof(float))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&mu, cols * sizeof(double))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&part, nch * cols * sizeof(double))) != GPT_OK ||
+        CU_OK(cudaMalloc((void **)&norms2, rows * sizeof(double))) != GPT_OK)
         goto out;
     k_colsum<<<dim3((unsigned)((cols + 127) / 128), (unsigned)nch), 128, 0, c->stream>>>(S, rows, cols, part);
     k_combine<<<gpt_blocks(cols, 128), 128, 0, c->stream>>>(mu, part, nch, cols, rows);
     k_centre_rows<<<gpt_blocks(rows * 32, 256), 256, 0, c->stream>>>(C, norms2, S, rows, cols, mu);
-    if (!LAUNCH_OK()) goto out;
+    if (LAUNCH_OK() != GPT_OK) goto out;
     S = C;
     k_fill<<<gpt_blocks(n_tokens, 256), 256, 0, c->stream>>>(tmax, n_tokens, -INFINITY);
     k_fill<<<gpt_blocks(n_tokens, 256), 256, 0, c->stream>>>(tmin, n_tokens, INFINITY);
-    if (!LAUNCH_OK()) goto out;
+    if (LAUNCH_OK() != GPT_OK) goto out;
     for (v0 = 0; v0 < rows; v0 += tile) {
         size_t q = rows - v0 < tile ? rows - v0 : tile;
         /* L (tokens x q) = H S_tile^T, fp32 */
-        if (!gpt_cuda__gemm(c, 1, 0, 1, (int)n_tokens, (int)q, (int)cols, 1.0f, H, (int)cols, 0, S + v0 * cols,
-                            (int)cols, 0, 0.0f, L, (int)q, 0, 1))
+        if (gpt_cuda__gemm(c, 1, 0, 1, (int)n_tokens, (int)q, (int)cols, 1.0f, H, (int)cols, 0, S + v0 * cols,
+                           (int)cols, 0, 0.0f, L, (int)q, 0, 1) != GPT_OK)
             goto out;
         k_token_range<<<gpt_blocks(n_tokens * 32, 256), 256, 0, c->stream>>>(L, n_tokens, q, tmax, tmin);
-        if (!LAUNCH_OK()) goto out;
+        if (LAUNCH_OK() != GPT_OK) goto out;
     }
     h = (float *)malloc(2 * n_tokens * sizeof(float));
     if (!h) {
         st = GPT_ERR_NOMEM;
         goto out;
     }
-    if (!CU_OK(cudaMemcpyAsync(h, tmax, n_tokens * sizeof(float), cudaMemcpyDeviceToHost, c->stream)) ||
-        !CU_OK(cudaMemcpyAsync(h + n_tokens, tmin, n_tokens * sizeof(float), cudaMemcpyDeviceToHost, c->stream)) ||
-        !CU_OK(cudaStreamSynchronize(c->stream)))
+    if (CU_OK(cudaMemcpyAsync(h, tmax, n_tokens * sizeof(float), cudaMemcpyDeviceToHost, c->stream)) != GPT_OK ||
+        CU_OK(cudaMemcpyAsync(h + n_tokens, tmin, n_tokens * sizeof(float), cudaMemcpyDeviceToHost, c->stream)) !=
+            GPT_OK ||
+        CU_OK(cudaStreamSynchronize(c->stream)) != GPT_OK)
         goto out;
     for (k = 0; k < n_tokens; k++) {
         double dlt = (double)h[k] - (double)h[n_tokens + k];

@@ -230,9 +230,9 @@ gpt_status gpt_cuda_optim_step(gpt_cuda_optim *d, struct optim_set *o, long step
         if (st != GPT_OK)
             return gpt_fail(err, errlen, st, "device step on %s failed: %s", s->t.name, gpt_status_string(st));
     }
-    return CU_OK(cudaStreamSynchronize(c->stream)) ? GPT_OK
-                                                   : gpt_fail(err, errlen, GPT_ERR_BACKEND,
-                                                              "device optimizer step failed");
+    if (CU_OK(cudaStreamSynchronize(c->stream)) != GPT_OK)
+        return gpt_fail(err, errlen, GPT_ERR_BACKEND, "device optimizer step failed");
+    return GPT_OK;
 }
 
 static gpt_status dn(float *dst, const float *src, size_t n)

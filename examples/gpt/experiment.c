@@ -185,11 +185,12 @@ static int count_missing(const exp_results *x, int arm, double rate, int n)
 }
 
 /* The grids (fixed rates or parsed sweeps), the seeds, the paper's rates and the first count of
- * runs; 0, or 2 with the message for a bad list of rates. */
-static int plan(exp_ctx *x, const exp_options *eo)
+ * runs; GPT_OK, or exp_parse_rates's status with the message printed for a bad list of rates. */
+static gpt_status plan(exp_ctx *x, const exp_options *eo)
 {
     exp_results *e = &x->res;
     char err[512];
+    gpt_status st;
     int arm, k, n = eo->seeds > 0 ? eo->seeds : 1, ks = eo->sweep_seeds > 0 ? eo->sweep_seeds : 1;
     memset(x, 0, sizeof *x);
     x->eo = eo;
@@ -204,10 +205,10 @@ static int plan(exp_ctx *x, const exp_options *eo)
         e->paper[arm] = optim_default(exp_arm_head[arm]).head_lr;
         if (eo->head_lr[arm] > 0.0) {
             g->rate[0] = eo->head_lr[arm], g->n = 1, g->fixed = 1;
-        } else if (exp_parse_rates(eo->sweep[arm] ? eo->sweep[arm] : arm ? EXP_SWEEP_ROWNORM : EXP_SWEEP_ADAMW, g->rate,
-                                   &g->n, err, sizeof err) != GPT_OK) {
+        } else if ((st = exp_parse_rates(eo->sweep[arm] ? eo->sweep[arm] : arm ? EXP_SWEEP_ROWNORM : EXP_SWEEP_ADAMW,
+                                         g->rate, &g->n, err, sizeof err)) != GPT_OK) {
             exp_say_error("--sweep-%s: %s", arm ? "rownorm" : "adamw", err);
-            return 2;
+            return st;
         }
     }
     ks = e->sweep_seeds;
@@ -217,7 +218,7 @@ static int plan(exp_ctx *x, const exp_options *eo)
         for (k = 0; k < e->grid[arm].n; k++) in_grid |= e->grid[arm].rate[k] == e->paper[arm];
         x->planned += in_grid ? n - ks : n;
     }
-    return 0;
+    return GPT_OK;
 }
 
 /* The tuned pairs at the best rates, then the paper's pairs (unless the same). */
@@ -240,8 +241,8 @@ static void pairs(exp_ctx *x)
 int experiment_main(const exp_options *eo)
 {
     exp_ctx x;
-    int arm, rc = plan(&x, eo);
-    if (rc) return rc;
+    int arm;
+    if (plan(&x, eo) != GPT_OK) return 2; /* a bad list of rates: a command-line error */
     exp_say_plan(&x.res, &eo->opt.recipe, x.rank0);
     /* 1. the sweeps */
     for (arm = 0; arm < 2 && x.rc == 0; arm++) sweep_arm(&x, arm);

@@ -53,66 +53,67 @@ static void usage(FILE *f)
             TOK_MAX_VOCAB);
 }
 
-/* mkdir -p: creates each missing component of dir. */
-static int make_dirs(const char *dir)
+/* mkdir -p: creates each missing component of dir. GPT_ERR_SIZE for an empty or too long dir,
+ * GPT_ERR_IO (errno set by mkdir) when a component cannot be made. */
+static gpt_status make_dirs(const char *dir)
 {
     char path[4096];
     size_t i, n = strlen(dir);
-    if (n == 0 || n >= sizeof path) return -1;
+    if (n == 0 || n >= sizeof path) return GPT_ERR_SIZE;
     memcpy(path, dir, n + 1);
     for (i = 1; i <= n; i++) {
         if (path[i] == '/' || path[i] == 0) {
             char c = path[i];
             path[i] = 0;
-            if (mkdir(path, 0777) != 0 && errno != EEXIST) return -1;
+            if (mkdir(path, 0777) != 0 && errno != EEXIST) return GPT_ERR_IO;
             path[i] = c;
         }
     }
-    return 0;
+    return GPT_OK;
 }
 
-/* --check DIR: 0 when DIR holds a tokenizer.bin and a train.bin and val.bin that this build
- * reads, that were made with that tokenizer and from the demo's corpus; else 1 with the reason on
- * stderr (the demo re-prepares then: train.mk). */
-static int check_dir(const char *dir)
+/* --check DIR: GPT_OK when DIR holds a tokenizer.bin and a train.bin and val.bin that this build
+ * reads, that were made with that tokenizer and from the demo's corpus; else the first failure
+ * with the reason on stderr (exit code 1: the demo re-prepares then, train.mk). */
+static gpt_status check_dir(const char *dir)
 {
     static const char *const split[2] = {"train.bin", "val.bin"};
     char tok_path[4200], path[4200], err[1024];
     tok_tokenizer tok;
-    int k, rc = 0;
+    gpt_status st;
+    int k;
     snprintf(tok_path, sizeof tok_path, "%s/tokenizer.bin", dir);
-    if (tok_load(&tok, tok_path, err, sizeof err) != GPT_OK) {
+    if ((st = tok_load(&tok, tok_path, err, sizeof err)) != GPT_OK) {
         fprintf(stderr, "prepare: %s\n", err);
-        return 1;
+        return st;
     }
     /* formats and tokenizer first (both files), then the corpus */
-    for (k = 0; k < 4 && rc == 0; k++) {
+    for (k = 0; k < 4 && st == GPT_OK; k++) {
         data_tokens d;
         snprintf(path, sizeof path, "%s/%s", dir, split[k % 2]);
-        if (data_tokens_read(&d, path, err, sizeof err) != GPT_OK) {
-            rc = 1;
-        } else {
+        if ((st = data_tokens_read(&d, path, err, sizeof err)) == GPT_OK) {
             if (k < 2)
-                rc = tok_check_tokens(&tok, tok_path, &d, path, err, sizeof err) != GPT_OK;
+                st = tok_check_tokens(&tok, tok_path, &d, path, err, sizeof err);
             else if (d.corpus_id != DATA_DEMO_CORPUS_ID)
-                rc = gpt_fail(err, sizeof err, GPT_ERR_MISMATCH, "%s comes from corpus %016llx%s, not the demo's "
+                st = gpt_fail(err, sizeof err, GPT_ERR_MISMATCH, "%s comes from corpus %016llx%s, not the demo's "
                               "(%016llx, %s)", path, (unsigned long long)d.corpus_id,
                               d.corpus_id ? "" : " (unknown: an older format)", (unsigned long long)DATA_DEMO_CORPUS_ID,
-                              DATA_DEMO_CORPUS) != GPT_OK;
+                              DATA_DEMO_CORPUS);
             data_tokens_free(&d);
         }
-        if (rc) fprintf(stderr, "prepare: %s\n", err);
+        if (st != GPT_OK) fprintf(stderr, "prepare: %s\n", err);
     }
     tok_free(&tok);
-    if (rc == 0)
+    if (st == GPT_OK)
         printf("prepare: %s is up to date (tokenizer.bin, train.bin, val.bin of this build's formats, from the demo's "
                "corpus %016llx)\n", dir, (unsigned long long)DATA_DEMO_CORPUS_ID);
-    return rc;
+    return st;
 }
 
 /* --write-snapshot FILE: the project's text as it is now (data_default_corpus_files under root),
- * one document per file, named by its path under the root. */
-static int write_snapshot(const char *out, const char *root)
+ * one document per file, named by its path under the root. GPT_OK, or the failure (message on
+ * stderr; GPT_ERR_IO when none of the files is there). */
+static gpt_status write_snapshot(const char *out, const char *root)
 {
     const char *names[64];
     const unsigned char *text[64];
@@ -120,14 +121,14 @@ static int write_snapshot(const char *out, const char *root)
     unsigned char *b = NULL;
     char err[512], path[4200];
     data_corpus c;
-    int rc = 1;
+    gpt_status st = GPT_OK;
     memset(&c, 0, sizeof c);
     for (i = 0; data_default_corpus_files[i] && n < 64; i++) {
         FILE *f;
         snprintf(path, sizeof path, "%s/%s", root, data_default_corpus_files[i]);
         if (!(f = fopen(path, "rb"))) continue;
         fclose(f);
-        if (data_corpus_add_file(&c, path, err, sizeof err) != GPT_OK) {
+        if ((st = data_corpus_add_file(&c, path, err, sizeof err)) != GPT_OK) {
             fprintf(stderr, "prepare: %s\n", err);
             goto done;
         }
@@ -136,18 +137,18 @@ static int write_snapshot(const char *out, const char *root)
     for (i = 0; i < n; i++) text[i] = c.text + c.doc_start[i], len[i] = c.doc_start[i + 1] - c.doc_start[i];
     if (n == 0) {
         fprintf(stderr, "prepare: none of the project's files found under %s\n", root);
-    } else if (data_snapshot_serialize(names, text, len, n, &b, &blen, err, sizeof err) != GPT_OK ||
-               data_write_file_atomic(out, b, blen, err, sizeof err) != GPT_OK) {
+        st = GPT_ERR_IO;
+    } else if ((st = data_snapshot_serialize(names, text, len, n, &b, &blen, err, sizeof err)) != GPT_OK ||
+               (st = data_write_file_atomic(out, b, blen, err, sizeof err)) != GPT_OK) {
         fprintf(stderr, "prepare: %s\n", err);
     } else {
         printf("prepare: wrote %s: %lu documents, %lu bytes of text, corpus identity %016llx\n", out,
                (unsigned long)n, (unsigned long)c.n_bytes, (unsigned long long)data_corpus_id(&c));
-        rc = 0;
     }
 done:
     free(b);
     data_corpus_free(&c);
-    return rc;
+    return st;
 }
 
 static double seconds(clock_t a, clock_t b) { return (double)(b - a) / CLOCKS_PER_SEC; }
@@ -190,7 +191,7 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--out") == 0 && i + 1 < argc) {
             out_dir = argv[++i];
         } else if (strcmp(a, "--check") == 0 && i + 1 < argc) {
-            return check_dir(argv[++i]);
+            return check_dir(argv[++i]) == GPT_OK ? 0 : 1;
         } else if (strcmp(a, "--root") == 0 && i + 1 < argc) {
             root = argv[++i];
         } else if (strcmp(a, "--write-snapshot") == 0 && i + 1 < argc) {
@@ -227,7 +228,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "prepare: --write-snapshot takes no FILE (it writes the project's text)\n");
                 goto done;
             }
-            rc = write_snapshot(snapshot_out, root);
+            rc = write_snapshot(snapshot_out, root) == GPT_OK ? 0 : 1;
             goto done;
         }
         if (project_text) {
@@ -303,7 +304,7 @@ int main(int argc, char **argv)
     }
     if (n_val < 1000) printf("prepare: warning: only %lu validation tokens\n", (unsigned long)n_val);
 
-    if (make_dirs(out_dir) != 0) {
+    if (make_dirs(out_dir) != GPT_OK) {
         fprintf(stderr, "prepare: cannot create directory %s: %s\n", out_dir, strerror(errno));
         goto done;
     }

@@ -48,6 +48,7 @@ static gpt_status set_error(train_result *res, gpt_status st, const char *fmt, .
     gpt_verrorf(res->error, sizeof res->error, fmt, ap);
     va_end(ap);
     res->outcome = TRAIN_FAILED;
+    res->status = st;
     return st;
 }
 
@@ -1170,28 +1171,29 @@ static void describe_ranks(run *r)
  * (every norms_every updates and after the last; rank 0: its parameters are complete after
  * share()). Its own error path (the message in res->error), so that it stays apart from the
  * loop's other functions. */
-static int log_norms(run *r)
+static gpt_status log_norms(run *r)
 {
-    if (r->o.norms_every <= 0 || r->rank != 0 || (r->step % r->o.norms_every != 0 && r->step != r->o.steps)) return 0;
+    gpt_status st;
+    if (r->o.norms_every <= 0 || r->rank != 0 || (r->step % r->o.norms_every != 0 && r->step != r->o.steps))
+        return GPT_OK;
     if (!r->norms_log) { /* opened at the first sample: a fresh run's step 0 writes it anew, a resume appends */
         r->norms_log = r->o.norms_log ? fopen(r->o.norms_log, r->step > 0 ? "a" : "w") : NULL;
-        if (!r->norms_log) {
-            snprintf(r->res->error, sizeof r->res->error, "%s: cannot open the block-norms log",
-                     r->o.norms_log ? r->o.norms_log : "(no --norms-log given)");
-            r->res->outcome = TRAIN_FAILED;
-            return -1;
-        }
+        if (!r->norms_log)
+            return set_error(r->res, GPT_ERR_IO, "%s: cannot open the block-norms log",
+                             r->o.norms_log ? r->o.norms_log : "(no --norms-log given)");
         if (r->step == 0) spectra_log_header(r->norms_log);
     }
-    if (r->be->ops->pull_params(r->be) != GPT_OK ||
-        spectra_log_rows(r->norms_log, r->step, &r->be->config, r->be->ops->params(r->be), r->res->error,
-                         sizeof r->res->error) != GPT_OK ||
+    if ((st = r->be->ops->pull_params(r->be)) != GPT_OK ||
+        (st = spectra_log_rows(r->norms_log, r->step, &r->be->config, r->be->ops->params(r->be), r->res->error,
+                               sizeof r->res->error)) != GPT_OK ||
         fflush(r->norms_log) != 0 || ferror(r->norms_log)) {
+        if (st == GPT_OK) st = GPT_ERR_IO; /* the flush */
         if (!r->res->error[0]) snprintf(r->res->error, sizeof r->res->error, "%s: cannot write the block-norms log", r->o.norms_log);
         r->res->outcome = TRAIN_FAILED;
-        return -1;
+        r->res->status = st;
+        return st;
     }
-    return 0;
+    return GPT_OK;
 }
 
 train_outcome train_run(const train_options *opt, train_result *res)
@@ -1234,7 +1236,7 @@ train_outcome train_run(const train_options *opt, train_result *res)
     r.t_start = gpt_now_seconds();
     while (r.step < r.o.steps) {
         train_step_rec rec;
-        if (log_norms(&r)) goto out; /* the weights before this update (a stop saves before it) */
+        if (log_norms(&r) != GPT_OK) goto out; /* the weights before this update (a stop saves before it) */
         if (res->n_steps % 256 == 0) {
             train_step_rec *s = (train_step_rec *)realloc(res->steps, (size_t)(res->n_steps + 256) * sizeof *s);
             if (!s) {
@@ -1276,7 +1278,7 @@ train_outcome train_run(const train_options *opt, train_result *res)
         else progress_line(&r, gpt_now_seconds() - r.t_start, done_here);
     }
     /* the end of the schedule: final evaluation, exact D of the last step, checkpoint */
-    if (done_here > 0 && log_norms(&r)) goto out;
+    if (done_here > 0 && log_norms(&r) != GPT_OK) goto out;
     if (done_here > 0) {
         if (do_eval(&r, 1) != GPT_OK) goto out;
     } else if (evaluate(&r, &r.last_val_loss, &r.last_hilbert) != GPT_OK) { /* resumed at the end: not logged */

@@ -141,6 +141,7 @@ typedef enum {
 
 typedef struct train_result {
     train_outcome outcome;
+    gpt_status status;     /* why the run failed (outcome TRAIN_FAILED), else GPT_OK */
     char error[512];
     long first_step;       /* updates already done when this process started (resume) */
     long last_step;        /* updates done at the end */

@@ -95,7 +95,7 @@ static void test_layers(void)
     fill(hdy, n * ld, 1.0);
     /* RMSNorm per head group on q|k (2d of the 3d-wide rows), out of place with another ld */
     dx_ = dev_copy(hx, n * ld), dy_ = devf(n * ld), dr = devf(n * groups);
-    CHECK(rmsnorm_forward(c, dy_, ld, dr, dx_, ld, n, groups, hd));
+    CHECK(rmsnorm_forward(c, dy_, ld, dr, dx_, ld, n, groups, hd) == GPT_OK);
     gpt_rmsnorm_forward(hy, ld, hr, hx, ld, n, (size_t)groups, (size_t)hd);
     down(gy, dy_, n * ld), down(gr, dr, n * groups);
     CHECK_CLOSE(gr, hr, n * groups, 0, 1e-6, "rmsnorm rstd");
@@ -107,7 +107,7 @@ static void test_layers(void)
             fill(hdx, n * ld, 1.0);
             gpt_cuda_upload(ddx, hdx, n * ld * sizeof(float));
             gpt_rmsnorm_backward(hdx, ld, hdy, ld, hy, ld, hr, n, (size_t)groups, (size_t)hd, acc);
-            CHECK(rmsnorm_backward(c, ddx, ld, ddy, ld, dy_, ld, dr, n, groups, hd, acc));
+            CHECK(rmsnorm_backward(c, ddx, ld, ddy, ld, dy_, ld, dr, n, groups, hd, acc) == GPT_OK);
             down(gdx, ddx, n * ld);
             CHECK_CLOSE(gdx, hdx, n * ld, 1e-6, 1e-5, acc ? "rmsnorm backward (acc)" : "rmsnorm backward");
         }
@@ -120,7 +120,7 @@ static void test_layers(void)
             float *cs = hostf((size_t)cfg.seq_len * hd / 2), *sn = hostf((size_t)cfg.seq_len * hd / 2);
             gpt_rope_tables(cs, sn, cfg.seq_len, hd);
             gpt_rope(hout, d, hx + d, ld, n_seq, t, nh, hd, cs, sn, inv);
-            CHECK(rope(c, dout, d, dx_ + d, ld, n_seq, t, inv));
+            CHECK(rope(c, dout, d, dx_ + d, ld, n_seq, t, inv) == GPT_OK);
             down(gout, dout, n * d);
             CHECK_CLOSE(gout, hout, n * d, 1e-6, 1e-5, inv ? "rope inverse" : "rope");
             gpt_cuda_free(dout), free(hout), free(gout), free(cs), free(sn);
@@ -133,7 +133,7 @@ static void test_layers(void)
         float *dout_ = devf(n * d), *datt = devf(rows * t), *dds = devf(rows * t), *ddq = devf(n * ld);
         float *hdq = hostf(n * ld), *gdq = hostf(n * ld), *hscr = hostf(rows * t), *hdo = hostf(n * d), *ddo;
         gpt_attention_forward(hout, d, hatt, hx, ld, hx + d, ld, hx + 2 * d, ld, n_seq, t, nh, hd, NULL);
-        CHECK(attention_forward(c, dout_, d, datt, dx_, ld, dx_ + d, ld, dx_ + 2 * d, ld, n_seq, t));
+        CHECK(attention_forward(c, dout_, d, datt, dx_, ld, dx_ + d, ld, dx_ + 2 * d, ld, n_seq, t) == GPT_OK);
         down(gout, dout_, n * d), down(gatt, datt, rows * t);
         CHECK_CLOSE(gatt, hatt, rows * t, 1e-6, 1e-4, "attention P");
         CHECK_CLOSE(gout, hout, n * d, 1e-5, 1e-4, "attention out");
@@ -142,7 +142,7 @@ static void test_layers(void)
         gpt_attention_backward(hdq, ld, hdq + d, ld, hdq + 2 * d, ld, hscr, hdo, d, hatt, hx, ld, hx + d, ld,
                                hx + 2 * d, ld, n_seq, t, nh, hd, NULL);
         CHECK(attention_backward(c, ddq, ld, ddq + d, ld, ddq + 2 * d, ld, dds, ddo, d, datt, dx_, ld, dx_ + d, ld,
-                                 dx_ + 2 * d, ld, n_seq, t));
+                                 dx_ + 2 * d, ld, n_seq, t) == GPT_OK);
         down(gdq, ddq, n * ld);
         CHECK_CLOSE(gdq, hdq, n * ld, 1e-5, 1e-3, "attention dq|dk|dv");
         gpt_cuda_free(dout_), gpt_cuda_free(datt), gpt_cuda_free(dds), gpt_cuda_free(ddq), gpt_cuda_free(ddo);
@@ -158,11 +158,11 @@ static void test_layers(void)
         dw = dev_copy(hw, out * in), dxl = dev_copy(hx, n * in), dyl = dev_copy(hyl, n * out);
         ddw = dev_copy(hdw, out * in), ddxl = devf(n * in), ddyl = dev_copy(hdyl, n * out);
         gpt_linear_forward(hyl, hx, hw, n, in, out, 1, NULL); /* accumulate onto y */
-        CHECK(linear_forward(c, dyl, dxl, dw, n, in, out, 1));
+        CHECK(linear_forward(c, dyl, dxl, dw, n, in, out, 1) == GPT_OK);
         down(gyl, dyl, n * out);
         CHECK_CLOSE(gyl, hyl, n * out, 1e-5, 1e-5, "linear forward");
         gpt_linear_backward(hdxl, hdw, hdyl, hx, hw, n, in, out, 0, NULL);
-        CHECK(linear_backward(c, ddxl, ddw, ddyl, dxl, dw, n, in, out, 0));
+        CHECK(linear_backward(c, ddxl, ddw, ddyl, dxl, dw, n, in, out, 0) == GPT_OK);
         down(gdw, ddw, out * in), down(gdxl, ddxl, n * in);
         CHECK_CLOSE(gdw, hdw, out * in, 1e-5, 1e-5, "linear dW");
         CHECK_CLOSE(gdxl, hdxl, n * in, 1e-5, 1e-5, "linear dx");
@@ -235,7 +235,7 @@ static void test_layers(void)
             {
                 dim3 grid((unsigned)ns, (unsigned)((d + 127) / 128));
                 k_embedding_backward_sorted<<<grid, 128, 0, c->ctx.stream>>>(d0, dperm, doff, dstok, demb, d);
-                CHECK(LAUNCH_OK());
+                CHECK(LAUNCH_OK() == GPT_OK);
             }
             gpt_embedding_backward(h0, tok, hemb, n, d);
             down(ggw, d0, v * d);
@@ -738,10 +738,10 @@ static void test_error_paths(void)
     CHECK(gpt_cuda_malloc((size_t)1 << 52) == NULL); /* 4 PiB: refused (and cleared by gpt_cuda_malloc) */
     {
         void *p = NULL; /* refused inside CU_OK, as in the backend's own allocations */
-        CHECK(!CU_OK(cudaMalloc(&p, (size_t)1 << 52)));
+        CHECK(CU_OK(cudaMalloc(&p, (size_t)1 << 52)) == GPT_ERR_BACKEND);
     }
     k_fill<<<gpt_blocks(rows * cols, 256), 256, 0, c->ctx.stream>>>(dg, rows * cols, 0.5f);
-    CHECK_MSG(LAUNCH_OK(), "a launch after a failed cudaMalloc was reported failed");
+    CHECK_MSG(LAUNCH_OK() == GPT_OK, "a launch after a failed cudaMalloc was reported failed");
     CHECK(gpt_cuda_muon_step(&c->base, dw, dg, dm, rows, cols, &mc, ws, NULL) == GPT_OK);
     mc.ns.method = MUON_NS_GRAM; /* muon.h runs it on the host; the device has the plain iteration only */
     CHECK(gpt_cuda_muon_step(&c->base, dw, dg, dm, rows, cols, &mc, ws, NULL) == GPT_ERR_CONFIG);

@@ -24,7 +24,7 @@ static char g_dir[64];      /* temp directory of this test run */
 static char g_data[128];    /* g_dir/data: tokenizer.bin, train.bin, val.bin */
 
 static void path_in(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s", g_dir, name); }
-static int parse_caught(int argc, char **argv, char *msg, size_t cap);
+static gpt_status parse_caught(int argc, char **argv, char *msg, size_t cap);
 
 /* A small corpus with structure (random sentences over a few words), its tokenizer and splits. */
 static int make_data(const char *dir)
@@ -1043,12 +1043,12 @@ static void test_lr_wd_limit_named(void)
     char *d[] = {"train", "--experiment", "--sweep-rownorm", "1e-3", "--wd-embed", "0.5", "--lr-embed", "4"};
     train_options o = tiny();
     train_result r;
-    CHECK_MSG(parse_caught(3, a, msg, sizeof msg) == -1 &&
+    CHECK_MSG(parse_caught(3, a, msg, sizeof msg) == GPT_ERR_DOMAIN &&
                   strstr(msg, "--lr-muon 100 with --wd-muon 0.1: lr x weight decay = 10 must be <= 1"), "%s", msg);
-    CHECK_MSG(parse_caught(7, b, msg, sizeof msg) == -1 && strstr(msg, "--lr-head 3 with --wd-head 1"), "%s", msg);
-    CHECK_MSG(parse_caught(4, c, msg, sizeof msg) == -1 && strstr(msg, "--lr-head-adamw 20") &&
+    CHECK_MSG(parse_caught(7, b, msg, sizeof msg) == GPT_ERR_DOMAIN && strstr(msg, "--lr-head 3 with --wd-head 1"), "%s", msg);
+    CHECK_MSG(parse_caught(4, c, msg, sizeof msg) == GPT_ERR_DOMAIN && strstr(msg, "--lr-head-adamw 20") &&
                   strstr(msg, "adamw arm's head weight decay 0.1") && strstr(msg, "= 2 must be <= 1"), "%s", msg);
-    CHECK_MSG(parse_caught(8, d, msg, sizeof msg) == -1 && strstr(msg, "--lr-embed 4 with --wd-embed 0.5"), "%s", msg);
+    CHECK_MSG(parse_caught(8, d, msg, sizeof msg) == GPT_ERR_DOMAIN && strstr(msg, "--lr-embed 4 with --wd-embed 0.5"), "%s", msg);
     o.recipe.head_lr = 20;
     CHECK(train_run(&o, &r) == TRAIN_FAILED && r.n_steps == 0);
     CHECK_MSG(strstr(r.error, "--lr-head 20 with --wd-head 0.1: lr x weight decay = 2 must be <= 1"), "%s", r.error);
@@ -1148,7 +1148,7 @@ static void test_resume_conflicting_flags_named(void)
                      "--ns-per-head", "--sample", "5"};
         memset(&cli, 0, sizeof cli);
         cli.opt = train_default_options();
-        CHECK(cli_parse(&cli, 14, a) == 0);
+        CHECK(cli_parse(&cli, 14, a) == GPT_OK);
         CHECK(cli_resume_conflicts(&cli, &n_conflicts, msg, sizeof msg) == GPT_ERR_CONFIG && n_conflicts == 4);
         CHECK_MSG(strstr(msg, "--steps 100 (the checkpoint's: 3)") && strstr(msg, "--d-model 128 (the checkpoint's: 16)") &&
                       strstr(msg, "--lr-head 0.5 (the checkpoint's: 0.004)") &&
@@ -1161,7 +1161,7 @@ static void test_resume_conflicting_flags_named(void)
                      "--lr-head", "4e-3", "--sample", "5"};
         memset(&cli, 0, sizeof cli);
         cli.opt = train_default_options();
-        CHECK(cli_parse(&cli, 15, b) == 0);
+        CHECK(cli_parse(&cli, 15, b) == GPT_OK);
         CHECK_MSG(cli_resume_conflicts(&cli, &n_conflicts, msg, sizeof msg) == GPT_OK && n_conflicts == 0, "%s", msg);
     }
 }
@@ -1236,12 +1236,13 @@ static void test_adamw_head_step(void)
     free(p), free(g), free(before);
 }
 
-/* cli_parse with stderr caught: its return value, the message in msg */
-static int parse_caught(int argc, char **argv, char *msg, size_t cap)
+/* cli_parse with stderr caught: its status, the message in msg */
+static gpt_status parse_caught(int argc, char **argv, char *msg, size_t cap)
 {
     train_cli cli;
     FILE *f = tmpfile();
-    int saved = dup(2), rc;
+    int saved = dup(2);
+    gpt_status rc;
     size_t n = 0;
     memset(&cli, 0, sizeof cli);
     cli.opt = train_default_options();
@@ -1271,21 +1272,21 @@ static void test_flags_of_the_other_mode(void)
     char *f[] = {"train", "--experiment", "--head", "rownorm"};
     char *ok[] = {"train", "--experiment", "--sweep-adamw", "4e-3,1e-3", "--lr-head-rownorm", "2e-3", "--sweep-extend", "0"};
     train_cli cli;
-    CHECK(parse_caught(4, a, msg, sizeof msg) == -1 && strstr(msg, "--lr-head-adamw") && strstr(msg, "--sweep-adamw"));
-    CHECK_MSG(parse_caught(3, b, msg, sizeof msg) == -1 && strstr(msg, "--head rownorm --lr-head"), "%s", msg);
-    CHECK(parse_caught(3, c, msg, sizeof msg) == -1 && strstr(msg, "--experiment"));
-    CHECK(parse_caught(4, d, msg, sizeof msg) == -1 && strstr(msg, "--sweep-adamw") && strstr(msg, "positive rates"));
-    CHECK(parse_caught(6, e, msg, sizeof msg) == -1 && strstr(msg, "give one of them"));
-    CHECK(parse_caught(4, f, msg, sizeof msg) == -1 && strstr(msg, "both"));
+    CHECK(parse_caught(4, a, msg, sizeof msg) == GPT_ERR_CONFIG && strstr(msg, "--lr-head-adamw") && strstr(msg, "--sweep-adamw"));
+    CHECK_MSG(parse_caught(3, b, msg, sizeof msg) == GPT_ERR_CONFIG && strstr(msg, "--head rownorm --lr-head"), "%s", msg);
+    CHECK(parse_caught(3, c, msg, sizeof msg) == GPT_ERR_CONFIG && strstr(msg, "--experiment"));
+    CHECK(parse_caught(4, d, msg, sizeof msg) == GPT_ERR_DOMAIN && strstr(msg, "--sweep-adamw") && strstr(msg, "positive rates"));
+    CHECK(parse_caught(6, e, msg, sizeof msg) == GPT_ERR_CONFIG && strstr(msg, "give one of them"));
+    CHECK(parse_caught(4, f, msg, sizeof msg) == GPT_ERR_CONFIG && strstr(msg, "both"));
     { /* a flag taken as the value of the flag before it is named as such */
         char *g[] = {"train", "--steps", "--seed", "2"};
-        CHECK_MSG(parse_caught(4, g, msg, sizeof msg) == -1 && strstr(msg, "--steps needs a value") &&
+        CHECK_MSG(parse_caught(4, g, msg, sizeof msg) == GPT_ERR_CONFIG && strstr(msg, "--steps needs a value") &&
                       strstr(msg, "got the flag --seed"), "%s", msg);
     }
     memset(&cli, 0, sizeof cli);
     cli.opt = train_default_options();
     cli.sweep_extend = 2;
-    CHECK(cli_parse(&cli, 8, ok) == 0 && cli.sweep[0] && strcmp(cli.sweep[0], "4e-3,1e-3") == 0);
+    CHECK(cli_parse(&cli, 8, ok) == GPT_OK && cli.sweep[0] && strcmp(cli.sweep[0], "4e-3,1e-3") == 0);
     CHECK(cli.exp_head_lr[1] == 2e-3 && cli.sweep[1] == NULL && cli.sweep_extend == 0);
 }
 
@@ -1350,26 +1351,26 @@ static void test_flags(void)
     char *unknown_argv[] = {"train", "--frobnicate", "1"};
     memset(&cli, 0, sizeof cli);
     cli.opt = train_default_options();
-    CHECK(cli_parse(&cli, 16, ok_argv) == 0);
+    CHECK(cli_parse(&cli, 16, ok_argv) == GPT_OK);
     CHECK(cli.opt.recipe.head == OPTIM_ROWNORM && cli.opt.recipe.head_lr == 3.2e-3 && cli.opt.steps == 7);
     CHECK(cli.opt.recipe.muon_lr == 0.01 && cli.opt.accum == 2 && cli.opt.recipe.cap == MUON_CAP_GROWTH);
     CHECK(cli.opt.recipe.block == OPTIM_BLOCK_MUOWN && cli.opt.seed == 5 && cli.opt.progress == 0);
     fprintf(stderr, "(seven flag errors expected below)\n");
-    CHECK(cli_parse(&cli, 3, bad_argv) == -1);
-    CHECK(cli_parse(&cli, 3, unknown_argv) == -1);
+    CHECK(cli_parse(&cli, 3, bad_argv) == GPT_ERR_CONFIG);
+    CHECK(cli_parse(&cli, 3, unknown_argv) == GPT_ERR_CONFIG);
     { /* a flag of the other mode, a missing value, a value out of range */
         char *resume_exp[] = {"train", "--experiment", "--resume", "x.bin"};
         char *seeds_run[] = {"train", "--seeds", "2"};
         char *missing[] = {"train", "--steps"};
         char *range[] = {"train", "--warmup", "1.5"};
         char *exp_ok[] = {"train", "--seeds", "2", "--experiment", "--lr-head-rownorm", "0.01", "--steps", "9"};
-        CHECK(cli_parse(&cli, 4, resume_exp) == -1);
-        CHECK(cli_parse(&cli, 3, seeds_run) == -1);
-        CHECK(cli_parse(&cli, 2, missing) == -1);
-        CHECK(cli_parse(&cli, 3, range) == -1);
+        CHECK(cli_parse(&cli, 4, resume_exp) == GPT_ERR_CONFIG);
+        CHECK(cli_parse(&cli, 3, seeds_run) == GPT_ERR_CONFIG);
+        CHECK(cli_parse(&cli, 2, missing) == GPT_ERR_CONFIG);
+        CHECK(cli_parse(&cli, 3, range) == GPT_ERR_CONFIG);
         memset(&cli, 0, sizeof cli);
         cli.opt = train_default_options();
-        CHECK(cli_parse(&cli, 8, exp_ok) == 0 && cli.experiment == 1 && cli.seeds == 2);
+        CHECK(cli_parse(&cli, 8, exp_ok) == GPT_OK && cli.experiment == 1 && cli.seeds == 2);
         CHECK(cli.exp_head_lr[1] == 0.01 && cli.opt.steps == 9);
     }
     { /* NorMuon blocks and per-head NS; an unknown block optimizer is refused */
@@ -1378,8 +1379,8 @@ static void test_flags(void)
         memset(&cli, 0, sizeof cli);
         cli.opt = train_default_options();
         CHECK(cli.opt.recipe.ns_per_head == 0);
-        CHECK(cli_parse(&cli, 4, nm) == 0 && cli.opt.recipe.block == OPTIM_BLOCK_NORMUON && cli.opt.recipe.ns_per_head == 1);
-        CHECK(cli_parse(&cli, 3, bad_block) == -1);
+        CHECK(cli_parse(&cli, 4, nm) == GPT_OK && cli.opt.recipe.block == OPTIM_BLOCK_NORMUON && cli.opt.recipe.ns_per_head == 1);
+        CHECK(cli_parse(&cli, 3, bad_block) == GPT_ERR_CONFIG);
     }
     { /* bf16 Newton-Schulz; an unknown precision is refused */
         char *bf[] = {"train", "--ns-precision", "bf16"}, *fp[] = {"train", "--ns-precision", "fp32"};
@@ -1387,15 +1388,15 @@ static void test_flags(void)
         memset(&cli, 0, sizeof cli);
         cli.opt = train_default_options();
         CHECK(cli.opt.recipe.ns_precision == MUON_NS_FP32);
-        CHECK(cli_parse(&cli, 3, bf) == 0 && cli.opt.recipe.ns_precision == MUON_NS_BF16);
-        CHECK(cli_parse(&cli, 3, fp) == 0 && cli.opt.recipe.ns_precision == MUON_NS_FP32);
-        CHECK(cli_parse(&cli, 3, bad_prec) == -1);
+        CHECK(cli_parse(&cli, 3, bf) == GPT_OK && cli.opt.recipe.ns_precision == MUON_NS_BF16);
+        CHECK(cli_parse(&cli, 3, fp) == GPT_OK && cli.opt.recipe.ns_precision == MUON_NS_FP32);
+        CHECK(cli_parse(&cli, 3, bad_prec) == GPT_ERR_CONFIG);
     }
     { /* --head sets its defaults first: --lr-head before it still wins */
         char *order[] = {"train", "--lr-head", "0.5", "--head", "rownorm"};
         memset(&cli, 0, sizeof cli);
         cli.opt = train_default_options();
-        CHECK(cli_parse(&cli, 5, order) == 0 && cli.opt.recipe.head == OPTIM_ROWNORM && cli.opt.recipe.head_lr == 0.5);
+        CHECK(cli_parse(&cli, 5, order) == GPT_OK && cli.opt.recipe.head == OPTIM_ROWNORM && cli.opt.recipe.head_lr == 0.5);
     }
     { /* the usage text is the table: every flag is in it, and every flag is known to the parser */
         char buf[16384];
