@@ -29,6 +29,7 @@ typedef enum {
     K_BLOCK,   /* optim_block_kind */
     K_CAP,     /* muon_cap_mode */
     K_NSPREC,  /* muon_ns_precision */
+    K_NSSTEPS, /* int in [lo, hi], or auto (OPTIM_NS_AUTO) */
     K_BACKEND  /* const gpt_backend_ops * */
 } cli_kind;
 
@@ -67,7 +68,8 @@ static const cli_flag cli_flags[] = {
     {"--block", K_BLOCK, F(opt.recipe.block), 0, 0, M_ALL | M_CK, "muon|muown|normuon", "block-matrix optimizer (muon)"},
     {"--ns-per-head", K_SWITCH, F(opt.recipe.ns_per_head), 1, 0, M_ALL | M_CK, NULL, "Newton-Schulz per attention head: Q, K, V by rows, O by columns"},
     {"--cap", K_CAP, F(opt.recipe.cap), 0, 0, M_ALL | M_CK, "off|growth|always", "spectral cap on the block matrices (off)"},
-    {"--ns-steps", K_INT, F(opt.recipe.ns_steps), 1, 100, M_ALL | M_CK, "K", "Newton-Schulz steps, Jordan schedule (5)"},
+    {"--ns-steps", K_NSSTEPS, F(opt.recipe.ns_steps), 1, 100, M_ALL | M_CK, "K|auto", "Newton-Schulz steps, Jordan schedule (5); auto: per matrix from its momentum's spectrum"},
+    {"--ns-every", K_INT, F(opt.recipe.ns_every), 1, BIG, M_ALL | M_CK, "N", "with --ns-steps auto: budget every N updates (50)"},
     {"--ns-precision", K_NSPREC, F(opt.recipe.ns_precision), 0, 0, M_ALL | M_CK, "fp32|bf16", "Newton-Schulz arithmetic: bf16 as the reference Muon (fp32)"},
     {"--lr-muon", K_REAL, F(opt.recipe.muon_lr), 0, 0, M_ALL | M_CK, "X", "peak rate of the block matrices (0.02)"},
     {"--lr-embed", K_REAL, F(opt.recipe.embed_lr), 0, 0, M_ALL | M_CK, "X", "peak rate of the embedding (4e-3)"},
@@ -89,6 +91,7 @@ static const cli_flag cli_flags[] = {
     {"--sv-log", K_STR, F(opt.sv_log), 0, 0, M_RUN, "FILE", "CSV of those spectra (OUT/spectra.csv when --sv is given)"},
     {"--norms-every", K_INT, F(opt.norms_every), 0, BIG, M_RUN, "N", "block matrices' ||W||_F, ||W||_2, row factors, H_inf at step 0, every N updates, at the last (0: off)"},
     {"--norms-log", K_STR, F(opt.norms_log), 0, 0, M_RUN, "FILE", "CSV of those (OUT/norms.csv when --norms-every is given)"},
+    {"--ns-log", K_STR, F(opt.ns_log), 0, 0, M_RUN, "FILE", "CSV of each --ns-steps auto budget, per matrix (OUT/ns_budget.csv)"},
     {"--progress", K_SWITCH, F(opt.progress), 1, 0, M_ALL, NULL, "progress bar and ETA (default: when stdout is a terminal)"},
     {"--no-progress", K_SWITCH, F(opt.progress), 0, 0, M_ALL, NULL, "no progress bar"},
     {"--progress-every", K_REAL, F(opt.progress_every), 0, 0, M_ALL, "S", "without the bar (stdout not a terminal): a plain progress line after S s without output (30; 0 = none)"},
@@ -256,6 +259,14 @@ static gpt_status store(train_cli *cli, const cli_flag *c, const char *v)
         else if (strcmp(v, "always") == 0) cli->opt.recipe.cap = MUON_CAP_ALWAYS;
         else return GPT_ERR_CONFIG;
         return GPT_OK;
+    case K_NSSTEPS:
+        if (strcmp(v, "auto") == 0) {
+            *(int *)(void *)field = OPTIM_NS_AUTO;
+            return GPT_OK;
+        }
+        if (parse_long(v, c->lo, c->hi, &n) != GPT_OK) return GPT_ERR_CONFIG;
+        *(int *)(void *)field = (int)n;
+        return GPT_OK;
     case K_NSPREC:
         if (strcmp(v, "fp32") == 0) cli->opt.recipe.ns_precision = MUON_NS_FP32;
         else if (strcmp(v, "bf16") == 0) cli->opt.recipe.ns_precision = MUON_NS_BF16;
@@ -404,6 +415,10 @@ static void flag_value(const train_cli *cli, const cli_flag *c, char *out, size_
         snprintf(out, cap, "%s", cli->opt.recipe.cap == MUON_CAP_OFF ? "off" : cli->opt.recipe.cap == MUON_CAP_GROWTH ? "growth" : "always");
         return;
     case K_NSPREC: snprintf(out, cap, "%s", cli->opt.recipe.ns_precision == MUON_NS_BF16 ? "bf16" : "fp32"); return;
+    case K_NSSTEPS:
+        if (*(const int *)(const void *)field == OPTIM_NS_AUTO) snprintf(out, cap, "auto");
+        else snprintf(out, cap, "%d", *(const int *)(const void *)field);
+        return;
     default: snprintf(out, cap, "?"); return;
     }
 }
@@ -523,7 +538,7 @@ static gpt_status resume_check(const train_cli *cli)
  * the plots'. */
 static gpt_status one_run(train_cli *cli, train_outcome *outcome)
 {
-    char log_path[1100], ckpt_path[1100], sv_path[1100], norms_path[1100];
+    char log_path[1100], ckpt_path[1100], sv_path[1100], norms_path[1100], ns_path[1100];
     gpt_comm *comm = cli->opt.comm;
     train_result res;
     gpt_status st;
@@ -533,6 +548,8 @@ static gpt_status one_run(train_cli *cli, train_outcome *outcome)
         snprintf(sv_path, sizeof sv_path, "%s/spectra.csv", cli->out_dir), cli->opt.sv_log = sv_path;
     if (cli->opt.norms_every > 0 && !cli->opt.norms_log)
         snprintf(norms_path, sizeof norms_path, "%s/norms.csv", cli->out_dir), cli->opt.norms_log = norms_path;
+    if (!cli->opt.ns_log) /* opened only if the recipe (a resumed one's included) budgets */
+        snprintf(ns_path, sizeof ns_path, "%s/ns_budget.csv", cli->out_dir), cli->opt.ns_log = ns_path;
     if (strcmp(cli->opt.log_path, "none") == 0) cli->opt.log_path = NULL;
     if (strcmp(cli->opt.ckpt_path, "none") == 0) cli->opt.ckpt_path = NULL;
     *outcome = train_run(&cli->opt, &res);

@@ -92,6 +92,9 @@ gpt_status gpt_cuda_optim_create(gpt_backend *be, const struct optim_set *o, gpt
     if (!gpt_cuda__ctx(be) || !o)
         return gpt_fail(err, errlen, GPT_ERR_NULL, "gpt_cuda_optim_create: needs a CUDA backend and an optimizer set");
     if (o->head_sharded) return gpt_fail(err, errlen, GPT_ERR_CONFIG, "the sharded RowNorm head has no CUDA version");
+    if (o->recipe.ns_steps == OPTIM_NS_AUTO) /* the budget reads the host's momentum (optim_ns_budget) */
+        return gpt_fail(err, errlen, GPT_ERR_CONFIG, "--ns-steps auto has no CUDA version (use the CPU backend, or a "
+                        "fixed --ns-steps)");
     d = (gpt_cuda_optim *)calloc(1, sizeof *d);
     if (!d) return gpt_fail(err, errlen, GPT_ERR_NOMEM, "out of memory");
     d->be = be;

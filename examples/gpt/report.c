@@ -15,8 +15,9 @@
 
 /* ---- reading logs ------------------------------------------------------------------------- */
 
-/* kind,step,tokens,loss,lr,ms,tok_per_s,gflops,grad_norm,d_lo,d_hi,d_exact,val_loss,hilbert_rms[,head_lr] */
-#define EXP_COLS 15
+/* kind,step,tokens,loss,lr,ms,tok_per_s,gflops,grad_norm,d_lo,d_hi,d_exact,val_loss,hilbert_rms[,head_lr[,opt_ms]]
+ * (a resumed log may hold rows without the later columns above a header with them) */
+#define EXP_COLS 16
 enum { C_KIND, C_STEP, C_TOKENS, C_LOSS, C_LR, C_MS, C_TOKS, C_GFLOPS, C_GNORM, C_DLO, C_DHI, C_DEXACT, C_VAL, C_HRMS };
 
 static int push(double **arr, size_t n, double v)
@@ -58,7 +59,7 @@ gpt_status exp_log_read(const char *path, exp_log *out, char *err, size_t errlen
 {
     unsigned char *buf;
     size_t n, i = 0, line_no = 0;
-    int cols = 0; /* from the header: 14 (older logs) or 15 */
+    int cols = 0; /* from the header: 14 (older logs), 15 or 16 */
     exp_log L;
     gpt_status st = data_read_file(path, &buf, &n, err, errlen);
     if (st != GPT_OK) return st;
@@ -83,7 +84,7 @@ gpt_status exp_log_read(const char *path, exp_log *out, char *err, size_t errlen
             const char *q;
             if (strncmp(line, "kind,step,", 10) != 0) goto bad;
             for (q = line, cols = 1; *q; q++) cols += *q == ',';
-            if (cols != 14 && cols != 15) goto bad;
+            if (cols < 14 || cols > EXP_COLS) goto bad;
             continue;
         }
         if (!line[0]) continue;
@@ -91,17 +92,17 @@ gpt_status exp_log_read(const char *path, exp_log *out, char *err, size_t errlen
         p = strchr(line, ',');
         if (!p) goto bad;
         *p++ = 0;
+        for (c = 1; c < cols; c++) v[c] = NAN;
         for (c = 1; c < cols; c++) {
             char *q = strchr(p, ','), *end;
             if (q) *q = 0;
-            else if (c != cols - 1) goto bad;
-            if (!*p) {
-                v[c] = NAN;
-            } else {
+            else if (c < C_HRMS) goto bad; /* the 14 columns every log has */
+            if (*p) {
                 v[c] = strtod(p, &end);
                 if (*end) goto bad;
             }
-            p = q ? q + 1 : p + strlen(p);
+            if (!q) break;
+            p = q + 1;
         }
         if (strcmp(line, "train") == 0) {
             if (push(&L.train_tokens, L.n_train, v[C_TOKENS]) || push(&L.train_loss, L.n_train, v[C_LOSS]) ||

@@ -481,7 +481,7 @@ static gpt_status read_checkpoint_state(run *r, const ckpt_reader *ck)
 /* ---- the CSV log -------------------------------------------------------------------------- */
 
 static const char *log_header =
-    "kind,step,tokens,loss,lr,ms,tok_per_s,gflops,grad_norm,d_lo,d_hi,d_exact,val_loss,hilbert_rms,head_lr\n";
+    "kind,step,tokens,loss,lr,ms,tok_per_s,gflops,grad_norm,d_lo,d_hi,d_exact,val_loss,hilbert_rms,head_lr,opt_ms\n";
 
 /* The run's whole recipe, one "# key=value" line each, above the header (train.h). */
 /* The shortest %g form of v that reads back as v (buf of 32 bytes). */
@@ -596,6 +596,7 @@ static gpt_status log_train(run *r, const train_step_rec *s, double tok_s, doubl
     cell(r->log, s->tokens), cell(r->log, s->loss), cell(r->log, s->lr), cell(r->log, s->ms);
     cell(r->log, tok_s), cell(r->log, gflops), cell(r->log, s->grad_norm), cell(r->log, s->d_lo);
     cell(r->log, s->d_hi), cell(r->log, s->d_exact), cell(r->log, NAN), cell(r->log, NAN), cell(r->log, s->head_lr);
+    cell(r->log, s->opt_ms);
     fputc('\n', r->log);
     return log_ok(r, r->log, r->o.log_path, 0);
 }
@@ -607,7 +608,7 @@ static gpt_status log_eval(run *r, const char *kind, long step, double tokens, d
     fprintf(r->log, "%s,%ld", kind, step);
     cell(r->log, tokens);
     for (k = 0; k < 8; k++) cell(r->log, NAN); /* loss .. d_hi */
-    cell(r->log, d_exact), cell(r->log, val), cell(r->log, hrms), cell(r->log, NAN);
+    cell(r->log, d_exact), cell(r->log, val), cell(r->log, hrms), cell(r->log, NAN), cell(r->log, NAN);
     fputc('\n', r->log);
     return log_ok(r, r->log, r->o.log_path, 1);
 }
@@ -1080,7 +1081,7 @@ static gpt_status update(run *r, train_step_rec *rec)
 {
     gpt_optimizer *opt = r->optimizer;
     const gpt_config *cfg = &r->be->config;
-    double loss_sum, t0 = gpt_now_seconds();
+    double loss_sum, t0 = gpt_now_seconds(), t_opt;
     float bad_loss = 0.0f;
     char err[512];
     gpt_status gs, failed = GPT_OK;
@@ -1093,6 +1094,7 @@ static gpt_status update(run *r, train_step_rec *rec)
      * and a host step fails on every rank alike */
     if ((gs = opt->ops->reduce(opt, r->w_rank / (double)r->o.accum, err, sizeof err)) != GPT_OK)
         return set_error(r->res, gs, "step %ld: %s", r->step + 1, err);
+    t_opt = gpt_now_seconds();
     if ((gs = opt->ops->step(opt, r->step, r->o.steps, err, sizeof err)) != GPT_OK) {
         r->res->agreed = r->size > 1 && opt->ops->agreed_errors && !r->opt.head_sharded;
         return set_error(r->res, gs, "step %ld: %s", r->step + 1, err);
@@ -1100,6 +1102,7 @@ static gpt_status update(run *r, train_step_rec *rec)
     if ((gs = opt->ops->share(opt, err, sizeof err)) != GPT_OK)
         return set_error(r->res, gs, "step %ld: %s", r->step + 1, err);
     rec->ms = 1e3 * (gpt_now_seconds() - t0);
+    rec->opt_ms = 1e3 * (gpt_now_seconds() - t_opt);
     if ((gs = log_ns_budget(r, r->step)) != GPT_OK) return gs;
     r->step++;
     rec->step = r->step;

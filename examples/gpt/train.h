@@ -125,6 +125,7 @@ typedef struct train_step_rec {
     long step;
     double tokens, loss, lr, head_lr, ms, grad_norm, d_lo, d_hi, d_exact; /* ms: the update alone, without the head
                                                                            * diagnostics; d_exact NaN when not computed */
+    double opt_ms; /* the optimizer's part of ms: its step and share() (the NS budget included) */
 } train_step_rec;
 
 typedef struct train_eval_rec {

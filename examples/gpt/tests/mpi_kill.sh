@@ -56,8 +56,8 @@ STEPS=120
 BASE=(--data "$T/data" --layers 2 --d-model 32 --heads 2 --seq 32 --steps "$STEPS" --eval-every 40 --eval-batches 2
       --panel 2 --diam-every 10 --log-every 0 --no-progress --batch 4 --head rownorm --block muown --ckpt-every 20)
 
-# rows K: the CSV rows after step K without the timing columns (ms, tok/s, GFLOP/s)
-rows() { awk -F, -v k="$2" 'NR > 1 && $2 > k' "$1" | cut -d, -f1-5,9-; }
+# rows K: the CSV rows after step K without the timing columns (ms, tok/s, GFLOP/s, opt_ms)
+rows() { awk -F, -v k="$2" 'NR > 1 && $2 > k' "$1" | cut -d, -f1-5,9-15; }
 # same A B K: "ok N rows" or "FAIL why" (string equality of every remaining cell)
 same() {
     local a b

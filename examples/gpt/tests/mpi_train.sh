@@ -131,7 +131,7 @@ else bad "checkpoint sizes differ: $s1 vs $s2"; fi
 # 7. A 2-rank checkpoint resumed by 2 ranks continues exactly like the uninterrupted 2-rank run.
 np2 "${BASE[@]}" "${R[@]}" --out "$T/ck22" --stop-at 10 >/dev/null 2>&1
 np2 "${BASE[@]}" --resume "$T/ck22/ckpt.bin" --out "$T/ck22" >"$T/ck22r.txt" 2>&1 || bad "2 ranks cannot resume their own checkpoint"
-if cmp -s <(grep -v "^final" "$T/full2/train.csv" | cut -d, -f1-5,9-) <(grep -v "^final" "$T/ck22/train.csv" | cut -d, -f1-5,9-); then
+if cmp -s <(grep -v "^final" "$T/full2/train.csv" | cut -d, -f1-5,9-15) <(grep -v "^final" "$T/ck22/train.csv" | cut -d, -f1-5,9-15); then
     ok "2 ranks: stop + resume = uninterrupted, bit for bit (losses, grad norms, D)"
 else bad "2 ranks: the resumed log differs from the uninterrupted one"; fi
 
@@ -144,7 +144,7 @@ if np1 "${BASE[@]}" --resume "$T/cks1/ckpt.bin" --out "$T/cks1" >"$T/cks1r.txt" 
     check "sharded-head 2-rank checkpoint resumed by 1 process" "$T/shard-head.2/train.csv" "$T/cks1/train.csv"
 else tail -5 "$T/cks1r.txt"; bad "1 process cannot resume the sharded-head checkpoint"; fi
 np2 "${BASE[@]}" "${S[@]}" --resume "$T/cks/ckpt.bin" --out "$T/cks" >"$T/cksr.txt" 2>&1 || bad "2 ranks cannot resume the sharded-head checkpoint"
-if cmp -s <(grep -v "^final" "$T/shard-head.2/train.csv" | cut -d, -f1-5,9-) <(grep -v "^final" "$T/cks/train.csv" | cut -d, -f1-5,9-); then
+if cmp -s <(grep -v "^final" "$T/shard-head.2/train.csv" | cut -d, -f1-5,9-15) <(grep -v "^final" "$T/cks/train.csv" | cut -d, -f1-5,9-15); then
     ok "sharded head, 2 ranks: stop + resume = uninterrupted, bit for bit"
 else bad "sharded head, 2 ranks: the resumed log differs from the uninterrupted one"; fi
 

@@ -157,8 +157,64 @@ static void test_resume_normuon_per_head(void) { resume_case_ph(OPTIM_ADAMW, OPT
  * Muown case too (its own momentum) */
 static void test_resume_ns_auto(void)
 {
+    train_options o = tiny();
+    train_result a, b;
+    char nslog[160], line[256];
+    FILE *f;
+    int rows = 0, bad = 0, differs = 0, k;
     resume_case_ph(OPTIM_ROWNORM, OPTIM_BLOCK_MUON, MUON_CAP_OFF, 1, 5, 0, 1);
     resume_case_ph(OPTIM_MUON, OPTIM_BLOCK_MUOWN, MUON_CAP_OFF, 1, 4, 0, 1);
+    /* the budget log: one row per block matrix (1 layer: 7) at updates 3, 6, 9, steps in range;
+     * and the budget changes the run (these small matrices need fewer than 5 steps) */
+    o.recipe = optim_default(OPTIM_ROWNORM);
+    CHECK(train_run(&o, &a) == TRAIN_DONE);
+    o.recipe.ns_steps = OPTIM_NS_AUTO, o.recipe.ns_every = 3;
+    path_in(nslog, sizeof nslog, "ns_budget.csv");
+    o.ns_log = nslog;
+    CHECK(train_run(&o, &b) == TRAIN_DONE);
+    for (k = 0; k < a.n_steps && k < b.n_steps; k++) differs |= !same_bits(a.steps[k].loss, b.steps[k].loss);
+    CHECK_MSG(differs, "--ns-steps auto gave the losses of Jordan x 5");
+    f = fopen(nslog, "r");
+    CHECK(f != NULL);
+    if (f) {
+        CHECK(fgets(line, sizeof line, f) && strcmp(line, "step,tensor,rows,cols,q50,steps\n") == 0);
+        while (fgets(line, sizeof line, f)) {
+            long step;
+            char name[64];
+            size_t r, c;
+            double q;
+            int steps;
+            if (sscanf(line, "%ld,%63[^,],%zu,%zu,%lf,%d", &step, name, &r, &c, &q, &steps) != 6 || step % 3 != 0 ||
+                step < 3 || step > 9 || steps < 1 || steps > OPTIM_NS_AUTO_MAX || !(q > 0.0 && q < 1.0))
+                bad++;
+            rows++;
+        }
+        fclose(f);
+    }
+    CHECK_MSG(rows == 21 && bad == 0, "ns_budget.csv: %d rows (21 expected), %d bad", rows, bad);
+    train_result_free(&a);
+    train_result_free(&b);
+}
+
+/* A resumed log from before opt_ms: a header with 16 columns above rows with 15 cells reads */
+static void test_log_reads_mixed_rows(void)
+{
+    char p[160];
+    FILE *f;
+    exp_log L;
+    path_in(p, sizeof p, "mixed.csv");
+    f = fopen(p, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs("# steps=2\nkind,step,tokens,loss,lr,ms,tok_per_s,gflops,grad_norm,d_lo,d_hi,d_exact,val_loss,hilbert_rms,head_lr,opt_ms\n"
+          "train,1,64,5.5,0.01,3,1,1,0.5,0.1,0.2,,,,0.001\n"
+          "train,2,128,5.25,0.01,3,1,1,0.5,0.1,0.2,,,,0.001,1.5\n"
+          "final,2,128,,,,,,,,,0.15,5.0,0.01,,\n", f);
+    fclose(f);
+    memset(&L, 0, sizeof L);
+    CHECK(exp_log_read(p, &L, NULL, 0) == GPT_OK);
+    CHECK(L.n_train == 2 && L.train_loss[0] == 5.5 && L.train_loss[1] == 5.25 && L.has_final && L.final_val_loss == 5.0);
+    exp_log_free(&L);
 }
 
 /* A momentum with a chosen spectrum: a row- and column-permuted, sign-flipped diagonal of
@@ -1355,7 +1411,7 @@ static void test_flags(void)
     CHECK(cli.opt.recipe.head == OPTIM_ROWNORM && cli.opt.recipe.head_lr == 3.2e-3 && cli.opt.steps == 7);
     CHECK(cli.opt.recipe.muon_lr == 0.01 && cli.opt.accum == 2 && cli.opt.recipe.cap == MUON_CAP_GROWTH);
     CHECK(cli.opt.recipe.block == OPTIM_BLOCK_MUOWN && cli.opt.seed == 5 && cli.opt.progress == 0);
-    fprintf(stderr, "(seven flag errors expected below)\n");
+    fprintf(stderr, "(nine flag errors expected below)\n");
     CHECK(cli_parse(&cli, 3, bad_argv) == GPT_ERR_CONFIG);
     CHECK(cli_parse(&cli, 3, unknown_argv) == GPT_ERR_CONFIG);
     { /* a flag of the other mode, a missing value, a value out of range */
@@ -1381,6 +1437,17 @@ static void test_flags(void)
         CHECK(cli.opt.recipe.ns_per_head == 0);
         CHECK(cli_parse(&cli, 4, nm) == GPT_OK && cli.opt.recipe.block == OPTIM_BLOCK_NORMUON && cli.opt.recipe.ns_per_head == 1);
         CHECK(cli_parse(&cli, 3, bad_block) == GPT_ERR_CONFIG);
+    }
+    { /* --ns-steps: a count or auto (0 and other words refused), and the budget's period */
+        char *au[] = {"train", "--ns-steps", "auto", "--ns-every", "7"}, *three[] = {"train", "--ns-steps", "3"};
+        char *zero[] = {"train", "--ns-steps", "0"}, *word[] = {"train", "--ns-steps", "often"};
+        memset(&cli, 0, sizeof cli);
+        cli.opt = train_default_options();
+        CHECK(cli.opt.recipe.ns_steps == 5 && cli.opt.recipe.ns_every == OPTIM_NS_AUTO_EVERY);
+        CHECK(cli_parse(&cli, 5, au) == GPT_OK && cli.opt.recipe.ns_steps == OPTIM_NS_AUTO && cli.opt.recipe.ns_every == 7);
+        CHECK(cli_parse(&cli, 3, three) == GPT_OK && cli.opt.recipe.ns_steps == 3);
+        CHECK(cli_parse(&cli, 3, zero) == GPT_ERR_CONFIG);
+        CHECK(cli_parse(&cli, 3, word) == GPT_ERR_CONFIG);
     }
     { /* bf16 Newton-Schulz; an unknown precision is refused */
         char *bf[] = {"train", "--ns-precision", "bf16"}, *fp[] = {"train", "--ns-precision", "fp32"};
@@ -1441,6 +1508,7 @@ int main(void)
     RUN(test_resume_cap);
     RUN(test_resume_normuon_per_head);
     RUN(test_resume_ns_auto);
+    RUN(test_log_reads_mixed_rows);
     RUN(test_ns_budget_rule);
     RUN(test_block_switches);
     RUN(test_ns_precision_bf16);
