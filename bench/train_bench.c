@@ -15,7 +15,9 @@
  * 5) with fp32 and with bf16 Newton-Schulz (MUON_NS_BF16), and the Newton-Schulz part alone
  * (muon_orthogonalize_ws on the same gradients); the second table gives each, and the share of a
  * training step (forward + backward + Muon update) spent in Newton-Schulz, per precision. The fp32
- * update is also timed as one muon_step_layers call (issue 13; the third table).
+ * update is also timed as one muon_step_layers call (issue 13; the third table), and so, per
+ * Newton-Schulz budget (Jordan x 5, 4, 3) and precision, with the whole step it belongs to
+ * (issue 49; the fourth table).
  * Not a test: nothing here is part of `make test`. */
 #define _POSIX_C_SOURCE 200809L
 #include "../examples/gpt/backend.h"
@@ -100,9 +102,9 @@ static void ns_all(ctx *x, muon_ns_precision p)
                                   x->wsb) != MUON_OK)
             exit(3);
 }
-/* the same fp32 update as one muon_step_layers_ws call, in one workspace of the size its query
- * gives (as the trainer runs it) */
-static void job_layers32(ctx *x)
+/* the update as one muon_step_layers_ws call, in one workspace of the size its query gives (as
+ * the trainer runs it: optim.c), Jordan x `steps` in precision p */
+static void layers_all(ctx *x, int steps, muon_ns_precision p)
 {
     static muon_layer L[64 * NMAT];
     static void *ws;
@@ -110,6 +112,8 @@ static void job_layers32(ctx *x)
     muon_config c = muon_default();
     int i;
     c.lr = 1e-4;
+    c.ns.steps = steps;
+    c.ns.precision = p;
     if (x->nm > 64 * NMAT) exit(3); /* at most 64 layers here */
     for (i = 0; i < x->nm; i++) {
         memset(&L[i], 0, sizeof L[i]);
@@ -127,18 +131,27 @@ static void job_layers32(ctx *x)
     }
     if (muon_step_layers_ws(L, (size_t)x->nm, 0, ws, wsb) != MUON_OK) exit(3);
 }
+static void job_layers32(ctx *x) { layers_all(x, 5, MUON_NS_FP32); }
+static void job_layers32_j4(ctx *x) { layers_all(x, 4, MUON_NS_FP32); }
+static void job_layers32_j3(ctx *x) { layers_all(x, 3, MUON_NS_FP32); }
+static void job_layers16(ctx *x) { layers_all(x, 5, MUON_NS_BF16); }
+static void job_layers16_j3(ctx *x) { layers_all(x, 3, MUON_NS_BF16); }
 static void job_opt32(ctx *x) { opt_all(x, MUON_NS_FP32); }
 static void job_opt16(ctx *x) { opt_all(x, MUON_NS_BF16); }
 static void job_ns32(ctx *x) { ns_all(x, MUON_NS_FP32); }
 static void job_ns16(ctx *x) { ns_all(x, MUON_NS_BF16); }
-enum { NJOBS = 8 };
+enum { NJOBS = 12 };
 
 int main(int argc, char **argv)
 {
     gpt_config cfg = {6, 384, 6, 256, 4096, 0};
     int B = 4, reps = 5, thr[2] = {1, 2}, nthr = 2, a, pos = 0, vals[6], ti, r, j;
     void (*const jobs[NJOBS])(ctx *) = {job_step, job_muon, job_blas, job_opt32, job_opt16, job_ns32, job_ns16,
-                                               job_layers32};
+                                               job_layers32, job_layers32_j4, job_layers32_j3, job_layers16,
+                                               job_layers16_j3};
+    static const struct { int job, steps; const char *prec; } budgets[] = {
+        {7, 5, "fp32"}, {8, 4, "fp32"}, {9, 3, "fp32"}, {10, 5, "bf16"}, {11, 3, "bf16"}};
+    double bud_ms[2][5];
     static double t[NJOBS][MAXR];
     double opt_ms[2][2], ns_ms[2][2], step_ms[2], lay_ms[2];
     ctx x;
@@ -241,6 +254,7 @@ int main(int argc, char **argv)
                (fl_step / med[0]) / (fl_sq / med[2]));
         opt_ms[ti][0] = med[3], opt_ms[ti][1] = med[4], ns_ms[ti][0] = med[5], ns_ms[ti][1] = med[6];
         lay_ms[ti] = med[7];
+        for (j = 0; j < 5; j++) bud_ms[ti][j] = med[budgets[j].job];
         step_ms[ti] = med[0];
         fflush(stdout);
     }
@@ -266,6 +280,14 @@ int main(int argc, char **argv)
            "muon_step_ws loop above, same rotation:\n%-4s %14s %14s %10s\n", "thr", "loop ms", "layers ms", "gain");
     for (ti = 0; ti < nthr; ti++)
         printf("%-4d %14.1f %14.1f %10.2f\n", thr[ti], 1e3 * opt_ms[ti][0], 1e3 * lay_ms[ti], opt_ms[ti][0] / lay_ms[ti]);
+    printf("The trainer's update path (one muon_step_layers_ws call, as optim.c makes it) per Newton-Schulz\n"
+           "budget and precision, and a whole training step = forward + backward + that update (same rotation;\n"
+           "--ns-steps auto picks the budget per matrix: results/nsbudget has what it chose):\n"
+           "%-4s %8s %6s %12s %12s %12s\n", "thr", "budget", "prec", "update ms", "step ms", "update share");
+    for (ti = 0; ti < nthr; ti++)
+        for (j = 0; j < 5; j++)
+            printf("%-4d %6s%-2d %6s %12.1f %12.1f %11.1f%%\n", thr[ti], "J", budgets[j].steps, budgets[j].prec,
+                   1e3 * bud_ms[ti][j], 1e3 * (step_ms[ti] + bud_ms[ti][j]), 100.0 * bud_ms[ti][j] / (step_ms[ti] + bud_ms[ti][j]));
     x.be->ops->destroy(x.be);
     for (j = 0; j < x.nm; j++) muon_free(&x.st[j]), free(x.W[j]), free(x.G[j]), free(x.O[j]);
     free(x.rows), free(x.cols), free(x.W), free(x.G), free(x.O), free(x.st), free(x.ws);
