@@ -6147,7 +6147,8 @@ static MUON__NOINLINE int muon__step_fits(const float *W, size_t ldw, const floa
 static MUON__NOINLINE muon_status muon__step_check(size_t rows, size_t cols, const float *W, size_t ldw, const float *G,
                                     size_t ldg, const float *S, size_t lds, const muon__step_cfg *c, void *ws,
                                     size_t ws_bytes, size_t extra_doubles, const void *const *reg,
-                                    const size_t *reg_bytes, size_t nreg, muon__split *rp, muon__split *cp)
+                                    const size_t *reg_bytes, size_t nreg, muon__split *rp, muon__split *cp,
+                                    int g_checked)
 {
     muon_status s;
     size_t need, k, wb, gb, sb = 0;
@@ -6168,7 +6169,9 @@ static MUON__NOINLINE muon_status muon__step_check(size_t rows, size_t cols, con
         if (muon__u_overlap(reg[k], reg_bytes[k], W, wb) || muon__u_overlap(reg[k], reg_bytes[k], G, gb) ||
             muon__u_overlap(reg[k], reg_bytes[k], ws, ws_bytes) || (S && muon__u_overlap(reg[k], reg_bytes[k], S, sb)))
             return MUON_ERR_ALIAS;
-    if (!muon__u_finite_matrix(G, rows, cols, ldg)) return MUON_ERR_NONFINITE;
+    /* g_checked: muon_step_layers read G for NaN/Inf before stepping any layer, and nothing a
+     * layer writes overlaps another's G (one pass over G saved per layer) */
+    if (!g_checked && !muon__u_finite_matrix(G, rows, cols, ldg)) return MUON_ERR_NONFINITE;
     return MUON_OK;
 }
 
@@ -6178,7 +6181,7 @@ static MUON__NOINLINE muon_status muon__step_check(size_t rows, size_t cols, con
 static MUON__NOINLINE muon_status muon__state_check(const muon_state *st, const muon__step_cfg *c, const float *W,
                                                     size_t ldw, const float *G, size_t ldg, const float *S,
                                                     size_t lds, void *ws, size_t ws_bytes, muon__split *rp,
-                                                    muon__split *cp)
+                                                    muon__split *cp, int g_checked)
 {
     const void *reg[4];
     size_t reg_bytes[4], rows = st->rows, cols = st->cols, i;
@@ -6189,14 +6192,14 @@ static MUON__NOINLINE muon_status muon__state_check(const muon_state *st, const 
     reg[2] = st->cap_v, reg_bytes[2] = cols * sizeof(double);
     reg[3] = st->row_v, reg_bytes[3] = st->row_v ? rows * sizeof(double) : 0;
     s = muon__step_check(rows, cols, W, ldw, G, ldg, S, lds, c, ws, ws_bytes, c->normuon ? rows : 0, reg, reg_bytes, 4,
-                         rp, cp);
+                         rp, cp, g_checked);
     if (s != MUON_OK) return s;
     if (c->normuon)
         for (i = 0; i < rows; i++)
             if (!muon__u_isfinite(st->row_v[i]) || st->row_v[i] < 0.0) return MUON_ERR_NONFINITE;
     if (!muon__step_count_ok(st->step)) return MUON_ERR_DOMAIN;
     /* the cap reads W (power iteration): NaN/Inf there would enter the stored pair */
-    if (c->cap != MUON_CAP_OFF && !muon__u_finite_matrix(W, rows, cols, ldw)) return MUON_ERR_NONFINITE;
+    if (!g_checked && c->cap != MUON_CAP_OFF && !muon__u_finite_matrix(W, rows, cols, ldw)) return MUON_ERR_NONFINITE;
     return MUON_OK;
 }
 
@@ -6207,13 +6210,13 @@ static MUON__NOINLINE muon_status muon__state_check(const muon_state *st, const 
 static MUON__NOINLINE muon_status muon__step_begin(const muon_state *st, const muon_config *cfg, const float *W,
                                                    size_t ldw, const float *G, size_t ldg, const float *S,
                                                    size_t lds, void *ws, size_t ws_bytes, float *U, muon__split *rp,
-                                                   muon__split *cp, int *threads)
+                                                   muon__split *cp, int *threads, int checked)
 {
     muon__step_cfg c;
     muon_status s;
     if ((s = muon__config_check(cfg)) != MUON_OK) return s; /* first: the splits need it */
     muon__step_cfg_make(cfg, &c);
-    if ((s = muon__state_check(st, &c, W, ldw, G, ldg, S, lds, ws, ws_bytes, rp, cp)) != MUON_OK) return s;
+    if ((s = muon__state_check(st, &c, W, ldw, G, ldg, S, lds, ws, ws_bytes, rp, cp, checked)) != MUON_OK) return s;
     *threads = c.threads;
     return muon__mom_fill(st->momentum, G, ldg, st->rows, st->cols, &c, U);
 }
@@ -6266,9 +6269,11 @@ static MUON__NOINLINE muon_status muon__step_end(muon_state *st, const muon_conf
     return MUON_OK;
 }
 
-MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *W, size_t ldw,
-                                 const float *G, size_t ldg, float *step_out, size_t lds, void *ws,
-                                 size_t ws_bytes)
+/* muon_step_ws; checked: the contents of G (and of W under the cap) were found finite by
+ * muon_step_layers' checks, which also proved that no layer writes them */
+static MUON__ALWAYS_INLINE muon_status muon__step_ws(muon_state *st, const muon_config *cfg, float *W, size_t ldw,
+                                                     const float *G, size_t ldg, float *step_out, size_t lds,
+                                                     void *ws, size_t ws_bytes, int checked)
 {
     muon_status s;
     unsigned char *base;
@@ -6281,7 +6286,7 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
     if (!st->momentum || !st->cap_u || !st->cap_v) return MUON_ERR_NULL;
     base = muon__u_align_ptr(ws);
     U = (float *)base;
-    s = muon__step_begin(st, cfg, W, ldw, G, ldg, step_out, lds, ws, ws_bytes, U, &rp, &cp, &threads);
+    s = muon__step_begin(st, cfg, W, ldw, G, ldg, step_out, lds, ws, ws_bytes, U, &rp, &cp, &threads, checked);
     if (s != MUON_OK) return s;
     nsoff = muon__u_round(st->rows * st->cols * sizeof(float));
     if (cfg->normuon) {
@@ -6292,6 +6297,13 @@ MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *
                         ws_bytes - (size_t)(base + nsoff - (unsigned char *)ws));
     if (s != MUON_OK) return s; /* nothing committed yet */
     return muon__step_end(st, cfg, W, ldw, G, ldg, U, step_out, lds, vnew, &rp, &cp);
+}
+
+MUONDEF muon_status muon_step_ws(muon_state *st, const muon_config *cfg, float *W, size_t ldw,
+                                 const float *G, size_t ldg, float *step_out, size_t lds, void *ws,
+                                 size_t ws_bytes)
+{
+    return muon__step_ws(st, cfg, W, ldw, G, ldg, step_out, lds, ws, ws_bytes, 0);
 }
 
 MUONDEF muon_status muon_step(muon_state *st, const muon_config *cfg, float *W, size_t ldw, const float *G,
@@ -6346,7 +6358,7 @@ static MUON__NOINLINE muon_status muon__layer_check(const muon_layer *L, void *w
     if (!st->momentum || !st->cap_u || !st->cap_v) return MUON_ERR_NULL;
     if ((s = muon__config_check(L->cfg)) != MUON_OK) return s;
     muon__step_cfg_make(L->cfg, &c);
-    s = muon__state_check(st, &c, L->W, L->ldw, L->G, L->ldg, L->step_out, L->lds, ws, ws_bytes, &rp, &cp);
+    s = muon__state_check(st, &c, L->W, L->ldw, L->G, L->ldg, L->step_out, L->lds, ws, ws_bytes, &rp, &cp, 0);
     if (s != MUON_OK) return s;
     *need = muon__u_round(muon__step_ws_bytes(st->rows, st->cols, rp.max, cp.max, c.normuon ? st->rows : 0, 1));
     return MUON_OK;
@@ -6435,7 +6447,7 @@ static size_t muon__layers_next(const muon_layer *layers, size_t count, size_t p
 static MUON__ALWAYS_INLINE muon_status muon__layer_run(muon_layer *L, void *ws, size_t ws_bytes)
 {
     if (!ws) ws = L->state->workspace, ws_bytes = L->state->workspace_bytes;
-    return muon_step_ws(L->state, L->cfg, L->W, L->ldw, L->G, L->ldg, L->step_out, L->lds, ws, ws_bytes);
+    return muon__step_ws(L->state, L->cfg, L->W, L->ldw, L->G, L->ldg, L->step_out, L->lds, ws, ws_bytes, 1);
 }
 
 /* ws NULL: every layer in its state's own workspace */
@@ -6978,7 +6990,7 @@ static MUON__NOINLINE muon_status muon__muown_begin(const muown_state *st, const
     reg[3] = st->mag_m;
     reg[4] = st->mag_v;
     for (k = 1; k < 5; k++) reg_bytes[k] = rows * sizeof(double);
-    s = muon__step_check(rows, cols, W, ldw, G, ldg, S, lds, &c, ws, ws_bytes, rows, reg, reg_bytes, 5, rp, cp);
+    s = muon__step_check(rows, cols, W, ldw, G, ldg, S, lds, &c, ws, ws_bytes, rows, reg, reg_bytes, 5, rp, cp, 0);
     if (s != MUON_OK) return s;
     if (!muon__u_finite_matrix(W, rows, cols, ldw)) return MUON_ERR_NONFINITE;
     if (!muon__step_count_ok(st->step)) return MUON_ERR_DOMAIN;
