@@ -436,14 +436,15 @@ MUONDEF muon_status muon_singular_values_ws(const float *M, size_t rows, size_t 
 /* The same min(rows, cols) values, non-increasing, from the eigenvalues of the smaller Gram
  * matrix (M M^T or M^T M, formed in double): Householder tridiagonalisation, then the implicit
  * QL iteration (bisection on Sturm counts should it not converge). O(min^2 max + min^3) with
- * small constants: ~40x cheaper than the Jacobi above on a 384 x 1024 momentum, cheap enough to budget Newton-Schulz from every few hundred steps
- * (issue 49; the trainer's --ns-steps auto). The Gram matrix squares the values: a value sigma
- * is good to about p eps (sigma_1 / sigma)^2 relative (p = min(rows, cols), eps = 2^-52), so
- * 1e-11 at 1e-2 sigma_1 and 1e-7 at 1e-4 sigma_1 for p = 384 (the quantiles a budget reads;
- * tests/test_muon.c holds 16 p eps (sigma_1 / sigma)^2 against muon_singular_values), while
- * values below 1e-8 sigma_1 are noise near 0. Statuses as muon_singular_values; the _ws form takes
- * muon_singular_values_gram_workspace_size(rows, cols) bytes. Serial (one call per thread of a
- * host's loop over matrices is the way to use several cores). */
+ * small constants: ~40x cheaper than the Jacobi above on a 384 x 1024 momentum, cheap enough to
+ * budget Newton-Schulz from every few dozen updates (issue 49; the trainer's --ns-steps auto).
+ * The Gram matrix squares the values: a value sigma is good to about p eps (sigma_1 / sigma)^2
+ * relative (p = min(rows, cols), eps = 2^-52), so 1e-11 at 1e-2 sigma_1 and 1e-7 at 1e-4 sigma_1
+ * for p = 384 (the quantiles a budget reads; tests/test_muon.c holds 16 p eps (sigma_1 / sigma)^2
+ * against muon_singular_values), while values below 1e-8 sigma_1 are noise near 0. Statuses as
+ * muon_singular_values; the _ws form takes muon_singular_values_gram_workspace_size(rows, cols)
+ * bytes. Serial (one call per thread of a host's loop over matrices is the way to use several
+ * cores). */
 MUONDEF muon_status muon_singular_values_gram(const float *M, size_t rows, size_t cols, size_t ld, double *sv);
 MUONDEF size_t muon_singular_values_gram_workspace_size(size_t rows, size_t cols);
 MUONDEF muon_status muon_singular_values_gram_ws(const float *M, size_t rows, size_t cols, size_t ld,
