@@ -184,9 +184,12 @@ static void test_gate_layers(void)
         if (pass) { /* closed: one thread, nothing judged (the span survives) */
             CHECK(muon_step_layers(L, NL, 2) == MUON_OK);
             CHECK(muon__gate_wall == 0.0 && muon__gate_span == 100.0);
-        } else { /* open: the region reports its time */
+        } else { /* open: the region reports its time (the window's sum starts far below zero, so
+                  * that no verdict resets it however slow the machine: qemu takes > 30 ms) */
+            muon__gate_wall = -1e9;
             CHECK(muon_step_layers(L, NL, 2) == MUON_OK);
-            CHECK(muon__gate_wall > 0.0 || muon__gate_until > 0.0);
+            CHECK(muon__gate_wall > -1e9);
+            muon__gate_wall = 0.0;
         }
         for (i = 0; i < NL; i++) { /* same bits as the loop */
             CHECK(memcmp(W[0][i], W[1][i], R * C * sizeof(float)) == 0);
