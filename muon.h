@@ -5033,6 +5033,17 @@ MUONDEF muon_status muon_orthogonalize(const float *G, size_t rows, size_t cols,
 
 /* ---- exact singular values: one-sided Jacobi, and the Gram matrix's eigenvalues ---------- */
 
+/* x[0..n-1] in non-increasing order (insertion sort: the values arrive nearly sorted) */
+static void muon__sort_desc(double *x, size_t n)
+{
+    size_t i, k;
+    for (i = 1; i < n; i++) {
+        double v = x[i];
+        for (k = i; k > 0 && x[k - 1] < v; k--) x[k] = x[k - 1];
+        x[k] = v;
+    }
+}
+
 /* Hestenes one-sided Jacobi on p columns of length q (column j at A + j*q), q >= p.
  * Rotates pairs of columns until all are mutually orthogonal to working precision; the
  * singular values are then the column norms, written to sv in non-increasing order. */
@@ -5075,15 +5086,7 @@ static void muon__jacobi_sv(double *A, size_t q, size_t p, double *sv)
         for (r = 0; r < q; r++) acc += A[j * q + r] * A[j * q + r];
         sv[j] = sqrt(acc);
     }
-    for (i = 1; i < p; i++) { /* insertion sort, non-increasing */
-        double v = sv[i];
-        size_t k = i;
-        while (k > 0 && sv[k - 1] < v) {
-            sv[k] = sv[k - 1];
-            k--;
-        }
-        sv[k] = v;
-    }
+    muon__sort_desc(sv, p);
 }
 
 MUONDEF size_t muon_singular_values_workspace_size(size_t rows, size_t cols)
@@ -5108,23 +5111,35 @@ static void muon__sv_load(const float *M, size_t rows, size_t cols, size_t ld, d
     }
 }
 
-MUONDEF muon_status muon_singular_values_ws(const float *M, size_t rows, size_t cols, size_t ld,
-                                            double *sv, void *ws, size_t ws_bytes)
+/* The singular-value functions' checks (both methods), given the workspace the method needs:
+ * NULL, SIZE (shape, then ws_bytes < need), ALIAS (M, sv and ws apart), NONFINITE. */
+static muon_status muon__sv_args(const float *M, size_t rows, size_t cols, size_t ld, const double *sv,
+                                 const void *ws, size_t ws_bytes, size_t need)
 {
     muon_status s;
-    size_t need, p, q;
-    double *A;
+    size_t p = rows < cols ? rows : cols, mb;
     if (!M || !sv || !ws) return MUON_ERR_NULL;
     if ((s = muon__u_check_shape(rows, cols, ld)) != MUON_OK) return s;
-    need = muon_singular_values_workspace_size(rows, cols);
     if (need == 0 || ws_bytes < need) return MUON_ERR_SIZE;
-    p = rows < cols ? rows : cols;
-    q = rows < cols ? cols : rows;
-    if (muon__u_overlap(sv, p * sizeof(double), M, muon__u_extent(rows, cols, ld) * sizeof(float)) ||
-        muon__u_overlap(ws, ws_bytes, M, muon__u_extent(rows, cols, ld) * sizeof(float)) ||
+    mb = muon__u_extent(rows, cols, ld) * sizeof(float);
+    if (muon__u_overlap(sv, p * sizeof(double), M, mb) || muon__u_overlap(ws, ws_bytes, M, mb) ||
         muon__u_overlap(ws, ws_bytes, sv, p * sizeof(double)))
         return MUON_ERR_ALIAS;
     if (!muon__u_finite_matrix(M, rows, cols, ld)) return MUON_ERR_NONFINITE;
+    return MUON_OK;
+}
+
+/* the allocating form of either method (gram: the Gram matrix's eigenvalues, else Jacobi) */
+static muon_status muon__sv_alloc(const float *M, size_t rows, size_t cols, size_t ld, double *sv, int gram);
+
+MUONDEF muon_status muon_singular_values_ws(const float *M, size_t rows, size_t cols, size_t ld,
+                                            double *sv, void *ws, size_t ws_bytes)
+{
+    const size_t need = muon_singular_values_workspace_size(rows, cols);
+    muon_status s = muon__sv_args(M, rows, cols, ld, sv, ws, ws_bytes, need);
+    size_t p = rows < cols ? rows : cols, q = rows < cols ? cols : rows;
+    double *A;
+    if (s != MUON_OK) return s;
     A = (double *)muon__u_align_ptr(ws);
     muon__sv_load(M, rows, cols, ld, A);
     muon__jacobi_sv(A, q, p, sv);
@@ -5133,18 +5148,7 @@ MUONDEF muon_status muon_singular_values_ws(const float *M, size_t rows, size_t 
 
 MUONDEF muon_status muon_singular_values(const float *M, size_t rows, size_t cols, size_t ld, double *sv)
 {
-    muon_status s;
-    size_t need;
-    void *ws;
-    if (!M || !sv) return MUON_ERR_NULL;
-    if ((s = muon__u_check_shape(rows, cols, ld)) != MUON_OK) return s;
-    need = muon_singular_values_workspace_size(rows, cols);
-    if (need == 0) return MUON_ERR_SIZE;
-    ws = MUON_MALLOC(need);
-    if (!ws) return MUON_ERR_NOMEM;
-    s = muon_singular_values_ws(M, rows, cols, ld, sv, ws, need);
-    MUON_FREE(ws);
-    return s;
+    return muon__sv_alloc(M, rows, cols, ld, sv, 0);
 }
 
 /* singular values from the Gram matrix (issue 49's budget estimate) */
@@ -5349,19 +5353,11 @@ static void muon__tridiag_bisect(const double *d, const double *e, size_t p, dou
 MUONDEF muon_status muon_singular_values_gram_ws(const float *M, size_t rows, size_t cols, size_t ld,
                                                  double *sv, void *ws, size_t ws_bytes)
 {
-    muon_status s;
-    size_t need, p, i, k;
+    const size_t need = muon_singular_values_gram_workspace_size(rows, cols);
+    muon_status s = muon__sv_args(M, rows, cols, ld, sv, ws, ws_bytes, need);
+    size_t p = rows < cols ? rows : cols, i;
     double *A, *d, *e, *v, *w;
-    if (!M || !sv || !ws) return MUON_ERR_NULL;
-    if ((s = muon__u_check_shape(rows, cols, ld)) != MUON_OK) return s;
-    need = muon_singular_values_gram_workspace_size(rows, cols);
-    if (need == 0 || ws_bytes < need) return MUON_ERR_SIZE;
-    p = rows < cols ? rows : cols;
-    if (muon__u_overlap(sv, p * sizeof(double), M, muon__u_extent(rows, cols, ld) * sizeof(float)) ||
-        muon__u_overlap(ws, ws_bytes, M, muon__u_extent(rows, cols, ld) * sizeof(float)) ||
-        muon__u_overlap(ws, ws_bytes, sv, p * sizeof(double)))
-        return MUON_ERR_ALIAS;
-    if (!muon__u_finite_matrix(M, rows, cols, ld)) return MUON_ERR_NONFINITE;
+    if (s != MUON_OK) return s;
     A = (double *)muon__u_align_ptr(ws);
     d = A + p * p, e = d + p, v = e + p, w = v + p;
     muon__gram_load(M, rows, cols, ld, A);
@@ -5369,12 +5365,7 @@ MUONDEF muon_status muon_singular_values_gram_ws(const float *M, size_t rows, si
     memcpy(v, d, p * sizeof(double)); /* QL works on copies; bisection needs the tridiagonal */
     memcpy(w, e, p * sizeof(double));
     if (muon__tridiag_ql(v, w, p)) {
-        for (i = 1; i < p; i++) { /* insertion sort, non-increasing (QL leaves them nearly so) */
-            double x = v[i];
-            k = i;
-            while (k > 0 && v[k - 1] < x) v[k] = v[k - 1], k--;
-            v[k] = x;
-        }
+        muon__sort_desc(v, p);
         for (i = 0; i < p; i++) sv[i] = v[i] > 0.0 ? sqrt(v[i]) : 0.0; /* a Gram matrix is positive semi-definite */
         return MUON_OK;
     }
@@ -5384,16 +5375,22 @@ MUONDEF muon_status muon_singular_values_gram_ws(const float *M, size_t rows, si
 
 MUONDEF muon_status muon_singular_values_gram(const float *M, size_t rows, size_t cols, size_t ld, double *sv)
 {
+    return muon__sv_alloc(M, rows, cols, ld, sv, 1);
+}
+
+static muon_status muon__sv_alloc(const float *M, size_t rows, size_t cols, size_t ld, double *sv, int gram)
+{
     muon_status s;
     size_t need;
     void *ws;
     if (!M || !sv) return MUON_ERR_NULL;
     if ((s = muon__u_check_shape(rows, cols, ld)) != MUON_OK) return s;
-    need = muon_singular_values_gram_workspace_size(rows, cols);
+    need = gram ? muon_singular_values_gram_workspace_size(rows, cols) : muon_singular_values_workspace_size(rows, cols);
     if (need == 0) return MUON_ERR_SIZE;
     ws = MUON_MALLOC(need);
     if (!ws) return MUON_ERR_NOMEM;
-    s = muon_singular_values_gram_ws(M, rows, cols, ld, sv, ws, need);
+    s = gram ? muon_singular_values_gram_ws(M, rows, cols, ld, sv, ws, need)
+             : muon_singular_values_ws(M, rows, cols, ld, sv, ws, need);
     MUON_FREE(ws);
     return s;
 }

@@ -485,29 +485,35 @@ static gpt_status muon_layers_step(optim_set *o, float *params, const float *gra
 
 /* ---- the Newton-Schulz budget (--ns-steps auto) ------------------------------------------ */
 
-int optim_ns_budget_steps(const float *M, size_t rows, size_t cols, double *q50)
+/* Quantiles q[0..nq-1] of the singular values of M / ||M||_F (rows x cols, ld cols) into out,
+ * from the Gram path (gram: cheap, for the budget) or the exact Jacobi (the --sv diagnostic):
+ * 0, 1 when M is zero (no spectrum), -1 when the values cannot be computed. Allocates. */
+static int momentum_quantiles(const float *M, size_t rows, size_t cols, int gram, const double *q, double *out, int nq)
 {
     size_t k = rows < cols ? rows : cols, i;
     double *sv = (double *)malloc(k * sizeof *sv), ss = 0.0;
-    muon_ns_config jordan = muon_ns_preset(MUON_NS_JORDAN, OPTIM_NS_AUTO_START);
-    int steps;
-    *q50 = 0.0;
+    int rc = 0, j;
     if (!sv) return -1;
-    if (muon_singular_values_gram(M, rows, cols, cols, sv) != MUON_OK) {
-        free(sv);
-        return -1;
-    }
-    for (i = 0; i < k; i++) ss += sv[i] * sv[i];
-    if (!(ss > 0.0)) {
-        free(sv);
-        return 0;
-    }
-    for (i = 0; i < k; i++) sv[i] /= sqrt(ss);
-    if (muon_sv_quantile(sv, k, OPTIM_NS_AUTO_Q, q50) != MUON_OK) {
-        free(sv);
-        return -1;
-    }
+    if ((gram ? muon_singular_values_gram(M, rows, cols, cols, sv) : muon_singular_values(M, rows, cols, cols, sv)) !=
+        MUON_OK)
+        rc = -1;
+    for (i = 0; rc == 0 && i < k; i++) ss += sv[i] * sv[i];
+    if (rc == 0 && !(ss > 0.0)) rc = 1;
+    for (i = 0; rc == 0 && i < k; i++) sv[i] /= sqrt(ss);
+    for (j = 0; rc == 0 && j < nq; j++)
+        if (muon_sv_quantile(sv, k, q[j], &out[j]) != MUON_OK) rc = -1;
     free(sv);
+    return rc;
+}
+
+int optim_ns_budget_steps(const float *M, size_t rows, size_t cols, double *q50)
+{
+    const double q = OPTIM_NS_AUTO_Q;
+    muon_ns_config jordan = muon_ns_preset(MUON_NS_JORDAN, OPTIM_NS_AUTO_START);
+    int rc, steps;
+    *q50 = 0.0;
+    rc = momentum_quantiles(M, rows, cols, 1, &q, q50, 1);
+    if (rc != 0) return rc < 0 ? -1 : 0;
     steps = muon_ns_min_steps(&jordan, *q50, OPTIM_NS_AUTO_TAU, OPTIM_NS_AUTO_MAX);
     return steps > 0 ? steps : OPTIM_NS_AUTO_MAX;
 }
@@ -619,32 +625,17 @@ gpt_status optim_step(optim_set *o, float *params, float *grads, long step, long
 
 int optim_momentum_spectrum(const optim_set *o, int slot, optim_spectrum *out)
 {
+    static const double q[3] = {0.1, 0.5, 0.9};
     const optim_slot *s = &o->slots[slot];
     const float *M = s->kind == OPTIM_MUON ? s->muon.momentum : s->kind == OPTIM_MUOWN ? s->muown.momentum : NULL;
-    size_t k = s->t.rows < s->t.cols ? s->t.rows : s->t.cols, i;
-    double *sv, ss = 0.0;
     muon_ns_config jordan = muon_ns_preset(MUON_NS_JORDAN, 5);
-    int rc = 0;
+    double v[3];
+    int rc;
     if (!M) return 1;
-    sv = (double *)malloc(k * sizeof *sv);
-    if (!sv) return -1;
-    if (muon_singular_values(M, s->t.rows, s->t.cols, s->t.cols, sv) != MUON_OK) {
-        free(sv);
-        return -1;
-    }
-    for (i = 0; i < k; i++) ss += sv[i] * sv[i];
-    if (!(ss > 0.0)) {
-        free(sv);
-        return 1;
-    }
-    for (i = 0; i < k; i++) sv[i] /= sqrt(ss);
-    if (muon_sv_quantile(sv, k, 0.1, &out->q10) != MUON_OK || muon_sv_quantile(sv, k, 0.5, &out->q50) != MUON_OK ||
-        muon_sv_quantile(sv, k, 0.9, &out->q90) != MUON_OK)
-        rc = -1;
-    else
-        out->ns_steps_q50 = muon_ns_min_steps(&jordan, out->q50, 0.7, 100);
-    free(sv);
-    return rc;
+    if ((rc = momentum_quantiles(M, s->t.rows, s->t.cols, 0, q, v, 3)) != 0) return rc;
+    out->q10 = v[0], out->q50 = v[1], out->q90 = v[2];
+    out->ns_steps_q50 = muon_ns_min_steps(&jordan, out->q50, 0.7, 100);
+    return 0;
 }
 
 /* ---- checkpoint fields -------------------------------------------------------------------- */
