@@ -5034,7 +5034,7 @@ MUONDEF muon_status muon_orthogonalize(const float *G, size_t rows, size_t cols,
 /* ---- exact singular values: one-sided Jacobi, and the Gram matrix's eigenvalues ---------- */
 
 /* x[0..n-1] in non-increasing order (insertion sort: the values arrive nearly sorted) */
-static void muon__sort_desc(double *x, size_t n)
+static MUON__ALWAYS_INLINE void muon__sort_desc(double *x, size_t n)
 {
     size_t i, k;
     for (i = 1; i < n; i++) {
@@ -5113,8 +5113,8 @@ static void muon__sv_load(const float *M, size_t rows, size_t cols, size_t ld, d
 
 /* The singular-value functions' checks (both methods), given the workspace the method needs:
  * NULL, SIZE (shape, then ws_bytes < need), ALIAS (M, sv and ws apart), NONFINITE. */
-static muon_status muon__sv_args(const float *M, size_t rows, size_t cols, size_t ld, const double *sv,
-                                 const void *ws, size_t ws_bytes, size_t need)
+static MUON__ALWAYS_INLINE muon_status muon__sv_args(const float *M, size_t rows, size_t cols, size_t ld,
+                                                     const double *sv, const void *ws, size_t ws_bytes, size_t need)
 {
     muon_status s;
     size_t p = rows < cols ? rows : cols, mb;
