@@ -851,6 +851,85 @@ static void section_adamw(const int *thr, int nthr, int reps)
     }
 }
 
+/* Global-norm clipping (muon_clip_grad_norm, every trainer update) on the 12M model's gradient
+ * list (train_bench's model: embedding and head 4096 x 384, 6 layers of Q, K, V, O 384 x 384,
+ * gate, up 1024 x 384, down 384 x 1024, two 384 norms each, the final norm: 57 tensors, 13.8M
+ * floats), norm only (max_norm above it), against the one double chain it was before issue 49
+ * (the same list, in order) and a read of the same floats (a 16-lane float sum, -O3). */
+typedef struct clip_ctx {
+    float *g[96];
+    size_t sz[96];
+    size_t count;
+    double out;
+} clip_ctx;
+static void clip_job(void *q)
+{
+    clip_ctx *c = (clip_ctx *)q;
+    if (muon_clip_grad_norm(c->g, c->sz, c->count, 1e30, &c->out) != MUON_OK) exit(3);
+}
+static void clip_chain_job(void *q)
+{
+    clip_ctx *c = (clip_ctx *)q;
+    double ss = 0.0;
+    size_t k, i;
+    for (k = 0; k < c->count; k++)
+        for (i = 0; i < c->sz[k]; i++) ss += (double)c->g[k][i] * (double)c->g[k][i];
+    c->out = sqrt(ss);
+}
+static void clip_read_job(void *q)
+{
+    clip_ctx *c = (clip_ctx *)q;
+    float acc[16] = {0};
+    size_t k, i, l;
+    for (k = 0; k < c->count; k++) {
+        const float *g = c->g[k];
+        for (i = 0; i + 16 <= c->sz[k]; i += 16)
+            for (l = 0; l < 16; l++) acc[l] += g[i + l] * g[i + l];
+        for (; i < c->sz[k]; i++) acc[0] += g[i] * g[i];
+    }
+    for (l = 1; l < 16; l++) acc[0] += acc[l];
+    c->out = acc[0];
+}
+static void section_clip(const int *thr, int nthr, int reps)
+{
+    const size_t d = 384, h = 1024, V = 4096;
+    clip_ctx c;
+    size_t k, l, j;
+    int ti;
+    memset(&c, 0, sizeof c);
+    c.sz[c.count++] = V * d;
+    for (l = 0; l < 6; l++) {
+        for (j = 0; j < 4; j++) c.sz[c.count++] = d * d;
+        c.sz[c.count++] = h * d, c.sz[c.count++] = h * d, c.sz[c.count++] = d * h;
+        c.sz[c.count++] = d, c.sz[c.count++] = d;
+    }
+    c.sz[c.count++] = d;
+    c.sz[c.count++] = V * d;
+    for (k = 0; k < c.count; k++) {
+        c.g[k] = falloc(c.sz[k]);
+        fill_normal(c.g[k], c.sz[k], 1e-3);
+    }
+    for (ti = 0; ti < nthr; ti++) {
+        job jobs[3];
+        double med[3];
+        char what[64], o[32], b1[32], b2[48];
+        size_t n = 0;
+        set_threads(thr[ti]);
+        for (k = 0; k < c.count; k++) n += c.sz[k];
+        jobs[0].fn = clip_job, jobs[0].ctx = &c, jobs[0].timed = NULL;
+        jobs[1].fn = clip_chain_job, jobs[1].ctx = &c, jobs[1].timed = NULL;
+        jobs[2].fn = clip_read_job, jobs[2].ctx = &c, jobs[2].timed = NULL;
+        measure(jobs, 3, reps, med);
+        bfmt(what, sizeof what, "clip norm %zu tensors, %.1fM vs one chain", c.count, (double)n * 1e-6);
+        bfmt(b2, sizeof b2, "chain %s", fmt_ms(b1, sizeof b1, med[1]));
+        add_row("muon", what, thr[ti], fmt_ms(o, sizeof o, med[0]), b2, med[1] / med[0], "(speed-up)", -1);
+        bfmt(what, sizeof what, "clip norm %.1fM vs same-read loop", (double)n * 1e-6);
+        bfmt(b2, sizeof b2, "read %s", fmt_ms(b1, sizeof b1, med[2]));
+        add_row("muon", what, thr[ti], fmt_ms(o, sizeof o, med[0]), b2, med[0] / med[2], "(time)", -1);
+    }
+    for (k = 0; k < c.count; k++) free(c.g[k]);
+}
+
 /* ======================================================================================== */
 /* The GEMM products of one NS step: built-in vs OpenBLAS (the former bench/gemm_bench.c)     */
 
@@ -1615,7 +1694,7 @@ int main(int argc, char **argv)
         if (i == 2) section_rownorm(thr, nthr, reps);
         if (i == 3) section_diam(thr, nthr, reps, big_reps);
         if (i == 4) section_hilbert(thr, nthr, reps);
-        if (i == 5) section_muon(thr, nthr, reps), section_adamw(thr, nthr, reps);
+        if (i == 5) section_muon(thr, nthr, reps), section_adamw(thr, nthr, reps), section_clip(thr, nthr, reps);
         if (i == 6) section_nsbf16(thr, nthr, reps);
         sec_time[i] = now_s() - ts;
     }

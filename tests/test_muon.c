@@ -1833,6 +1833,51 @@ static void test_clip(void)
     }
 }
 
+/* The global norm of large tensors against a long double sum (its documented fixed order is
+ * within n eps of it, and on a nonnegative sum every order is), the same bits for every team,
+ * and the clipped entries exactly (float)(g * (max_norm / total)) in double. */
+static void test_clip_large(void)
+{
+    static const size_t sz[4] = {100003, 7, 0, 65543};
+    float *g[4], *keep[4];
+    size_t k, i, bad = 0;
+    double tot1 = -1, tot2 = -2, f;
+    long double ref = 0.0L;
+    t_rng r = {0x5eedc11bu};
+#ifdef _OPENMP
+    int t0 = omp_get_max_threads();
+#endif
+    for (k = 0; k < 4; k++) {
+        g[k] = (float *)malloc((sz[k] ? sz[k] : 1) * sizeof(float));
+        keep[k] = (float *)malloc((sz[k] ? sz[k] : 1) * sizeof(float));
+        if (!g[k] || !keep[k]) abort();
+        rand_fill(&r, g[k], sz[k], k == 3 ? 1e-3 : 1.0);
+        memcpy(keep[k], g[k], sz[k] * sizeof(float));
+        for (i = 0; i < sz[k]; i++) ref += (long double)g[k][i] * (long double)g[k][i];
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(1);
+#endif
+    CHECK(muon_clip_grad_norm(g, sz, 4, 1e9, &tot1) == MUON_OK); /* not clipped: only the norm */
+#ifdef _OPENMP
+    omp_set_num_threads(2);
+#endif
+    CHECK(muon_clip_grad_norm(g, sz, 4, 1e9, &tot2) == MUON_OK);
+    CHECK_MSG(memcmp(&tot1, &tot2, sizeof tot1) == 0, "the norm depends on the team: %.17g / %.17g", tot1, tot2);
+    CHECK_NEAR(tot1, (double)sqrtl(ref), 0, 1e-13);
+    for (k = 0; k < 4; k++) CHECK(memcmp(g[k], keep[k], sz[k] * sizeof(float)) == 0);
+    CHECK(muon_clip_grad_norm(g, sz, 4, 0.5, &tot2) == MUON_OK && memcmp(&tot1, &tot2, sizeof tot1) == 0);
+#ifdef _OPENMP
+    omp_set_num_threads(t0);
+#endif
+    f = 0.5 / tot1;
+    for (k = 0; k < 4; k++)
+        for (i = 0; i < sz[k]; i++)
+            if (tobits_f(g[k][i]) != tobits_f((float)((double)keep[k][i] * f))) bad++;
+    CHECK_MSG(bad == 0, "%zu clipped entries differ from (float)(g * f)", bad);
+    for (k = 0; k < 4; k++) free(g[k]), free(keep[k]);
+}
+
 /* ---------------------------------------------------------------- every error status */
 
 /* The overlap and finiteness checks added after the audit: every call is rejected before it
@@ -2692,6 +2737,7 @@ int main(void)
     RUN(test_adamw_negative_moment);
     RUN(test_step_out);
     RUN(test_clip);
+    RUN(test_clip_large);
     RUN(test_error_statuses);
     RUN(test_config_resolve);
     RUN(test_small_layer_workspace);
