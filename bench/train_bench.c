@@ -288,6 +288,19 @@ int main(int argc, char **argv)
         for (j = 0; j < 5; j++)
             printf("%-4d %6s%-2d %6s %12.1f %12.1f %11.1f%%\n", thr[ti], "J", budgets[j].steps, budgets[j].prec,
                    1e3 * bud_ms[ti][j], 1e3 * (step_ms[ti] + bud_ms[ti][j]), 100.0 * bud_ms[ti][j] / (step_ms[ti] + bud_ms[ti][j]));
+    { /* the arithmetic ceiling of the share: NS's products per update against the step's */
+        double per_step = 0.0, fb = gpt_flops_per_token(&cfg) * (double)n;
+        int m;
+        for (m = 0; m < x.nm; m++) {
+            double lo = (double)(x.rows[m] < x.cols[m] ? x.rows[m] : x.cols[m]);
+            double hi = (double)(x.rows[m] < x.cols[m] ? x.cols[m] : x.rows[m]);
+            per_step += 3.0 * lo * lo * hi + lo * lo * lo; /* X X^T and A A symmetric (half), B X */
+        }
+        printf("Arithmetic: one Jordan step of all %d matrices is %.2f GFLOP (symmetric products at half), the\n"
+               "forward + backward %.2f GFLOP (%d tokens); at equal rates the update's share would be", x.nm,
+               per_step * 1e-9, fb * 1e-9, (int)n);
+        for (j = 5; j >= 2; j--) printf(" J%d %.1f %%%s", j, 100.0 * j * per_step / (j * per_step + fb), j > 2 ? "," : "\n");
+    }
     x.be->ops->destroy(x.be);
     for (j = 0; j < x.nm; j++) muon_free(&x.st[j]), free(x.W[j]), free(x.G[j]), free(x.O[j]);
     free(x.rows), free(x.cols), free(x.W), free(x.G), free(x.O), free(x.st), free(x.ws);
