@@ -122,6 +122,10 @@
  *                            a product stays on one thread; MUON_GEMM_STACK_BYTES: stack buffer
  *                            the plain GEMM forms use for small problems instead of allocating
  *                            (default 0: they always allocate)
+ *     MUON_LAYERS_TEAM_MIN   Newton-Schulz work per thread (rows x cols x min(rows, cols) summed
+ *                            over the layers one thread gets; default 2^27) from which
+ *                            muon_step_layers' region of one matrix per thread keeps its team
+ *                            through the shared-machine gate's one-thread periods
  *
  * Memory: no step function allocates. Every routine that needs scratch has a _ws form taking
  * caller memory and a *_workspace_size() query; the forms that allocate through MUON_MALLOC
@@ -6410,6 +6414,22 @@ static MUON__NOINLINE muon_status muon__layers_check(muon_layer *layers, size_t 
 }
 #undef MUON__LAYER_SHAPED
 
+/* muon_step_layers' region of one matrix per thread and the shared-machine gate: the region has
+ * no barrier until its end (each member takes the next matrix when it finishes one), so a member
+ * that starts late (descheduled on a busy machine) costs the others only that delay and the wait
+ * for the last matrix, not a wait at every product as in the products' regions. A short region
+ * (the demo's 14 small matrices, ~2 ms) can still be made several times longer by one late start,
+ * so it follows the gate; a long one keeps its team through the gate's one-thread periods: beside
+ * two busy loops on 2 cores, the 12M model's update as one region on one thread (the gate closed
+ * by the products of the forward and backward, or of earlier calls) took 1.2-1.5x the loop's
+ * time, and on its two threads 0.55-0.7x (bench/layers_share). Long: the work per thread, the
+ * layers' muon__layer_cost summed over those that share the region, over the lanes, at least
+ * MUON_LAYERS_TEAM_MIN (2^27: about 27 ms of Jordan x 5 on one AVX-512 core, several scheduler
+ * time slices). */
+#ifndef MUON_LAYERS_TEAM_MIN
+#define MUON_LAYERS_TEAM_MIN 134217728.0
+#endif
+
 /* The team of a muon_step_layers call: threads 0 = the OpenMP default, else at most that */
 static int muon__layers_team(int threads)
 {
@@ -6483,13 +6503,19 @@ static muon_status muon__layers(muon_layer *layers, size_t count, int threads, v
         while ((prev = muon__layers_next(layers, count, prev, team, total)) < count)
             layers[prev].status = muon__layer_run(layers + prev, ws, ws_bytes);
     } else {
-        int done = 0;
+        int done = 0, nt = (int)lanes;
+        double shared = 0.0;
         /* watched as the products' regions are: a member that starts late (descheduled on a
          * busy machine) makes the others wait at the region's end, and on a small model that
          * wait is most of the call (issue 49: the demo's update 5x slower beside two busy
-         * loops); the gate then runs the next calls on this thread */
+         * loops); the gate then runs the next short calls on this thread, while a long region
+         * keeps its team (MUON_LAYERS_TEAM_MIN above) */
         MUON__GATE_VARS;
-        MUON__OMP(omp parallel num_threads(muon__gate((int)lanes)) MUON__GATE_CLAUSES)
+        for (i = 0; i < count; i++)
+            if (!muon__layer_alone(layers + i, team, total)) shared += muon__layer_cost(layers + i);
+        if (shared / (double)lanes < MUON_LAYERS_TEAM_MIN) nt = muon__gate(nt);
+        (void)nt; /* without OpenMP */
+        MUON__OMP(omp parallel num_threads(nt) MUON__GATE_CLAUSES)
         {
             void *slice = MUON__NULL;
             size_t mine, tid = 0;

@@ -3,6 +3,9 @@
  * of it. Both headers' implementations are in this file, so the tests reach their private state
  * (muon__gate_*, rn__gate_*) to drive the rule with chosen times instead of a loaded machine. */
 #define MUON_IMPLEMENTATION
+/* a long muon_step_layers region at test sizes (test_gate_layers_long): 2^20 instead of 2^27;
+ * test_gate_layers' layers stay below it */
+#define MUON_LAYERS_TEAM_MIN 1048576.0
 #include "muon.h"
 #define ROWNORM_IMPLEMENTATION
 #include "rownorm.h"
@@ -202,6 +205,50 @@ static void test_gate_layers(void)
         for (i = 0; i < NL; i++) free(W[pass][i]), muon_free(&st[pass][i]);
     free(G), free(W0);
 }
+
+/* A long muon_step_layers region (work per thread >= MUON_LAYERS_TEAM_MIN) keeps its team while
+ * the gate is closed (its members take the next matrix as they finish, so a late one costs only
+ * its delay: issue 49, the 12M model's update at half the loop's speed on one thread beside two
+ * busy loops), reports to the gate, and gives the loop's bits. The same layers with the bound
+ * above their work follow the gate: see test_gate_layers. */
+static void test_gate_layers_long(void)
+{
+    enum { NL = 8, R = 128, C = 96 };
+    muon_state st[2][NL];
+    muon_layer L[NL];
+    float *W[2][NL], *G = (float *)malloc(R * C * sizeof(float)), *W0 = (float *)malloc(R * C * sizeof(float));
+    muon_config cfg = muon_default();
+    double per_lane = (double)NL / 2.0 * R * C * C;
+    int saved = omp_get_max_threads(), pass, i;
+    CHECK(per_lane >= MUON_LAYERS_TEAM_MIN && 48.0 * 40.0 * 40.0 * 4.0 < MUON_LAYERS_TEAM_MIN);
+    omp_set_num_threads(2);
+    fill(G, R * C, 1.0, 31u);
+    fill(W0, R * C, 0.05, 32u);
+    for (pass = 0; pass < 2; pass++)
+        for (i = 0; i < NL; i++) {
+            W[pass][i] = (float *)malloc(R * C * sizeof(float));
+            memcpy(W[pass][i], W0, R * C * sizeof(float));
+            CHECK(muon_init(&st[pass][i], R, C) == MUON_OK);
+        }
+    for (i = 0; i < NL; i++) {
+        CHECK(muon_step(&st[0][i], &cfg, W[0][i], C, G, C, NULL, 0) == MUON_OK); /* the loop */
+        memset(&L[i], 0, sizeof L[i]);
+        L[i].state = &st[1][i], L[i].cfg = &cfg, L[i].W = W[1][i], L[i].G = G, L[i].ldw = L[i].ldg = C;
+    }
+    muon_gate_force(100.0);    /* closed for 100 s */
+    muon__gate_wall = -1e9;    /* (no verdict resets the window's sum, however slow the machine) */
+    CHECK(muon_step_layers(L, NL, 2) == MUON_OK);
+#ifndef MUON_USE_CBLAS
+    CHECK_MSG(muon__gate_wall > -1e9, "a long layers region ran on one thread while the gate was closed");
+#endif
+    CHECK(muon__gate_span == 100.0 && muon__gate_until > omp_get_wtime()); /* still closed */
+    for (i = 0; i < NL; i++) CHECK(memcmp(W[0][i], W[1][i], R * C * sizeof(float)) == 0);
+    muon_gate_force(0.0);
+    omp_set_num_threads(saved);
+    for (pass = 0; pass < 2; pass++)
+        for (i = 0; i < NL; i++) free(W[pass][i]), muon_free(&st[pass][i]);
+    free(G), free(W0);
+}
 #endif
 
 /* The same bits whether the regions run on the team or on one thread (the gate open or closed):
@@ -294,6 +341,7 @@ int main(void)
     RUN(test_gate_rule);
     RUN(test_gate_one_thread_silent);
     RUN(test_gate_layers);
+    RUN(test_gate_layers_long);
 #endif
     RUN(test_gate_same_bits);
     return TEST_REPORT();
