@@ -146,10 +146,11 @@
  * program's threads, busy processes) a team region waits for its slowest member: the library
  * watches its team regions and, while they are held up, runs its regions on the calling thread
  * for 20 ms to 1 s at a time (muon_team; docs/embedding.md, "Shared machines"); results do not
- * depend on it. That rule's four doubles (per process, OpenMP atomics) and the bf16 rule's
+ * depend on it. That rule's four doubles (per process, OpenMP atomics), the bf16 rule's
  * once-per-process probe of the CPU's vdpbf16ps speed (a cached int, written with the same value
- * by any thread that races it) are the only global mutable state: distinct states may be stepped
- * from distinct threads.
+ * by any thread that races it) and the caches' sizes that the cache blocks follow (one word, set
+ * once by compare-and-swap: "Cache blocking") are the only global mutable state: distinct states
+ * may be stepped from distinct threads.
  *
  * Determinism: every reduction that decides a result (Frobenius norms, dot products of the
  * spectral cap, AdamW bias corrections, the clipping norm) is accumulated in double in a fixed
