@@ -53,7 +53,8 @@
  *    11. platform layer
  *            the compiler's attributes, the instruction set, the vector layer muon__v* (AVX-512,
  *            AVX2, NEON, scalar) and its bit-identity policy, the shared helpers, the workspace
- *            carve, the elementwise passes written once on the layer
+ *            carve, the elementwise passes written once on the layer, the caches' sizes
+ *            (muon__caches_get: read once per process, for the cache blocks)
  *    12.   threads on a shared machine
  *            muon_team and the rule behind it (every team region of this file asks it)
  *    13. SGEMM / SSYRK (row-major)
@@ -117,8 +118,10 @@
  *                            where the CPU runs it faster than fp32 FMA, else a bit-exact
  *                            emulation on the fp32 kernel)
  *     MUON_NO_NEON_BF16      nor BFMMLA / BFDOT on AArch64 (used where the compiler targets BF16)
- *     MUON_GEMM_KC / _MC / _NC   override every kernel's cache blocks (defaults 384 / 1008 /
- *                            512, for 48 KB L1d and 2 MB L2 per core); MUON_GEMM_PARALLEL_MIN: multiply-adds below which
+ *     MUON_GEMM_KC / _MC / _NC   fix every kernel's cache blocks (KC default 384; MC and NC
+ *                            default: from this CPU's caches, read once at run time, e.g. 1022
+ *                            / 512 at a 2 MB L2, 1008 / 512 where they cannot be read; see
+ *                            "Cache blocking"); MUON_GEMM_PARALLEL_MIN: multiply-adds below which
  *                            a product stays on one thread; MUON_GEMM_STACK_BYTES: stack buffer
  *                            the plain GEMM forms use for small problems instead of allocating
  *                            (default 0: they always allocate)
@@ -147,10 +150,11 @@
  * program's threads, busy processes) a team region waits for its slowest member: the library
  * watches its team regions and, while they are held up, runs its regions on the calling thread
  * for 20 ms to 1 s at a time (muon_team; docs/embedding.md, "Shared machines"); results do not
- * depend on it. That rule's four doubles (per process, OpenMP atomics) and the bf16 rule's
+ * depend on it. That rule's four doubles (per process, OpenMP atomics), the bf16 rule's
  * once-per-process probe of the CPU's vdpbf16ps speed (a cached int, written with the same value
- * by any thread that races it) are the only global mutable state: distinct states may be stepped
- * from distinct threads.
+ * by any thread that races it) and the caches' sizes that the cache blocks follow (one word, set
+ * once by compare-and-swap: "Cache blocking") are the only global mutable state: distinct states
+ * may be stepped from distinct threads.
  *
  * Determinism: every reduction that decides a result (Frobenius norms, dot products of the
  * spectral cap, AdamW bias corrections, the clipping norm) is accumulated in double in a fixed
@@ -1327,6 +1331,181 @@ static float muon__bf16_round(float x)
     return x;
 }
 
+/* The caches of this CPU (bytes; 0: unknown), which the products' cache blocks follow
+ * (muon__gemm_cache_blocks, under "Cache blocking"): l1d and l2 of one core, l3 of the one the
+ * core shares, each as one instance of the cache reports it (not divided among the cores or
+ * threads that share it). Read once per process, by the first thread that asks:
+ *   x86 (GCC and clang through <cpuid.h>, MSVC through __cpuidex): the deterministic cache
+ *     parameters, cpuid leaf 4 (Intel) or, where it lists none, 0x8000001D (AMD);
+ *   else, or where cpuid named no L2, glibc's sysconf (_SC_LEVEL1_DCACHE_SIZE, ...), and macOS's
+ *     sysctlbyname (hw.l1dcachesize, hw.l2cachesize, hw.l3cachesize);
+ *   anywhere else (a microcontroller, another compiler): unknown, and every kernel keeps its
+ *     fixed blocks (the values before the caches were read: MC 1008, NC 512).
+ * The answer is one 64-bit word (sizes in KB), set once with a compare-and-swap (GCC's __atomic
+ * builtins, MSVC's _InterlockedCompareExchange64; where neither is lock-free nothing is read and
+ * the caches stay unknown): threads that race the first read each compute it, the first to
+ * store wins and all of them use the stored word, so every workspace query and every product
+ * of a process sees the same caches, even on a CPU whose cores differ (the caches of the core
+ * that asked first). No environment variable; the tests force sizes with muon__caches_force. */
+typedef struct muon__caches {
+    size_t l1d, l2, l3;
+} muon__caches;
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__GCC_ATOMIC_LLONG_LOCK_FREE) && \
+    __GCC_ATOMIC_LLONG_LOCK_FREE == 2
+#define MUON__CACHES_ATOMIC 1
+#elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86) || defined(_M_ARM64))
+#define MUON__CACHES_ATOMIC 2
+#include <intrin.h>
+#endif
+#ifdef MUON__CACHES_ATOMIC
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <cpuid.h>
+#define MUON__CACHES_CPUID(leaf, sub, r) __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3])
+#elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
+#define MUON__CACHES_CPUID(leaf, sub, r) __cpuidex((int *)(r), (int)(leaf), (int)(sub))
+#endif
+#if defined(__linux__) && defined(__GLIBC__)
+#include <unistd.h>
+#define MUON__CACHES_SYSCONF 1
+#elif defined(__APPLE__)
+#include <sys/sysctl.h>
+#define MUON__CACHES_SYSCTL 1
+#endif
+#endif
+#define MUON__CACHES_SET (1ull << 63) /* the word holds an answer (whose sizes may all be 0) */
+static unsigned long long muon__caches_word; /* 0: not read yet */
+/* sizes <-> the word: l1d KB in bits 0-15, l2 KB in 16-35, l3 KB in 36-62 (larger: clamped) */
+static unsigned long long muon__caches_pack(const muon__caches *c)
+{
+    unsigned long long a = c->l1d / 1024, b = c->l2 / 1024, d = c->l3 / 1024;
+    if (a > 0xffffull) a = 0xffffull;
+    if (b > 0xfffffull) b = 0xfffffull;
+    if (d > 0x7ffffffull) d = 0x7ffffffull;
+    return MUON__CACHES_SET | a | b << 16 | d << 36;
+}
+static size_t muon__caches_bytes(unsigned long long kb)
+{
+    return kb > (unsigned long long)(SIZE_MAX / 1024) ? SIZE_MAX : (size_t)kb * 1024;
+}
+static MUON__ALWAYS_INLINE muon__caches muon__caches_unpack(unsigned long long w)
+{
+    muon__caches c;
+    c.l1d = muon__caches_bytes(w & 0xffffull);
+    c.l2 = muon__caches_bytes(w >> 16 & 0xfffffull);
+    c.l3 = muon__caches_bytes(w >> 36 & 0x7ffffffull);
+    return c;
+}
+#ifdef MUON__CACHES_CPUID
+/* cpuid's deterministic cache parameters from `leaf` (4 or 0x8000001D): size of each data or
+ * unified cache at levels 1-3 = ways x partitions x line x sets */
+static MUON__ALWAYS_INLINE void muon__caches_cpuid(unsigned leaf, muon__caches *c)
+{
+    unsigned r[4], sub;
+    for (sub = 0; sub < 16; sub++) {
+        unsigned type, level;
+        size_t bytes;
+        MUON__CACHES_CPUID(leaf, sub, r);
+        type = r[0] & 31u, level = r[0] >> 5 & 7u;
+        if (type == 0) break; /* no more caches */
+        if (type == 2) continue; /* instructions */
+        bytes = (size_t)((r[1] >> 22) + 1) * ((r[1] >> 12 & 0x3ffu) + 1) * ((r[1] & 0xfffu) + 1) * ((size_t)r[2] + 1);
+        if (level == 1) c->l1d = bytes;
+        if (level == 2) c->l2 = bytes;
+        if (level == 3) c->l3 = bytes;
+    }
+}
+#endif
+#ifdef MUON__CACHES_SYSCTL
+static MUON__ALWAYS_INLINE size_t muon__caches_sysctl(const char *name)
+{
+    unsigned long long v = 0; /* (a 4-byte answer fills the low half: both Apple ISAs are little endian) */
+    size_t len = sizeof v;
+    return sysctlbyname(name, &v, &len, MUON__NULL, 0) == 0 ? (size_t)v : 0;
+}
+#endif
+#ifdef MUON__CACHES_ATOMIC
+/* The first read: this CPU's caches as the CPU or the OS reports them (zeros where nothing
+ * does), stored unless another thread stored its answer first; returns the word stored. (One
+ * frame, the helpers inlined: it lies under every size query's stack path, tests/stack_budget.txt.) */
+static MUON__NOINLINE unsigned long long muon__caches_first(void)
+{
+    muon__caches c;
+    unsigned long long mine;
+    c.l1d = c.l2 = c.l3 = 0;
+#ifdef MUON__CACHES_CPUID
+    {
+        unsigned r[4];
+        MUON__CACHES_CPUID(0u, 0u, r);
+        if (r[0] >= 4) muon__caches_cpuid(4u, &c);
+        MUON__CACHES_CPUID(0x80000000u, 0u, r);
+        if (!c.l2 && r[0] >= 0x8000001Du) muon__caches_cpuid(0x8000001Du, &c);
+    }
+#endif
+#ifdef MUON__CACHES_SYSCONF
+    if (!c.l2) {
+        long a = sysconf(_SC_LEVEL1_DCACHE_SIZE), b = sysconf(_SC_LEVEL2_CACHE_SIZE), d = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        c.l1d = a > 0 ? (size_t)a : 0;
+        c.l2 = b > 0 ? (size_t)b : 0;
+        c.l3 = d > 0 ? (size_t)d : 0;
+    }
+#endif
+#ifdef MUON__CACHES_SYSCTL
+    if (!c.l2) {
+        c.l1d = muon__caches_sysctl("hw.l1dcachesize");
+        c.l2 = muon__caches_sysctl("hw.l2cachesize");
+        c.l3 = muon__caches_sysctl("hw.l3cachesize");
+    }
+#endif
+    mine = muon__caches_pack(&c);
+#if MUON__CACHES_ATOMIC == 1
+    {
+        unsigned long long was = 0;
+        if (!__atomic_compare_exchange_n(&muon__caches_word, &was, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            mine = was; /* another thread's answer came first */
+    }
+#else
+    {
+        __int64 was = _InterlockedCompareExchange64((volatile __int64 *)(void *)&muon__caches_word, (__int64)mine, 0);
+        if (was) mine = (unsigned long long)was;
+    }
+#endif
+    return mine;
+}
+#endif
+/* The process's caches: read on the first call, the same answer on every later one */
+static MUON__ALWAYS_INLINE muon__caches muon__caches_get(void)
+{
+#if MUON__CACHES_ATOMIC == 1
+    unsigned long long w = __atomic_load_n(&muon__caches_word, __ATOMIC_ACQUIRE);
+    if (!w) w = muon__caches_first();
+#elif MUON__CACHES_ATOMIC == 2
+    unsigned long long w = (unsigned long long)_InterlockedCompareExchange64(
+        (volatile __int64 *)(void *)&muon__caches_word, 0, 0); /* an atomic read */
+    if (!w) w = muon__caches_first();
+#else
+    unsigned long long w = muon__caches_word; /* (written by muon__caches_force only) */
+#endif
+    return muon__caches_unpack(w);
+}
+/* The tests' hook: the caches every later product and size query of this process uses (sizes in
+ * whole KB), or, with c NULL, those of the CPU again (read on the next call). Not for a process
+ * with products or workspaces in flight: a workspace sized before the change may be too small
+ * after it (the _ws entry points then return MUON_ERR_SIZE). */
+static MUON__GEMM_UNUSED void muon__caches_force(const muon__caches *c)
+{
+    unsigned long long w = c ? muon__caches_pack(c) : 0;
+#if MUON__CACHES_ATOMIC == 1
+    __atomic_store_n(&muon__caches_word, w, __ATOMIC_RELEASE);
+#elif MUON__CACHES_ATOMIC == 2
+    volatile __int64 *p = (volatile __int64 *)(void *)&muon__caches_word;
+    __int64 was;
+    do was = *p; /* (a torn read only fails the swap) */
+    while (_InterlockedCompareExchange64(p, (__int64)w, was) != was);
+#else
+    muon__caches_word = w;
+#endif
+}
+
 /* Problems below this many multiply-adds (m*n*k; default 128^3, about 40 us of one core) run
  * on the calling thread without forking a team. */
 #ifndef MUON_GEMM_PARALLEL_MIN
@@ -1599,20 +1778,49 @@ static void muon__bf16_axpy(ptrdiff_t i0, ptrdiff_t i1, float a, float *X, const
  */
 
 
-/* Cache blocking (elements), per kernel (BLIS registers MR/NR and MC/KC/NC with each
- * micro-kernel, bli_blksz_init_easy): each kernel's entry in "the kernel table" names its own
- * upper bounds (MUON__GEMM_BLK_*), and muon__gemm_blocking fits them to the problem at run time
- * (so the packing space of a small product is small). Every kernel has, for now, the values
- * tuned for the 14 x 32 AVX-512 kernel on a Sapphire Rapids-class core (48 KB L1d, 2 MB L2,
- * large shared L3); a kernel measured to want others changes its own entry only:
- *   KC 384:  the A micro-panel (14 x 384 x 4 B = 21 KB) stays in L1d while B streams past it;
- *   NC 512:  a thread's B block (384 x 512 x 4 B = 768 KB) sits in L2 next to the streaming data;
- *   MC 1008: a thread's A panel (at most 1008 x 384 x 4 B = 1.5 MB; L2 or L3): large, so B is
- *            repacked rarely; 1008 is a multiple of every MR (4, 6, 8, 14).
+/* Cache blocking (elements), per kernel and per CPU (BLIS registers MR/NR and MC/KC/NC with each
+ * micro-kernel, bli_blksz_init_easy; Eigen derives its blocks from the caches it reads). Each
+ * kernel's entry in "the kernel table" names its KC and its fixed MC, NC (MUON__GEMM_BLK_*); at
+ * run time muon__gemm_cache_blocks derives the kernel's MC and NC from this CPU's caches
+ * (muon__caches_get, read once per process), and muon__gemm_blocking fits the three to the
+ * problem (so the packing space of a small product is small). The loops (muon__gemm_part,
+ * muon__gemm_macro): per MC row block and KC k block the A panel (MC x KC) is packed once; per
+ * NC column block the B block (KC x NC) is packed and each A micro-panel (MR x KC) in turn runs
+ * across all of its NR-wide micro-panels. Hence the rule, in bytes (esz: bytes per packed value):
+ *   KC:  the kernel's constant, never derived from the caches: 384 for every kernel (the A
+ *        micro-panel, 14 x 384 x 4 B = 21 KB, stays in a 48 KB L1d while B streams past it).
+ *        KC is the k split, which fixes the order in which each element of C is accumulated:
+ *        a KC that followed the caches would give other bits on another CPU (and break the
+ *        bit-for-bit checks of the committed demo table). MC and NC only decide which tiles
+ *        are computed when, never a bit of a result (tests/test_muon_gemm.c,
+ *        test_cache_blocks_bits, which fails when KC follows the caches).
+ *   NC:  B is the operand reused from L2 (every A micro-panel reads the whole B block), so
+ *        KC x NC x esz is 3/8 of the L2, rounded down to a multiple of NR; the rest holds the
+ *        A micro-panels and C tiles passing through and part of the A panel. (BLIS's L2 block,
+ *        its A, is 29 % of the L2 on Zen 3: 144 x 256 x 4 B of 512 KB; 67 % on Haswell.)
+ *   MC:  the A panel is re-read once per NC block, a micro-panel at a time (light reuse), and B
+ *        is repacked once per MC block: so it is large, MC x KC x esz 3/4 of the L2, rounded
+ *        down to a multiple of MR. It fits the L2 on its own with room for B's streaming
+ *        micro-panels; beside the B block part of it is read from L3, once per NC block.
+ * The L2 is clamped to [128 KB, 4 MB] first (below: a few micro-panels each; above, larger blocks
+ * measured within noise and the workspace grows). An unknown L2 (0: the caches could not be
+ * read) keeps the kernel's fixed blocks, the values tuned for the 14 x 32 AVX-512 kernel on a
+ * Sapphire Rapids-class core (48 KB L1d, 2 MB L2) before the caches were read: MC 1008 (a
+ * multiple of every fp32 MR, 4, 6, 8, 14), NC 512. L1d and L3 are read but do not enter: KC is
+ * fixed, and the A panel is sized to the L2 alone (a core's share of L3 is often not what it
+ * reports: the KVM guest of bench/RESULTS.md reports 480 MB). Values at KC 384 (bf16 kernels,
+ * esz 2: twice the rows and columns, the same bytes):
+ *   48 KB / 2 MB (Sapphire / Emerald Rapids): AVX-512 14 x 32 MC 1022 NC 512 (1008 and 1022
+ *     cut every NS shape of the bench into the same row blocks), AVX2 6 x 16 1020 / 512;
+ *   Zen 3, 32 KB / 512 KB / 32 MB: AVX2 6 x 16 MC 252 NC 128 (A panel 378 KB, B block 192 KB);
+ *   Zen 4, 32 KB / 1 MB / 32 MB: AVX-512 MC 504 NC 256, AVX2 510 / 256;
+ *   Cortex-A76-like, 64 KB / 512 KB: NEON 8 x 8 MC 256 NC 128.
  * The blocks actually used are split evenly (k = 1024 runs as 3 x 342, not 384 + 384 + 256;
  * m = 1024 on one thread as 518 + 506) and rounded to the kernel's MR / NR. On the NS shapes
  * KC 256/320/512 and NC 256/768/1024 measured within noise of these. -DMUON_GEMM_KC=... (and
- * _MC, _NC) overrides the bound of every kernel (the workspace size follows). */
+ * _MC, _NC) sets that block of every kernel at compile time, and an _MC or _NC set so wins over
+ * the caches. The workspace size follows the blocks: the size queries and the products ask the
+ * same caches (one answer per process), so they agree. */
 #ifdef MUON_GEMM_KC
 #define MUON__GEMM_KC(dflt) ((size_t)(MUON_GEMM_KC))
 #else
@@ -1628,6 +1836,27 @@ static void muon__bf16_axpy(ptrdiff_t i0, ptrdiff_t i1, float a, float *X, const
 #else
 #define MUON__GEMM_NC(dflt) ((size_t)(dflt))
 #endif
+#define MUON__GEMM_L2_MIN ((size_t)128 * 1024) /* the L2 the rule takes, clamped (bytes) */
+#define MUON__GEMM_L2_MAX ((size_t)4 * 1024 * 1024)
+/* The rule above, a pure function: the MC and NC bounds of a kernel (mr x nr, esz bytes per
+ * packed value, k block kc) under caches c, or its fixed mc0, nc0 where c's L2 is unknown (0).
+ * MC: a multiple of mr, NC: of nr, neither below them. */
+static void muon__gemm_cache_blocks(const muon__caches *c, size_t mr, size_t nr, size_t esz, size_t kc,
+                                    size_t mc0, size_t nc0, size_t *mc, size_t *nc)
+{
+    size_t l2 = c->l2, row = kc * esz; /* bytes of one packed row (A) or column (B) of a k block */
+    if (!l2 || !row) {
+        *mc = mc0 / mr * mr;
+        *nc = nc0 / nr * nr;
+    } else {
+        if (l2 < MUON__GEMM_L2_MIN) l2 = MUON__GEMM_L2_MIN;
+        if (l2 > MUON__GEMM_L2_MAX) l2 = MUON__GEMM_L2_MAX;
+        *mc = l2 / 4 * 3 / row / mr * mr;
+        *nc = l2 / 8 * 3 / row / nr * nr;
+    }
+    if (*mc < mr) *mc = mr;
+    if (*nc < nr) *nc = nr;
+}
 
 /* The plain forms pack problems whose packing space fits this many bytes in a stack buffer;
  * larger ones allocate it through MUON_MALLOC. Default 0 (always MUON_MALLOC): every path stays
@@ -1692,7 +1921,8 @@ struct muon__gemm_kernel {
     int bf16;          /* 1: operands rounded to bf16 as packed, fp32 accumulation ("bf16 products") */
     muon__gemm_ukr_fn fn;
     size_t mr, nr;     /* register block */
-    size_t mc, kc, nc; /* its cache blocks: upper bounds, fitted to each problem by muon__gemm_blocking */
+    size_t mc, kc, nc; /* its cache blocks: kc, and the mc, nc kept where the caches are unknown
+                        * (muon__gemm_bounds: the bounds on this CPU; muon__gemm_blocking fits them) */
     muon__gemm_pack_kind pack; /* the packed layout (documentation and the tests; the loops call pack_a/b) */
     size_t kgran, esz; /* packed k is a multiple of kgran (zero padded); bytes per packed value */
     muon__gemm_pack_fn pack_a, pack_b;
@@ -3149,10 +3379,11 @@ static muon__gemm_ukr2_fn muon__gemm_ukr_neon_split(size_t n0)
     return n0 >= MUON__GEMM_NEON_MR ? muon__gemm_ukr_neon_s8 : MUON__NULL;
 }
 #endif
-/* Each kernel's cache blocks, MC, KC, NC (elements; see "Cache blocking" above). Every kernel
- * keeps the values measured for the 14 x 32 AVX-512 one until its own are measured: on the NS
- * shapes other values measured within noise (bench/RESULTS.md). -DMUON_GEMM_MC=... (KC, NC)
- * overrides them all. */
+/* Each kernel's cache blocks, MC, KC, NC (elements; see "Cache blocking" above): its KC, and the
+ * MC and NC it keeps where the caches are unknown (elsewhere muon__gemm_cache_blocks derives
+ * them from the caches and the kernel's MR, NR and KC). Every kernel has the values measured for
+ * the 14 x 32 AVX-512 one: on the NS shapes other values measured within noise
+ * (bench/RESULTS.md). -DMUON_GEMM_MC=... (KC, NC) sets them all, and wins over the caches. */
 #define MUON__GEMM_BLOCKS(mc, kc, nc) MUON__GEMM_MC(mc), MUON__GEMM_KC(kc), MUON__GEMM_NC(nc)
 #define MUON__GEMM_BLK_SCALAR MUON__GEMM_BLOCKS(1008, 384, 512)
 #define MUON__GEMM_BLK_AVX512 MUON__GEMM_BLOCKS(1008, 384, 512)
@@ -3417,9 +3648,24 @@ static MUON__ALWAYS_INLINE muon__gemm_blocks muon__gemm_blocking_geo(size_t mr, 
     if (bl.arows < bl.mc) bl.arows = bl.mc;
     return bl;
 }
+/* Kernel kr's MC and NC bounds on this CPU: from the caches (muon__gemm_cache_blocks), or as
+ * -DMUON_GEMM_MC / _NC set them; its KC is kr->kc everywhere. */
+static MUON__ALWAYS_INLINE void muon__gemm_bounds(const muon__gemm_kernel *kr, size_t *mc, size_t *nc)
+{
+    muon__caches c = muon__caches_get();
+    muon__gemm_cache_blocks(&c, kr->mr, kr->nr, kr->esz, kr->kc, kr->mc, kr->nc, mc, nc);
+#ifdef MUON_GEMM_MC
+    *mc = kr->mc;
+#endif
+#ifdef MUON_GEMM_NC
+    *nc = kr->nc;
+#endif
+}
 static muon__gemm_blocks muon__gemm_blocking(const muon__gemm_kernel *kr, size_t m, size_t n, size_t k)
 {
-    return muon__gemm_blocking_geo(kr->mr, kr->nr, kr->kgran, kr->esz, kr->mc, kr->kc, kr->nc, m, n, k);
+    size_t mcb, ncb;
+    muon__gemm_bounds(kr, &mcb, &ncb);
+    return muon__gemm_blocking_geo(kr->mr, kr->nr, kr->kgran, kr->esz, mcb, kr->kc, ncb, m, n, k);
 }
 
 /* Packing space per thread: its own A panel (mc x kc) and B block (kc x nc), cache-line aligned. */
@@ -3908,7 +4154,9 @@ static muon_status muon__gemm_cblas(const muon__gemm_problem *g)
 /* Per-thread packing space (and edge tile) for the largest blocks kernel kr can use. */
 static size_t muon__gemm_ws_bound(const muon__gemm_kernel *kr)
 {
-    size_t mc = kr->mc + MUON__GEMM_MR_MAX + 2 * MUON__GEMM_NR_MAX, nc = kr->nc + MUON__GEMM_NR_MAX;
+    size_t mc, nc;
+    muon__gemm_bounds(kr, &mc, &nc);
+    mc += MUON__GEMM_MR_MAX + 2 * MUON__GEMM_NR_MAX, nc += MUON__GEMM_NR_MAX;
     return muon__gemm_round_up(mc * kr->kc * sizeof(float), MUON__GEMM_ALIGN) +
            muon__gemm_round_up(nc * kr->kc * sizeof(float), MUON__GEMM_ALIGN) + MUON__GEMM_BYTES_T;
 }
@@ -3973,7 +4221,10 @@ static size_t muon__gemm_need_table(size_t k0, size_t k1, size_t m, size_t n, si
     size_t best = 0, i;
     for (i = k0; i < k1; i++) {
         const muon__gemm_kernel *kr = muon__gemm_table[i]; /* (inline: the size queries' stack stays small) */
-        muon__gemm_blocks bl = muon__gemm_blocking_geo(kr->mr, kr->nr, kr->kgran, kr->esz, kr->mc, kr->kc, kr->nc, m, n, k);
+        size_t mcb, ncb;
+        muon__gemm_blocks bl;
+        muon__gemm_bounds(kr, &mcb, &ncb);
+        bl = muon__gemm_blocking_geo(kr->mr, kr->nr, kr->kgran, kr->esz, mcb, kr->kc, ncb, m, n, k);
         size_t need = muon__gemm_ws_need(&bl, t);
         if (need > best) best = need;
     }

@@ -3,8 +3,10 @@
  * Build and run (from the repository root):
  *   cc -O2 -march=native -fopenmp -I. bench/gemm_bench.c -o build/gemm_bench \
  *      $(pkg-config --cflags --libs openblas) -lm
- *   OPENBLAS_CORETYPE=SkylakeX build/gemm_bench [reps] [max_threads]
- *                         (reps >= 5, default 7; max_threads 1 or 2, default 2)
+ *   OPENBLAS_CORETYPE=SkylakeX build/gemm_bench [reps] [max_threads] [l1d,l2,l3]
+ *                         (reps >= 5, default 7; max_threads 1 or 2, default 2; l1d,l2,l3: cache
+ *                         sizes in KB that muon.h's blocks follow instead of this CPU's, e.g.
+ *                         32,512,32768 for Zen 3's: issue 51, through the tests' hook)
  * OPENBLAS_CORETYPE: Debian's OpenBLAS 0.3.21 (DYNAMIC_ARCH) does not recognise Sapphire/Emerald
  * Rapids and falls back to its SSE3 "Prescott" kernels (about 6x slower); the line above makes it
  * use its AVX-512 SkylakeX kernels, the fair comparison. The core it runs is printed.
@@ -84,12 +86,27 @@ int main(int argc, char **argv)
         {"ssyrk A A^T, A 768x768", 1, 0, 768, 768},
     };
     int reps = argc > 1 ? atoi(argv[1]) : 7, threads[2] = {1, 2}, ti, nthr = argc > 2 ? atoi(argv[2]) : 2;
-    size_t si, wsb = muon_gemm_workspace_size(2);
-    void *ws = malloc(wsb);
-    if (reps < 5) reps = 5;
+    size_t si, wsb, mc, nc;
+    void *ws;
+    muon__caches c;
     const muon__gemm_kernel *kr = muon__gemm_choose(0, 0);
-    printf("muon kernel: %s; blocks KC=%d MC=%d NC=%d; reps=%d (median)\n", kr->name, (int)kr->kc, (int)kr->mc,
-           (int)kr->nc, reps);
+    if (argc > 3) { /* forced cache sizes (KB) */
+        unsigned long a = 0, b = 0, d = 0;
+        if (sscanf(argv[3], "%lu,%lu,%lu", &a, &b, &d) < 2) {
+            fprintf(stderr, "caches: l1d,l2[,l3] in KB\n");
+            return 2;
+        }
+        c.l1d = (size_t)a * 1024, c.l2 = (size_t)b * 1024, c.l3 = (size_t)d * 1024;
+        muon__caches_force(&c);
+    }
+    c = muon__caches_get();
+    muon__gemm_bounds(kr, &mc, &nc);
+    wsb = muon_gemm_workspace_size(2); /* (after the caches are forced: the size follows them) */
+    ws = malloc(wsb);
+    if (reps < 5) reps = 5;
+    printf("muon kernel: %s; caches L1d %zu KB, L2 %zu KB, L3 %zu KB%s; blocks KC=%d MC=%d NC=%d; reps=%d (median)\n",
+           kr->name, c.l1d / 1024, c.l2 / 1024, c.l3 / 1024, argc > 3 ? " (forced)" : "", (int)kr->kc, (int)mc,
+           (int)nc, reps);
     printf("cblas: %s\n", openblas_get_config());
     printf("%-46s %3s %10s %10s %7s\n", "shape", "thr", "muon GF/s", "cblas GF/s", "ratio");
     for (ti = 0; ti < 2 && threads[ti] <= nthr; ti++) {

@@ -148,11 +148,12 @@ static void test_gemm_small_odd_sizes(void)
 
 static void test_gemm_tile_and_block_edges(void)
 {
-    /* m, n, k off every MR/NR multiple; k across KC (384) and split unevenly; n across NC (512);
-     * m across MC (1008). */
+    /* m, n, k off every MR/NR multiple; k across KC (384) and split unevenly; n across NC (512
+     * at a 2 MB L2, and where the caches are unknown); m across MC (1015: the fixed 1008; 1030:
+     * also the 1022 of a 2 MB L2; a smaller L2's blocks are smaller). */
     static const size_t cases[][3] = {{65, 129, 257}, {129, 65, 33}, {13, 31, 385}, {15, 33, 769},
-                                      {29, 545, 19},  {17, 1040, 9}, {1015, 17, 13}, {257, 47, 100},
-                                      {14, 32, 384},  {28, 64, 1}};
+                                      {29, 545, 19},  {17, 1040, 9}, {1015, 17, 13}, {1030, 17, 13},
+                                      {257, 47, 100}, {14, 32, 384},  {28, 64, 1}};
     t_rng r = {2};
     size_t i;
     int x, y;
@@ -471,6 +472,197 @@ static void test_threads_bitwise(void)
     }
 }
 
+/* ---- cache-derived blocks (issue 51) ---- */
+/* caches (bytes) of a few CPUs, and values no CPU has */
+typedef struct { const char *what; size_t l1d, l2, l3; } cpu_caches;
+static const cpu_caches CPUS[] = {
+    {"this Xeon (48K/2M)", 48 * 1024, 2048 * 1024, 0},  {"Zen 3", 32 * 1024, 512 * 1024, 32 * 1048576},
+    {"Zen 4", 32 * 1024, 1024 * 1024, 32 * 1048576},    {"Cortex-A76-like", 64 * 1024, 512 * 1024, 0},
+    {"Haswell", 32 * 1024, 256 * 1024, 8 * 1048576},    {"tiny", 1024, 4096, 0},
+    {"one byte", 1, 1, 1},                              {"huge", SIZE_MAX, SIZE_MAX, SIZE_MAX},
+    {"32 MB L2", 48 * 1024, 32 * 1048576, 0},           {"unknown", 0, 0, 0}};
+#define NCPUS (sizeof CPUS / sizeof CPUS[0])
+static muon__caches cpu_of(size_t i)
+{
+    muon__caches c;
+    c.l1d = CPUS[i].l1d, c.l2 = CPUS[i].l2, c.l3 = CPUS[i].l3;
+    return c;
+}
+
+/* The rule as a pure function: its values for the CPUs of its comment, and its promises
+ * (multiples of MR / NR, never below them, the A panel within 3/4 and the B block within 3/8 of
+ * the clamped L2 and as large as that allows, L1d and L3 ignored, unknown: the fixed blocks) for
+ * every geometry of the kernel table, scalar included, at every cache set above. */
+static void test_cache_rule(void)
+{
+    static const struct { size_t mr, nr, esz, kc; size_t l1d, l2, mc, nc; } want[] = {
+        {14, 32, 4, 384, 48 * 1024, 2048 * 1024, 1022, 512}, /* AVX-512 here */
+        {6, 16, 4, 384, 48 * 1024, 2048 * 1024, 1020, 512},  /* AVX2 here */
+        {6, 16, 4, 384, 32 * 1024, 512 * 1024, 252, 128},    /* AVX2, Zen 3 */
+        {14, 32, 4, 384, 32 * 1024, 1024 * 1024, 504, 256},  /* AVX-512, Zen 4 */
+        {6, 16, 4, 384, 32 * 1024, 1024 * 1024, 510, 256},   /* AVX2, Zen 4 */
+        {8, 8, 4, 384, 64 * 1024, 512 * 1024, 256, 128},     /* NEON, Cortex-A76-like */
+        {32, 32, 2, 384, 48 * 1024, 2048 * 1024, 2048, 1024}, /* AMX here: the same bytes */
+        {14, 32, 4, 384, 0, 0, 1008, 512},                   /* unknown: the fixed blocks */
+        {6, 16, 4, 384, 0, 0, 1008, 512},
+        {32, 32, 2, 384, 0, 0, 992, 512},                    /* (1008 rounded down to MR 32) */
+        {14, 32, 4, 384, 1024, 4096, 56, 32},                /* tiny: the L2 taken as 128 KB */
+        {14, 32, 4, 384, 48 * 1024, SIZE_MAX, 2044, 1024},   /* huge: as 4 MB */
+        {14, 32, 4, 1u << 20, 48 * 1024, 2048 * 1024, 14, 32}, /* a k block larger than L2 */
+    };
+    size_t i, kidx;
+    for (i = 0; i < sizeof want / sizeof want[0]; i++) {
+        muon__caches c;
+        size_t mc = 0, nc = 0;
+        c.l1d = want[i].l1d, c.l2 = want[i].l2, c.l3 = 0;
+        muon__gemm_cache_blocks(&c, want[i].mr, want[i].nr, want[i].esz, want[i].kc, 1008, 512, &mc, &nc);
+        CHECK_MSG(mc == want[i].mc && nc == want[i].nc, "%zux%zu esz %zu at L2 %zu: MC %zu NC %zu, want %zu %zu",
+                  want[i].mr, want[i].nr, want[i].esz, want[i].l2, mc, nc, want[i].mc, want[i].nc);
+    }
+    /* Zen 3 with the AVX2 kernel: the A panel fits L2 with B's streaming micro-panel beside it */
+    {
+        muon__caches c = cpu_of(1);
+        size_t mc, nc;
+        muon__gemm_cache_blocks(&c, 6, 16, 4, 384, 1008, 512, &mc, &nc);
+        CHECK(mc * 384 * 4 + 16 * 384 * 4 <= c.l2 && nc * 384 * 4 <= c.l2 / 2);
+    }
+    for (kidx = 0; kidx <= MUON__GEMM_NTABLE; kidx++) {
+        const muon__gemm_kernel *kr = kidx < MUON__GEMM_NTABLE ? muon__gemm_table[kidx] : &muon__gemm_k_scalar;
+        for (i = 0; i < NCPUS; i++) {
+            muon__caches c = cpu_of(i), c2 = c;
+            size_t mc, nc, mc2, nc2, row = kr->kc * kr->esz, l2 = c.l2;
+            muon__gemm_cache_blocks(&c, kr->mr, kr->nr, kr->esz, kr->kc, kr->mc, kr->nc, &mc, &nc);
+            CHECK_MSG(mc >= kr->mr && mc % kr->mr == 0 && nc >= kr->nr && nc % kr->nr == 0,
+                      "%s at %s: MC %zu NC %zu", kr->name, CPUS[i].what, mc, nc);
+            if (l2) {
+                if (l2 < MUON__GEMM_L2_MIN) l2 = MUON__GEMM_L2_MIN;
+                if (l2 > MUON__GEMM_L2_MAX) l2 = MUON__GEMM_L2_MAX;
+                CHECK_MSG(mc * row <= l2 / 4 * 3 && (mc + kr->mr) * row > l2 / 4 * 3,
+                          "%s at %s: A panel %zu B of L2 %zu", kr->name, CPUS[i].what, mc * row, l2);
+                CHECK_MSG(nc * row <= l2 / 8 * 3 && (nc + kr->nr) * row > l2 / 8 * 3,
+                          "%s at %s: B block %zu B of L2 %zu", kr->name, CPUS[i].what, nc * row, l2);
+                CHECK(mc * row <= (size_t)3 * 1024 * 1024 && nc * row <= (size_t)1536 * 1024);
+            } else {
+                CHECK(mc == kr->mc / kr->mr * kr->mr && nc == kr->nc / kr->nr * kr->nr);
+            }
+            /* L1d and L3 do not enter */
+            c2.l1d = c.l1d ? c.l1d / 2 : 1;
+            c2.l3 = c.l3 ? 0 : 64 * 1048576;
+            muon__gemm_cache_blocks(&c2, kr->mr, kr->nr, kr->esz, kr->kc, kr->mc, kr->nc, &mc2, &nc2);
+            CHECK(mc2 == mc && nc2 == nc);
+        }
+    }
+}
+
+/* Detection: one answer per process, which a forced set replaces exactly (whole KB) and forcing
+ * NULL gives back; every kernel's bounds and the workspace size follow the forced caches. */
+static void test_cache_detection(void)
+{
+    muon__caches d = muon__caches_get(), e = muon__caches_get(), z3 = cpu_of(1), f;
+    size_t mc, nc, w1, w2;
+    printf("  caches read: L1d %zu, L2 %zu, L3 %zu bytes\n", d.l1d, d.l2, d.l3);
+    CHECK(d.l1d == e.l1d && d.l2 == e.l2 && d.l3 == e.l3);
+#if defined(__linux__) && (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    CHECK_MSG(d.l2 > 0 && d.l1d > 0, "no L2 / L1d read on x86 Linux");
+#endif
+    w1 = muon_gemm_workspace_size(1);
+    muon__caches_force(&z3);
+    f = muon__caches_get();
+    CHECK(f.l1d == z3.l1d && f.l2 == z3.l2 && f.l3 == z3.l3);
+    muon__gemm_bounds(&muon__gemm_k_build, &mc, &nc);
+    w2 = muon_gemm_workspace_size(1);
+#if !defined(MUON_GEMM_MC) && !defined(MUON_GEMM_NC)
+    {
+        size_t mc0, nc0;
+        muon__gemm_cache_blocks(&z3, muon__gemm_k_build.mr, muon__gemm_k_build.nr, 4, muon__gemm_k_build.kc, 1008, 512,
+                                &mc0, &nc0);
+        CHECK(mc == mc0 && nc == nc0);
+        CHECK_MSG(d.l2 <= z3.l2 || w2 < w1, "workspace %zu at Zen 3's caches, %zu at these", w2, w1);
+    }
+#else
+    CHECK(mc == muon__gemm_k_build.mc && nc == muon__gemm_k_build.nc); /* the compile-time blocks win */
+    CHECK(w2 == w1);
+#endif
+    muon__caches_force(MUON__NULL);
+    f = muon__caches_get();
+    CHECK(f.l1d == d.l1d && f.l2 == d.l2 && f.l3 == d.l3);
+    CHECK(muon_gemm_workspace_size(1) == w1);
+}
+
+/* MC and NC change no bit: the same SGEMM (both transposes), SSYRK and a full muon_orthogonalize
+ * (Jordan x 5; fp32 and bf16) on shapes that cross several MC, NC and KC blocks under the small
+ * sets, run under every cache set above, on the build's kernel and the scalar reference, on 1 and
+ * 2 threads, are bit-identical to the run under the first set. Each run's workspace is sized under
+ * its own set, so the size queries and the products agree. (KC following the caches fails it.) */
+static void test_cache_blocks_bits(void)
+{
+    const size_t m = 200, n = 530, k = 700; /* tiny (L2 taken as 128 KB): AVX-512 MC 56, NC 32; KC 384: 2 k blocks */
+    t_rng r = {51};
+    tmat A = tmat_new(m, k, k, &r), B = tmat_new(k, n, n, &r), Bt = tmat_new(n, k, k, &r), G = tmat_new(m, n, n, &r);
+    float *ref[2][6];
+    size_t ci, w, j, mcs[NCPUS], ncs[NCPUS], distinct = 0;
+    muon_ns_config ns = muon_ns_preset(MUON_NS_JORDAN, 0), nsb = ns;
+    nsb.precision = MUON_NS_BF16;
+    for (ci = 0; ci < NCPUS; ci++) {
+        muon__caches c = cpu_of(ci);
+        muon__gemm_blocks bl;
+        muon__caches_force(&c);
+        bl = muon__gemm_blocking(&muon__gemm_k_build, m, n, k);
+        mcs[ci] = bl.mc, ncs[ci] = bl.nc;
+        for (j = 0; j < ci; j++)
+            if (mcs[j] == bl.mc && ncs[j] == bl.nc) break;
+        distinct += j == ci;
+        for (w = 0; w < 2; w++) { /* w: the build's kernel, the scalar reference */
+            float *res[6];
+            int th = 1 + (int)(ci % 2), ok = 1;
+            size_t sz[6] = {m * n, m * n, m * m, m * m, m * n, m * n}, q;
+            for (q = 0; q < 6; q++) res[q] = (float *)calloc(sz[q], sizeof(float));
+            ok &= muon__sgemm_builtin((int)w, th, MUON_NO_TRANS, MUON_NO_TRANS, m, n, k, 1.0f, A.v, A.ld, B.v, B.ld,
+                                      0.0f, res[0], n) == MUON_OK;
+            ok &= muon__sgemm_builtin((int)w, th, MUON_NO_TRANS, MUON_TRANS, m, n, k, 0.5f, A.v, A.ld, Bt.v, Bt.ld,
+                                      0.0f, res[1], n) == MUON_OK;
+            ok &= muon__ssyrk_builtin((int)w, th, MUON_NO_TRANS, m, k, 1.0f, A.v, A.ld, 0.0f, res[2], m) == MUON_OK;
+            ok &= muon__ssyrk_builtin((int)w, th, MUON_TRANS, m, k, 1.0f, B.v, B.ld, 0.0f, res[3], m) == MUON_OK;
+            if (w == 0) { /* the public paths (the build's kernel), the _ws one in a workspace sized now */
+                size_t need = muon_orthogonalize_workspace_size(m, n);
+                void *ws = malloc(need);
+                ok &= muon_orthogonalize_ws(G.v, m, n, G.ld, &ns, res[4], n, ws, need) == MUON_OK;
+                ok &= muon_orthogonalize(G.v, m, n, G.ld, &nsb, res[5], n) == MUON_OK;
+                free(ws);
+            }
+            CHECK_MSG(ok, "%s: a call failed", CPUS[ci].what);
+            for (q = 0; q < 6; q++) {
+                if (ci == 0) {
+                    ref[w][q] = res[q];
+                    continue;
+                }
+                CHECK_MSG(memcmp(res[q], ref[w][q], sz[q] * sizeof(float)) == 0,
+                          "%s kernel, product %zu: MC %zu NC %zu differ from MC %zu NC %zu", w ? "scalar" : "build", q,
+                          mcs[ci], ncs[ci], mcs[0], ncs[0]);
+                free(res[q]);
+            }
+        }
+    }
+#if !defined(MUON_GEMM_MC) && !defined(MUON_GEMM_NC)
+    CHECK_MSG(distinct >= 5, "only %zu distinct MC x NC among the sets", distinct);
+#else
+    CHECK(distinct == 1);
+#endif
+    /* and the blocked results are those of the product: against the float64 reference */
+    muon__caches_force(MUON__NULL);
+    {
+        double *want = (double *)malloc(m * n * sizeof(double)), *bound = (double *)malloc(m * n * sizeof(double));
+        tmat C = tmat_new(m, n, n, &r);
+        memcpy(C.v, ref[0][0], m * n * sizeof(float));
+        ref_gemm(MUON_NO_TRANS, MUON_NO_TRANS, m, n, k, 1.0, &A, &B, 0.0, &C, want, bound);
+        check_close("cache-forced blocks", &C, m, n, k, want, bound);
+        free(want); free(bound); free(C.v);
+    }
+    for (w = 0; w < 2; w++)
+        for (j = 0; j < 6; j++) free(ref[w][j]);
+    free(A.v); free(B.v); free(Bt.v); free(G.v);
+}
+
 int main(void)
 {
     RUN(test_gemm_small_odd_sizes);
@@ -485,5 +677,8 @@ int main(void)
     RUN(test_allocation_policy);
     RUN(test_scalar_vs_simd);
     RUN(test_threads_bitwise);
+    RUN(test_cache_rule);
+    RUN(test_cache_detection);
+    RUN(test_cache_blocks_bits);
     return TEST_REPORT();
 }
