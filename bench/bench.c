@@ -191,106 +191,8 @@ static void add_row(const char *sec, const char *what, int thr, const char *ours
     print_row(stderr, r);
 }
 
-/* ---- peers: a Python server, interleaved rep by rep ---------------------------------------- */
-/* bench/peers/peers.py --serve runs as a child with pipes on its stdin/stdout: "run <key>" runs
- * the numpy / torch version once and answers "T <seconds>" ("NA" when that library is missing).
- * One server per thread count (OPENBLAS_NUM_THREADS is read when numpy loads). A missing
- * python3 or numpy disables the peers for the whole run. */
-static int g_peers_on = 1, g_peers_dead;
-static char g_peer_note[160] = "";
-static FILE *g_pto, *g_pfrom;
-static pid_t g_ppid;
-
-static void peer_close(void)
-{
-    if (g_pto) {
-        fputs("quit\n", g_pto);
-        fclose(g_pto);
-    }
-    if (g_pfrom) fclose(g_pfrom);
-    if (g_ppid > 0) waitpid(g_ppid, NULL, 0);
-    g_pto = g_pfrom = NULL;
-    g_ppid = 0;
-}
-
-static void peer_disable(const char *why)
-{
-    peer_close();
-    g_peers_dead = 1;
-    bfmt(g_peer_note, sizeof g_peer_note, "peers: skipped (%s)", why);
-}
-
-static void peer_open(int threads)
-{
-    int in[2], out[2];
-    char line[256], tb[16];
-    pid_t pid;
-    if (!g_peers_on || g_peers_dead) return;
-    if (pipe(in) != 0 || pipe(out) != 0) {
-        peer_disable("pipe failed");
-        return;
-    }
-    bfmt(tb, sizeof tb, "%d", threads);
-    fflush(stdout);
-    fflush(stderr);
-    pid = fork();
-    if (pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[0]); close(in[1]); close(out[0]); close(out[1]);
-        setenv("OPENBLAS_NUM_THREADS", tb, 1);
-        setenv("OMP_NUM_THREADS", tb, 1);
-        setenv("MKL_NUM_THREADS", tb, 1);
-        unsetenv("OPENBLAS_CORETYPE"); /* the peers run their own OpenBLAS as a user gets it */
-        execlp("python3", "python3", "bench/peers/peers.py", "--serve", "--threads", tb, (char *)NULL);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    if (pid < 0) {
-        close(in[1]); close(out[0]);
-        peer_disable("fork failed");
-        return;
-    }
-    g_ppid = pid;
-    g_pto = fdopen(in[1], "w");
-    g_pfrom = fdopen(out[0], "r");
-    if (!g_pto || !g_pfrom || !fgets(line, sizeof line, g_pfrom)) {
-        peer_disable("python3 missing or bench/peers/peers.py failed");
-        return;
-    }
-    if (strncmp(line, "NONUMPY", 7) == 0) {
-        peer_disable("numpy missing");
-        return;
-    }
-    line[strcspn(line, "\n")] = 0;
-    bfmt(g_peer_note, sizeof g_peer_note, "peers: %s (python3 bench/peers/peers.py, interleaved)", line);
-}
-
-/* One run of `key` in the server: its time in seconds, or -1 (library missing / server gone). */
-static double peer_run(const char *key)
-{
-    char line[128];
-    double t;
-    if (!g_pto || !g_pfrom) return -1.0;
-    fprintf(g_pto, "%s %s\n", g_warm ? "warm" : "run", key);
-    fflush(g_pto);
-    if (!fgets(line, sizeof line, g_pfrom)) {
-        peer_disable("peers.py died");
-        return -1.0;
-    }
-    if (sscanf(line, "T %lf", &t) == 1) return t;
-    return -1.0;
-}
-
-static void peer_free(void)
-{
-    char line[64];
-    if (!g_pto || !g_pfrom) return;
-    fputs("free\n", g_pto);
-    fflush(g_pto);
-    if (!fgets(line, sizeof line, g_pfrom)) peer_disable("peers.py died");
-}
+/* ---- peers: a Python server, interleaved rep by rep (bench_peer.h) ------------------------ */
+#include "bench_peer.h"
 
 typedef struct peer_job {
     char key[64];
@@ -300,7 +202,7 @@ typedef struct peer_job {
 static double peer_timed(void *p)
 {
     peer_job *j = (peer_job *)p;
-    double t = j->na ? -1.0 : peer_run(j->key);
+    double t = j->na ? -1.0 : peer_run(j->key, g_warm);
     if (t < 0) {
         j->na = 1;
         return 0.0;

@@ -1,7 +1,8 @@
 /* train_bench.c - the example trainer's CPU step against this machine's sgemm, side by side.
  *
  *   make build/bench/train_bench
- *   OPENBLAS_CORETYPE=SkylakeX build/bench/train_bench [--reps N] [--threads 1,2] [L d H V T B]
+ *   OPENBLAS_CORETYPE=SkylakeX build/bench/train_bench [--reps N] [--threads 1,2] [--no-peers] [--compiled]
+ *                                                      [L d H V T B]
  *
  * Default config: the issue's 12M-parameter model (6 layers, d 384, 6 heads, vocab 4096, T 256,
  * batch 4). For each thread count, three jobs alternate rep by rep (the first one rotates, as in
@@ -18,12 +19,26 @@
  * update is also timed as one muon_step_layers call (issue 13; the third table), and so, per
  * Newton-Schulz budget (Jordan x 5, 4, 3) and precision, with the whole step it belongs to
  * (issue 49; the fourth table).
+ * The PyTorch CPU peer (issue 49; the fifth table): bench/peers/peers.py --serve (bench_peer.h,
+ * as bench.c runs it: one server per thread count) times bench/peers/gpt_step.py, the same model
+ * written in eager fp32 PyTorch, in the same rotation: its forward + backward, its Muon update of
+ * the block matrices (fp32 Newton-Schulz, torch.optim.Muon's rule; and torch.optim.Muon itself,
+ * whose Newton-Schulz is bf16) and its whole step (forward + backward, gradient clipping, Muon on
+ * the block matrices, AdamW on the embedding and the head). Ours for the whole step is one job too
+ * (job_full): forward + backward, muon_clip_grad_norm, one muon_step_layers_ws call on the
+ * backend's block matrices and muon_adamw_step on the embedding and the head, with optim.c's
+ * default recipe (arm A, fp32 Newton-Schulz) at a small rate. Without python3 + numpy + torch
+ * (or with --no-peers) the table is replaced by "peers: skipped (why)"; the rest runs as before.
+ * --compiled adds the peer's forward + backward with the forward through torch.compile (a bonus
+ * row, labelled: not eager; its first run, the warm-up, compiles for about a minute).
  * Not a test: nothing here is part of `make test`. */
 #define _POSIX_C_SOURCE 200809L
 #include "../examples/gpt/backend.h"
 #include "../examples/gpt/model.h"
 #include "muon.h"
+#include "bench_peer.h"
 #include <cblas.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +80,18 @@ typedef struct ctx {
     muon_state *st;
     void *ws;
     size_t wsb;
+    /* the whole step (job_full): the backend's own block matrices, their Muon states, the
+     * embedding's and the head's AdamW, every gradient for the clip */
+    muon_layer *fl;
+    muon_state *fst;
+    muon_config fcfg;
+    void *fws;
+    size_t fwsb;
+    muon_adamw_state emb, head;
+    muon_adamw_config emb_cfg, head_cfg;
+    float **gp;
+    size_t *gsz;
+    int ng;
 } ctx;
 
 static void job_step(ctx *x)
@@ -140,20 +167,48 @@ static void job_opt32(ctx *x) { opt_all(x, MUON_NS_FP32); }
 static void job_opt16(ctx *x) { opt_all(x, MUON_NS_BF16); }
 static void job_ns32(ctx *x) { ns_all(x, MUON_NS_FP32); }
 static void job_ns16(ctx *x) { ns_all(x, MUON_NS_BF16); }
-enum { NJOBS = 12 };
+/* The trainer's whole step as optim_step runs it with the default recipe (less the schedule, a
+ * scalar): forward + backward, clip at 1.0, Muon on the block matrices in one
+ * muon_step_layers_ws call, AdamW on the embedding and the head. */
+static void job_full(ctx *x)
+{
+    float *P = x->be->ops->params(x->be), *G = x->be->ops->grads(x->be);
+    const gpt_layout *lay = &x->be->layout;
+    job_step(x);
+    if (muon_clip_grad_norm(x->gp, x->gsz, (size_t)x->ng, 1.0, NULL) != MUON_OK) exit(3);
+    { /* sized for the current thread count (grown when it grows; warm-up calls do that) */
+        size_t need = muon_step_layers_workspace_size(x->fl, (size_t)x->nm, 0);
+        if (!need) exit(3);
+        if (need > x->fwsb) {
+            free(x->fws);
+            if (!(x->fws = malloc(need))) exit(3);
+            x->fwsb = need;
+        }
+    }
+    if (muon_step_layers_ws(x->fl, (size_t)x->nm, 0, x->fws, x->fwsb) != MUON_OK) exit(3);
+    if (muon_adamw_step(&x->emb, &x->emb_cfg, P + lay->wte, G + lay->wte, NULL) != MUON_OK ||
+        muon_adamw_step(&x->head, &x->head_cfg, P + lay->lm_head, G + lay->lm_head, NULL) != MUON_OK)
+        exit(3);
+}
+enum { NJOBS = 13, NPEER = 5, NALL = NJOBS + NPEER };
+/* The peer's jobs (bench/peers/gpt_step.py), after ours in the rotation; the last one only with
+ * --compiled */
+static const char *const peer_job_name[NPEER] = {"fb", "muon32", "muon", "step", "fbcompiled"};
 
 int main(int argc, char **argv)
 {
     gpt_config cfg = {6, 384, 6, 256, 4096, 0};
-    int B = 4, reps = 5, thr[2] = {1, 2}, nthr = 2, a, pos = 0, vals[6], ti, r, j;
+    int B = 4, reps = 5, thr[2] = {1, 2}, nthr = 2, a, pos = 0, vals[6], ti, r, j, nall, npeer = NPEER - 1;
     void (*const jobs[NJOBS])(ctx *) = {job_step, job_muon, job_blas, job_opt32, job_opt16, job_ns32, job_ns16,
                                                job_layers32, job_layers32_j4, job_layers32_j3, job_layers16,
-                                               job_layers16_j3};
+                                               job_layers16_j3, job_full};
     static const struct { int job, steps; const char *prec; } budgets[] = {
         {7, 5, "fp32"}, {8, 4, "fp32"}, {9, 3, "fp32"}, {10, 5, "bf16"}, {11, 3, "bf16"}};
     double bud_ms[2][5];
-    static double t[NJOBS][MAXR];
-    double opt_ms[2][2], ns_ms[2][2], step_ms[2], lay_ms[2];
+    static double t[NALL][MAXR];
+    double opt_ms[2][2], ns_ms[2][2], step_ms[2], lay_ms[2], full_ms[2], l16_ms[2], peer_ms[2][NPEER];
+    int peer_na[2][NPEER], peer_ran[2];
+    char peer_key[NPEER][96];
     ctx x;
     size_t n, i;
     gpt_status st;
@@ -168,9 +223,11 @@ int main(int argc, char **argv)
             nthr = 0;
             if (strchr(s, '1')) thr[nthr++] = 1;
             if (strchr(s, '2')) thr[nthr++] = 2;
-        } else if (pos < 6) vals[pos++] = atoi(argv[a]);
+        } else if (!strcmp(argv[a], "--no-peers")) g_peers_on = 0;
+        else if (!strcmp(argv[a], "--compiled")) npeer = NPEER;
+        else if (pos < 6) vals[pos++] = atoi(argv[a]);
         else {
-            fprintf(stderr, "usage: %s [--reps N] [--threads 1,2] [L d H V T B]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--reps N] [--threads 1,2] [--no-peers] [--compiled] [L d H V T B]\n", argv[0]);
             return 2;
         }
     }
@@ -183,6 +240,7 @@ int main(int argc, char **argv)
     }
     if (reps < 5) reps = 5;
     if (reps > MAXR) reps = MAXR;
+    signal(SIGPIPE, SIG_IGN); /* a dead peer server must not kill the run */
     memset(&x, 0, sizeof x);
     st = gpt_cpu_backend.create(&cfg, B, cfg.seq_len > 0 ? cfg.seq_len : 256, 1, &x.be);
     if (st != GPT_OK) {
@@ -226,6 +284,40 @@ int main(int argc, char **argv)
         x.ws = malloc(x.wsb);
         if (!x.ws) return 1;
     }
+    { /* the whole step's optimizer on the backend's blocks, optim.c's default recipe (arm A) */
+        float *P = x.be->ops->params(x.be), *G = x.be->ops->grads(x.be);
+        const gpt_layout *lay = &x.be->layout;
+        int l, k;
+        x.fcfg = muon_default();
+        x.fcfg.lr = 1e-4, x.fcfg.momentum = 0.95, x.fcfg.weight_decay = 0.1, x.fcfg.nesterov = 1;
+        x.fcfg.momentum_form = MUON_MOMENTUM_EMA, x.fcfg.scale = MUON_SCALE_ORIGINAL;
+        x.fcfg.ns = muon_ns_preset(MUON_NS_JORDAN, 5);
+        x.fl = (muon_layer *)calloc((size_t)x.nm, sizeof *x.fl);
+        x.fst = (muon_state *)calloc((size_t)x.nm, sizeof *x.fst);
+        x.ng = lay->n_tensors;
+        x.gp = (float **)malloc((size_t)x.ng * sizeof *x.gp), x.gsz = (size_t *)malloc((size_t)x.ng * sizeof *x.gsz);
+        if (!x.fl || !x.fst || !x.gp || !x.gsz) return 1;
+        for (k = 0; k < x.ng; k++) {
+            gpt_tensor tn;
+            if (gpt_tensor_info(&cfg, k, &tn) != GPT_OK) return 1;
+            x.gp[k] = G + tn.offset, x.gsz[k] = tn.rows * tn.cols;
+            if (tn.kind != GPT_TENSOR_BLOCK_MATRIX) continue;
+            l = k - 1; /* block matrices are tensors 1 .. nm, in the order of x.rows / x.cols */
+            if (muon_init(&x.fst[l], tn.rows, tn.cols) != MUON_OK) return 1;
+            x.fl[l].state = &x.fst[l], x.fl[l].cfg = &x.fcfg, x.fl[l].W = P + tn.offset, x.fl[l].G = G + tn.offset;
+            x.fl[l].ldw = x.fl[l].ldg = tn.cols;
+        }
+        x.emb_cfg = muon_adamw_default();
+        x.emb_cfg.lr = 4e-3, x.emb_cfg.beta1 = 0.9, x.emb_cfg.beta2 = 0.95, x.emb_cfg.eps = 1e-10, x.emb_cfg.weight_decay = 0;
+        x.head_cfg = x.emb_cfg;
+        x.head_cfg.beta2 = 0.999, x.head_cfg.weight_decay = 0.1;
+        if (muon_adamw_init(&x.emb, (size_t)cfg.vocab_size * (size_t)cfg.d_model) != MUON_OK ||
+            muon_adamw_init(&x.head, (size_t)cfg.vocab_size * (size_t)cfg.d_model) != MUON_OK)
+            return 1;
+    }
+    for (j = 0; j < NPEER; j++)
+        snprintf(peer_key[j], sizeof peer_key[j], "gptstep/%dx%dx%dx%dx%dx%d/%s", cfg.n_layers, cfg.d_model,
+                 cfg.n_heads, cfg.vocab_size, cfg.seq_len, B, peer_job_name[j]);
     for (i = 0; i < (size_t)SQ * SQ; i++) x.a[i] = (float)(urand() - 0.5), x.b[i] = (float)(urand() - 0.5);
     printf("train_bench: L=%d d=%d H=%d V=%d T=%d B=%d, %.2fM parameters, %.2f GFLOP per step "
            "(matmuls, forward + backward); OpenBLAS core %s; median of %d after one warm-up\n",
@@ -235,20 +327,38 @@ int main(int argc, char **argv)
     printf("%-4s %14s %14s %16s %16s %12s %12s\n", "thr", "step ms", "step GF/s", "muon_sgemm GF/s",
            "cblas_sgemm GF/s", "vs muon", "vs OpenBLAS");
     for (ti = 0; ti < nthr; ti++) {
-        double fl_step = gpt_flops_per_token(&cfg) * (double)n, fl_sq = 2.0 * SQ * SQ * SQ, med[NJOBS];
+        double fl_step = gpt_flops_per_token(&cfg) * (double)n, fl_sq = 2.0 * SQ * SQ * SQ, med[NALL];
 #ifdef _OPENMP
         omp_set_num_threads(thr[ti]);
 #endif
         openblas_set_num_threads(thr[ti]);
-        for (j = 0; j < NJOBS; j++) jobs[j](&x); /* warm-up */
+        peer_open(thr[ti]); /* the peer's server for this thread count (none: peers off or skipped) */
+        if (g_pto && (!strstr(g_peer_hello, "torch=") || strstr(g_peer_hello, "torch=none")))
+            peer_disable("torch missing");
+        nall = g_pto ? NJOBS + npeer : NJOBS;
+        peer_ran[ti] = g_pto != NULL;
+        for (j = 0; j < NPEER; j++) peer_na[ti][j] = 0;
+        for (j = 0; j < nall; j++) { /* warm-up (the peer's first run of a key also builds its model) */
+            if (j < NJOBS) jobs[j](&x);
+            else if (peer_run(peer_key[j - NJOBS], 0) < 0) peer_na[ti][j - NJOBS] = 1;
+        }
         for (r = 0; r < reps; r++)
-            for (j = 0; j < NJOBS; j++) {
-                int k = (r + j) % NJOBS;
-                double t0 = now_s();
-                jobs[k](&x);
-                t[k][r] = now_s() - t0;
+            for (j = 0; j < nall; j++) {
+                int k = (r + j) % nall;
+                if (k < NJOBS) {
+                    double t0 = now_s();
+                    jobs[k](&x);
+                    t[k][r] = now_s() - t0;
+                } else if (!peer_na[ti][k - NJOBS]) { /* the time the script measured */
+                    t[k][r] = peer_run(peer_key[k - NJOBS], 0);
+                    if (t[k][r] < 0) peer_na[ti][k - NJOBS] = 1;
+                }
             }
-        for (j = 0; j < NJOBS; j++) med[j] = median(t[j], reps);
+        peer_free(); /* the model's memory back before our next thread count */
+        peer_close();
+        for (j = 0; j < nall; j++) med[j] = j < NJOBS || !peer_na[ti][j - NJOBS] ? median(t[j], reps) : -1.0;
+        full_ms[ti] = med[12], l16_ms[ti] = med[10];
+        for (j = 0; j < NPEER; j++) peer_ms[ti][j] = NJOBS + j < nall ? med[NJOBS + j] : -1.0;
         printf("%-4d %14.1f %14.1f %16.1f %16.1f %12.2f %12.2f\n", thr[ti], 1e3 * med[0], fl_step / med[0] * 1e-9,
                fl_sq / med[1] * 1e-9, fl_sq / med[2] * 1e-9, (fl_step / med[0]) / (fl_sq / med[1]),
                (fl_step / med[0]) / (fl_sq / med[2]));
@@ -301,7 +411,40 @@ int main(int argc, char **argv)
                per_step * 1e-9, fb * 1e-9, (int)n);
         for (j = 5; j >= 2; j--) printf(" J%d %.1f %%%s", j, 100.0 * j * per_step / (j * per_step + fb), j > 2 ? "," : "\n");
     }
+    if (peer_ran[0] || (nthr > 1 && peer_ran[1])) {
+        static const struct { const char *what; int peer; } prow[NPEER] = {
+            {"forward + backward", 0}, {"Muon update, fp32 NS", 1}, {"Muon update, bf16 NS", 2}, {"whole step", 3},
+            {"fwd+bwd torch.compile", 4}};
+        printf("PyTorch CPU peer of the step: bench/peers/gpt_step.py, the same model in eager fp32 PyTorch\n"
+               "(zero_grad + forward + backward; Muon on the %d block matrices: torch.optim.Muon's rule with fp32\n"
+               "Newton-Schulz, and torch.optim.Muon itself, bf16 Newton-Schulz; whole step = forward + backward +\n"
+               "clip + Muon fp32 + AdamW on embedding and head), in the same rotation. Ours: step ms above, layers\n"
+               "J5 fp32 / bf16 (one muon_step_layers_ws call), and the whole step as one job. ratio = torch / ours\n"
+               "(> 1: ours faster)%s:\n%-4s %-22s %12s %12s %8s\n", x.nm,
+               npeer == NPEER ? "; fwd+bwd torch.compile: the peer's forward compiled (inductor), NOT eager,\n"
+                                "against our same forward + backward" : "",
+               "thr", "job", "ours ms",
+               "torch ms", "ratio");
+        for (ti = 0; ti < nthr; ti++) {
+            double ours[NPEER];
+            ours[0] = step_ms[ti], ours[1] = lay_ms[ti], ours[2] = l16_ms[ti], ours[3] = full_ms[ti];
+            ours[4] = step_ms[ti];
+            if (!peer_ran[ti]) {
+                printf("%-4d (the peer did not run at this thread count)\n", thr[ti]);
+                continue;
+            }
+            for (j = 0; j < npeer; j++) {
+                double p = peer_ms[ti][prow[j].peer];
+                if (p < 0) printf("%-4d %-22s %12.1f %12s %8s\n", thr[ti], prow[j].what, 1e3 * ours[j], "NA", "-");
+                else printf("%-4d %-22s %12.1f %12.1f %8.2f\n", thr[ti], prow[j].what, 1e3 * ours[j], 1e3 * p, p / ours[j]);
+            }
+        }
+    }
+    printf("%s\n", !g_peers_on ? "peers: skipped (--no-peers)" : g_peer_note[0] ? g_peer_note : "peers: none run");
     x.be->ops->destroy(x.be);
+    for (j = 0; j < x.nm; j++) muon_free(&x.fst[j]);
+    muon_adamw_free(&x.emb), muon_adamw_free(&x.head);
+    free(x.fl), free(x.fst), free(x.fws), free(x.gp), free(x.gsz);
     for (j = 0; j < x.nm; j++) muon_free(&x.st[j]), free(x.W[j]), free(x.G[j]), free(x.O[j]);
     free(x.rows), free(x.cols), free(x.W), free(x.G), free(x.O), free(x.st), free(x.ws);
     free(x.in), free(x.tg), free(x.a), free(x.b), free(x.c);

@@ -13,9 +13,11 @@ the load of a shared machine falls on both alike. Protocol, one line each way:
     -> free             <- OK                 (drop all data)
     -> quit
 Keys: ns/<R>x<C>/<lib>, rownorm/<V>x<d>/<default|compat>/<lib>, diam/<V>x<d>/<lib>; lib is numpy
-or torch (ns also torchbf16: the reference's bf16 iteration). On start it prints "HELLO numpy=<v> torch=<v|none>" (or "NONUMPY" and exits).
+or torch (ns also torchbf16: the reference's bf16 iteration); gptstep/<L>x<d>x<H>x<V>x<T>x<B>/<job>
+(torch only; job fb, muon32, muon or step: the example trainer's training step, bench/peers/gpt_step.py,
+served to bench/train_bench.c). On start it prints "HELLO numpy=<v> torch=<v|none>" (or "NONUMPY" and exits).
 Standalone timing (medians of --reps after a warm-up):
-    python3 bench/peers/peers.py --section ns|nsbf16|rownorm|diam --threads 1|2 --reps 5
+    python3 bench/peers/peers.py --section ns|nsbf16|rownorm|diam|gptstep --threads 1|2 --reps 5
 """
 import argparse
 import os
@@ -115,19 +117,19 @@ class RowNormTorch:
         self.B = torch.zeros(V, d)
         self.t = 0
 
-    @torch.no_grad()
-    def step(self, W, G, proj):
-        self.t += 1
-        self.B.mul_(BETA).add_(G, alpha=1 - BETA)
-        bc = 1 - BETA ** self.t
-        if proj:
-            Bh = self.B / bc
-            Bh = Bh - Bh.mean(dim=0, keepdim=True)
-            R = Bh / (Bh.norm(dim=1, keepdim=True) + EPS)
-            R = R - R.mean(dim=0, keepdim=True)
-        else:
-            R = self.B / (self.B.norm(dim=1, keepdim=True) + EPS * bc)
-        W.add_(R, alpha=-LR)
+    def step(self, W, G, proj):  # no @torch.no_grad(): the class must define without torch
+        with torch.no_grad():
+            self.t += 1
+            self.B.mul_(BETA).add_(G, alpha=1 - BETA)
+            bc = 1 - BETA ** self.t
+            if proj:
+                Bh = self.B / bc
+                Bh = Bh - Bh.mean(dim=0, keepdim=True)
+                R = Bh / (Bh.norm(dim=1, keepdim=True) + EPS)
+                R = R - R.mean(dim=0, keepdim=True)
+            else:
+                R = self.B / (self.B.norm(dim=1, keepdim=True) + EPS * bc)
+            W.add_(R, alpha=-LR)
 
 
 # ---- exact diameter: blocked all-pairs cdist (lower triangle of blocks) ---------------------
@@ -165,6 +167,9 @@ def make_job(key, th, cache):
     parts = key.split("/")
     rng = np.random.default_rng(1)
     lib = parts[-1]
+    if parts[0] == "gptstep":
+        import gpt_step  # beside this script (its directory is on sys.path)
+        return gpt_step.make_job(key, th, cache)
     if lib in ("torch", "torchbf16") and th is None:
         return None
     if parts[0] == "ns":
@@ -230,7 +235,7 @@ def serve(th):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--section", choices=["ns", "nsbf16", "rownorm", "diam"])
+    ap.add_argument("--section", choices=["ns", "nsbf16", "rownorm", "diam", "gptstep"])
     ap.add_argument("--serve", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=5)
@@ -260,6 +265,8 @@ def main():
     elif args.section == "rownorm":
         keys = ["rownorm/%dx%d/%s/%s" % (V, d, mode, lib) for V, d in [(50257, 768), (32768, 2048), (8192, 512)]
                 for mode in ("default", "compat") for lib in ("numpy", "torch")]
+    elif args.section == "gptstep":  # train_bench's default config (6 layers, d 384, 6 heads, V 4096, T 256, B 4)
+        keys = ["gptstep/6x384x6x4096x256x4/%s" % j for j in ("fb", "muon32", "muon", "step")]
     else:
         keys = ["diam/16384x768/numpy", "diam/16384x768/torch"]
     cache = {}
