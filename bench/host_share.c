@@ -8,8 +8,9 @@
  *   alone   nothing else running;
  *   pair    two copies of the same process side by side (two experiments at once);
  *   busy2   beside two busy loops (two processes spinning on a core each).
- * A process repeats its workload for about --seconds (2; after one warm-up round) and reports the
- * median round; under "pair" the two copies' medians are averaged. Each cell is the median of
+ * A process repeats its workload for about --seconds (2; after one warm-up round) and reports its
+ * mean round (its time over its rounds; child() says why not the median); under "pair" the two
+ * copies' means are averaged. Each cell is the median of
  * --reps (3) such runs, default and one thread alternating.
  *
  * Workloads:
@@ -126,13 +127,18 @@ static int work_round(work *w)
     }
 }
 
-/* Child: the workload for about `secs` after a warm-up round; prints "median max rounds" (ms). */
+/* Child: the workload for about `secs` after a warm-up round; prints "mean median max rounds" (ms).
+ * The mean round (the process's time over its rounds) is what the host pays and what the parent
+ * uses. Not the median: beside busy loops a round of a few scheduler time slices runs either on a
+ * core of its own or on half of one, so the rounds' times fall in two groups (about 25 and 50 ms
+ * for llm beside two busy loops) and their median jumps between the two from run to run (ratios
+ * of 1.0 to 1.7 for the same build, 2026-12-07). */
 static int child(int kind, double secs)
 {
     static double t[MAXROUNDS];
     work w;
-    int n = 0;
-    double start;
+    int n = 0, i;
+    double start, sum = 0.0;
     if (work_init(&w, kind) || work_round(&w)) return 1;
     start = now_s();
     while (n < MAXROUNDS && (n < 3 || now_s() - start < secs)) {
@@ -140,8 +146,9 @@ static int child(int kind, double secs)
         if (work_round(&w)) return 1;
         t[n++] = 1e3 * (now_s() - t0);
     }
+    for (i = 0; i < n; i++) sum += t[i];
     qsort(t, (size_t)n, sizeof(double), cmp_double);
-    printf("%.3f %.3f %d\n", t[n / 2], t[n - 1], n);
+    printf("%.3f %.3f %.3f %d\n", sum / n, t[n / 2], t[n - 1], n);
     return 0;
 }
 
@@ -255,7 +262,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "host_share: built without OpenMP: nothing to measure\n");
     return 2;
 #endif
-    printf("host_share: each cell the median over %d runs (default and 1t alternating) of a fresh process's median\n"
+    printf("host_share: each cell the median over %d runs (default and 1t alternating) of a fresh process's mean\n"
            "round (ms) in ~%.1f s (train: its wall time); default = no OMP_* variable set (OpenMP's own team and\n"
            "wait policy), 1t = OMP_NUM_THREADS=1; pair = two copies side by side (their mean; the last run's two\n"
            "in brackets); busy2 = beside two busy loops. ratio = default / 1t, target <= 1.1 alone, <= 1.5 pair\n"
