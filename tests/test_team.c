@@ -154,6 +154,22 @@ static void test_gate_one_thread_silent(void)
     free(A);
     free(C);
 }
+/* The gate tests' layers: G and W0 filled from seed, and for each of the two passes nl copies of
+ * W0 with fresh states (rows x cols) */
+static void gate_layers_init(int nl, size_t rows, size_t cols, unsigned seed, float *G, float *W0,
+                             float *W[2][8], muon_state st[2][8])
+{
+    int pass, i;
+    fill(G, rows * cols, 1.0, seed);
+    fill(W0, rows * cols, 0.05, seed + 1u);
+    for (pass = 0; pass < 2; pass++)
+        for (i = 0; i < nl; i++) {
+            W[pass][i] = (float *)malloc(rows * cols * sizeof(float));
+            memcpy(W[pass][i], W0, rows * cols * sizeof(float));
+            CHECK(muon_init(&st[pass][i], rows, cols) == MUON_OK);
+        }
+}
+
 /* muon_step_layers' own region (one layer per thread) is watched like the products' (issue 49:
  * beside two busy loops the demo's update ran 5x slower, its members waiting at the region's end
  * for one that started late): it reports to the gate when open, runs on one thread and judges
@@ -168,14 +184,7 @@ static void test_gate_layers(void)
     muon_config cfg = muon_default();
     int saved = omp_get_max_threads(), pass, i;
     omp_set_num_threads(2);
-    fill(G, R * C, 1.0, 21u);
-    fill(W0, R * C, 0.05, 22u);
-    for (pass = 0; pass < 2; pass++)
-        for (i = 0; i < NL; i++) {
-            W[pass][i] = (float *)malloc(R * C * sizeof(float));
-            memcpy(W[pass][i], W0, R * C * sizeof(float));
-            CHECK(muon_init(&st[pass][i], R, C) == MUON_OK);
-        }
+    gate_layers_init(NL, R, C, 21u, G, W0, W, st);
     for (i = 0; i < NL; i++) /* the loop */
         CHECK(muon_step(&st[0][i], &cfg, W[0][i], C, G, C, NULL, 0) == MUON_OK);
     for (pass = 0; pass < 2; pass++) {
@@ -222,14 +231,7 @@ static void test_gate_layers_long(void)
     int saved = omp_get_max_threads(), pass, i;
     CHECK(per_lane >= MUON_LAYERS_TEAM_MIN && 48.0 * 40.0 * 40.0 * 4.0 < MUON_LAYERS_TEAM_MIN);
     omp_set_num_threads(2);
-    fill(G, R * C, 1.0, 31u);
-    fill(W0, R * C, 0.05, 32u);
-    for (pass = 0; pass < 2; pass++)
-        for (i = 0; i < NL; i++) {
-            W[pass][i] = (float *)malloc(R * C * sizeof(float));
-            memcpy(W[pass][i], W0, R * C * sizeof(float));
-            CHECK(muon_init(&st[pass][i], R, C) == MUON_OK);
-        }
+    gate_layers_init(NL, R, C, 31u, G, W0, W, st);
     for (i = 0; i < NL; i++) {
         CHECK(muon_step(&st[0][i], &cfg, W[0][i], C, G, C, NULL, 0) == MUON_OK); /* the loop */
         memset(&L[i], 0, sizeof L[i]);
