@@ -663,6 +663,51 @@ static void test_cache_blocks_bits(void)
     free(A.v); free(B.v); free(Bt.v); free(G.v);
 }
 
+/* The build kernel's packing of op(B) = B against the layout's definition (panel q of NR columns:
+ * dst[(q - jq) NR kc + p NR + s] = B[p0 + p][q NR + s], 0 past n), both panel at a time
+ * (kr->pack_b) and, where the kernel has one, whole blocks at once (kr->pack_b_block, which must
+ * write nothing past the block). Blocks at B's start, middle and ragged end; k blocks shorter than
+ * the block packing's prefetch distance. */
+static void test_pack_b_block(void)
+{
+    static const size_t cases[][5] = {/* n, jq, jqend (0: all panels), p0, kc */
+                                      {530, 0, 0, 0, 384},  {530, 8, 16, 0, 384}, {530, 30, 0, 384, 146},
+                                      {530, 0, 0, 527, 3},  {3, 0, 1, 0, 1},      {16, 0, 1, 10, 9},
+                                      {100, 2, 0, 200, 330}};
+    const muon__gemm_kernel *kr = &muon__gemm_k_build;
+    const size_t k = 530;
+    t_rng r = {52};
+    size_t i;
+    CHECK(kr->esz == sizeof(float) && kr->kgran == 1);
+    if (!kr->pack_b_block) printf("  %s packs B panel by panel (no block packing in this build)\n", kr->name);
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n = cases[i][0], nr = kr->nr, np = (n + nr - 1) / nr, jq = cases[i][1];
+        size_t jqend = cases[i][2] ? cases[i][2] : np, p0 = cases[i][3], kc = cases[i][4], q, p, c;
+        size_t nf = (jqend - jq) * nr * kc;
+        tmat B = tmat_new(k, n, n + 3, &r);
+        float *want = (float *)malloc((nf + 16) * sizeof(float)), *got = (float *)malloc((nf + 16) * sizeof(float));
+        for (q = jq; q < jqend; q++)
+            for (p = 0; p < kc; p++)
+                for (c = 0; c < nr; c++)
+                    want[(q - jq) * nr * kc + p * nr + c] = q * nr + c < n ? B.v[(p0 + p) * B.ld + q * nr + c] : 0.0f;
+        memset(got, 0x5a, nf * sizeof(float));
+        for (q = jq; q < jqend; q++)
+            kr->pack_b(kr, MUON_NO_TRANS, B.v, B.ld, q * nr, n - q * nr < nr ? n - q * nr : nr, p0, kc,
+                       (unsigned char *)(got + (q - jq) * nr * kc));
+        CHECK_MSG(memcmp(got, want, nf * sizeof(float)) == 0, "%s: panel pack of n %zu panels [%zu, %zu) k [%zu, +%zu)",
+                  kr->name, n, jq, jqend, p0, kc);
+        if (kr->pack_b_block) {
+            memset(got, 0x5a, nf * sizeof(float));
+            memset(got + nf, 0xa5, 16 * sizeof(float));
+            memset(want + nf, 0xa5, 16 * sizeof(float));
+            kr->pack_b_block(B.v, B.ld, jq, jqend, n, p0, kc, kr->kgran, (unsigned char *)got);
+            CHECK_MSG(memcmp(got, want, (nf + 16) * sizeof(float)) == 0,
+                      "%s: block pack of n %zu panels [%zu, %zu) k [%zu, +%zu)", kr->name, n, jq, jqend, p0, kc);
+        }
+        free(B.v); free(want); free(got);
+    }
+}
+
 int main(void)
 {
     RUN(test_gemm_small_odd_sizes);
@@ -680,5 +725,6 @@ int main(void)
     RUN(test_cache_rule);
     RUN(test_cache_detection);
     RUN(test_cache_blocks_bits);
+    RUN(test_pack_b_block);
     return TEST_REPORT();
 }
