@@ -66,10 +66,13 @@ bench-host: $(B)/bench/host_share $(B)/bench/host_threads $(B)/bench/host_thresh
 $(B)/bench/rn_profile: bench/rn_profile.c rownorm.h | $(B)/bench
 	$(CC) -std=c99 -O3 $(SIMD2) $(WARN) -I. -o $@ bench/rn_profile.c $(LDLIBS)
 
+# Debian's OpenBLAS 0.3.21 does not recognise the newer CPUs: name its core for this one (AVX-512:
+# SkylakeX; AVX2 AMD: Zen; other AVX2: Haswell). An OPENBLAS_CORETYPE in the environment wins.
+BENCH_CORE := $(if $(HAVE_AVX512),SkylakeX,$(shell grep -q AuthenticAMD /proc/cpuinfo 2>/dev/null && echo Zen || echo Haswell))
 bench: bench-build
 	@echo "machine: $$(lscpu | sed -n 's/^Model name: *//p'), $$(nproc) CPUs; load $$(cut -d' ' -f1-3 /proc/loadavg)"
-	@echo "command: make bench BENCH_ARGS='$(BENCH_ARGS)'  (OPENBLAS_CORETYPE=SkylakeX $(B)/bench/bench $(BENCH_ARGS))"
-	OPENBLAS_CORETYPE=SkylakeX $(B)/bench/bench $(BENCH_ARGS)
+	@echo "command: make bench BENCH_ARGS='$(BENCH_ARGS)'  (OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-$(BENCH_CORE)} $(B)/bench/bench $(BENCH_ARGS))"
+	OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-$(BENCH_CORE)} $(B)/bench/bench $(BENCH_ARGS)
 else
 bench-build bench:
 	@echo "bench: skipped (needs a CBLAS: OpenBLAS found by pkg-config)"
