@@ -670,10 +670,11 @@ static void test_cache_blocks_bits(void)
  * the block packing's prefetch distance. */
 static void test_pack_b_block(void)
 {
-    static const size_t cases[][5] = {/* n, jq, jqend (0: all panels), p0, kc */
-                                      {530, 0, 0, 0, 384},  {530, 8, 16, 0, 384}, {530, 30, 0, 384, 146},
-                                      {530, 0, 0, 527, 3},  {3, 0, 1, 0, 1},      {16, 0, 1, 10, 9},
-                                      {100, 2, 0, 200, 330}};
+    /* n, the block's first and last column c0, c1 (0: n; panels c0 / NR to the one holding
+     * column c1 - 1, so the cases hold for every NR: 8, 16, 32), p0, kc */
+    static const size_t cases[][5] = {{530, 0, 0, 0, 384},   {530, 128, 256, 0, 384}, {530, 480, 0, 384, 146},
+                                      {530, 0, 0, 527, 3},   {3, 0, 0, 0, 1},         {16, 0, 0, 10, 9},
+                                      {100, 32, 0, 200, 330}, {530, 512, 0, 0, 17}};
     const muon__gemm_kernel *kr = &muon__gemm_k_build;
     const size_t k = 530;
     t_rng r = {52};
@@ -681,9 +682,12 @@ static void test_pack_b_block(void)
     CHECK(kr->esz == sizeof(float) && kr->kgran == 1);
     if (!kr->pack_b_block) printf("  %s packs B panel by panel (no block packing in this build)\n", kr->name);
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        size_t n = cases[i][0], nr = kr->nr, np = (n + nr - 1) / nr, jq = cases[i][1];
-        size_t jqend = cases[i][2] ? cases[i][2] : np, p0 = cases[i][3], kc = cases[i][4], q, p, c;
-        size_t nf = (jqend - jq) * nr * kc;
+        size_t n = cases[i][0], nr = kr->nr, np = (n + nr - 1) / nr, jq = cases[i][1] / nr;
+        size_t jqend = ((cases[i][2] ? cases[i][2] : n) + nr - 1) / nr, p0 = cases[i][3], kc = cases[i][4], q, p, c;
+        size_t nf;
+        CHECK(jq < jqend && jqend <= np);
+        if (!(jq < jqend && jqend <= np)) continue;
+        nf = (jqend - jq) * nr * kc;
         tmat B = tmat_new(k, n, n + 3, &r);
         float *want = (float *)malloc((nf + 16) * sizeof(float)), *got = (float *)malloc((nf + 16) * sizeof(float));
         for (q = jq; q < jqend; q++)
