@@ -2543,34 +2543,52 @@ static MUON__NOINLINE void muon__gemm_pack_b_f32(const muon__gemm_kernel *kr, mu
 {
     muon__gemm_pack_b(t, M, ld, i0, eff, p0, kc, kr->nr, (float *)(void *)dst);
 }
-#if defined(MUON__GEMM_AVX2)
-/* The AVX2 kernel's B block, op(B) = B (n columns): the 16-wide panels [jq, jqend) packed row by
- * row across the whole block, each row's span prefetched MUON__GEMM_PACK_AHEAD rows ahead. The
- * panel-at-a-time form (muon__gemm_pack_b) reads one 64 B line per row of B at a stride of ldb,
- * which no hardware prefetcher follows: on a Zen 3 it packed at 3.4 GB/s, and B, repacked once
- * per MC row block, cost the B.X products of Newton-Schulz 20-30 % at MC 252 (bench/RESULTS.md,
- * "B packed by rows"). The same values in the same places: the same bits
- * (tests/test_muon_gemm.c, test_pack_b_block). */
+#if defined(MUON__GEMM_AVX512) || defined(MUON__GEMM_AVX2) || defined(MUON__GEMM_NEON)
+/* The build's SIMD kernel's B block, op(B) = B (n columns): its NR-wide panels [jq, jqend) packed
+ * row by row across the whole block, each row's span prefetched MUON__GEMM_PACK_AHEAD rows ahead.
+ * The panel-at-a-time form (muon__gemm_pack_b) reads one NR-float span per row of B at a stride of
+ * ldb, which no hardware prefetcher follows: on a Zen 3 the AVX2 kernel's panels packed at
+ * 3.4 GB/s, and B, repacked once per MC row block, cost the B.X products of Newton-Schulz 20-30 %
+ * at MC 252 (bench/RESULTS.md, "B packed by rows"; the AVX-512 kernel on a Zen 5, "B packed by
+ * rows on AVX-512"). The same values in the same places: the same bits (tests/test_muon_gemm.c,
+ * test_pack_b_block). NR is a multiple of 2 MUON__VW (32, 16, 8). */
+#if defined(MUON__GEMM_AVX512)
+#define MUON__GEMM_PACK_NR MUON__GEMM_AVX512_NR
+#elif defined(MUON__GEMM_AVX2)
+#define MUON__GEMM_PACK_NR MUON__GEMM_AVX2_NR
+#else
+#define MUON__GEMM_PACK_NR MUON__GEMM_NEON_NR
+#endif
+#if defined(MUON__GEMM_NEON) && (defined(__GNUC__) || defined(__clang__))
+#define MUON__GEMM_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+#elif defined(MUON__GEMM_NEON)
+#define MUON__GEMM_PREFETCH(p) ((void)(p))
+#else
+#define MUON__GEMM_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
+#endif
 #define MUON__GEMM_PACK_AHEAD 8
-static MUON__NOINLINE void muon__gemm_pack_b_block16(const float *M, size_t ld, size_t jq, size_t jqend, size_t n,
-                                                     size_t p0, size_t kc, size_t kgran, unsigned char *bpack)
+static MUON__NOINLINE void muon__gemm_pack_b_block_simd(const float *M, size_t ld, size_t jq, size_t jqend, size_t n,
+                                                        size_t p0, size_t kc, size_t kgran, unsigned char *bpack)
 {
+    enum { nr = MUON__GEMM_PACK_NR };
     float *dst = (float *)(void *)bpack;
-    const size_t ps = 16 * kc, j0 = jq * 16, j1 = jqend * 16 < n ? jqend * 16 : n, nfull = (j1 - j0) / 16;
+    const size_t ps = nr * kc, j0 = jq * nr, j1 = jqend * nr < n ? jqend * nr : n, nfull = (j1 - j0) / nr;
     size_t p, q, c, r;
     (void)kgran; /* 1: fp32 */
     for (p = 0; p < kc; p++) {
         const float *s = M + (p0 + p) * ld + j0;
-        float *d = dst + p * 16;
+        float *d = dst + p * nr;
         if (p + MUON__GEMM_PACK_AHEAD < kc)
-            for (c = 0; c < j1 - j0; c += 16) _mm_prefetch((const char *)(s + MUON__GEMM_PACK_AHEAD * ld + c), _MM_HINT_T0);
-        for (q = 0; q < nfull; q++) {
-            _mm256_storeu_ps(d + q * ps, _mm256_loadu_ps(s + q * 16));
-            _mm256_storeu_ps(d + q * ps + 8, _mm256_loadu_ps(s + q * 16 + 8));
-        }
+            for (c = 0; c < j1 - j0; c += 16) MUON__GEMM_PREFETCH(s + MUON__GEMM_PACK_AHEAD * ld + c);
+        for (q = 0; q < nfull; q++)
+            for (c = 0; c < nr; c += 2 * MUON__VW) {
+                muon__vf v0 = muon__vf_load(s + q * nr + c), v1 = muon__vf_load(s + q * nr + c + MUON__VW);
+                muon__vf_store(d + q * ps + c, v0);
+                muon__vf_store(d + q * ps + c + MUON__VW, v1);
+            }
         for (; q < jqend - jq; q++) { /* past n: the last panel's tail, zero padded */
-            size_t e = j1 > j0 + q * 16 ? j1 - j0 - q * 16 : 0;
-            for (r = 0; r < 16; r++) d[q * ps + r] = r < e ? s[q * 16 + r] : 0.0f;
+            size_t e = j1 > j0 + q * nr ? j1 - j0 - q * nr : 0;
+            for (r = 0; r < nr; r++) d[q * ps + r] = r < e ? s[q * nr + r] : 0.0f;
         }
     }
 }
@@ -3437,17 +3455,17 @@ static const muon__gemm_kernel muon__gemm_k_scalar = {
 #define MUON__GEMM_B_UKR muon__gemm_ukr_avx512, MUON__GEMM_AVX512_MR, MUON__GEMM_AVX512_NR, MUON__GEMM_BLK_AVX512
 static const muon__gemm_kernel muon__gemm_k_build = {
     "avx512 14x32", 0, MUON__GEMM_B_UKR, MUON__PACK_F32, 1, sizeof(float), muon__gemm_pack_a_f32,
-    muon__gemm_pack_b_f32, MUON__NULL, muon__gemm_ukr_avx512_split, MUON__NULL, MUON__NULL, MUON__GEMM_NO_ENGINE};
+    muon__gemm_pack_b_f32, muon__gemm_pack_b_block_simd, muon__gemm_ukr_avx512_split, MUON__NULL, MUON__NULL, MUON__GEMM_NO_ENGINE};
 #elif defined(MUON__GEMM_AVX2)
 #define MUON__GEMM_B_UKR muon__gemm_ukr_avx2, MUON__GEMM_AVX2_MR, MUON__GEMM_AVX2_NR, MUON__GEMM_BLK_AVX2
 static const muon__gemm_kernel muon__gemm_k_build = {
     "avx2 6x16", 0, MUON__GEMM_B_UKR, MUON__PACK_F32, 1, sizeof(float), muon__gemm_pack_a_f32,
-    muon__gemm_pack_b_f32, muon__gemm_pack_b_block16, muon__gemm_ukr_avx2_split, MUON__NULL, MUON__NULL, MUON__GEMM_NO_ENGINE};
+    muon__gemm_pack_b_f32, muon__gemm_pack_b_block_simd, muon__gemm_ukr_avx2_split, MUON__NULL, MUON__NULL, MUON__GEMM_NO_ENGINE};
 #elif defined(MUON__GEMM_NEON)
 #define MUON__GEMM_B_UKR muon__gemm_ukr_neon, MUON__GEMM_NEON_MR, MUON__GEMM_NEON_NR, MUON__GEMM_BLK_NEON
 static const muon__gemm_kernel muon__gemm_k_build = {
     "neon 8x8", 0, MUON__GEMM_B_UKR, MUON__PACK_F32, 1, sizeof(float), muon__gemm_pack_a_f32,
-    muon__gemm_pack_b_f32, MUON__NULL, muon__gemm_ukr_neon_split, MUON__NULL, MUON__NULL, MUON__GEMM_NO_ENGINE};
+    muon__gemm_pack_b_f32, muon__gemm_pack_b_block_simd, muon__gemm_ukr_neon_split, MUON__NULL, MUON__NULL, MUON__GEMM_NO_ENGINE};
 #else
 #define MUON__GEMM_B_UKR muon__gemm_ukr_scalar, MUON__GEMM_SCALAR_MR, MUON__GEMM_SCALAR_NR, MUON__GEMM_BLK_SCALAR
 static const muon__gemm_kernel muon__gemm_k_build = {
