@@ -20,10 +20,11 @@
  * The nsbf16 section times each rep right after an untimed run of the same job, ours and the
  * peers' alike (see g_warm); --cold times it as the other sections do.
  *
- * OpenBLAS: Debian's 0.3.21 does not recognise this CPU (Sapphire/Emerald Rapids) and falls back
- * to SSE3 kernels; the program re-executes itself with OPENBLAS_CORETYPE=SkylakeX when the
- * variable is unset and prints the core OpenBLAS runs (openblas_get_corename). The peers run
- * without it (their own OpenBLAS, as a user would get it).
+ * OpenBLAS: Debian's 0.3.21 does not recognise the newer CPUs and falls back to SSE3 kernels;
+ * the program re-executes itself with OPENBLAS_CORETYPE named for this CPU and
+ * OPENBLAS_THREAD_TIMEOUT=4 where they are unset (bench_env.h says why) and prints the core
+ * OpenBLAS runs (openblas_get_corename). The peers run without them (their own OpenBLAS, as a
+ * user would get it).
  *
  * Not a test: nothing here is part of `make test`.
  */
@@ -193,6 +194,7 @@ static void add_row(const char *sec, const char *what, int thr, const char *ours
 
 /* ---- peers: a Python server, interleaved rep by rep (bench_peer.h) ------------------------ */
 #include "bench_peer.h"
+#include "bench_env.h"
 
 typedef struct peer_job {
     char key[64];
@@ -1548,11 +1550,7 @@ int main(int argc, char **argv)
     int reps = 5, big_reps = 1, thr[2] = {1, 2}, nthr = 2, a, i;
     const char *only = "ns,muon,gemm,rownorm,diam,hilbert";
     double t0, sec_time[7] = {0, 0, 0, 0, 0, 0, 0};
-    if (!getenv("OPENBLAS_CORETYPE")) { /* must be set before OpenBLAS initialises: re-execute */
-        setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
-        execv("/proc/self/exe", argv);
-        fprintf(stderr, "bench: could not re-execute with OPENBLAS_CORETYPE=SkylakeX; continuing\n");
-    }
+    bench_openblas_env(argv, "bench"); /* OpenBLAS's core and its workers' spin (bench_env.h) */
     for (a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--reps") && a + 1 < argc) reps = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--big-reps") && a + 1 < argc) big_reps = atoi(argv[++a]);

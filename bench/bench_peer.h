@@ -76,7 +76,11 @@ static void peer_open(int threads)
         setenv("OPENBLAS_NUM_THREADS", tb, 1);
         setenv("OMP_NUM_THREADS", tb, 1);
         setenv("MKL_NUM_THREADS", tb, 1);
-        unsetenv("OPENBLAS_CORETYPE"); /* the peers run their own OpenBLAS as a user gets it */
+        unsetenv("OPENBLAS_CORETYPE"); /* the peers run their own OpenBLAS as a user gets it, */
+        /* but its idle workers sleep at once, as ours do (OPENBLAS_THREAD_TIMEOUT, bench_env.h): a
+         * peer's rep and ours alternate, and a worker still spinning would take a core from the
+         * next rep of ours (or a worker of ours from the peer's) */
+        setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
         execlp("python3", "python3", "bench/peers/peers.py", "--serve", "--threads", tb, (char *)NULL);
         _exit(127);
     }

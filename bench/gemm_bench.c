@@ -9,7 +9,10 @@
  *                         32,512,32768 for Zen 3's: issue 51, through the tests' hook)
  * OPENBLAS_CORETYPE: Debian's OpenBLAS 0.3.21 (DYNAMIC_ARCH) does not recognise Sapphire/Emerald
  * Rapids and falls back to its SSE3 "Prescott" kernels (about 6x slower); the line above makes it
- * use its AVX-512 SkylakeX kernels, the fair comparison. The core it runs is printed.
+ * use its AVX-512 SkylakeX kernels, the fair comparison. Where it is unset the program names the
+ * core for this CPU, and sets OPENBLAS_THREAD_TIMEOUT=4 where that is unset (OpenBLAS's idle
+ * workers would spin into muon.h's 2-thread runs), and re-executes itself (bench_env.h). The core
+ * it runs is printed.
  *
  * For each Newton-Schulz shape and for 1 and 2 threads (omp_set_num_threads for muon,
  * openblas_set_num_threads for OpenBLAS) it runs one warm-up of each, then `reps` rounds that
@@ -17,6 +20,7 @@
  * GFLOP/s of each and their ratio. Flops: GEMM 2mnk; SYRK n(n+1)k (the triangle's work).
  * Not a test: timings on a shared machine are noisy; compare ratios from one run.
  */
+#define _POSIX_C_SOURCE 200809L
 #define MUON_IMPLEMENTATION
 #include "muon.h"
 #include <cblas.h>
@@ -29,6 +33,7 @@
 #endif
 
 #include "bench_time.h"
+#include "bench_env.h"
 
 static double median(double *v, int n)
 {
@@ -90,6 +95,7 @@ int main(int argc, char **argv)
     void *ws;
     muon__caches c;
     const muon__gemm_kernel *kr = muon__gemm_choose(0, 0);
+    bench_openblas_env(argv, "gemm_bench");
     if (argc > 3) { /* forced cache sizes (KB) */
         unsigned long a = 0, b = 0, d = 0;
         if (sscanf(argv[3], "%lu,%lu,%lu", &a, &b, &d) < 2) {
@@ -107,7 +113,9 @@ int main(int argc, char **argv)
     printf("muon kernel: %s; caches L1d %zu KB, L2 %zu KB, L3 %zu KB%s; blocks KC=%d MC=%d NC=%d; reps=%d (median)\n",
            kr->name, c.l1d / 1024, c.l2 / 1024, c.l3 / 1024, argc > 3 ? " (forced)" : "", (int)kr->kc, (int)mc,
            (int)nc, reps);
-    printf("cblas: %s\n", openblas_get_config());
+    printf("cblas: %s; OPENBLAS_CORETYPE=%s OPENBLAS_THREAD_TIMEOUT=%s\n", openblas_get_config(),
+           getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)",
+           getenv("OPENBLAS_THREAD_TIMEOUT") ? getenv("OPENBLAS_THREAD_TIMEOUT") : "(unset)");
     printf("%-46s %3s %10s %10s %7s\n", "shape", "thr", "muon GF/s", "cblas GF/s", "ratio");
     for (ti = 0; ti < 2 && threads[ti] <= nthr; ti++) {
 #ifdef _OPENMP

@@ -37,6 +37,7 @@
 #include "../examples/gpt/model.h"
 #include "muon.h"
 #include "bench_peer.h"
+#include "bench_env.h"
 #include <cblas.h>
 #include <signal.h>
 #include <stdio.h>
@@ -212,10 +213,7 @@ int main(int argc, char **argv)
     ctx x;
     size_t n, i;
     gpt_status st;
-    if (!getenv("OPENBLAS_CORETYPE")) { /* before OpenBLAS initialises: re-execute (see bench.c) */
-        setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
-        execv("/proc/self/exe", argv);
-    }
+    bench_openblas_env(argv, "train_bench"); /* OpenBLAS's core and its workers' spin (bench_env.h) */
     for (a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--reps") && a + 1 < argc) reps = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--threads") && a + 1 < argc) {
