@@ -14,7 +14,9 @@
  * workers would spin into muon.h's 2-thread runs), and re-executes itself (bench_env.h). The core
  * it runs is printed.
  *
- * For each Newton-Schulz shape and for 1 and 2 threads (omp_set_num_threads for muon,
+ * First one line: this core's FMA peak for the build's vectors and the micro-kernel's rate alone
+ * (packed operands in L1 and L2), the bound the products below are held to. Then, for each
+ * Newton-Schulz shape and for 1 and 2 threads (omp_set_num_threads for muon,
  * openblas_set_num_threads for OpenBLAS) it runs one warm-up of each, then `reps` rounds that
  * alternate muon and CBLAS (so both see the same machine noise), and prints the median
  * GFLOP/s of each and their ratio. Flops: GEMM 2mnk; SYRK n(n+1)k (the triangle's work).
@@ -54,6 +56,61 @@ static void fill(float *x, size_t len, unsigned seed)
         seed = seed * 1664525u + 1013904223u;
         x[i] = (float)((seed >> 8) & 0xffff) / 65536.0f - 0.5f;
     }
+}
+
+/* One core's FMA peak for this build's vectors: 12 independent chains of muon.h's vector FMA
+ * (enough to hide a 4-cycle latency on 2 pipes), 2 flops a lane; best of 3. */
+static double fma_peak_gfs(void)
+{
+    muon__vf x = muon__vf_set1(1.0000001f), y = muon__vf_set1(0.9999999f);
+    muon__vf a0 = muon__vf_set1(0.f), a1 = muon__vf_set1(1.f), a2 = muon__vf_set1(2.f), a3 = muon__vf_set1(3.f);
+    muon__vf a4 = muon__vf_set1(4.f), a5 = muon__vf_set1(5.f), a6 = muon__vf_set1(6.f), a7 = muon__vf_set1(7.f);
+    muon__vf a8 = muon__vf_set1(8.f), a9 = muon__vf_set1(9.f), a10 = muon__vf_set1(10.f), a11 = muon__vf_set1(11.f);
+    const long n = 20000000 / MUON__VW;
+    double best = 1e30, t;
+    float out[MUON__VW];
+    long i;
+    int r;
+    for (r = 0; r < 3; r++) {
+        t = now_s();
+        for (i = 0; i < n; i++) {
+            a0 = muon__vf_fma(a0, x, y), a1 = muon__vf_fma(a1, x, y), a2 = muon__vf_fma(a2, x, y);
+            a3 = muon__vf_fma(a3, x, y), a4 = muon__vf_fma(a4, x, y), a5 = muon__vf_fma(a5, x, y);
+            a6 = muon__vf_fma(a6, x, y), a7 = muon__vf_fma(a7, x, y), a8 = muon__vf_fma(a8, x, y);
+            a9 = muon__vf_fma(a9, x, y), a10 = muon__vf_fma(a10, x, y), a11 = muon__vf_fma(a11, x, y);
+        }
+        t = now_s() - t;
+        if (t < best) best = t;
+    }
+    a0 = muon__vf_fma(a0, a1, a2), a3 = muon__vf_fma(a3, a4, a5), a6 = muon__vf_fma(a6, a7, a8);
+    a9 = muon__vf_fma(a9, a10, a11), a0 = muon__vf_fma(a0, a3, a6), a0 = muon__vf_fma(a0, a9, x);
+    muon__vf_store(out, a0);
+    if (out[0] == 1234.5f) printf("(unlikely)\n"); /* keeps the chains live */
+    return 12.0 * 2.0 * MUON__VW * (double)n / best * 1e-9;
+}
+
+/* The fp32 kernel's micro-kernel alone: one packed A micro-panel (MR x KC, in L1) against np
+ * packed B panels (NR x KC each: 1 in L1, 16 in L2), C in L1; best of 5. */
+static double ukr_gfs(const muon__gemm_kernel *kr, size_t np)
+{
+    size_t kc = kr->kc, mr = kr->mr, nr = kr->nr, i, q;
+    float *a = (float *)malloc(mr * kc * sizeof(float)), *b = (float *)malloc(nr * kc * np * sizeof(float));
+    float *c = (float *)calloc(mr * nr * np, sizeof(float));
+    long reps = (long)(4e9 / (2.0 * (double)(mr * nr * kc * np))), k;
+    double best = 1e30, t;
+    int r;
+    for (i = 0; i < mr * kc; i++) a[i] = (float)(i % 7) * 0.01f;
+    for (i = 0; i < nr * kc * np; i++) b[i] = (float)(i % 5) * 0.01f;
+    for (r = 0; r < 5; r++) {
+        t = now_s();
+        for (k = 0; k < reps; k++)
+            for (q = 0; q < np; q++) kr->fn(kc, a, b + q * nr * kc, c + q * nr, nr * np, 1.0f, 1.0f);
+        t = now_s() - t;
+        if (t < best) best = t;
+    }
+    if (c[0] == 1234.5f) printf("(unlikely)\n");
+    free(a); free(b); free(c);
+    return 2.0 * (double)(mr * nr * kc * np) * (double)reps / best * 1e-9;
 }
 
 static void run_one(const shape *s, int impl, const float *A, const float *B, float *C, void *ws, size_t wsb)
@@ -116,6 +173,12 @@ int main(int argc, char **argv)
     printf("cblas: %s; OPENBLAS_CORETYPE=%s OPENBLAS_THREAD_TIMEOUT=%s\n", openblas_get_config(),
            getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)",
            getenv("OPENBLAS_THREAD_TIMEOUT") ? getenv("OPENBLAS_THREAD_TIMEOUT") : "(unset)");
+    {
+        double pk = fma_peak_gfs(), u1 = ukr_gfs(kr, 1), u16 = ukr_gfs(kr, 16);
+        printf("1 thread: FMA peak %.1f GF/s (%d-float vectors); micro-kernel alone, B in L1 %.1f GF/s (%.2f of "
+               "peak), B in L2 %.1f GF/s (%.2f)\n",
+               pk, MUON__VW, u1, u1 / pk, u16, u16 / pk);
+    }
     printf("%-46s %3s %10s %10s %7s\n", "shape", "thr", "muon GF/s", "cblas GF/s", "ratio");
     for (ti = 0; ti < 2 && threads[ti] <= nthr; ti++) {
 #ifdef _OPENMP
