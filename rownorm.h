@@ -1262,24 +1262,43 @@ RN__FN double rn__row_ema_sq(float *b, const float *g, size_t n, float beta, flo
     }
     return s;
 }
+/* elements [k, n) of rn__row_axpby by its scalar formula (the vectors' head and remainder) */
+RN__FN void rn__row_axpby_from(const float *b, float alpha, float c, float *w, float *sout, size_t k, size_t n)
+{
+    for (; k < n; k++) {
+        float sv = alpha * b[k];
+        w[k] = w[k] + fmaf(c, w[k], sv);
+        if (sout) sout[k] = sv;
+    }
+}
 RN__FN void rn__row_axpby(const float *b, float alpha, double decay, float *w, float *sout, size_t n)
 {
     float c = (float)(decay - 1.0); /* see rn__row_axpby_scalar */
     rn__vf va = rn__vf_set1(alpha), vc = rn__vf_set1(c);
-    size_t k = 0, h = RN__HEAD64(w, n), nv = h + (n - h) - (n - h) % RN__VW;
-    for (; k < n; k++) {
-        float sv;
-        if (k == h)
-            for (; k < nv; k += RN__VW) { /* from w's line boundary (RN__HEAD64) */
-                rn__vf svv = rn__vf_mul(va, rn__vf_load(b + k)), wv = rn__vf_load(w + k);
-                rn__vf_store(w + k, rn__vf_add(wv, rn__vf_fma(vc, wv, svv)));
-                if (sout) rn__vf_store(sout + k, svv);
-            }
-        if (k == n) break;
-        sv = alpha * b[k];
-        w[k] = w[k] + fmaf(c, w[k], sv);
-        if (sout) sout[k] = sv;
+    size_t k, h = RN__HEAD64(w, n), nv;
+#if defined(RN__AVX512)
+    if ((((uintptr_t)(const void *)w - (uintptr_t)(const void *)b) & 63u) != 0) {
+        /* w and b (the state's row, on a line when cols is a multiple of 16) cannot both start
+         * on a line: 32-byte vectors, which straddle one in two lines of each, not every one of
+         * b's (on a Zen 5 the compatible step with W 16 bytes past a line: 27-28 ms with 64-byte
+         * vectors from w's line, 22-24 ms so, as with W on a line; rn_align) */
+        __m256 ya = _mm256_set1_ps(alpha), yc = _mm256_set1_ps(c);
+        for (k = 0, nv = n - n % 8; k < nv; k += 8) {
+            __m256 sv = _mm256_mul_ps(ya, _mm256_loadu_ps(b + k)), wv = _mm256_loadu_ps(w + k);
+            _mm256_storeu_ps(w + k, _mm256_add_ps(wv, _mm256_fmadd_ps(yc, wv, sv)));
+            if (sout) _mm256_storeu_ps(sout + k, sv);
+        }
+        rn__row_axpby_from(b, alpha, c, w, sout, k, n);
+        return;
     }
+#endif
+    rn__row_axpby_from(b, alpha, c, w, sout, 0, h);
+    for (k = h, nv = h + (n - h) - (n - h) % RN__VW; k < nv; k += RN__VW) { /* from w's line (RN__HEAD64) */
+        rn__vf sv = rn__vf_mul(va, rn__vf_load(b + k)), wv = rn__vf_load(w + k);
+        rn__vf_store(w + k, rn__vf_add(wv, rn__vf_fma(vc, wv, sv)));
+        if (sout) rn__vf_store(sout + k, sv);
+    }
+    rn__row_axpby_from(b, alpha, c, w, sout, k, n);
 }
 RN__FN double rn__row_ema_stats(float *b, const float *g, size_t n, float beta, float omb,
                                 const double *mu, double *colacc)

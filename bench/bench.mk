@@ -13,7 +13,7 @@ BENCH_ARGS ?=
 
 .PHONY: bench bench-build bench-host
 ifeq ($(HAVE_BLAS),1)
-bench-build: $(B)/bench/bench $(B)/bench/bench_noamx $(B)/bench/amx_ceiling $(B)/bench/gemm_bench $(B)/bench/rn_profile $(B)/bench/train_bench $(B)/bench/host_threads $(B)/bench/host_threshold $(B)/bench/host_share $(B)/bench/layers_share
+bench-build: $(B)/bench/bench $(B)/bench/bench_noamx $(B)/bench/amx_ceiling $(B)/bench/gemm_bench $(B)/bench/rn_profile $(B)/bench/train_bench $(B)/bench/host_threads $(B)/bench/host_threshold $(B)/bench/host_share $(B)/bench/layers_share $(B)/bench/rn_align
 
 $(B)/bench/bench: bench/bench.c bench/bench_cblas_tu.c $(HEADER_DEPS) | $(B)/bench
 	$(CC) $(BENCH_FL) -o $@ bench/bench.c bench/bench_cblas_tu.c $(BLAS_LIBS) $(LDLIBS)
@@ -61,6 +61,10 @@ bench-host: $(B)/bench/host_share $(B)/bench/host_threads $(B)/bench/host_thresh
 	$(B)/bench/host_share --train $(GPT_TRAIN) --data $(GPT_B)/data
 	$(B)/bench/host_threads
 	$(B)/bench/host_threshold
+
+# the RowNorm step against where G and W sit relative to a 64-byte line (one thread; no BLAS)
+$(B)/bench/rn_align: bench/rn_align.c rownorm.h | $(B)/bench
+	$(CC) -std=c99 -O3 -march=native $(WARN) -I. -o $@ bench/rn_align.c $(LDLIBS)
 
 # a fixed amount of RowNorm-step work for callgrind (no AVX-512 under valgrind: AVX2 build)
 $(B)/bench/rn_profile: bench/rn_profile.c rownorm.h | $(B)/bench

@@ -9,6 +9,7 @@ static int t_alloc_fail;
 #include "rownorm.h"
 #include "test.h"
 #include <float.h>
+#include <stdint.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -1869,6 +1870,57 @@ static void test_kernels_vs_scalar(void)
 }
 #endif
 
+/* The step's bits do not depend on where the caller's W, G and step_out sit relative to a
+ * 64-byte line: the AVX-512 kernels that update W start their vectors at W's line or switch to
+ * 32-byte vectors by placement (rn__row_axpby, rn__row_write), and each element is computed on
+ * its own. Rows of 37 and 2051 columns (tails) in both the plain and the centred sweeps, W and
+ * step_out at 0..15 floats past a line against a placement on the line; 2 steps each. */
+static void test_rownorm_placement(void)
+{
+    static const size_t shapes[2][2] = {{41, 37}, {9, 2051}};
+    static const unsigned flags[3] = {0u, RN_REFERENCE_COMPAT, RN_REFERENCE_COMPAT | RN_SKIP_CHECKS};
+    size_t si, fi, off, i;
+    for (si = 0; si < 2; si++)
+        for (fi = 0; fi < 3; fi++) {
+            size_t V = shapes[si][0], d = shapes[si][1], n = V * d;
+            t_rng r = {77};
+            float *G0 = mat_new(&r, V, d, d, 0.01), *W0 = mat_new(&r, V, d, d, 0.02);
+            float *wbuf = (float *)malloc((n + 64) * sizeof(float)), *sbuf = (float *)malloc((n + 64) * sizeof(float));
+            float *gbuf = (float *)malloc((n + 64) * sizeof(float));
+            float *Wref = (float *)malloc(n * sizeof(float)), *Sref = (float *)malloc(n * sizeof(float));
+            float *Bref = (float *)malloc(n * sizeof(float));
+            /* the first 64-byte line inside each buffer (malloc aligns to at least 8 bytes) */
+            float *wl = wbuf + (64 - (size_t)((uintptr_t)(void *)wbuf & 63u)) % 64 / sizeof(float);
+            float *sl = sbuf + (64 - (size_t)((uintptr_t)(void *)sbuf & 63u)) % 64 / sizeof(float);
+            float *gl = gbuf + (64 - (size_t)((uintptr_t)(void *)gbuf & 63u)) % 64 / sizeof(float);
+            for (off = 0; off < 16; off++) {
+                rn_rownorm_state st;
+                rn_rownorm_config cfg = rn_rownorm_default();
+                float *W = wl + off, *S = sl + (off * 7) % 16, *G = gl + (off * 3) % 16;
+                int t, same = 1;
+                cfg.flags = flags[fi];
+                cfg.weight_decay = 0.1; /* the decay term in the update's arithmetic too */
+                memcpy(W, W0, n * sizeof(float));
+                memcpy(G, G0, n * sizeof(float));
+                CHECK(rn_rownorm_init(&st, V, d) == RN_OK);
+                for (t = 0; t < 2; t++) CHECK(rn_rownorm_step(&st, &cfg, W, d, G, d, S, d) == RN_OK);
+                if (off == 0) {
+                    memcpy(Wref, W, n * sizeof(float)); memcpy(Sref, S, n * sizeof(float));
+                    memcpy(Bref, st.B, n * sizeof(float));
+                } else {
+                    for (i = 0; i < n; i++)
+                        if (memcmp(W + i, Wref + i, sizeof(float)) || memcmp(S + i, Sref + i, sizeof(float)) ||
+                            memcmp(st.B + i, Bref + i, sizeof(float)))
+                            same = 0;
+                    CHECK_MSG(same, "%zux%zu flags %u: W %zu floats past a line changes the step's bits", V, d,
+                              flags[fi], off);
+                }
+                rn_rownorm_free(&st);
+            }
+            free(G0); free(W0); free(wbuf); free(sbuf); free(gbuf); free(Wref); free(Sref); free(Bref);
+        }
+}
+
 static void test_nomem(void)
 {
     t_rng r = {16};
@@ -1975,6 +2027,7 @@ int main(void)
 #ifdef _OPENMP
     RUN(test_rownorm_threads_deterministic);
 #endif
+    RUN(test_rownorm_placement);
     RUN(test_nomem);
 #ifndef RN_FLOAT_ARITH
     RUN(test_kernels_vs_scalar);
