@@ -2549,8 +2549,8 @@ static MUON__NOINLINE void muon__gemm_pack_b_f32(const muon__gemm_kernel *kr, mu
  * The panel-at-a-time form (muon__gemm_pack_b) reads one NR-float span per row of B at a stride of
  * ldb, which no hardware prefetcher follows: on a Zen 3 the AVX2 kernel's panels packed at
  * 3.4 GB/s, and B, repacked once per MC row block, cost the B.X products of Newton-Schulz 20-30 %
- * at MC 252 (bench/RESULTS.md, "B packed by rows"; the AVX-512 kernel on a Zen 5, "B packed by
- * rows on AVX-512"). The same values in the same places: the same bits (tests/test_muon_gemm.c,
+ * at MC 252 (bench/RESULTS.md, "B packed by rows"; the AVX-512 kernel on a Zen 5, 3-5 %,
+ * "AVX-512 on a Zen 5"). The same values in the same places: the same bits (tests/test_muon_gemm.c,
  * test_pack_b_block). NR is a multiple of 2 MUON__VW (32, 16, 8). */
 #if defined(MUON__GEMM_AVX512)
 #define MUON__GEMM_PACK_NR MUON__GEMM_AVX512_NR

@@ -1044,7 +1044,7 @@ RN__FN __mmask8 rn__mask8(ptrdiff_t r) { return (__mmask8)(r >= 8 ? 0xffu : r <=
 /* A full vector is stored unmasked, only the row's last partial one masked: the same bytes, but
  * a masked store to a line not in cache is slow on AMD Zen cores (a Zen 5: the compatible
  * RowNorm step at 26-29 GB/s with every vector's store masked, 47-57 GB/s with full vectors
- * unmasked; bench/RESULTS.md, "RowNorm's masked stores") */
+ * unmasked; bench/RESULTS.md, "AVX-512 on a Zen 5") */
 RN__FN void rn__vf_storer_(float *p, __m512 v, ptrdiff_t r)
 {
     if (r >= 16) _mm512_storeu_ps(p, v);
@@ -1177,7 +1177,7 @@ typedef uint32x4_t rn__vu;
  * caller's array, from malloc commonly 16 bytes past a line, and there every 64-byte store (and
  * the load before it) straddled two lines: on a Zen 5 the compatible step at 2048 columns took
  * 30 ms with W 16 bytes past a line against 21 ms with W on a line (a G so placed costs nothing;
- * bench/RESULTS.md, "RowNorm's masked stores"). Each element's arithmetic is its own, so where
+ * bench/RESULTS.md, "AVX-512 on a Zen 5"). Each element's arithmetic is its own, so where
  * the vectors start changes no bit. 32-byte vectors (AVX2) straddle half as often: no head. */
 #if defined(RN__AVX512)
 RN__FN size_t rn__head64(const float *w, size_t n)

@@ -14,7 +14,7 @@
  * muon.h's shared-machine rule (muon_team) saw its team held up and ran on one thread, and the
  * 2-thread rows were bimodal (a Zen 5, gemm_bench 5 2: muon.h's 1024x1024 . 1024x4096 at 196-251
  * GF/s in 6 of 16 runs, 381-438 in the other 10; with N 4, all 12 runs at 337-439, OpenBLAS's own
- * rate within noise, 293-331 against 306-336: bench/RESULTS.md, "B packed by rows on AVX-512").
+ * rate within noise, 293-331 against 306-336: bench/RESULTS.md, "AVX-512 on a Zen 5").
  * N 4 (its minimum) lets the workers sleep at once; waking them costs microseconds against calls
  * of milliseconds.
  */

@@ -7,7 +7,7 @@
  * for the three configurations the bench's rownorm section times (compat + SKIP_CHECKS, compat,
  * default), the median of `reps` steps in ms and the 5-pass GB/s (G read, B and W read and
  * written). Why it exists: on a Zen 5, AVX-512 stores that straddle two lines made the step 1.4x
- * slower with W 16 bytes past a line (bench/RESULTS.md, "RowNorm's masked stores"). One thread
+ * slower with W 16 bytes past a line (bench/RESULTS.md, "AVX-512 on a Zen 5"). One thread
  * unless built with OpenMP. Not a test.
  */
 #define _POSIX_C_SOURCE 200809L
