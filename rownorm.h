@@ -1172,13 +1172,14 @@ typedef uint32x4_t rn__vu;
 /* The row kernels, once, on the layer: full vectors, then the remainder element by element
  * with the same fused formulas (so the remainder rounds as the vectors do). */
 
-/* The elements before w's next 64-byte boundary (at most n), where the kernels that update a row
- * of W element by element (rn__row_axpby, rn__row_write) start their vectors on AVX-512: W is the
- * caller's array, from malloc commonly 16 bytes past a line, and there every 64-byte store (and
- * the load before it) straddled two lines: on a Zen 5 the compatible step at 2048 columns took
- * 30 ms with W 16 bytes past a line against 21 ms with W on a line (a G so placed costs nothing;
- * bench/RESULTS.md, "AVX-512 on a Zen 5"). Each element's arithmetic is its own, so where
- * the vectors start changes no bit. 32-byte vectors (AVX2) straddle half as often: no head. */
+/* The elements before w's next 64-byte boundary (at most n), where rn__row_axpby starts its
+ * 64-byte vectors on AVX-512 when W's row and B's sit alike on their lines: W is the caller's
+ * array, from malloc commonly 16 bytes past a line, and there every 64-byte store (and the load
+ * before it) straddled two lines: on a Zen 5 the compatible step at 2048 columns took 30 ms with
+ * W 16 bytes past a line against 21 ms with W on a line (a G so placed costs nothing;
+ * bench/RESULTS.md, "AVX-512 on a Zen 5"). Each element's arithmetic is its own, so where the
+ * vectors start changes no bit. rn__row_write's accesses are 32 bytes wide: a head measured no
+ * gain there. 32-byte vectors (AVX2) straddle half as often: no head. */
 #if defined(RN__AVX512)
 RN__FN size_t rn__head64(const float *w, size_t n)
 {
@@ -1286,8 +1287,8 @@ RN__FN void rn__row_axpby_from(const float *b, float alpha, float c, float *w, f
 RN__FN void rn__row_axpby(const float *b, float alpha, double decay, float *w, float *sout, size_t n)
 {
     float c = (float)(decay - 1.0); /* see rn__row_axpby_scalar */
-    rn__vf va = rn__vf_set1(alpha), vc = rn__vf_set1(c);
-    size_t k, h = RN__HEAD64(w, n), nv;
+    rn__vf va, vc;
+    size_t k, h, nv;
 #if defined(RN__AVX512)
     if ((((uintptr_t)(const void *)w - (uintptr_t)(const void *)b) & 63u) != 0) {
         /* w and b (the state's row, on a line when cols is a multiple of 16) cannot both start
@@ -1304,6 +1305,7 @@ RN__FN void rn__row_axpby(const float *b, float alpha, double decay, float *w, f
         return;
     }
 #endif
+    va = rn__vf_set1(alpha), vc = rn__vf_set1(c), h = RN__HEAD64(w, n);
     rn__row_axpby_from(b, alpha, c, w, sout, 0, h);
     for (k = h, nv = h + (n - h) - (n - h) % RN__VW; k < nv; k += RN__VW) { /* from w's line (RN__HEAD64) */
         rn__vf sv = rn__vf_mul(va, rn__vf_load(b + k)), wv = rn__vf_load(w + k);
@@ -1366,20 +1368,17 @@ RN__FN void rn__row_write(const float *b, const double *mu, double inv, const do
                           double neglr, double decay, float *w, float *sout, size_t n)
 {
     rn__vd vi = rn__vd_set1(inv), vl = rn__vd_set1(neglr), vd = rn__vd_set1(decay);
-    size_t k = 0, h = RN__HEAD64(w, n), nv = h + (n - h) - (n - h) % RN__VD;
+    size_t k = 0, nv = n - n % RN__VD;
+    for (; k < nv; k += RN__VD) {
+        rn__vd d = rn__vd_sub(rn__vd_loadf(b + k), rn__vd_load(mu + k)); /* inner projection: b - mu */
+        /* the outer projection (SPEC 1.5): (b - mu) inv - nu, subtracted inside the fused
+         * multiply-subtract */
+        rn__vd s = rn__vd_mul(vl, rn__vd_fms(d, vi, rn__vd_load(nu + k)));
+        rn__vd_storef(w + k, rn__vd_fma(rn__vd_loadf(w + k), vd, s));
+        if (sout) rn__vd_storef(sout + k, s);
+    }
     for (; k < n; k++) {
-        double s;
-        if (k == h)
-            for (; k < nv; k += RN__VD) { /* from w's line boundary (RN__HEAD64) */
-                rn__vd d = rn__vd_sub(rn__vd_loadf(b + k), rn__vd_load(mu + k)); /* inner projection: b - mu */
-                /* the outer projection (SPEC 1.5): (b - mu) inv - nu, subtracted inside the fused
-                 * multiply-subtract */
-                rn__vd sv = rn__vd_mul(vl, rn__vd_fms(d, vi, rn__vd_load(nu + k)));
-                rn__vd_storef(w + k, rn__vd_fma(rn__vd_loadf(w + k), vd, sv));
-                if (sout) rn__vd_storef(sout + k, sv);
-            }
-        if (k == n) break;
-        s = neglr * fma((double)b[k] - mu[k], inv, -nu[k]); /* both projections, as above */
+        double s = neglr * fma((double)b[k] - mu[k], inv, -nu[k]); /* both projections, as above */
         w[k] = (float)fma((double)w[k], decay, s);
         if (sout) sout[k] = (float)s;
     }

@@ -70,13 +70,12 @@ $(B)/bench/rn_align: bench/rn_align.c rownorm.h | $(B)/bench
 $(B)/bench/rn_profile: bench/rn_profile.c rownorm.h | $(B)/bench
 	$(CC) -std=c99 -O3 $(SIMD2) $(WARN) -I. -o $@ bench/rn_profile.c $(LDLIBS)
 
-# Debian's OpenBLAS 0.3.21 does not recognise the newer CPUs: name its core for this one (AVX-512:
-# SkylakeX; AVX2 AMD: Zen; other AVX2: Haswell). An OPENBLAS_CORETYPE in the environment wins.
-BENCH_CORE := $(if $(HAVE_AVX512),SkylakeX,$(shell grep -q AuthenticAMD /proc/cpuinfo 2>/dev/null && echo Zen || echo Haswell))
+# The bench names OpenBLAS's core for the CPU it runs on and sets OPENBLAS_THREAD_TIMEOUT where
+# they are unset (bench/bench_env.h); an OPENBLAS_CORETYPE in the environment wins.
 bench: bench-build
 	@echo "machine: $$(lscpu | sed -n 's/^Model name: *//p'), $$(nproc) CPUs; load $$(cut -d' ' -f1-3 /proc/loadavg)"
-	@echo "command: make bench BENCH_ARGS='$(BENCH_ARGS)'  (OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-$(BENCH_CORE)} $(B)/bench/bench $(BENCH_ARGS))"
-	OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE:-$(BENCH_CORE)} $(B)/bench/bench $(BENCH_ARGS)
+	@echo "command: make bench BENCH_ARGS='$(BENCH_ARGS)'  ($(B)/bench/bench $(BENCH_ARGS))"
+	$(B)/bench/bench $(BENCH_ARGS)
 else
 bench-build bench:
 	@echo "bench: skipped (needs a CBLAS: OpenBLAS found by pkg-config)"

@@ -1871,9 +1871,9 @@ static void test_kernels_vs_scalar(void)
 #endif
 
 /* The step's bits do not depend on where the caller's W, G and step_out sit relative to a
- * 64-byte line: the AVX-512 kernels that update W start their vectors at W's line or switch to
- * 32-byte vectors by placement (rn__row_axpby, rn__row_write), and each element is computed on
- * its own. Rows of 37 and 2051 columns (tails) in both the plain and the centred sweeps, W and
+ * 64-byte line: the AVX-512 W update of the plain sweep starts its vectors at W's line or
+ * switches to 32-byte vectors by placement (rn__row_axpby), and each element is computed on its
+ * own. Rows of 37 and 2051 columns (tails) in both the plain and the centred sweeps, W and
  * step_out at 0..15 floats past a line against a placement on the line; 2 steps each. */
 static void test_rownorm_placement(void)
 {
